@@ -1,0 +1,40 @@
+"""embedkit: every text representation of an NLP course as a scikit-learn component.
+
+Public names are resolved lazily, so ``import embedkit`` does not import torch, gensim or
+transformers; ``from embedkit import GloveEmbedder`` imports just what that class needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "Sequences": "embedkit.sequences",
+    "TokenIds": "embedkit.sequences",
+    "Tokenizer": "embedkit.documents",
+    "validate_documents": "embedkit.documents",
+    "load_dataset": "embedkit.datasets",
+    "load_texts": "embedkit.datasets",
+    "list_datasets": "embedkit.datasets",
+    "TfidfEmbedder": "embedkit.representations.tfidf",
+    "MLPClassifier": "embedkit.heads.mlp",
+    "MLPRegressor": "embedkit.heads.mlp",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'embedkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

