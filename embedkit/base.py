@@ -223,7 +223,7 @@ class NeuralHead(BaseEstimator):
             self.classes_, encoded = np.unique(y, return_inverse=True)
             if len(self.classes_) < 2:
                 raise ValueError(
-                    f"y has a single class ({self.classes_[0]!r}); a classifier needs at least "
+                    f"y has only one class ({self.classes_[0]!r}); a classifier needs at least "
                     "two classes in the training data."
                 )
             return encoded.astype(np.int64), len(self.classes_)
@@ -280,6 +280,8 @@ class NeuralHead(BaseEstimator):
 
         from .heads._torch import HeadDataset, collate
 
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         inputs = self._as_input(X, reset=True)
         y_enc, n_outputs = self._encode_targets(y)
         if len(y_enc) != len(inputs):
@@ -368,7 +370,8 @@ class NeuralClassifierMixin:
 
     def predict(self, X) -> np.ndarray:
         """Most probable class per row."""
-        return self.classes_[self._forward(X).argmax(axis=1)]
+        scores = self._forward(X)
+        return self.classes_[scores.argmax(axis=1)]
 
 
 class NeuralRegressorMixin:
@@ -377,6 +380,12 @@ class NeuralRegressorMixin:
     _task = "regression"
     _estimator_type = "regressor"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def predict(self, X) -> np.ndarray:
-        out = self._forward(X)
+        """Predicted values, shaped like the ``y`` seen at fit."""
+        out = self._forward(X).astype(np.float64)
         return out.ravel() if self._y_ndim == 1 else out

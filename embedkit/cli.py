@@ -1,0 +1,83 @@
+"""The ``embedkit`` command.
+
+Examples
+--------
+    embedkit compare                              # every default pipeline on BBC News
+    embedkit compare --quick                      # a one-minute smoke run
+    embedkit compare -d trec -r tfidf -r lsa -h mlp
+    embedkit compare --file my.csv --text-column review --label-column stars
+    embedkit datasets
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["--help"]},
+    help="embedkit: compare text representations and neural heads as scikit-learn pipelines.",
+)
+
+
+@app.command()
+def compare(
+    dataset: str = typer.Option("bbc-news", "--dataset", "-d",
+                                help="Built-in dataset (see `embedkit datasets`)."),
+    file: Optional[Path] = typer.Option(None, "--file", "-f",
+                                        help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; overrides --dataset."),
+    text_column: str = typer.Option("text", help="Text column of --file."),
+    label_column: str = typer.Option("label", help="Label column of --file."),
+    representations: Optional[list[str]] = typer.Option(
+        None, "--representation", "-r", help="Representation name; repeat for several. Default: the standard set."),
+    heads: Optional[list[str]] = typer.Option(
+        None, "--head", "-h", help="Head name; repeat for several. Default: the standard set."),
+    folds: int = typer.Option(5, min=2, help="Cross-validation folds (datasets without an official split)."),
+    output: Path = typer.Option(Path("embedkit-results"), "--output", "-o", help="Folder for the report."),
+    seed: int = typer.Option(0, help="Seed for splits and every model."),
+    quick: bool = typer.Option(False, "--quick", help="300-document sample, 3 folds, small selection: about a minute."),
+    list_: bool = typer.Option(False, "--list", help="List the representation and head names, then exit."),
+):
+    """Score representation x head pipelines and write results.csv, results.md and results.png."""
+    from pipelines import compare as runner
+    from pipelines import grids
+
+    if list_:
+        for title, registry in (("representations", grids.REPRESENTATIONS), ("heads", grids.HEADS)):
+            typer.echo(f"{title}:")
+            for name, entry in registry.items():
+                typer.echo(f"  {name:<12} [{', '.join(entry.forms)}]  {entry.about}")
+        raise typer.Exit()
+    try:
+        if file is not None:
+            from embedkit.datasets import load_texts
+
+            data, name = load_texts(file, text_column, label_column), file.stem
+        else:
+            data, name = dataset, dataset
+        results = runner.run_compare(data, representations, heads, folds=folds, output=output,
+                                     seed=seed, quick=quick, dataset_name=name)
+    except (ValueError, FileNotFoundError) as err:
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    meta = results.attrs
+    typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}\n")
+    typer.echo(runner.format_table(results).to_markdown(index=False))
+    typer.echo(f"\nWrote {output / 'results.csv'}, {output / 'results.md'} and {output / 'results.png'}")
+
+
+@app.command()
+def datasets():
+    """List the built-in datasets."""
+    from embedkit.datasets import list_datasets
+
+    for row in list_datasets().itertuples():
+        typer.echo(f"{row.name:<10} {row.about}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,109 @@
+"""The representations and heads `embedkit compare` can pair, as plain editable Python.
+
+Each registry entry is a zero-argument factory plus the input form it produces or needs:
+
+* a representation produces ``"pooled"`` (one vector per document), ``"sequence"`` (one vector
+  per token) or ``"ids"`` (token ids), or ``"raw"`` (passthrough: the head reads text itself);
+* a head lists the forms it accepts.
+
+Add your own by adding an entry; `compatible` pairs only steps that fit together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    factory: Callable[[], object]
+    forms: tuple[str, ...]
+    about: str
+
+
+def _tfidf():
+    from embedkit import TfidfEmbedder
+
+    return TfidfEmbedder(sublinear_tf=True, min_df=2)
+
+
+def _lsa():
+    from embedkit import TfidfEmbedder
+
+    return TfidfEmbedder(sublinear_tf=True, min_df=2, n_components=200)
+
+
+def _bow():
+    from embedkit import TfidfEmbedder
+
+    return TfidfEmbedder(weighting="count", min_df=2)
+
+
+def _mlp():
+    from embedkit import MLPClassifier
+
+    return MLPClassifier(hidden_layer_sizes=(256,), epochs=15)
+
+
+def _linear():
+    from embedkit import MLPClassifier
+
+    return MLPClassifier(hidden_layer_sizes=(), epochs=30, lr=3e-3)
+
+
+def _logreg():
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=2000, C=10.0)
+
+
+REPRESENTATIONS: dict[str, Entry] = {
+    "tfidf": Entry(_tfidf, ("pooled",), "TF-IDF over words (sublinear tf, min_df=2), sparse"),
+    "bow": Entry(_bow, ("pooled",), "bag-of-words counts (min_df=2), sparse"),
+    "lsa": Entry(_lsa, ("pooled",), "TF-IDF reduced to 200 dense dims by truncated SVD"),
+}
+
+HEADS: dict[str, Entry] = {
+    "mlp": Entry(_mlp, ("pooled", "sequence", "ids"), "MLP, one hidden layer of 256 (torch/skorch)"),
+    "linear": Entry(_linear, ("pooled", "sequence", "ids"), "softmax regression trained with skorch"),
+    "logreg": Entry(_logreg, ("pooled",), "scikit-learn LogisticRegression (C=10)"),
+}
+
+#: what `embedkit compare` runs when no selection is given
+DEFAULT_REPRESENTATIONS = ("tfidf", "lsa")
+DEFAULT_HEADS = ("mlp", "logreg")
+QUICK_REPRESENTATIONS = ("tfidf",)
+QUICK_HEADS = ("logreg", "mlp")
+
+
+def compatible(representation: str, head: str) -> bool:
+    """True when the head accepts the form the representation produces."""
+    return bool(set(REPRESENTATIONS[representation].forms) & set(HEADS[head].forms))
+
+
+def _check_names(names, registry, what):
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown}; choose from {sorted(registry)} "
+                         f"(edit pipelines/grids.py to add one).")
+
+
+def pairs(representations=None, heads=None, quick: bool = False) -> list[tuple[str, str]]:
+    """Compatible (representation, head) name pairs for a selection (defaults when None)."""
+    reps = list(representations or (QUICK_REPRESENTATIONS if quick else DEFAULT_REPRESENTATIONS))
+    hds = list(heads or (QUICK_HEADS if quick else DEFAULT_HEADS))
+    _check_names(reps, REPRESENTATIONS, "representation(s)")
+    _check_names(hds, HEADS, "head(s)")
+    out = [(r, h) for r in reps for h in hds if compatible(r, h)]
+    if not out:
+        raise ValueError(f"no head in {hds} accepts what {reps} produce; see `embedkit compare --help`.")
+    return out
+
+
+def make_pipeline(representation: str, head: str):
+    """A fresh `Pipeline([("features", ...), ("head", ...)])` for two registry names."""
+    from sklearn.pipeline import Pipeline
+
+    features = REPRESENTATIONS[representation].factory()
+    return Pipeline([("features", features), ("head", HEADS[head].factory())])

@@ -1,0 +1,74 @@
+"""Shared fixtures: real data, loaded once per session, sliced small."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+#: short English documents every representation can fit on with default parameters
+SENTENCES = [
+    "the cat sat on the mat", "the dog sat on the log", "a cat and a dog played in the garden",
+    "stocks fell sharply as markets opened", "the bank raised interest rates again",
+    "investors sold shares after the profit warning", "the team won the final match",
+    "the striker scored twice in the second half", "fans cheered as the players celebrated",
+    "the new phone has a faster chip", "software updates fixed the security flaw",
+    "the film won an award for best director", "the actor starred in a new comedy",
+    "voters elected a new prime minister", "the government announced a tax plan",
+    "parliament debated the new law", "the cat chased the dog around the garden",
+    "markets rallied after the bank cut rates", "the coach praised the team defence",
+    "the singer released a new album this week", "the minister resigned after the vote",
+    "a new chip makes the laptop faster", "the dog slept on the mat all day",
+    "shares rose as profits beat forecasts", "the match ended in a draw",
+    "critics praised the film and its music", "the election campaign started today",
+    "engineers built a faster network", "the player signed a new contract",
+    "the album topped the charts", "rates and taxes worry investors",
+    "the garden was full of flowers", "the law passed after a long debate",
+    "the laptop battery lasts all day", "the band played a new song",
+    "the team lost the first match", "the company reported record profit",
+    "the cat and the dog are friends", "users complained about the update",
+    "the director is filming a sequel",
+]
+
+
+@pytest.fixture(scope="session")
+def sentences():
+    return list(SENTENCES)
+
+
+@pytest.fixture(scope="session")
+def bbc():
+    from embedkit.datasets import load_dataset
+
+    return load_dataset("bbc-news")
+
+
+@pytest.fixture(scope="session")
+def bbc_split(bbc):
+    """Stratified 80/20 split of the full BBC News corpus (seed 0)."""
+    from sklearn.model_selection import train_test_split
+
+    train, test = train_test_split(bbc, test_size=0.2, stratify=bbc.label, random_state=0)
+    return train, test
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _torch_threads():
+    """Tiny test models run fastest, and steadiest on a shared machine, on one thread."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dev dependency
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
