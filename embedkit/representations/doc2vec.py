@@ -204,6 +204,7 @@ class Doc2VecEmbedder(Representation):
         # a shallow copy shares the weights but gets its own random state, so inference never
         # changes the fitted model and concurrent transforms do not interfere
         model = copy.copy(self.model_)
+        model.random = np.random.RandomState()
         for i, words in enumerate(tokens):
             out[i] = _infer(model, words, int(self.random_state), epochs)
         return out
@@ -224,28 +225,30 @@ def _infer(model, words: list[str], seed: int, epochs: int) -> np.ndarray:
     This is ``Doc2Vec.infer_vector`` with two changes: the starting vector comes from a stable
     hash (gensim uses Python's ``hash``, which changes with ``PYTHONHASHSEED``) and the model's
     random state, which drives negative sampling and window shrinking, is reseeded from the same
-    hash, so results do not depend on which documents were inferred before.
+    hash, so results do not depend on which documents were inferred before. ``model`` is a
+    shallow copy owned by the caller, whose ``random`` is a `numpy.random.RandomState` of its own.
     """
     from gensim.models import doc2vec_inner
-    from gensim.models.word2vec import REAL
 
     size = model.dv.vector_size
-    s = _doc_seed(seed, words)
-    rng = np.random.default_rng(s)
-    model.random = np.random.RandomState(s & 0xFFFFFFFF)
-    vector = ((rng.random(size) - 0.5) / size).astype(REAL).reshape(1, size)
-    lockf = np.ones(1, dtype=REAL)
-    work = np.zeros(model.layer1_size, dtype=REAL)
-    neu1 = np.zeros(model.layer1_size, dtype=REAL)
+    rs = model.random  # the caller's own RandomState, reseeded (cheaper than a new one)
+    rs.seed(_doc_seed(seed, words) & 0xFFFFFFFF)
+    vector = ((rs.random_sample(size) - 0.5) / size).astype(np.float32).reshape(1, size)
+    lockf = np.ones(1, dtype=np.float32)
+    work = np.zeros(model.layer1_size, dtype=np.float32)
+    neu1 = np.zeros(model.layer1_size, dtype=np.float32)
     alpha, min_alpha = model.alpha, model.min_alpha
     step = (alpha - min_alpha) / max(epochs - 1, 1)
     common = dict(learn_words=False, learn_hidden=False, doctag_vectors=vector, doctags_lockf=lockf)
+    if model.sg:  # PV-DBOW
+        train = doc2vec_inner.train_document_dbow
+    elif model.dm_concat:
+        train = doc2vec_inner.train_document_dm_concat
+        common["neu1"] = neu1
+    else:
+        train = doc2vec_inner.train_document_dm
+        common["neu1"] = neu1
     for _ in range(epochs):
-        if model.sg:  # PV-DBOW
-            doc2vec_inner.train_document_dbow(model, words, [0], alpha, work, **common)
-        elif model.dm_concat:
-            doc2vec_inner.train_document_dm_concat(model, words, [0], alpha, work, neu1, **common)
-        else:
-            doc2vec_inner.train_document_dm(model, words, [0], alpha, work, neu1, **common)
+        train(model, words, [0], alpha, work, **common)
         alpha -= step
     return vector[0]
