@@ -27,7 +27,7 @@ class Doc2VecEmbedder(Representation):
     from ``random_state`` and the document's tokens (with a stable hash, independent of
     ``PYTHONHASHSEED``), so the same document gets the same vector in any process, in any
     batch, in any order. An empty or all-unknown document has nothing to train on and keeps
-    its seeded starting vector (small, finite, the same for every such document).
+    its seeded starting vector (small and finite).
 
     Cost: inference trains a small problem per document in gensim's compiled routines, one
     document at a time, so it scales with ``infer_epochs x tokens``. Measured on one core of a
