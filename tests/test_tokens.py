@@ -192,3 +192,16 @@ def test_frozen_head_embedding_keeps_the_aligned_vectors(bbc, one_torch_thread):
     head.fit(ids, labels)
     weight = head.net_.module_.sequence.embedding.weight.detach().numpy()
     np.testing.assert_array_equal(weight, idx.vectors_)
+
+
+def test_fine_tuning_the_head_leaves_the_indexer_vectors_alone(bbc, one_torch_thread):
+    docs, labels = bbc[0][::6], bbc[1][::6]
+    idx = TokenIndexer(pretrained=_Word2VecLookup(min_count=3))
+    ids = idx.fit_transform(docs)
+    before = idx.vectors_.copy()
+    head = MLPClassifier(freeze=False, hidden_layer_sizes=(), epochs=2, lr=0.05,
+                         early_stopping=False).fit(ids, labels)
+    tuned = head.net_.module_.sequence.embedding.weight.detach().numpy()
+    assert not np.allclose(tuned, before)  # the head fine-tuned its copy
+    np.testing.assert_array_equal(idx.vectors_, before)
+    np.testing.assert_array_equal(ids.vectors, before)
