@@ -1,5 +1,7 @@
 """Text representations: scikit-learn transformers from raw documents to features."""
 
+from .doc2vec import Doc2VecEmbedder
 from .tfidf import TfidfEmbedder
+from .tokens import TokenIndexer
 
-__all__ = ["TfidfEmbedder"]
+__all__ = ["TfidfEmbedder", "Doc2VecEmbedder", "TokenIndexer"]

@@ -1,0 +1,215 @@
+"""Token ids for heads that learn (or fine-tune) their own embedding layer."""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from itertools import chain
+
+import numpy as np
+
+from ..base import Representation
+from ..documents import Tokenizer
+from ..sequences import TokenIds
+
+__all__ = ["TokenIndexer", "PAD", "UNK"]
+
+PAD = "<pad>"
+UNK = "<unk>"
+
+#: names accepted by ``TokenIndexer(pretrained=...)`` -> (module, class) of the representation
+_PRETRAINED = {
+    "glove-6b-50d": ("embedkit.representations.glove", "GloveEmbedder"),
+}
+
+
+class TokenIndexer(Representation):
+    """Map documents to padded token ids over a vocabulary fitted on the training documents.
+
+    This is the "learn the embedding from scratch" input of a neural head: the head owns an
+    ``nn.Embedding`` and trains it (e.g. ``MLPClassifier`` on ids is a Deep Averaging Network).
+    Id 0 is ``"<pad>"``, id 1 is ``"<unk>"`` (words outside the vocabulary), and the fitted words
+    follow, most frequent first (ties alphabetically).
+
+    With ``pretrained``, the vocabulary is aligned to a static word representation, and the
+    output carries a ``(vocab_size, dim)`` matrix of its vectors so the head initialises its
+    embedding from them, frozen or fine-tuned (the head's ``freeze=``). Vocabulary words the
+    pretrained vectors lack get small random vectors (normal, with the standard deviation of the
+    vectors that were found, seeded by ``random_state``) so that fine-tuning can tell them apart;
+    ``"<pad>"`` and ``"<unk>"`` get zeros. ``coverage_`` reports the share of the fitted
+    vocabulary (without the two reserved ids) that was found.
+
+    Parameters
+    ----------
+    min_count : int, default=1
+        Keep words seen at least this many times in the training documents.
+    max_vocab : int or None, default=None
+        Keep at most this many words (the most frequent), besides ``"<pad>"`` and ``"<unk>"``.
+    lowercase : bool, default=True
+        Lowercase before tokenizing with the shared `embedkit.documents.Tokenizer`.
+    max_length : int or None, default=None
+        Keep the first ``max_length`` tokens of each document; None keeps all.
+    pretrained : None, str or representation, default=None
+        Static word vectors to align to: a name (``"glove-6b-50d"``) or an unfitted
+        representation with a ``lookup(words)`` method once fitted, such as ``GloveEmbedder()``,
+        ``Word2VecEmbedder()`` or ``FastTextEmbedder()``. A clone of it is fitted on the same
+        documents inside ``fit`` (so cross-validation never leaks test folds into it); only the
+        aligned matrix is kept.
+    random_state : int, default=0
+        Seeds the vectors of words missing from ``pretrained``.
+    output : {"ids"}, default="ids"
+    cache : None, "memory" or path, default=None
+        Embedding cache (see `embedkit.cache`).
+
+    Attributes
+    ----------
+    vocabulary_ : list of str
+        Word of each id; ``vocabulary_[0] == "<pad>"``, ``vocabulary_[1] == "<unk>"``.
+    vocab_size_ : int
+        ``len(vocabulary_)``.
+    vectors_ : ndarray of shape (vocab_size_, dim) or None
+        Aligned pretrained vectors (None without ``pretrained``).
+    coverage_ : float or None
+        Share of the fitted words found in ``pretrained`` (None without it).
+    dim_ : int
+        Dimension of ``vectors_``, or 0 when the head learns its own embedding.
+
+    Examples
+    --------
+    >>> idx = TokenIndexer().fit(["the cat sat", "the dog"])
+    >>> ids = idx.transform(["the bird sat"])
+    >>> ids.ids.tolist(), [idx.vocabulary_[i] for i in ids.ids[0]]
+    ([[2, 1, 5]], ['the', '<unk>', 'sat'])
+
+    A Deep Averaging Network that learns its embedding, in one pipeline:
+
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from embedkit.heads import MLPClassifier
+    >>> pipe = make_pipeline(TokenIndexer(), MLPClassifier(embedding_dim=16, epochs=3))
+    >>> _ = pipe.fit(["good film", "bad film", "great plot", "awful plot"], [1, 0, 1, 0])
+    """
+
+    _outputs = ("ids",)
+    _outputs_note = (
+        "TokenIndexer emits token ids for a head's own embedding layer; for vectors use a "
+        "vector representation, e.g. GloveEmbedder(output='pooled' or 'sequence')."
+    )
+
+    def __init__(self, min_count: int = 1, max_vocab: int | None = None, lowercase: bool = True,
+                 max_length: int | None = None, pretrained=None, random_state: int = 0,
+                 output: str = "ids", cache=None):
+        self.min_count = min_count
+        self.max_vocab = max_vocab
+        self.lowercase = lowercase
+        self.max_length = max_length
+        self.pretrained = pretrained
+        self.random_state = random_state
+        self.output = output
+        self.cache = cache
+
+    def _check_params(self) -> None:
+        for name, low, optional in (("min_count", 1, False), ("max_vocab", 1, True),
+                                    ("max_length", 1, True)):
+            value = getattr(self, name)
+            if value is None and optional:
+                continue
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+                allowed = "None or an integer >= 1" if optional else "an integer >= 1"
+                raise ValueError(f"{name}={value!r}; expected {allowed}.")
+
+    # -- fitting ------------------------------------------------------------------------------
+    def _fit(self, docs, y=None):
+        self._check_params()
+        tokens = Tokenizer(lowercase=self.lowercase).tokenize_all(docs)
+        counts = Counter(chain.from_iterable(tokens))
+        kept = sorted((w for w, c in counts.items() if c >= self.min_count),
+                      key=lambda w: (-counts[w], w))
+        if self.max_vocab is not None:
+            kept = kept[: int(self.max_vocab)]
+        if not kept:
+            most = max(counts.values(), default=0)
+            raise ValueError(
+                f"TokenIndexer(min_count={self.min_count}) kept no words: the {len(docs)} "
+                f"training documents have {len(counts)} distinct tokens, the most frequent seen "
+                f"{most} time(s). Lower min_count or fit on more (non-empty) documents."
+            )
+        self.vocabulary_ = [PAD, UNK] + [w for w in kept if w not in (PAD, UNK)]
+        self.vocab_size_ = len(self.vocabulary_)
+        self.vectors_ = None
+        self.coverage_ = None
+        if self.pretrained is not None:
+            self.vectors_, self.coverage_ = self._align(docs, y)
+        self.dim_ = 0 if self.vectors_ is None else int(self.vectors_.shape[1])
+
+    def _pretrained_estimator(self):
+        from sklearn.base import clone
+
+        spec = self.pretrained
+        if isinstance(spec, str):
+            if spec not in _PRETRAINED:
+                raise ValueError(
+                    f"pretrained={spec!r} is not a known name; use one of {sorted(_PRETRAINED)}, "
+                    "or pass a representation such as Word2VecEmbedder()."
+                )
+            module, name = _PRETRAINED[spec]
+            return getattr(importlib.import_module(module), name)()
+        if not hasattr(spec, "fit") or not hasattr(spec, "get_params"):
+            raise ValueError(
+                f"pretrained={spec!r}; expected None, a name such as 'glove-6b-50d', or an "
+                "embedkit word representation such as GloveEmbedder()."
+            )
+        return clone(spec)
+
+    def _align(self, docs, y):
+        embedder = self._pretrained_estimator()
+        name = type(embedder).__name__
+        if not hasattr(embedder, "lookup"):
+            raise ValueError(
+                f"TokenIndexer(pretrained={name}()) needs word vectors to look up, but {name} has "
+                "no lookup(words); use a static word representation (GloveEmbedder, "
+                "Word2VecEmbedder or FastTextEmbedder)."
+            )
+        embedder.fit(docs, y)
+        words = self.vocabulary_[2:]
+        vectors, found = embedder.lookup(words)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        found = np.asarray(found, dtype=bool)
+        if vectors.shape[0] != len(words) or found.shape != (len(words),):
+            raise ValueError(
+                f"{name}.lookup returned {vectors.shape[0]} vectors and {found.shape} flags for "
+                f"{len(words)} words; this is a bug in {name}."
+            )
+        dim = vectors.shape[1]
+        matrix = np.zeros((len(self.vocabulary_), dim), dtype=np.float32)
+        matrix[2:][found] = vectors[found]
+        n_missing = int((~found).sum())
+        if n_missing:
+            scale = float(vectors[found].std()) if found.any() else 0.1
+            rng = np.random.default_rng(self.random_state)
+            matrix[2:][~found] = rng.normal(0.0, scale, (n_missing, dim)).astype(np.float32)
+        return matrix, float(found.mean())
+
+    # -- transform ----------------------------------------------------------------------------
+    def _transform(self, docs):
+        tokens = Tokenizer(lowercase=self.lowercase).tokenize_all(docs)
+        if self.max_length is not None:
+            tokens = [t[: int(self.max_length)] for t in tokens]
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        flat = _index(self.vocabulary_).get_indexer(list(chain.from_iterable(tokens)))
+        flat[flat < 0] = 1  # unknown words
+        width = max(int(lengths.max()) if len(lengths) else 0, 1)
+        ids = np.zeros((len(tokens), width), dtype=np.int64)
+        rows = np.repeat(np.arange(len(tokens)), lengths)
+        starts = np.cumsum(lengths) - lengths
+        cols = np.arange(len(flat)) - np.repeat(starts, lengths)
+        ids[rows, cols] = flat
+        token_array = np.empty(len(tokens), dtype=object)
+        token_array[:] = tokens
+        return TokenIds(ids, lengths, self.vocabulary_, vectors=self.vectors_, tokens=token_array)
+
+
+def _index(vocabulary: list[str]):
+    """Hash index from word to id; ``get_indexer`` maps a whole token list in one C call."""
+    import pandas as pd
+
+    return pd.Index(vocabulary, dtype=object)
