@@ -20,7 +20,8 @@ _EXPORTS = {
     "load_texts": "embedkit.datasets",
     "list_datasets": "embedkit.datasets",
     "TfidfEmbedder": "embedkit.representations.tfidf",
-    "Doc2VecEmbedder": "embedkit.representations.doc2vec", "TokenIndexer": "embedkit.representations.tokens",
+    "Doc2VecEmbedder": "embedkit.representations.doc2vec",
+    "TokenIndexer": "embedkit.representations.tokens",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
 }

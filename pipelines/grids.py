@@ -40,6 +40,18 @@ def _bow():
     return TfidfEmbedder(weighting="count", min_df=2)
 
 
+def _doc2vec():
+    from embedkit import Doc2VecEmbedder
+
+    return Doc2VecEmbedder(dm=0, vector_size=100, epochs=20, min_count=2)
+
+
+def _learned():
+    from embedkit import TokenIndexer
+
+    return TokenIndexer(min_count=2, max_length=400)
+
+
 def _mlp():
     from embedkit import MLPClassifier
 
@@ -62,6 +74,8 @@ REPRESENTATIONS: dict[str, Entry] = {
     "tfidf": Entry(_tfidf, ("pooled",), "TF-IDF over words (sublinear tf, min_df=2), sparse"),
     "bow": Entry(_bow, ("pooled",), "bag-of-words counts (min_df=2), sparse"),
     "lsa": Entry(_lsa, ("pooled",), "TF-IDF reduced to 200 dense dims by truncated SVD"),
+    "doc2vec": Entry(_doc2vec, ("pooled",), "Doc2Vec PV-DBOW, 100 dims, trained on the fold"),
+    "learned": Entry(_learned, ("ids",), "token ids; the head learns its embedding from scratch"),
 }
 
 HEADS: dict[str, Entry] = {
