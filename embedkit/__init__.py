@@ -22,6 +22,7 @@ _EXPORTS = {
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
+    **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -286,9 +286,16 @@ def write_parquet(frame, path, *, overwrite: bool = False, compute: bool = True)
 
     Examples
     --------
-    >>> summary = write_parquet(feats, "trec-lsa")            # doctest: +SKIP
-    >>> pd.read_parquet("trec-lsa").shape                      # doctest: +SKIP
-    (5952, 51)
+    >>> import tempfile, dask.dataframe as dd
+    >>> from embedkit import TfidfEmbedder
+    >>> docs = pd.DataFrame({"id": [1, 2, 3, 4], "text": ["a cat", "a dog", "the cat", "dogs"]})
+    >>> emb = TfidfEmbedder().fit(docs.text)
+    >>> feats = extract_features(emb, dd.from_pandas(docs, npartitions=2), keep="id", densify=True)
+    >>> folder = tempfile.mkdtemp()
+    >>> write_parquet(feats, folder)["rows"]
+    [2, 2]
+    >>> pd.read_parquet(folder)["id"].tolist()
+    [1, 2, 3, 4]
     """
     _require_dask()
     import dask
@@ -372,8 +379,11 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int = 10_000) -> Itera
 
     Examples
     --------
-    >>> for chunk in read_chunks("corpus.csv", ["id", "text"], 50_000):   # doctest: +SKIP
-    ...     print(len(chunk))
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.csv")
+    >>> pd.DataFrame({"text": ["a", "b", "c"], "id": [7, 8, 9]}).to_csv(path, index=False)
+    >>> [chunk["id"].tolist() for chunk in read_chunks(path, ["text", "id"], chunk_size=2)]
+    [[7, 8], [9]]
     """
     path = Path(path)
     kind = _file_kind(path)
@@ -453,9 +463,17 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
 
     Examples
     --------
-    >>> emb = TfidfEmbedder(n_components=100).fit(sample_texts)           # doctest: +SKIP
-    >>> embed_file(emb, "corpus.csv", "vectors.parquet", keep="id", chunk_size=50_000)  # doctest: +SKIP
-    {'path': 'vectors.parquet', 'rows': 1000000, 'chunks': 20, 'dim': 100}
+    >>> import os, tempfile
+    >>> from embedkit import TfidfEmbedder
+    >>> folder = tempfile.mkdtemp()
+    >>> texts = ["the cat sat", "a dog ran", "the dog sat", "cats and dogs"] * 5
+    >>> pd.DataFrame({"id": range(20), "text": texts}).to_csv(f"{folder}/in.csv", index=False)
+    >>> emb = TfidfEmbedder(n_components=2).fit(texts)
+    >>> embed_file(emb, f"{folder}/in.csv", f"{folder}/out.parquet", keep="id",
+    ...            chunk_size=8)  # doctest: +ELLIPSIS
+    {'path': '...out.parquet', 'rows': 20, 'chunks': 3, 'dim': 2}
+    >>> pd.read_parquet(f"{folder}/out.parquet").columns.tolist()
+    ['id', 'lsa0', 'lsa1']
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -548,11 +566,18 @@ def dask_backend(scheduler: Any = None, n_workers: int | None = None, *,
 
     Examples
     --------
+    >>> from sklearn.linear_model import LogisticRegression
     >>> from sklearn.model_selection import GridSearchCV
-    >>> with dask_backend(n_workers=2) as client:                          # doctest: +SKIP
-    ...     search = GridSearchCV(pipe, grid, cv=5, n_jobs=-1).fit(texts, labels)
-    >>> with dask_backend("tcp://scheduler:8786"):                         # doctest: +SKIP
-    ...     search.fit(texts, labels)
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from embedkit import TfidfEmbedder
+    >>> texts = ["good film", "great film", "bad film", "awful film"] * 3
+    >>> labels = ["pos", "pos", "neg", "neg"] * 3
+    >>> pipe = make_pipeline(TfidfEmbedder(), LogisticRegression())
+    >>> with dask_backend(n_workers=1) as client:  # or dask_backend("tcp://scheduler:8786")
+    ...     search = GridSearchCV(pipe, {"logisticregression__C": [1e-4, 10]}, cv=3,
+    ...                           n_jobs=-1).fit(texts, labels)
+    >>> float(search.best_score_)
+    1.0
     """
     try:
         import joblib
