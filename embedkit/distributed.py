@@ -129,6 +129,18 @@ def _probe(model, densify: bool) -> list[str]:
     return names
 
 
+def _keep_list(keep, text_column: str, names: list[str]) -> list[str]:
+    keep = [keep] if isinstance(keep, str) else list(keep or [])
+    if text_column in keep:
+        raise ValueError(f"keep= lists the text column {text_column!r}; keep only other columns "
+                         "(the text itself is not copied to the output).")
+    clash = [c for c in keep if c in names]
+    if clash:
+        raise ValueError(f"keep column {clash[0]!r} has the name of an output dimension; "
+                         "rename it before extracting.")
+    return keep
+
+
 def _active_client(client):
     if client is not None:
         return client
@@ -214,7 +226,7 @@ def extract_features(representation, data, column: str = "text", *,
     import dask.dataframe as dd
 
     columns = _probe(representation, densify)
-    keep = [keep] if isinstance(keep, str) else list(keep or [])
+    keep = _keep_list(keep, column, columns)
     if as_array and keep:
         raise ValueError("as_array=True returns only the vectors; drop keep= or use the DataFrame.")
     client = _active_client(client)
@@ -484,12 +496,7 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
     if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size={chunk_size!r}; pass a positive number of rows, e.g. 10000.")
     names = _probe(representation, densify)
-    keep = [keep] if isinstance(keep, str) else list(keep or [])
-    if text_column in keep:
-        raise ValueError(f"keep= lists the text column {text_column!r}; keep only other columns.")
-    clash = [c for c in keep if c in names]
-    if clash:
-        raise ValueError(f"keep column {clash[0]!r} has the name of an output dimension; rename it.")
+    keep = _keep_list(keep, text_column, names)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_name(f".{out_path.name}.{uuid.uuid4().hex}.tmp")

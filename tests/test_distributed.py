@@ -146,6 +146,8 @@ def test_extraction_errors(lsa, trec):
         extract_features(TfidfEmbedder(n_components=8), ddf)
     with pytest.raises(ValueError, match="no column 'body'.*columns are"):
         extract_features(lsa, ddf, column="body")
+    with pytest.raises(ValueError, match="keep= lists the text column"):
+        extract_features(lsa, ddf, keep=["id", "text"])
     with pytest.raises(ValueError, match="expected a dask DataFrame"):
         extract_features(lsa, trec)
     bad = trec.assign(text=trec.text.astype(object))
