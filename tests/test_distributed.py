@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, get_task_stream
 
 from embedkit import TfidfEmbedder, load_dataset
 from embedkit.distributed import dask_backend, embed_file, extract_features, write_parquet
@@ -187,7 +187,10 @@ def test_grid_search_dask_backend_equals_serial(trec, cluster):
     # connect by address, as `--scheduler tcp://...` does
     with dask_backend(cluster.scheduler_address) as client:
         assert len(client.scheduler_info()["workers"]) == 2
-        parallel = GridSearchCV(pipe, grid, cv=2, n_jobs=-1).fit(docs, labels)
+        with get_task_stream(client) as stream:
+            parallel = GridSearchCV(pipe, grid, cv=2, n_jobs=-1).fit(docs, labels)
+    # the fits ran as tasks on both worker processes
+    assert len({t["worker"] for t in stream.data}) == 2
 
     assert repr(parallel.best_params_) == repr(serial.best_params_)
     np.testing.assert_allclose(parallel.cv_results_["mean_test_score"],
