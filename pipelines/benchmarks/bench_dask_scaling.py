@@ -5,7 +5,8 @@ Repeats the real TREC questions to ``--docs`` documents, fits
 count starts a ``LocalCluster(n_workers=k, processes=True, threads_per_worker=1)`` and runs
 ``write_parquet(extract_features(rep, dd.read_parquet(corpus), keep="id"), folder)`` (read,
 encode and write parquet by partition). The peer is the same representation in this one
-process: ``pd.read_parquet``, ``rep.transform`` over the whole column, ``DataFrame.to_parquet``. Each configuration is timed ``--repeat`` times
+process: ``pd.read_parquet``, ``rep.transform`` over the whole column, ``DataFrame.to_parquet``, once with its default threads (BLAS and arrow on
+every core) and once limited to one thread, as each Dask worker here runs. Each configuration is timed ``--repeat`` times
 and the best run is kept (the model broadcast and the worker warm-up are inside the timing).
 
 Usage::
@@ -77,9 +78,20 @@ def main() -> None:
         out.insert(0, "id", df.id.to_numpy())
         out.to_parquet(tmp / "local.parquet")
 
+    import pyarrow as pa
+    from threadpoolctl import threadpool_limits
+
     base = timed(local, args.repeat)
+    cpus = pa.cpu_count()
+    pa.set_cpu_count(1)
+    with threadpool_limits(1):  # as a Dask worker runs (Dask sets OMP_NUM_THREADS=1 there)
+        single = timed(local, args.repeat)
+    pa.set_cpu_count(cpus)
     print(f"{args.docs:,} docs, TfidfEmbedder(n_components=100), {args.partitions} partitions")
-    print(f"{'one process (peer)':>22}: {args.docs / base:9,.0f} docs/s  (1.00)")
+    print(f"{'one process (peer)':>22}: {args.docs / base:9,.0f} docs/s  (1.00)  "
+          "BLAS and arrow use every core")
+    print(f"{'one process, 1 thread':>22}: {args.docs / single:9,.0f} docs/s  "
+          f"({base / single:.2f} x peer)")
 
     def distributed(client):
         ddf = dd.read_parquet(tmp / "corpus")
