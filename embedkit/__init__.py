@@ -24,6 +24,7 @@ _EXPORTS = {
     "TokenIndexer": "embedkit.representations.tokens",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
+    **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,334 @@
+"""Dask integration on a real LocalCluster (2 worker processes, started inside the tests):
+distributed extraction equals local extraction, the model reaches each worker once, parquet
+output survives a worker killed mid-task, grid search under the Dask joblib backend equals
+n_jobs=1, and chunked streaming on one machine equals one-shot encoding."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import cloudpickle
+import dask
+import dask.bag as db
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+
+from embedkit import TfidfEmbedder, load_dataset
+from embedkit.distributed import dask_backend, embed_file, extract_features, write_parquet
+
+# classes defined here travel to the worker processes by value, whatever their sys.path
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+N_DOCS = 1200
+
+# Representations for which distributed extraction must equal local extraction.
+# ---- add the other representations here after merging (no skips) ----------------------------
+#   pytest.param(lambda docs: GloveEmbedder().fit(docs), id="glove"),
+#   pytest.param(lambda docs: TransformerEmbedder().fit(docs[:200]), id="minilm"),
+REPRESENTATIONS = [
+    pytest.param(lambda docs: TfidfEmbedder(n_components=32).fit(docs), id="tfidf-lsa"),
+]
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                      dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def client(cluster):
+    # not the default client, so that other test files keep dask's local schedulers
+    with Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(2)
+        yield client
+
+
+@pytest.fixture(scope="session")
+def trec():
+    df = load_dataset("trec")
+    df = df[df.split == "train"].iloc[:N_DOCS].reset_index(drop=True)
+    df.insert(0, "id", np.arange(len(df), dtype=np.int64) * 7 + 3)  # ids unlike positions
+    return df
+
+
+@pytest.fixture(scope="session")
+def lsa(trec):
+    return TfidfEmbedder(n_components=32).fit(trec.text)
+
+
+# ---------------------------------------------------------------------------------------
+# extraction
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", REPRESENTATIONS)
+def test_distributed_extraction_equals_local(make, trec, client):
+    rep = make(trec.text.tolist())
+    local = np.asarray(rep.transform(trec.text), dtype=np.float32)
+    names = list(rep.get_feature_names_out())
+
+    ddf = dd.from_pandas(trec, npartitions=5)
+    feats = extract_features(rep, ddf, "text", keep=["id", "label"], client=client)
+    assert list(feats.columns) == ["id", "label", *names]
+    assert (feats.dtypes[names] == np.float32).all()
+    out = client.compute(feats).result()
+    assert out["id"].tolist() == trec["id"].tolist()
+    assert out["label"].tolist() == trec["label"].tolist()
+    np.testing.assert_allclose(out[names].to_numpy(), local, rtol=1e-5, atol=1e-6)
+
+    bag = db.from_sequence(trec.text.tolist(), npartitions=4)
+    arr = extract_features(rep, bag, client=client, as_array=True)
+    assert arr.shape == local.shape and arr.dtype == np.float32
+    np.testing.assert_allclose(client.compute(arr).result(), local, rtol=1e-5, atol=1e-6)
+
+
+def test_local_schedulers_and_series_input(lsa, trec):
+    """Without a cluster the model is one delayed key; threaded scheduler, dask Series in."""
+    series = dd.from_pandas(trec.set_index("id")["text"], npartitions=3)
+    feats = extract_features(lsa, series)
+    with dask.config.set(scheduler="threads"):
+        out = feats.compute()
+    assert out.index.tolist() == trec["id"].tolist()  # rows keep the input's index
+    np.testing.assert_allclose(out.to_numpy(), lsa.transform(trec.text), rtol=1e-5, atol=1e-6)
+    graph = dict(feats.__dask_graph__())
+    model_keys = [k for k in graph if "embedkit-model-" in str(k)]
+    assert len(model_keys) == 1  # one key holds the model, whatever the partition count
+
+
+class CountingTfidf(TfidfEmbedder):
+    """Writes one line (its pid) to ``log_path`` each time an instance is unpickled."""
+
+    log_path = None
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if self.log_path:
+            with open(self.log_path, "a") as f:
+                f.write(f"{os.getpid()}\n")
+
+
+def test_model_reaches_each_worker_once(trec, client, tmp_path):
+    rep = CountingTfidf(n_components=16).fit(trec.text)
+    rep.log_path = str(tmp_path / "loads.txt")
+    ddf = dd.from_pandas(trec, npartitions=12)
+    out = client.compute(extract_features(rep, ddf, keep="id", client=client)).result()
+    assert len(out) == len(trec)
+    loads = Path(rep.log_path).read_text().split()
+    workers = {str(pid) for pid in client.run(os.getpid).values()}
+    # broadcast: one copy per worker process, not one per partition (12 here)
+    assert sorted(loads) == sorted(workers)
+
+
+def test_sparse_output_needs_densify_or_lsa(trec, client):
+    tfidf = TfidfEmbedder(min_df=3).fit(trec.text)
+    ddf = dd.from_pandas(trec, npartitions=3)
+    with pytest.raises(ValueError, match=r"n_components=300.*densify=True"):
+        extract_features(tfidf, ddf)
+    feats = extract_features(tfidf, ddf, keep="id", densify=True, client=client)
+    out = client.compute(feats).result()
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(),
+                               tfidf.transform(trec.text).toarray(), rtol=1e-6)
+
+
+def test_extraction_errors(lsa, trec):
+    ddf = dd.from_pandas(trec, npartitions=2)
+    with pytest.raises(ValueError, match="not fitted"):
+        extract_features(TfidfEmbedder(n_components=8), ddf)
+    with pytest.raises(ValueError, match="no column 'body'.*columns are"):
+        extract_features(lsa, ddf, column="body")
+    with pytest.raises(ValueError, match="keep= lists the text column"):
+        extract_features(lsa, ddf, keep=["id", "text"])
+    with pytest.raises(ValueError, match="expected a dask DataFrame"):
+        extract_features(lsa, trec)
+    bad = trec.assign(text=trec.text.astype(object))
+    bad.loc[700, "text"] = None
+    feats = extract_features(lsa, dd.from_pandas(bad, npartitions=2))
+    with pytest.raises(ValueError, match=r"partition 1: .*row"):
+        feats.compute(scheduler="sync")
+
+
+# ---------------------------------------------------------------------------------------
+# grid search on the cluster
+# ---------------------------------------------------------------------------------------
+
+
+def test_grid_search_dask_backend_equals_serial(trec, cluster):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+
+    from embedkit import MLPClassifier
+
+    docs, labels = trec.text.iloc[:300].tolist(), trec.label.iloc[:300].to_numpy()
+    pipe = Pipeline([("features", TfidfEmbedder(n_components=20)),
+                     ("head", MLPClassifier(hidden_layer_sizes=(16,), epochs=3,
+                                            early_stopping=False, random_state=0))])
+    grid = [{"head__lr": [1e-3, 3e-2]},
+            {"features": [TfidfEmbedder()], "head": [LogisticRegression(C=10, max_iter=300)]}]
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as on the workers (Dask sets OMP_NUM_THREADS=1 there)
+    try:
+        serial = GridSearchCV(pipe, grid, cv=2, n_jobs=1).fit(docs, labels)
+    finally:
+        torch.set_num_threads(threads)
+    # connect by address, as `--scheduler tcp://...` does
+    with dask_backend(cluster.scheduler_address) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        with get_task_stream(client) as stream:
+            parallel = GridSearchCV(pipe, grid, cv=2, n_jobs=-1).fit(docs, labels)
+    # the fits ran as tasks on both worker processes
+    assert len({t["worker"] for t in stream.data}) == 2
+
+    assert repr(parallel.best_params_) == repr(serial.best_params_)
+    np.testing.assert_allclose(parallel.cv_results_["mean_test_score"],
+                               serial.cv_results_["mean_test_score"], atol=1e-9)
+    assert serial.cv_results_["mean_test_score"].max() > 0.4  # it learned something (6 classes)
+
+
+def test_dask_backend_argument_errors(client):
+    with pytest.raises(ValueError, match="n_workers=0"):
+        with dask_backend(n_workers=0):
+            pass
+    with pytest.raises(ValueError, match="cannot resize"):
+        with dask_backend("tcp://127.0.0.1:1", n_workers=2):
+            pass
+    with pytest.raises(ValueError, match="n_workers only applies"):
+        with dask_backend(client, n_workers=2):
+            pass
+    with pytest.raises(ValueError, match="scheduler is a int"):
+        with dask_backend(8786):
+            pass
+
+
+# ---------------------------------------------------------------------------------------
+# streaming on one machine
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_embed_file_chunks_equal_one_shot(fmt, lsa, trec, tmp_path):
+    data = trec[["id", "text"]].copy()
+    data.loc[5, "text"] = ""  # an empty document (an empty CSV cell) is legal
+    data.loc[6, "text"] = "NA"  # and a text that pandas would read as missing stays text
+    src = tmp_path / f"in.{fmt}"
+    {"csv": lambda: data.to_csv(src, index=False),
+     "jsonl": lambda: data.to_json(src, orient="records", lines=True),
+     "parquet": lambda: data.to_parquet(src)}[fmt]()
+
+    summary = embed_file(lsa, src, tmp_path / "out.parquet", keep="id", chunk_size=500)
+    assert summary == {"path": str(tmp_path / "out.parquet"), "rows": len(data), "chunks": 3,
+                       "dim": 32}
+    assert pq.ParquetFile(tmp_path / "out.parquet").num_row_groups == 3
+    out = pd.read_parquet(tmp_path / "out.parquet")
+    assert out["id"].tolist() == data["id"].tolist() and out["id"].dtype == np.int64
+    expected = lsa.transform(data.text.tolist())
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-5, atol=1e-6)
+    assert np.allclose(out.iloc[6, 1:].to_numpy(), lsa.transform(["NA"])[0], atol=1e-6)
+    assert sorted(os.listdir(tmp_path)) == sorted([src.name, "out.parquet"])  # no temporaries
+
+
+class FailingTfidf(TfidfEmbedder):
+    """Fails on the document "boom", as a crash mid-file would."""
+
+    def _transform(self, docs):
+        if "boom" in docs:
+            raise RuntimeError("simulated crash")
+        return super()._transform(docs)
+
+
+def test_embed_file_interrupted_leaves_no_output(trec, tmp_path):
+    rep = FailingTfidf(n_components=8).fit(trec.text)
+    data = trec[["id", "text"]].copy()
+    data.loc[900, "text"] = "boom"
+    data.to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        embed_file(rep, tmp_path / "in.csv", tmp_path / "out.parquet", chunk_size=400)
+    assert os.listdir(tmp_path) == ["in.csv"]
+
+
+def test_embed_file_errors(lsa, trec, tmp_path):
+    trec[["id", "text"]].to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(ValueError, match="no column 'body'"):
+        embed_file(lsa, tmp_path / "in.csv", tmp_path / "o.parquet", text_column="body")
+    with pytest.raises(ValueError, match="chunk_size=0"):
+        embed_file(lsa, tmp_path / "in.csv", tmp_path / "o.parquet", chunk_size=0)
+    with pytest.raises(ValueError, match="unsupported file type"):
+        embed_file(lsa, tmp_path / "in.xlsx", tmp_path / "o.parquet")
+    with pytest.raises(ValueError, match="sparse output"):
+        embed_file(TfidfEmbedder().fit(trec.text), tmp_path / "in.csv", tmp_path / "o.parquet")
+
+
+# ---------------------------------------------------------------------------------------
+# a worker killed mid-task (kept last: it restarts one of the shared cluster's workers)
+# ---------------------------------------------------------------------------------------
+
+
+class SlowTfidf(TfidfEmbedder):
+    """TF-IDF that takes ``delay`` seconds per partition and logs which process started it."""
+
+    delay = 0.0
+    log_path = None
+
+    def _transform(self, docs):
+        if self.log_path:
+            digest = hashlib.sha1("\n".join(docs).encode()).hexdigest()[:12]
+            with open(self.log_path, "a") as f:
+                f.write(f"{os.getpid()} {digest}\n")
+        time.sleep(self.delay)
+        return super()._transform(docs)
+
+
+def test_worker_killed_mid_write_loses_and_duplicates_no_rows(trec, client, tmp_path):
+    rep = SlowTfidf(n_components=16).fit(trec.text)
+    rep.delay, rep.log_path = 0.6, str(tmp_path / "started.txt")
+    out_dir = tmp_path / "features"
+    (out_dir).mkdir()
+    (out_dir / ".part.00003.parquet.0123abcd.tmp").write_bytes(b"PAR1 partial")  # a dead run's
+    ddf = dd.from_pandas(trec, npartitions=10)
+    job = client.compute(write_parquet(extract_features(rep, ddf, keep="id", client=client),
+                                       out_dir, compute=False))
+
+    # wait until a worker is busy with a partition, then kill it with the cluster's own API
+    deadline = time.monotonic() + 30
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        pids = {w: str(pid) for w, pid in client.run(os.getpid).items()}
+        log = Path(rep.log_path)
+        started = {line.split()[0] for line in log.read_text().splitlines()} if log.exists() else set()
+        busy = [w for w, tasks in client.processing().items() if tasks and pids.get(w) in started]
+        if busy:
+            victim = busy[0]
+        else:
+            time.sleep(0.05)
+    assert victim is not None, "no partition was in flight"
+    victim_pid = pids[victim]
+    client.restart_workers([victim])
+    summary = job.result(timeout=60)
+
+    assert summary["partitions"] == 10 and sum(summary["rows"]) == len(trec)
+    files = sorted(os.listdir(out_dir))
+    assert files == ["_SUCCESS.json"] + [f"part.{i:05d}.parquet" for i in range(10)]
+    written = pd.read_parquet(out_dir)
+    assert len(written) == len(trec)
+    assert written["id"].tolist() == trec["id"].tolist()  # each row exactly once, in order
+    np.testing.assert_allclose(written.drop(columns="id").to_numpy(), rep.transform(trec.text),
+                               rtol=1e-5, atol=1e-6)
+    # the kill really hit a running partition: one started on the victim was started again
+    started = [line.split() for line in Path(rep.log_path).read_text().splitlines()]
+    on_victim = {d for pid, d in started if pid == str(victim_pid)}
+    rerun = {d for pid, d in started if pid != str(victim_pid)} & on_victim
+    assert rerun, "no partition was retried after the kill"
+    client.wait_for_workers(2)
