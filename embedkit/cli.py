@@ -41,6 +41,9 @@ def compare(
     seed: int = typer.Option(0, help="Seed for splits and every model."),
     quick: bool = typer.Option(False, "--quick", help="300-document sample, 3 folds, small selection: about a minute."),
     list_: bool = typer.Option(False, "--list", help="List the representation and head names, then exit."),
+    scheduler: Optional[str] = typer.Option(None, help="Dask scheduler address: run the folds on that cluster."),
+    dask_workers: Optional[int] = typer.Option(None, help="Start a local Dask cluster with N worker processes."),
+    n_jobs: Optional[int] = typer.Option(None, help="Folds in parallel on this machine (joblib)."),
 ):
     """Score representation x head pipelines and write results.csv, results.md and results.png."""
     from pipelines import compare as runner
@@ -59,8 +62,17 @@ def compare(
             data, name = load_texts(file, text_column, label_column), file.stem
         else:
             data, name = dataset, dataset
-        results = runner.run_compare(data, representations, heads, folds=folds, output=output,
-                                     seed=seed, quick=quick, dataset_name=name)
+        if scheduler or dask_workers:
+            from embedkit.distributed import dask_backend
+
+            context, n_jobs = dask_backend(scheduler, dask_workers), -1
+        else:
+            import contextlib
+
+            context = contextlib.nullcontext()
+        with context:
+            results = runner.run_compare(data, representations, heads, folds=folds, output=output,
+                                         seed=seed, quick=quick, dataset_name=name, n_jobs=n_jobs)
     except (ValueError, FileNotFoundError) as err:
         typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None

@@ -46,7 +46,8 @@ def _splits(df: pd.DataFrame, folds: int, seed: int):
 
 def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, heads=None,
                 folds: int = 5, output: str | Path = "embedkit-results", seed: int = 0,
-                quick: bool = False, progress: bool = True, dataset_name: str | None = None):
+                quick: bool = False, progress: bool = True, dataset_name: str | None = None,
+                n_jobs: int | None = None):
     """Score every compatible (representation, head) pair and write the report.
 
     Parameters
@@ -62,6 +63,9 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     quick : bool, default=False
         A stratified sample of 300 documents, 3 folds and the quick selection: a smoke run.
     progress : bool, default=True
+    n_jobs : int, optional
+        Folds run in parallel through joblib; inside ``embedkit.distributed.dask_backend`` they
+        run on a Dask cluster.
 
     Returns
     -------
@@ -101,10 +105,17 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
             continue
         bar.set_description(f"{rep} + {head}")
         pipe = grids.make_pipeline(rep, head)
-        scores = []
-        for train, test in splits:
-            scores.append(_score_split(pipe, X[train], y[train], X[test], y[test]))
-            bar.update(1)
+        if n_jobs in (None, 1):
+            scores = []
+            for train, test in splits:
+                scores.append(_score_split(pipe, X[train], y[train], X[test], y[test]))
+                bar.update(1)
+        else:
+            from joblib import Parallel, delayed
+
+            scores = Parallel(n_jobs=n_jobs)(
+                delayed(_score_split)(pipe, X[tr], y[tr], X[te], y[te]) for tr, te in splits)
+            bar.update(len(splits))
         frame = pd.DataFrame(scores)
         row = {"key": key, "representation": rep, "head": head,
                "accuracy_mean": frame.accuracy.mean(), "accuracy_std": frame.accuracy.std(ddof=0),
