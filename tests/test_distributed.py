@@ -332,3 +332,20 @@ def test_worker_killed_mid_write_loses_and_duplicates_no_rows(trec, client, tmp_
     rerun = {d for pid, d in started if pid != str(victim_pid)} & on_victim
     assert rerun, "no partition was retried after the kill"
     client.wait_for_workers(2)
+
+
+def test_cli_compare_on_the_cluster_equals_local(cluster, tmp_path):
+    """`embedkit compare --scheduler ADDRESS` runs the folds on Dask and scores as locally."""
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+
+    args = ["compare", "--quick", "-r", "tfidf", "-h", "logreg"]
+    local = CliRunner().invoke(app, args + ["-o", str(tmp_path / "local")])
+    remote = CliRunner().invoke(app, args + ["-o", str(tmp_path / "dask"),
+                                             "--scheduler", cluster.scheduler_address])
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    a = pd.read_csv(tmp_path / "local" / "results.csv")
+    b = pd.read_csv(tmp_path / "dask" / "results.csv")
+    np.testing.assert_allclose(a.accuracy_mean, b.accuracy_mean)
+    np.testing.assert_allclose(a.f1_macro_mean, b.f1_macro_mean)
