@@ -20,6 +20,7 @@ _EXPORTS = {
     "load_texts": "embedkit.datasets",
     "list_datasets": "embedkit.datasets",
     "TfidfEmbedder": "embedkit.representations.tfidf",
+    "TransformerEmbedder": "embedkit.representations.transformer",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
 }

@@ -1,5 +1,6 @@
 """Text representations: scikit-learn transformers from raw documents to features."""
 
 from .tfidf import TfidfEmbedder
+from .transformer import TransformerEmbedder
 
-__all__ = ["TfidfEmbedder"]
+__all__ = ["TfidfEmbedder", "TransformerEmbedder"]
