@@ -140,6 +140,12 @@ class EmbeddingCache:
     rows ``(length, dim)``) and the list of tokens (or None).
     """
 
+    def __deepcopy__(self, memo):
+        return self  # a store is a shared handle: clones of a representation share it
+
+    def __copy__(self):
+        return self
+
     def get_many(self, rep_key: str, keys: list[str]) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -306,7 +312,8 @@ class DiskCache(EmbeddingCache):
                 chunk = keys[start:start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
-                    f"SELECT doc, value, checksum FROM entries WHERE rep=? AND doc IN ({marks})",
+                    "SELECT doc, CAST(value AS BLOB), CAST(checksum AS BLOB) FROM entries "
+                    f"WHERE rep=? AND doc IN ({marks})",
                     [rep_key, *chunk]).fetchall()
                 for doc, blob, checksum in rows:
                     try:
