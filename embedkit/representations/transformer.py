@@ -109,10 +109,12 @@ class TransformerEmbedder(NeuralEncoder):
         For sequence output: None keeps word pieces (with the special tokens the model sees,
         e.g. ``[CLS]``/``[SEP]``); "mean" / "first" pool the pieces of each word into one vector
         per word (special tokens dropped), tokens being the words of the text.
-    batch_size : int, default=32
-        Most texts per forward pass.
+    batch_size : int, default=128
+        Most texts per forward pass. Texts are sorted by token length first, so a batch holds
+        texts of about the same length and is padded only to its longest.
     max_tokens_per_batch : int or None, default=4096
-        Most padded tokens per forward pass: long texts go in smaller batches. None: no bound.
+        Most padded tokens per forward pass: short texts go in large batches (fewer, bigger
+        matrix products), long ones in small batches (16 texts of 256 tokens). None: no bound.
     device : {"auto", "cpu", "cuda", "mps"}, default="auto"
     num_threads : int or None, default=None
         torch CPU threads during encoding (restored afterwards); None keeps torch's setting.
@@ -166,7 +168,7 @@ class TransformerEmbedder(NeuralEncoder):
     def __init__(self, model: str = "all-minilm-l6-v2", pooling: str = "mean", layers="last",
                  normalize: bool = False, max_length: int = 256, long_documents: str = "truncate",
                  stride: int | None = None, output: str = "pooled", word_pooling: str | None = None,
-                 batch_size: int = 32, max_tokens_per_batch: int | None = 4096,
+                 batch_size: int = 128, max_tokens_per_batch: int | None = 4096,
                  device: str = "auto", num_threads: int | None = None, dtype: str = "float32",
                  trust_remote_code: bool = False, verbose: int = 0, cache=None):
         self.model = model
