@@ -494,7 +494,9 @@ def cached_encode(rep, docs: list[str]):
 
 def _label(rep) -> str:
     try:
-        text = repr(rep)
+        from sklearn.base import clone
+
+        text = repr(clone(rep).set_params(cache=None))
     except Exception:  # pragma: no cover - repr must never break caching
         text = type(rep).__name__
     return " ".join(text.split())[:200]

@@ -128,6 +128,13 @@ def test_pickle_excludes_weights_and_clone_loads_nothing(minilm):
     fresh = clone(minilm)
     assert not hasattr(fresh, "_network") and not hasattr(fresh, "dim_")
     assert minilm.get_feature_names_out()[:2].tolist() == ["transformer_dim0", "transformer_dim1"]
+    assert minilm.transform([]).shape == (0, 384)
+
+
+def test_bfloat16_stays_close(minilm):
+    half = clone(minilm).set_params(dtype="bfloat16").fit(["x"])
+    got = half.transform(SENTENCES[:2])
+    assert got.dtype == np.float32 and cos(got, minilm.transform(SENTENCES[:2])).min() > 0.999
 
 
 def test_missing_model_names_what_to_install(monkeypatch):

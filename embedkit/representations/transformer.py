@@ -287,8 +287,11 @@ class TransformerEmbedder(NeuralEncoder):
         import torch
 
         self._check_params()
-        tokenizer, network = self._ensure_model()
         sequence = self.output == "sequence"
+        if not docs:
+            empty = np.zeros((0, 1, self.dim_) if sequence else (0, self.dim_), dtype=np.float32)
+            return Sequences(empty, np.zeros(0, np.int64), tokens=[]) if sequence else empty
+        tokenizer, network = self._ensure_model()
         words = sequence and self.word_pooling is not None
         if words and not getattr(tokenizer, "is_fast", False):
             raise ValueError("word_pooling needs a fast (Rust) tokenizer to map pieces to words; "
