@@ -22,6 +22,7 @@ _EXPORTS = {
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "Doc2VecEmbedder": "embedkit.representations.doc2vec",
     "TokenIndexer": "embedkit.representations.tokens",
+    "TransformerEmbedder": "embedkit.representations.transformer",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
     **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),

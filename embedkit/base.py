@@ -56,6 +56,7 @@ class Representation(TransformerMixin, BaseEstimator):
         self._check_output()
         docs = validate_documents(X)
         self._fit(docs, y)
+        self._cache_state = None  # fitted state changed: its digest is recomputed when needed
         return self
 
     def transform(self, X):
@@ -66,10 +67,41 @@ class Representation(TransformerMixin, BaseEstimator):
         return self._encode(docs)
 
     def _encode(self, docs: list[str]):
-        """Hook between validation and ``_transform`` (the embedding cache wraps it)."""
-        out = self._transform(docs)
+        """Hook between validation and ``_transform``: the embedding cache wraps it.
+
+        With ``cache`` set (see `embedkit.cache`), only documents missing from the cache reach
+        ``_transform``; every representation gets this without code of its own.
+        """
+        if getattr(self, "cache", None) is None:
+            out = self._transform(docs)
+        else:
+            from .cache import cached_encode
+
+            out = cached_encode(self, docs)
         _check_finite(out, type(self).__name__)
         return out
+
+    #: parameters that do not change the vectors, beyond `embedkit.cache.NEUTRAL_PARAMS`
+    _cache_exclude: tuple[str, ...] = ()
+    #: fitted attributes left out of the fitted-state digest (e.g. transform-time statistics)
+    _cache_state_exclude: tuple[str, ...] = ()
+
+    def _cache_identity(self):
+        """What, besides the parameters, decides the vectors: part of the cache key.
+
+        The default is a digest of the fitted attributes (names ending in ``_``), computed once
+        per fit. Representations with pretrained weights override it with the weights' identity
+        (e.g. a file digest), which is cheaper and stable across processes.
+        """
+        digest = getattr(self, "_cache_state", None)
+        if digest is None:
+            from .cache import state_digest
+
+            skip = set(self._cache_state_exclude)
+            state = {k: v for k, v in sorted(vars(self).items())
+                     if k.endswith("_") and not k.startswith("_") and k not in skip}
+            digest = self._cache_state = state_digest(state)
+        return {"fitted": digest}
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Column names of the pooled output, so ``set_output(transform="pandas")`` works."""

@@ -82,6 +82,11 @@ def compare(
     typer.echo(f"\nWrote {output / 'results.csv'}, {output / 'results.md'} and {output / 'results.png'}")
 
 
+from .cli_embed import register as _register_embed  # noqa: E402  (embed, cache info|clear)
+
+_register_embed(app)
+
+
 @app.command()
 def datasets():
     """List the built-in datasets."""

