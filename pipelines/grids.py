@@ -52,6 +52,18 @@ def _learned():
     return TokenIndexer(min_count=2, max_length=400)
 
 
+def _minilm():
+    from embedkit import TransformerEmbedder
+
+    return TransformerEmbedder(max_length=256, cache="memory")
+
+
+def _minilm_tokens():
+    from embedkit import TransformerEmbedder
+
+    return TransformerEmbedder(output="sequence", max_length=128, cache="memory")
+
+
 def _mlp():
     from embedkit import MLPClassifier
 
@@ -75,6 +87,8 @@ REPRESENTATIONS: dict[str, Entry] = {
     "bow": Entry(_bow, ("pooled",), "bag-of-words counts (min_df=2), sparse"),
     "lsa": Entry(_lsa, ("pooled",), "TF-IDF reduced to 200 dense dims by truncated SVD"),
     "doc2vec": Entry(_doc2vec, ("pooled",), "Doc2Vec PV-DBOW, 100 dims, trained on the fold"),
+    "minilm": Entry(_minilm, ("pooled",), "frozen all-MiniLM-L6-v2, mean-pooled, 384 dims (cached)"),
+    "minilm-tokens": Entry(_minilm_tokens, ("sequence",), "frozen MiniLM word-piece vectors (128 max)"),
     "learned": Entry(_learned, ("ids",), "token ids; the head learns its embedding from scratch"),
 }
 
