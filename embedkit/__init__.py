@@ -22,6 +22,15 @@ _EXPORTS = {
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
+    "ConvClassifier": "embedkit.heads.conv",
+    "ConvRegressor": "embedkit.heads.conv",
+    "RNNClassifier": "embedkit.heads.rnn",
+    "RNNRegressor": "embedkit.heads.rnn",
+    "AttentionClassifier": "embedkit.heads.attention",
+    "AttentionRegressor": "embedkit.heads.attention",
+    "SelfAttentionClassifier": "embedkit.heads.selfattention",
+    "SelfAttentionRegressor": "embedkit.heads.selfattention",
+    "attention_heatmap": "embedkit.plots",
 }
 
 __all__ = sorted(_EXPORTS)
