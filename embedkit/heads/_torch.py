@@ -74,7 +74,7 @@ class SequenceInput(nn.Module):
             vectors = inputs.vectors
             if vectors is not None:
                 self.embedding = nn.Embedding.from_pretrained(
-                    torch.as_tensor(vectors, dtype=torch.float32), freeze=bool(freeze), padding_idx=0
+                    torch.tensor(vectors, dtype=torch.float32), freeze=bool(freeze), padding_idx=0
                 )
             else:
                 if freeze:
