@@ -73,6 +73,8 @@ class SequenceInput(nn.Module):
         if inputs.kind == "ids":
             vectors = inputs.vectors
             if vectors is not None:
+                # torch.tensor copies: as_tensor would share memory with the representation's
+                # vectors, and fine-tuning would then overwrite them in place
                 self.embedding = nn.Embedding.from_pretrained(
                     torch.tensor(vectors, dtype=torch.float32), freeze=bool(freeze), padding_idx=0
                 )
