@@ -25,6 +25,15 @@ _EXPORTS = {
     "TransformerEmbedder": "embedkit.representations.transformer",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
+    "ConvClassifier": "embedkit.heads.conv",
+    "ConvRegressor": "embedkit.heads.conv",
+    "RNNClassifier": "embedkit.heads.rnn",
+    "RNNRegressor": "embedkit.heads.rnn",
+    "AttentionClassifier": "embedkit.heads.attention",
+    "AttentionRegressor": "embedkit.heads.attention",
+    "SelfAttentionClassifier": "embedkit.heads.selfattention",
+    "SelfAttentionRegressor": "embedkit.heads.selfattention",
+    "attention_heatmap": "embedkit.plots",
     **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),
 }
 

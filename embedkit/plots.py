@@ -1,4 +1,4 @@
-"""Charts for reports: comparison bars (and, from the heads, attention heatmaps).
+"""Charts: comparison bars for reports, attention heatmaps over words.
 
 matplotlib is imported inside each function with the non-interactive Agg backend, so these
 work on servers and in CI.
@@ -7,6 +7,11 @@ work on servers and in CI.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["score_chart", "attention_heatmap"]
 
 
 def _pyplot():
@@ -53,3 +58,77 @@ def score_chart(results, path, title: str = "", metric: str = "accuracy"):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def attention_heatmap(words, weights, path=None, *, title: str | None = None,
+                      cmap: str = "Reds", max_words_per_row: int = 20):
+    """Draw attention weights over the words of one or more documents.
+
+    Parameters
+    ----------
+    words : list of str, or list of list of str
+        The tokens of one document, or of several (one heatmap row block per document).
+    weights : array-like of shape (n_words,), or list of such arrays
+        One weight per word, e.g. one entry of ``head.attention_weights(X)``.
+    path : str or Path, optional
+        Where to save the figure (PNG unless the suffix says otherwise).
+    title : str, optional
+    cmap : str, default="Reds"
+        Matplotlib colormap; each word's cell is shaded by its weight.
+    max_words_per_row : int, default=20
+        Long documents wrap onto several rows.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = attention_heatmap(["not", "good"], [0.7, 0.3], "attention.png")  # doctest: +SKIP
+    """
+    # an explicit Agg canvas: draws off-screen without touching the global pyplot backend
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if words and isinstance(words[0], str) or len(words) == 0:
+        words, weights = [list(words)], [weights]
+    if len(words) != len(weights):
+        raise ValueError(f"got {len(words)} documents of words but {len(weights)} of weights.")
+    docs: list[tuple[list[str], np.ndarray]] = []
+    for i, (w, a) in enumerate(zip(words, weights)):
+        a = np.asarray(a, dtype=float).ravel()
+        if len(w) != len(a):
+            raise ValueError(
+                f"document {i}: {len(w)} words but {len(a)} weights; pass the tokens the "
+                "representation produced (e.g. attention_weights(X, return_tokens=True))."
+            )
+        if not np.isfinite(a).all():
+            raise ValueError(f"document {i}: weights contain NaN or infinity.")
+        docs.append((list(map(str, w)), a))
+    width = max(1, int(max_words_per_row))
+    rows = [(d, s) for d, (w, _) in enumerate(docs) for s in range(0, max(len(w), 1), width)]
+    vmax = max([a.max() for _, a in docs if a.size] or [1.0]) or 1.0
+    cols = min(width, max([len(w) for w, _ in docs] or [1]) or 1)
+
+    fig = Figure(figsize=(1.0 + 0.9 * cols, 0.5 + 0.45 * len(rows)))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    grid = np.full((len(rows), cols), np.nan)
+    for r, (d, start) in enumerate(rows):
+        w, a = docs[d]
+        chunk = a[start: start + width]
+        grid[r, : len(chunk)] = chunk
+        for c, word in enumerate(w[start: start + width]):
+            ax.text(c, r, word, ha="center", va="center", fontsize=8,
+                    color="white" if chunk[c] > 0.6 * vmax else "black")
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
+    ax.set_xticks([])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"doc {d}" if s == 0 else "" for d, s in rows], fontsize=8)
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.01, label="attention")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(Path(path), dpi=120)
+    return fig

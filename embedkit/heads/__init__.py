@@ -1,5 +1,11 @@
 """Neural heads: scikit-learn estimators over PyTorch modules, trained with skorch."""
 
+from .attention import AttentionClassifier, AttentionRegressor
+from .conv import ConvClassifier, ConvRegressor
 from .mlp import MLPClassifier, MLPRegressor
+from .rnn import RNNClassifier, RNNRegressor
+from .selfattention import SelfAttentionClassifier, SelfAttentionRegressor
 
-__all__ = ["MLPClassifier", "MLPRegressor"]
+__all__ = ["MLPClassifier", "MLPRegressor", "ConvClassifier", "ConvRegressor", "RNNClassifier",
+           "RNNRegressor", "AttentionClassifier", "AttentionRegressor", "SelfAttentionClassifier",
+           "SelfAttentionRegressor"]
