@@ -22,6 +22,8 @@ _EXPORTS = {
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
+    "TransformerClassifier": "embedkit.heads.finetune",
+    "TransformerRegressor": "embedkit.heads.finetune",
 }
 
 __all__ = sorted(_EXPORTS)
