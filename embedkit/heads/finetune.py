@@ -126,6 +126,34 @@ class PadCollate:
         return X, torch.as_tensor(np.asarray(ys))
 
 
+class LengthGroupedBatches(torch.utils.data.Sampler):
+    """Shuffled mini-batches of similar lengths, so dynamic padding wastes little compute.
+
+    Each epoch: shuffle the rows, sort each window of ``window`` batches' worth of rows by
+    length, cut it into batches and shuffle the order of all batches. Seeded by ``generator``.
+    """
+
+    def __init__(self, lengths, batch_size: int, generator: torch.Generator, window: int = 50):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.batch_size = int(batch_size)
+        self.generator = generator
+        self.window = int(window)
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self):
+        bs = self.batch_size
+        perm = torch.randperm(len(self.lengths), generator=self.generator).numpy()
+        batches = []
+        for start in range(0, len(perm), bs * self.window):
+            chunk = perm[start:start + bs * self.window]
+            chunk = chunk[np.argsort(-self.lengths[chunk], kind="stable")]
+            batches += [chunk[i:i + bs].tolist() for i in range(0, len(chunk), bs)]
+        for i in torch.randperm(len(batches), generator=self.generator).tolist():
+            yield batches[i]
+
+
 class WarmupLinear:
     """LambdaLR factor: linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
 
@@ -352,7 +380,7 @@ class _FineTune(TransformerMixin, NeuralHead):
         self
         """
         from skorch.callbacks import EarlyStopping, EpochScoring, LRScheduler, ProgressBar
-        from skorch.dataset import ValidSplit
+        from skorch.helper import predefined_split
         from torch.optim.lr_scheduler import LambdaLR
 
         self._check_params()
@@ -366,22 +394,28 @@ class _FineTune(TransformerMixin, NeuralHead):
         torch.manual_seed(seed)
         module = self._build(encoder, n_outputs, device)
         ids = self._tokenize(docs)
-        dataset = TokenDataset(ids, y_enc)
 
         callbacks = []
         train_split = None
-        n_train = len(docs)
+        train_rows = np.arange(len(docs))
         classification = self._task == "classification"
         if self._use_early_stopping(len(docs)):
-            stratified = classification and np.bincount(y_enc).min() >= 2
-            train_split = ValidSplit(float(self.validation_fraction), stratified=stratified,
-                                     random_state=seed)
-            n_train -= math.ceil(self.validation_fraction * len(docs))
+            from sklearn.model_selection import train_test_split
+
+            stratify = y_enc if classification and np.bincount(y_enc).min() >= 2 else None
+            train_rows, valid_rows = train_test_split(
+                train_rows, test_size=float(self.validation_fraction), stratify=stratify,
+                random_state=seed)
+            train_split = predefined_split(TokenDataset([ids[i] for i in valid_rows], y_enc[valid_rows]))
             scorer, metric = (_valid_accuracy, "valid_acc") if classification else (_valid_r2, "valid_r2")
             callbacks += [
                 (metric, EpochScoring(scorer, lower_is_better=False, name=metric)),
                 ("early_stopping", EarlyStopping(patience=self.patience, load_best=True)),
             ]
+        n_train = len(train_rows)
+        dataset = TokenDataset([ids[i] for i in train_rows], y_enc[train_rows])
+        batches = LengthGroupedBatches([len(ids[i]) for i in train_rows], self.batch_size,
+                                       torch.Generator().manual_seed(seed))
         steps = math.ceil(n_train / self.batch_size) * self.epochs
         schedule = WarmupLinear(round(self.warmup_ratio * steps), steps)
         callbacks.append(("lr_schedule", LRScheduler(LambdaLR, lr_lambda=schedule, step_every="batch")))
@@ -407,9 +441,9 @@ class _FineTune(TransformerMixin, NeuralHead):
             accumulate=self.gradient_accumulation,
             train_split=train_split,
             callbacks=callbacks,
-            iterator_train__shuffle=True,
+            iterator_train__batch_sampler=batches,
+            iterator_train__batch_size=1,  # the batch sampler makes the batches
             iterator_train__collate_fn=collate,
-            iterator_train__generator=torch.Generator().manual_seed(seed),
             iterator_valid__collate_fn=collate,
             verbose=1 if self.verbose else 0,
             device=device,
@@ -419,7 +453,7 @@ class _FineTune(TransformerMixin, NeuralHead):
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
             # with gradient accumulation the first batches step the schedule before the optimizer
             warnings.filterwarnings("ignore", message=".*lr_scheduler.step.*before.*optimizer.step")
-            net.fit(dataset, y_enc)
+            net.fit(dataset, None)
         self.module_ = net.module_.eval()
         self.history_ = [{k: v for k, v in epoch.items() if k != "batches"} for epoch in net.history]
         self.n_epochs_ = len(self.history_)
