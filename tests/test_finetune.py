@@ -51,7 +51,8 @@ def last_k_pair():
     """Two identical fits (top block only, int labels, accumulation, mlp head, cls pooling)."""
     y = np.array([0 if lab == "sport" else 7 for lab in LABELS])
     params = dict(fine_tune="last_k", k=1, head="mlp", pooling="cls", epochs=1,
-                  gradient_accumulation=2, class_weight="balanced", lr=1e-3, **SMALL)
+                  gradient_accumulation=2, class_weight="balanced", lr=1e-3, early_stopping=True,
+                  validation_fraction=0.34, **SMALL)
     return [TransformerClassifier(**params).fit(DOCS[::2], y[::2]) for _ in range(2)]
 
 
@@ -104,6 +105,8 @@ def test_transform_features_and_sequences(fitted, untrained):
     assert np.all(s.values[~s.mask] == 0)
     # the pooled features are the masked mean of the sequence (mean pooling)
     np.testing.assert_allclose(s.pool("mean"), pooled, atol=1e-5)
+    empty = clf.transform(["", "ok"])
+    assert np.isfinite(empty).all() and set(clf.predict(["", "ok"])) <= set(LABELS)
     # features are the fine-tuned encoder's, not the pretrained one's
     assert np.abs(pooled - untrained.transform(TEST_DOCS)).max() > 1e-2
     assert clf.get_feature_names_out()[0] == "transformerclassifier_dim0"
@@ -129,6 +132,8 @@ def test_two_fits_are_identical_on_cpu(last_k_pair):
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     np.testing.assert_array_equal(a.predict_proba(TEST_DOCS), b.predict_proba(TEST_DOCS))
     assert a.predict(TEST_DOCS).dtype.kind == "i" and set(a.classes_) == {0, 7}
+    assert [h["train_loss"] for h in a.history_] == [h["train_loss"] for h in b.history_]
+    assert 0.0 <= a.history_[0]["valid_acc"] <= 1.0 and np.isfinite(a.history_[0]["valid_loss"])
 
 
 def test_pickle_round_trip_gives_identical_predictions(fitted):

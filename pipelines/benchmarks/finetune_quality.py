@@ -49,7 +49,8 @@ def frozen_features(docs: list[str], max_length: int, batch_size: int = 64) -> n
     return out
 
 
-def compare(name, train_docs, y_train, test_docs, y_test, max_length, epochs, batch_size, lr):
+def compare(name, train_docs, y_train, test_docs, y_test, max_length, epochs, batch_size, lr,
+            head_lr=1e-3):
     t0 = time.perf_counter()
     Xtr = frozen_features(train_docs, max_length)
     Xte = frozen_features(test_docs, max_length)
@@ -63,7 +64,7 @@ def compare(name, train_docs, y_train, test_docs, y_test, max_length, epochs, ba
 
     t0 = time.perf_counter()
     clf = TransformerClassifier(fine_tune="full", epochs=epochs, batch_size=batch_size, lr=lr,
-                                head_lr=1e-3, max_length=max_length, early_stopping=False,
+                                head_lr=head_lr, max_length=max_length, early_stopping=False,
                                 random_state=0, device="cpu", verbose=1)
     clf.fit(train_docs, y_train)
     fit_s = time.perf_counter() - t0
@@ -86,7 +87,8 @@ def trec(args):
         train = train.sample(n=args.train, random_state=0)
     print(f"TREC-6 official split: {len(train)} train / {len(test)} test, max_length={args.max_length}")
     compare("trec", train.text.tolist(), train.label.to_numpy(), test.text.tolist(),
-            test.label.to_numpy(), args.max_length, args.epochs, args.batch_size, args.lr)
+            test.label.to_numpy(), args.max_length, args.epochs, args.batch_size, args.lr,
+            args.head_lr)
 
 
 def bbc(args):
@@ -101,7 +103,8 @@ def bbc(args):
     print(f"BBC News stratified split (80/20, seed 0; subsampled stratified): {len(train)} train / "
           f"{len(test)} test, max_length={args.max_length}")
     compare("bbc", train.text.tolist(), train.label.to_numpy(), test.text.tolist(),
-            test.label.to_numpy(), args.max_length, args.epochs, args.batch_size, args.lr)
+            test.label.to_numpy(), args.max_length, args.epochs, args.batch_size, args.lr,
+            args.head_lr)
 
 
 def plain_torch_epoch(docs, y, max_length, batch_size, lr) -> float:
@@ -153,6 +156,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--head-lr", type=float, default=1e-3)
     parser.add_argument("--max-length", type=int, default=None)
     parser.add_argument("--train", type=int, default=0, help="subsample the training set")
     parser.add_argument("--test", type=int, default=0, help="subsample the test set (bbc)")
