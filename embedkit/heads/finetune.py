@@ -169,10 +169,13 @@ class WarmupLinear:
 
 def _make_net_class():
     from skorch import NeuralNet
+    from skorch.callbacks import LRScheduler
+    from skorch.utils import TeeGenerator
 
     class FineTuneNet(NeuralNet):
         """skorch NeuralNet that optimises only trainable parameters and accumulates gradients
-        over ``accumulate`` batches (skorch's documented ``train_step`` override)."""
+        over ``accumulate`` batches (skorch's documented ``train_step`` override); the last,
+        possibly shorter, group of an epoch also updates the weights."""
 
         def __init__(self, *args, accumulate: int = 1, **kwargs):
             super().__init__(*args, **kwargs)
@@ -185,29 +188,38 @@ def _make_net_class():
 
         def get_loss(self, y_pred, y_true, X=None, training=False):
             loss = super().get_loss(y_pred, y_true, X=X, training=training)
-            return loss / self.accumulate if training and self.accumulate > 1 else loss
-
-        def train_step(self, batch, **fit_params):
-            if self.accumulate == 1:
-                return super().train_step(batch, **fit_params)
-            step = self.train_step_single(batch, **fit_params)
-            self._pending = getattr(self, "_pending", 0) + 1
-            if self._pending == self.accumulate:
-                self._flush()
-            step["loss"] = step["loss"] * self.accumulate  # report the unscaled batch loss
-            return step
+            return loss / self._group if training else loss
 
         def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+            if training and iterator is not None:
+                self._batch, self._n_batches = 0, len(iterator)
             super().run_single_epoch(iterator, training, prefix, step_fn, **fit_params)
-            if training and getattr(self, "_pending", 0):
-                self._flush()  # a short last group of batches still updates the weights
 
-        def _flush(self):
-            self._step_optimizer(None)
-            self._zero_grad_optimizer()
-            self._pending = 0
+        def train_step(self, batch, **fit_params):
+            acc, i, n = self.accumulate, self._batch, self._n_batches
+            start = i - i % acc
+            self._group = min(acc, n - start)  # batches in this accumulation group
+            self._batch = i + 1
+            if i == start:
+                self._zero_grad_optimizer()
+            step = self.train_step_single(batch, **fit_params)
+            self.stepped_ = self._batch == start + self._group
+            if self.stepped_:
+                self.notify("on_grad_computed",
+                            named_parameters=TeeGenerator(self.get_all_learnable_params()),
+                            batch=batch)
+                self._step_optimizer(None)
+            step["loss"] = step["loss"] * self._group  # report the batch's own loss
+            return step
 
-    return FineTuneNet
+    class OptimizerStepLR(LRScheduler):
+        """skorch's LRScheduler, stepped once per optimizer step (not per accumulated batch)."""
+
+        def on_batch_end(self, net, training, **kwargs):
+            if training and getattr(net, "stepped_", True):
+                super().on_batch_end(net, training, **kwargs)
+
+    return FineTuneNet, OptimizerStepLR
 
 
 def _valid_accuracy(net, X, y) -> float:
@@ -379,7 +391,7 @@ class _FineTune(TransformerMixin, NeuralHead):
         -------
         self
         """
-        from skorch.callbacks import EarlyStopping, EpochScoring, LRScheduler, ProgressBar
+        from skorch.callbacks import EarlyStopping, EpochScoring, ProgressBar
         from skorch.helper import predefined_split
         from torch.optim.lr_scheduler import LambdaLR
 
@@ -416,11 +428,14 @@ class _FineTune(TransformerMixin, NeuralHead):
         dataset = TokenDataset([ids[i] for i in train_rows], y_enc[train_rows])
         batches = LengthGroupedBatches([len(ids[i]) for i in train_rows], self.batch_size,
                                        torch.Generator().manual_seed(seed))
-        steps = math.ceil(n_train / self.batch_size) * self.epochs
+        net_class, scheduler = _make_net_class()
+        steps = math.ceil(len(batches) / self.gradient_accumulation) * self.epochs  # optimizer steps
         schedule = WarmupLinear(round(self.warmup_ratio * steps), steps)
-        callbacks.append(("lr_schedule", LRScheduler(LambdaLR, lr_lambda=schedule, step_every="batch")))
+        callbacks.append(("lr_schedule", scheduler(LambdaLR, lr_lambda=schedule, step_every="batch")))
         if self.verbose:
-            callbacks.append(("progress", ProgressBar()))
+            n_valid = len(docs) - n_train
+            callbacks.append(("progress", ProgressBar(
+                batches_per_epoch=len(batches) + math.ceil(n_valid / self.batch_size))))
         criterion, extra = self._criterion(y_enc)
         # encoder parameters train at `lr`, the head at `head_lr`; no weight decay on biases and
         # normalisation weights (first matching pattern wins)
@@ -429,7 +444,7 @@ class _FineTune(TransformerMixin, NeuralHead):
                   ("encoder.*", {"lr": self.lr}),
                   ("*bias", {"weight_decay": 0.0})]
         collate = PadCollate(self.tokenizer_.pad_token_id)
-        net = _make_net_class()(
+        net = net_class(
             module=module,
             criterion=criterion,
             optimizer=torch.optim.AdamW,
@@ -451,8 +466,6 @@ class _FineTune(TransformerMixin, NeuralHead):
         )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-            # with gradient accumulation the first batches step the schedule before the optimizer
-            warnings.filterwarnings("ignore", message=".*lr_scheduler.step.*before.*optimizer.step")
             net.fit(dataset, None)
         self.module_ = net.module_.eval()
         self.history_ = [{k: v for k, v in epoch.items() if k != "batches"} for epoch in net.history]
