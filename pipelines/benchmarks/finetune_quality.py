@@ -12,7 +12,9 @@ MiniLM features + logistic regression. Run by hand, on CPU:
   PyTorch loop over the same model, batches and optimizer; the ratio is what to compare, since
   absolute times depend on the (shared) machine.
 
-Everything runs on ``--threads`` torch threads (default 2).
+Everything runs on ``--threads`` torch threads (default 2). On a machine whose cores are
+oversubscribed by other processes, ``--threads 1`` can be several times faster than 2 (thread
+synchronisation stalls); the numbers in the issue note say which was used.
 """
 
 from __future__ import annotations
