@@ -20,7 +20,6 @@ synchronisation stalls); the numbers in the issue note say which was used.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import numpy as np
