@@ -139,6 +139,7 @@ def cost(args):
     y = (np.arange(len(docs)) % 2).astype(np.int64)
     print(f"cost: {len(docs)} BBC articles, batch_size={args.batch_size}, "
           f"{torch.get_num_threads()} threads, 1 epoch")
+    plain_torch_epoch(docs[:16], y[:16], 64, args.batch_size, 5e-5)  # warm-up, not timed
     for max_length in (64, 256):
         clf = TransformerClassifier(fine_tune="full", epochs=1, batch_size=args.batch_size,
                                     max_length=max_length, early_stopping=False, device="cpu")
