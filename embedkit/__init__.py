@@ -35,6 +35,8 @@ _EXPORTS = {
     "SelfAttentionRegressor": "embedkit.heads.selfattention",
     "attention_heatmap": "embedkit.plots",
     **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),
+    "TransformerClassifier": "embedkit.heads.finetune",
+    "TransformerRegressor": "embedkit.heads.finetune",
 }
 
 __all__ = sorted(_EXPORTS)

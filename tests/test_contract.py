@@ -150,7 +150,8 @@ def test_representation_unavailable_output_named(cls, sentences):
 
 # ---------------------------------------------------------------------------- heads
 DENSE_HEADS = [c for c in HEADS if "dense" in c._accepts]
-SEQUENCE_HEADS = [c for c in HEADS if "dense" not in c._accepts]
+SEQUENCE_HEADS = [c for c in HEADS if "dense" not in c._accepts and "sequence" in c._accepts]
+TEXT_HEADS = [c for c in HEADS if "text" in c._accepts]
 
 
 @parametrize_with_checks([_make(c) for c in DENSE_HEADS])
@@ -192,4 +193,11 @@ def test_head_data_free_and_sequence_pickle(cls):
 @pytest.mark.parametrize("cls", SEQUENCE_HEADS, ids=[c.__name__ for c in SEQUENCE_HEADS])
 def test_sequence_head_rejects_pooled_input(cls):
     with pytest.raises(ValueError, match="output='sequence'"):
+        _make(cls).fit(np.ones((10, 4)), [0, 1] * 5)
+
+
+@pytest.mark.parametrize("cls", TEXT_HEADS, ids=[c.__name__ for c in TEXT_HEADS])
+def test_text_heads_reject_features(cls):
+    """Heads that read raw text name the fix when handed feature vectors."""
+    with pytest.raises(ValueError, match="passthrough"):
         _make(cls).fit(np.ones((10, 4)), [0, 1] * 5)

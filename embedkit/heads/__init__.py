@@ -2,10 +2,11 @@
 
 from .attention import AttentionClassifier, AttentionRegressor
 from .conv import ConvClassifier, ConvRegressor
+from .finetune import TransformerClassifier, TransformerRegressor
 from .mlp import MLPClassifier, MLPRegressor
 from .rnn import RNNClassifier, RNNRegressor
 from .selfattention import SelfAttentionClassifier, SelfAttentionRegressor
 
 __all__ = ["MLPClassifier", "MLPRegressor", "ConvClassifier", "ConvRegressor", "RNNClassifier",
            "RNNRegressor", "AttentionClassifier", "AttentionRegressor", "SelfAttentionClassifier",
-           "SelfAttentionRegressor"]
+           "SelfAttentionRegressor", "TransformerClassifier", "TransformerRegressor"]
