@@ -105,7 +105,10 @@ def test_representation_fit_transform_pickle(cls, output, fitted, sentences):
         assert len(names) == est.dim_
     else:
         assert lengths is not None and lengths.shape == (len(docs),)
-        assert lengths[5] == 0  # the empty document has no tokens
+        # empty and whitespace-only documents are the same (no word tokens; a Transformer keeps
+        # its special tokens) and never longer than a real sentence
+        assert lengths[5] == lengths[6] <= lengths[0]
+        np.testing.assert_array_equal(values[5], values[6])
     again = pickle.loads(pickle.dumps(est))
     values2, _ = _as_array(again.transform(docs))
     np.testing.assert_allclose(values2, values, rtol=1e-6, atol=1e-6)

@@ -182,12 +182,12 @@ def test_regressor_with_early_stopping_history():
     assert reg.history_[-1]["train_loss"] < reg.history_[0]["train_loss"] / 4
     assert reg.history_[-1]["valid_r2"] > 0.3
     pred = reg.predict(["tiny", "small", "huge", "enormous"])
-    assert pred.shape == (4,) and pred.dtype == np.float32
+    assert pred.shape == (4,) and pred.dtype == np.float64  # as every scikit-learn regressor
     assert pred[0] < pred[2] and pred[1] < pred[3]
 
 
 def test_single_class_y_is_rejected():
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="only one class"):
         TransformerClassifier(**SMALL).fit(DOCS[:4], ["sport"] * 4)
 
 
