@@ -53,7 +53,7 @@ def compare(
         for title, registry in (("representations", grids.REPRESENTATIONS), ("heads", grids.HEADS)):
             typer.echo(f"{title}:")
             for name, entry in registry.items():
-                typer.echo(f"  {name:<12} [{', '.join(entry.forms)}]  {entry.about}")
+                typer.echo(f"  {name:<14} [{', '.join(entry.forms)}]  {entry.about}")
         raise typer.Exit()
     try:
         if file is not None:

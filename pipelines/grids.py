@@ -76,6 +76,42 @@ def _linear():
     return MLPClassifier(hidden_layer_sizes=(), epochs=30, lr=3e-3)
 
 
+def _conv():
+    from embedkit import ConvClassifier
+
+    return ConvClassifier(kernel_sizes=(2, 3, 4), filters=64, epochs=10)
+
+
+def _rnn():
+    from embedkit import RNNClassifier
+
+    return RNNClassifier(cell="lstm", bidirectional=True, pooling="max", epochs=10)
+
+
+def _gru():
+    from embedkit import RNNClassifier
+
+    return RNNClassifier(cell="gru", pooling="last", epochs=10)
+
+
+def _attention():
+    from embedkit import AttentionClassifier
+
+    return AttentionClassifier(epochs=10)
+
+
+def _selfattention():
+    from embedkit import SelfAttentionClassifier
+
+    return SelfAttentionClassifier(num_layers=2, epochs=10)
+
+
+def _finetune():
+    from embedkit import TransformerClassifier
+
+    return TransformerClassifier(fine_tune="full", epochs=2, max_length=128)
+
+
 def _logreg():
     from sklearn.linear_model import LogisticRegression
 
@@ -90,12 +126,19 @@ REPRESENTATIONS: dict[str, Entry] = {
     "minilm": Entry(_minilm, ("pooled",), "frozen all-MiniLM-L6-v2, mean-pooled, 384 dims (cached)"),
     "minilm-tokens": Entry(_minilm_tokens, ("sequence",), "frozen MiniLM word-piece vectors (128 max)"),
     "learned": Entry(_learned, ("ids",), "token ids; the head learns its embedding from scratch"),
+    "passthrough": Entry(lambda: "passthrough", ("raw",), "raw text, for heads that own their encoder"),
 }
 
 HEADS: dict[str, Entry] = {
     "mlp": Entry(_mlp, ("pooled", "sequence", "ids"), "MLP, one hidden layer of 256 (torch/skorch)"),
     "linear": Entry(_linear, ("pooled", "sequence", "ids"), "softmax regression trained with skorch"),
     "logreg": Entry(_logreg, ("pooled",), "scikit-learn LogisticRegression (C=10)"),
+    "conv": Entry(_conv, ("sequence", "ids"), "Conv1D, kernels 2/3/4 x 64 filters, max over time"),
+    "rnn": Entry(_rnn, ("sequence", "ids"), "bidirectional LSTM, max pooling over time"),
+    "gru": Entry(_gru, ("sequence", "ids"), "GRU acceptor (last step)"),
+    "attention": Entry(_attention, ("sequence", "ids"), "attention pooling with a learned query + MLP"),
+    "selfattention": Entry(_selfattention, ("sequence", "ids"), "2 Transformer encoder blocks, CLS pooling"),
+    "finetune": Entry(_finetune, ("raw",), "MiniLM fine-tuned end to end, 2 epochs (slow on CPU)"),
 }
 
 #: what `embedkit compare` runs when no selection is given
