@@ -20,6 +20,7 @@ _EXPORTS = {
     "load_texts": "embedkit.datasets",
     "list_datasets": "embedkit.datasets",
     "TfidfEmbedder": "embedkit.representations.tfidf",
+    "Word2VecEmbedder": "embedkit.representations.word2vec", "FastTextEmbedder": "embedkit.representations.fasttext", "GloveEmbedder": "embedkit.representations.glove", "WordVectors": "embedkit.representations._static",  # noqa: E501
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
 }
