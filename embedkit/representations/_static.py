@@ -83,7 +83,7 @@ class WordVectors:
             vectors = vectors.astype(np.float32)
         if len(words) != vectors.shape[0]:
             raise ValueError(
-                f"mismatched word vectors: {len(words)} words but {vectors.shape[0]} vector rows"
+                f"mismatched dimensions: {len(words)} words but {vectors.shape[0]} vector rows"
                 + (f" in {source[0]}" if source else "")
             )
         self.words = list(words)
@@ -402,7 +402,8 @@ def _load_text(path: Path, kind: str) -> WordVectors:
     body = frame.iloc[:, 1:]
     # a trailing space makes an empty last column; anything else there is one value too many
     extra = body.iloc[:, dim]
-    if extra.dtype == object:
+    numeric = pd.api.types.is_numeric_dtype
+    if not numeric(extra):
         bad = np.flatnonzero(extra.astype(str).str.len().to_numpy() > 0)
     else:
         bad = np.flatnonzero(~extra.isna().to_numpy())
@@ -412,8 +413,8 @@ def _load_text(path: Path, kind: str) -> WordVectors:
     values = np.empty((len(frame), dim), dtype=np.float32)
     for j in range(dim):  # per dimension, not per line
         col = body.iloc[:, j]
-        if col.dtype == object:
-            num = pd.to_numeric(col.replace("", np.nan), errors="coerce").to_numpy(np.float64)
+        if not numeric(col):
+            num = pd.to_numeric(col.astype(object).replace("", np.nan), errors="coerce").to_numpy(np.float64)
         else:
             num = col.to_numpy(np.float64)
         nan = np.flatnonzero(~np.isfinite(num))

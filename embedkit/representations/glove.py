@@ -84,6 +84,9 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
     params = [W.weight, C.weight, bw.weight, bc.weight]
     opt = torch.optim.Adagrad(params, lr=float(learning_rate), initial_accumulator_value=1.0)
     nnz = x.numel()
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Sparse invariant checks", category=UserWarning)
     for epoch in range(int(epochs)):
         perm = torch.randperm(nnz, generator=gen)
         total = 0.0
@@ -95,7 +98,7 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += float(loss.detach())
         if verbose:
             import sys
 
