@@ -318,6 +318,8 @@ def _load_npy(path: Path) -> WordVectors:
             f"vocabulary; found {[p.name for p in npys]} and {[p.name for p in vocabs]}."
         )
     vectors = np.load(npys[0], mmap_mode="r", allow_pickle=False)
+    if vectors.ndim == 2 and not vectors.flags.c_contiguous:
+        vectors = _row_major_copy(npys[0], vectors)
     vocab = vocabs[0]
     if vocab.suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -331,6 +333,26 @@ def _load_npy(path: Path) -> WordVectors:
             f"{len(words)} words; they must match row for row."
         )
     return WordVectors(words, vectors)
+
+
+def _row_major_copy(src: Path, vectors: np.ndarray) -> np.ndarray:
+    """Memory map of a row-major copy of a column-major ``.npy`` (written once to the embedkit
+    cache folder). Column-major rows are strided over ``dim`` pages, and scipy would copy the
+    whole matrix on every product."""
+    import hashlib
+
+    from ..resources import home
+
+    st = src.stat()
+    key = hashlib.sha1(f"{src.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    target = home() / "vectors" / f"{src.stem}-{key}.rowmajor.npy"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(vectors), allow_pickle=False)
+        os.replace(tmp, target)
+    return np.load(target, mmap_mode="r", allow_pickle=False)
 
 
 def _open_text(path: Path):
@@ -441,6 +463,15 @@ def _load_text(path: Path, kind: str) -> WordVectors:
 # ---------------------------------------------------------------------------------------
 
 
+def _weighted_sum(doc, cols, weights, n, matrix) -> np.ndarray:
+    """``sum_t weights[t] * matrix[cols[t]]`` per document, as a CSR matrix product (``doc`` sorted)."""
+    if cols.size == 0:
+        return np.zeros((n, matrix.shape[1]), dtype=np.float32)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(doc, minlength=n))])
+    X = sp.csr_matrix((weights, cols, indptr), shape=(n, matrix.shape[0]))
+    return np.asarray(X @ matrix, dtype=np.float32)
+
+
 class StaticEmbedder(Representation):
     """Base of the static word-vector representations: one vector per word, pooled or not.
 
@@ -520,16 +551,18 @@ class StaticEmbedder(Representation):
         self.oov_rate_fit_ = float(cnt[~known].sum() / total) if total else 0.0
         keep = known | (self.oov == "subword")
         vocab = [w for w, k in zip(words, keep) if k]
+        vrows = rows[keep]
+        known_kept = vrows >= 0
         fit_vectors = np.zeros((len(vocab), wv.dim), dtype=np.float32)
-        known_kept = known[keep]
         if known_kept.any():
-            order = rows[known]
-            sort = np.argsort(order)  # read a memory map in file order
-            block = np.empty((order.size, wv.dim), dtype=np.float32)
-            block[sort] = wv.vectors[order[sort]]
-            fit_vectors[known_kept] = block
+            fit_vectors[known_kept] = self._gather(vrows[known_kept], None)
         if (~known_kept).any():
             fit_vectors[~known_kept] = wv.subword_vectors([w for w, k in zip(vocab, known_kept) if not k])
+        # store row -> position in vocabulary_, as sorted arrays for vectorised look-ups
+        positions = np.flatnonzero(known_kept)
+        order = np.argsort(vrows[known_kept], kind="stable")
+        self.fit_rows_ = vrows[known_kept][order]
+        self.fit_row_positions_ = positions[order]
         cnt = cnt[keep]
         df_counter = Counter(itertools.chain.from_iterable(map(set, tokens)))
         df = np.fromiter((df_counter[w] for w in vocab), dtype=np.float64, count=len(vocab))
@@ -541,41 +574,40 @@ class StaticEmbedder(Representation):
         self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
         self.idf_unseen_ = float(np.log(1.0 + n_docs) + 1.0)
         prob = cnt / total if total else cnt
-        self.sif_weights_ = (self.sif_a / (self.sif_a + prob)).astype(np.float32) if self.pooling == "sif" \
-            else np.ones(len(vocab), dtype=np.float32)
-        unk = (cnt @ fit_vectors / cnt.sum()).astype(np.float32) if cnt.sum() else \
+        self.sif_weights_ = (self.sif_a / (self.sif_a + prob)).astype(np.float32)
+        self.unk_vector_ = (cnt @ fit_vectors / cnt.sum()).astype(np.float32) if cnt.sum() else \
             np.zeros(wv.dim, dtype=np.float32)
-        self.unk_vector_ = unk
-        # rows 0 = <pad>/zero, 1 = <unk>, 2.. = the fit vocabulary: the ids layout, reused by pooling
+        # rows 0 = <pad>/zero, 1 = <unk>, 2.. = the fit vocabulary (the layout of output="ids")
         matrix = np.zeros((len(vocab) + 2, wv.dim), dtype=np.float32)
         if self.oov == "unk":
-            matrix[1] = unk
+            matrix[1] = self.unk_vector_
         matrix[2:] = fit_vectors
         self.embedding_matrix_ = matrix
         self.sif_component_ = None
         if self.pooling == "sif" and self.sif_remove_pc and n_docs > 1:
-            pooled = self._pool(*self._resolve(tokens, for_ids=False), n_docs)
+            pooled = self._pool(*self._resolve(tokens)[:4], n_docs)
             if np.any(pooled):
                 _, _, vt = np.linalg.svd(pooled.astype(np.float64), full_matrices=False)
                 self.sif_component_ = vt[0].astype(np.float32)
+        self.oov_rate_ = self.oov_rate_fit_
 
     # -- transform ------------------------------------------------------------------------------
     def _transform(self, docs):
         tokens = self.tokenizer_.tokenize_all(docs)
         n = len(tokens)
         if self.output == "pooled":
-            out = self._pool(*self._resolve(tokens, for_ids=False), n)
+            out = self._pool(*self._resolve(tokens)[:4], n)
             if self.pooling == "sif" and self.sif_component_ is not None:
                 u = self.sif_component_
                 out = out - np.outer(out @ u, u).astype(np.float32)
             return out
-        codes, lengths, matrix, row_w, flat = self._resolve(tokens, for_ids=self.output == "ids",
-                                                            keep_tokens=True)
+        codes, lengths, extra, extra_fitpos, flat = self._resolve(tokens, keep_tokens=True)
         starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
         step = np.arange(codes.size, dtype=np.int64) - np.repeat(starts, lengths)
         keep = step < self.max_length if self.max_length else np.ones(codes.size, bool)
         doc = np.repeat(np.arange(n), lengths)[keep]
         step = step[keep]
+        codes = codes[keep]
         new_len = np.minimum(lengths, self.max_length) if self.max_length else lengths
         width = max(int(new_len.max()) if n else 0, 1)
         kept_tokens = np.asarray(flat, dtype=object)[keep] if flat else np.empty(0, dtype=object)
@@ -583,68 +615,51 @@ class StaticEmbedder(Representation):
         tok = np.empty(n, dtype=object)
         tok[:] = [kept_tokens[bounds[i]:bounds[i + 1]].tolist() for i in range(n)]
         if self.output == "ids":
+            pos = self._fit_positions(codes, extra_fitpos)
             ids = np.zeros((n, width), dtype=np.int64)
-            ids[doc, step] = codes[keep]
+            ids[doc, step] = np.where(pos >= 0, pos + 2, 1)
             return TokenIds(ids, new_len, ["<pad>", "<unk>"] + self.vocabulary_,
                             vectors=self.embedding_matrix_, tokens=tok)
         values = np.zeros((n, width, self.dim_), dtype=np.float32)
-        values[doc, step] = matrix[codes[keep]]
+        values[doc, step] = self._gather(codes, extra)
         return Sequences(values, new_len, tokens=tok)
 
-    def _resolve(self, tokens, for_ids: bool, keep_tokens: bool = False):
-        """Map every token to a row of a working matrix, applying the OOV policy.
+    def _resolve(self, tokens, keep_tokens: bool = False):
+        """Map every token to a vector code, applying the OOV policy (one C-level dict look-up
+        per token; only OOV tokens are touched again).
 
-        Returns ``(codes, lengths, matrix, row_weights, flat_tokens)``: ``codes`` (kept tokens,
-        document order) index ``matrix`` (the fitted embedding matrix plus rows for words not seen
-        at fit); ``lengths`` counts kept tokens per document; ``row_weights`` gives each row's
-        pooling weight (IDF or SIF); ``flat_tokens`` the kept tokens (only if ``keep_tokens``).
+        Returns ``(codes, lengths, extra, extra_fitpos, flat_tokens)``. ``codes`` (kept tokens,
+        document order) are rows of the word-vector matrix when ``< V`` and rows of ``extra``
+        (0: zero vector, 1: ``<unk>`` row, then subword vectors) offset by ``V`` otherwise;
+        ``lengths`` counts kept tokens per document; ``extra_fitpos`` is each extra row's position
+        in ``vocabulary_`` (-1 if none); ``flat_tokens`` the kept tokens (if ``keep_tokens``).
         """
         import pandas as pd
 
+        wv = self.word_vectors_
+        V = len(wv)
         flat = list(itertools.chain.from_iterable(tokens))
         lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        codes = np.fromiter(map(self.word_index_.get, flat, itertools.repeat(-3)), dtype=np.int64,
-                            count=len(flat)) + 2
-        matrix = self.embedding_matrix_
-        row_w = self._row_weights()
+        codes = wv.rows(flat)
+        extra = [self.embedding_matrix_[:2]]
+        extra_fitpos = [np.array([-1, -1], dtype=np.int64)]
         miss = np.flatnonzero(codes < 0)
-        n_oov = 0
         if miss.size:
-            wv = self.word_vectors_
-            miss_words = np.asarray(flat, dtype=object)[miss]
-            inv, uniq = pd.factorize(miss_words)
-            uniq = list(uniq)
-            rows = wv.rows(uniq)
-            known = rows >= 0
-            n_oov = int((~known[inv]).sum())
-            new_code = np.full(len(uniq), -1, dtype=np.int64)
-            extra = []
-            if for_ids:  # words outside the fitted vocabulary are <unk> in the restricted id space
-                new_code[:] = 1
+            if self.oov == "subword":
+                inv, uniq = pd.factorize(np.array([flat[i] for i in miss], dtype=object))
+                uniq = list(uniq)
+                fitpos = np.fromiter(map(self.word_index_.get, uniq, itertools.repeat(-1)),
+                                     dtype=np.int64, count=len(uniq))
+                vecs = np.empty((len(uniq), self.dim_), dtype=np.float32)
+                seen = fitpos >= 0
+                vecs[seen] = self.embedding_matrix_[fitpos[seen] + 2]
+                vecs[~seen] = wv.subword_vectors([w for w, s in zip(uniq, seen) if not s])
+                extra.append(vecs)
+                extra_fitpos.append(fitpos)
+                codes[miss] = V + 2 + inv
             else:
-                base = matrix.shape[0]
-                if known.any():
-                    new_code[known] = base + np.arange(int(known.sum()))
-                    r = rows[known]
-                    sort = np.argsort(r)
-                    block = np.empty((r.size, self.dim_), dtype=np.float32)
-                    block[sort] = wv.vectors[r[sort]]
-                    extra.append(block)
-                    base += r.size
-                unknown = ~known
-                if unknown.any() and self.oov == "subword":
-                    new_code[unknown] = base + np.arange(int(unknown.sum()))
-                    extra.append(wv.subword_vectors([w for w, k in zip(uniq, unknown) if k]))
-                elif unknown.any():
-                    new_code[unknown] = {"skip": -1, "zero": 0, "unk": 1}[self.oov]
-            if for_ids and self.oov == "skip":
-                new_code[~known] = -1
-            codes[miss] = new_code[inv]
-            if extra:
-                extra = np.concatenate(extra)
-                matrix = np.concatenate([matrix, extra])
-                row_w = np.concatenate([row_w, np.full(len(extra), self._unseen_weight(), np.float32)])
-        self.oov_rate_ = float(n_oov / len(flat)) if flat else 0.0
+                codes[miss] = {"skip": -1, "zero": V, "unk": V + 1}[self.oov]
+        self.oov_rate_ = float(miss.size / len(flat)) if flat else 0.0
         self._log(f"transformed {len(tokens)} documents: OOV rate {self.oov_rate_:.2%} of "
                   f"{len(flat)} tokens")
         dropped = codes < 0
@@ -654,46 +669,69 @@ class StaticEmbedder(Representation):
             codes = codes[~dropped]
             if keep_tokens:
                 flat = np.asarray(flat, dtype=object)[~dropped].tolist()
-        return codes, lengths, matrix, row_w, (flat if keep_tokens else None)
+        return (codes, lengths, np.concatenate(extra), np.concatenate(extra_fitpos),
+                flat if keep_tokens else None)
 
-    def _row_weights(self) -> np.ndarray:
-        """Pooling weight per row of ``embedding_matrix_`` (IDF or SIF; 1 otherwise)."""
-        if self.pooling == "tfidf":
-            return np.concatenate([[self.idf_unseen_] * 2, self.idf_]).astype(np.float32)
-        if self.pooling == "sif":
-            return np.concatenate([[1.0, 1.0], self.sif_weights_]).astype(np.float32)
-        return np.ones(len(self.vocabulary_) + 2, dtype=np.float32)
+    def _gather(self, codes: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
+        """Vectors of ``codes`` (rows of the word-vector matrix, or of ``extra`` beyond it)."""
+        vectors = self.word_vectors_.vectors
+        V = vectors.shape[0]
+        out = np.empty((codes.size, vectors.shape[1]), dtype=np.float32)
+        inside = codes < V
+        if inside.all():
+            return np.asarray(vectors[codes], dtype=np.float32)
+        out[inside] = vectors[codes[inside]]
+        out[~inside] = extra[codes[~inside] - V]
+        return out
 
-    def _unseen_weight(self) -> float:
-        return self.idf_unseen_ if self.pooling == "tfidf" else 1.0
+    def _fit_positions(self, codes: np.ndarray, extra_fitpos: np.ndarray) -> np.ndarray:
+        """Position in ``vocabulary_`` of each code, -1 for words not seen at fit."""
+        V = len(self.word_vectors_)
+        pos = np.full(codes.size, -1, dtype=np.int64)
+        inside = codes < V
+        if self.fit_rows_.size:
+            r = codes[inside]
+            idx = np.minimum(np.searchsorted(self.fit_rows_, r), self.fit_rows_.size - 1)
+            pos[inside] = np.where(self.fit_rows_[idx] == r, self.fit_row_positions_[idx], -1)
+        pos[~inside] = extra_fitpos[codes[~inside] - V]
+        return pos
 
-    def _pool(self, codes, lengths, matrix, row_w, _flat, n) -> np.ndarray:
+    def _pool(self, codes, lengths, extra, extra_fitpos, n) -> np.ndarray:
+        """Pool kept tokens per document: a sparse (docs x words) weight matrix times the word
+        vectors for mean/sum/tfidf/sif, ``maximum.reduceat`` over gathered rows for max."""
+        d = self.dim_
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        d = matrix.shape[1]
         if self.pooling == "max":
             out = np.zeros((n, d), dtype=np.float32)
             nonempty = np.flatnonzero(lengths > 0)
-            chunk = 1 << 18  # bounded memory: gather at most this many token vectors at once
+            chunk = 1 << 18  # bounded memory: gather at most about this many token vectors at once
             i = 0
             while i < nonempty.size:
-                j = i
-                while j < nonempty.size and indptr[nonempty[j] + 1] - indptr[nonempty[i]] <= chunk:
-                    j += 1
+                j = int(np.searchsorted(indptr[nonempty + 1], indptr[nonempty[i]] + chunk, "right"))
                 j = max(j, i + 1)
                 lo, hi = indptr[nonempty[i]], indptr[nonempty[j - 1] + 1]
-                gathered = matrix[codes[lo:hi]]
+                gathered = self._gather(codes[lo:hi], extra)
                 out[nonempty[i:j]] = np.maximum.reduceat(gathered, indptr[nonempty[i:j]] - lo, axis=0)
                 i = j
             return out
-        weights = row_w[codes] if self.pooling in ("tfidf", "sif") else np.ones(codes.size, np.float32)
-        X = sp.csr_matrix((weights, codes, indptr), shape=(n, matrix.shape[0]))
-        out = np.asarray(X @ matrix, dtype=np.float32)
+        if self.pooling in ("tfidf", "sif"):
+            pos = self._fit_positions(codes, extra_fitpos)
+            table, unseen = ((self.idf_, self.idf_unseen_) if self.pooling == "tfidf"
+                             else (self.sif_weights_, 1.0))
+            weights = np.where(pos >= 0, table[np.maximum(pos, 0)] if table.size else unseen,
+                               unseen).astype(np.float32)
+        else:
+            weights = np.ones(codes.size, dtype=np.float32)
+        doc = np.repeat(np.arange(n), lengths)
+        vectors = self.word_vectors_.vectors
+        V = vectors.shape[0]
+        inside = codes < V
+        out = _weighted_sum(doc[inside], codes[inside], weights[inside], n, vectors)
+        if not inside.all():
+            out += _weighted_sum(doc[~inside], codes[~inside] - V, weights[~inside], n, extra)
         if self.pooling == "sum":
             return out
-        if self.pooling == "tfidf":
-            denom = np.asarray(X.sum(axis=1)).ravel()
-        else:  # mean, sif: divide by the number of tokens
-            denom = lengths.astype(np.float64)
+        denom = np.bincount(doc, weights, minlength=n) if self.pooling == "tfidf" else lengths
         out /= np.maximum(denom, 1e-12)[:, None].astype(np.float32)
         out[lengths == 0] = 0.0
         return out
