@@ -74,11 +74,9 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
     logx = torch.log(x)
     weight = torch.clamp((x / float(x_max)) ** float(alpha), max=1.0)
 
-    def table(width):
-        emb = nn.Embedding(V, width, sparse=True)
-        with torch.no_grad():
-            emb.weight.copy_((torch.rand(V, width, generator=gen) - 0.5) / d)
-        return emb
+    def table(width):  # uniform(-0.5, 0.5) / d as in the reference code; global RNG untouched
+        init = (torch.rand(V, width, generator=gen) - 0.5) / d
+        return nn.Embedding.from_pretrained(init, freeze=False, sparse=True)
 
     W, C, bw, bc = table(d), table(d), table(1), table(1)
     params = [W.weight, C.weight, bw.weight, bc.weight]
@@ -86,25 +84,35 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
     nnz = x.numel()
     import warnings
 
-    warnings.filterwarnings("ignore", message="Sparse invariant checks", category=UserWarning)
-    for epoch in range(int(epochs)):
-        perm = torch.randperm(nnz, generator=gen)
-        total = 0.0
-        for s in range(0, nnz, int(batch_size)):
-            b = perm[s:s + int(batch_size)]
-            i, j = rows[b], cols[b]
-            diff = (W(i) * C(j)).sum(1) + bw(i).squeeze(1) + bc(j).squeeze(1) - logx[b]
-            loss = 0.5 * (weight[b] * diff * diff).sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += float(loss.detach())
-        if verbose:
-            import sys
+    with warnings.catch_warnings():  # torch warns once about unchecked sparse-gradient invariants
+        warnings.filterwarnings("ignore", message="Sparse invariant checks", category=UserWarning)
+        for epoch in range(int(epochs)):
+            total = _glove_epoch(W, C, bw, bc, opt, rows, cols, logx, weight, nnz, int(batch_size), gen)
+            if verbose:
+                import sys
 
-            print(f"[GloVe] epoch {epoch + 1}/{epochs}: cost {total / max(nnz, 1):.4f}", file=sys.stderr)
+                print(f"[GloVe] epoch {epoch + 1}/{epochs}: cost {total / max(nnz, 1):.4f}",
+                      file=sys.stderr)
     vectors = (W.weight + C.weight).detach().numpy().astype(np.float32)
     return vectors
+
+
+def _glove_epoch(W, C, bw, bc, opt, rows, cols, logx, weight, nnz, batch_size, gen) -> float:
+    """One pass over the shuffled non-zero co-occurrences; returns the summed cost."""
+    import torch
+
+    perm = torch.randperm(nnz, generator=gen)
+    total = 0.0
+    for s in range(0, nnz, batch_size):
+        b = perm[s:s + batch_size]
+        i, j = rows[b], cols[b]
+        diff = (W(i) * C(j)).sum(1) + bw(i).squeeze(1) + bc(j).squeeze(1) - logx[b]
+        loss = 0.5 * (weight[b] * diff * diff).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        total += float(loss.detach())
+    return total
 
 
 class GloveEmbedder(StaticEmbedder):
