@@ -292,6 +292,12 @@ def test_word2vec_deterministic_with_seed_and_one_worker(corpus):
     c = Word2VecEmbedder(**params, random_state=2).fit(corpus)
     np.testing.assert_array_equal(a.transform(corpus[:5]), b.transform(corpus[:5]))
     assert not np.allclose(a.transform(corpus[:5]), c.transform(corpus[:5]))
+    # the same vectors as raw gensim with the same parameters, seed and tokens
+    from gensim.models import Word2Vec
+
+    raw = Word2Vec(sentences=[d.split() for d in corpus], seed=1, **params)
+    assert raw.wv.index_to_key == a.word_vectors_.words
+    np.testing.assert_array_equal(raw.wv.vectors, a.word_vectors_.vectors)
     # fitted state keeps gensim's vectors for exactly the training vocabulary, no gensim model
     assert set(a.word_vectors_.words) == set(" ".join(corpus).split())
     assert not hasattr(a, "model_")

@@ -4,7 +4,7 @@ vectors from their subwords. Trained on the ``fit`` documents or loaded from a F
 from __future__ import annotations
 
 from ._static import StaticEmbedder, WordVectors, load_word_vectors
-from .word2vec import _gensim, check_min_count
+from .word2vec import _gensim, check_min_count, train_gensim
 
 __all__ = ["FastTextEmbedder"]
 
@@ -111,7 +111,7 @@ class FastTextEmbedder(StaticEmbedder):
         from gensim.models import FastText
 
         check_min_count(type(self).__name__, counts, self.min_count)
-        model = FastText(sentences=tokens, **self._gensim_params())
+        model = train_gensim(FastText, tokens, counts, self._gensim_params())
         wv = model.wv
         return WordVectors(list(wv.index_to_key), wv.vectors, subwords=wv,
                            index=dict(wv.key_to_index))

@@ -32,6 +32,19 @@ def check_min_count(name: str, counts: Counter, min_count: int) -> None:
         )
 
 
+def train_gensim(cls, tokens: list[list[str]], counts: Counter, params: dict):
+    """Train a gensim ``Word2Vec``/``FastText`` exactly as ``cls(sentences=tokens, **params)`` does,
+    but from the word counts the embedder has already made (gensim's own vocabulary scan is a
+    Python loop over every token; ``build_vocab_from_freq`` skips it)."""
+    model = cls(**params)  # no corpus: builds nothing, trains nothing
+    model.build_vocab_from_freq(dict(counts), corpus_count=len(tokens))
+    model.corpus_total_words = int(sum(counts.values()))
+    model.train(corpus_iterable=tokens, total_examples=model.corpus_count,
+                total_words=model.corpus_total_words, epochs=model.epochs, start_alpha=model.alpha,
+                end_alpha=model.min_alpha, compute_loss=model.compute_loss)
+    return model
+
+
 class Word2VecEmbedder(StaticEmbedder):
     """Word2Vec vectors: trained with gensim on the documents given to ``fit``, or loaded.
 
@@ -130,6 +143,6 @@ class Word2VecEmbedder(StaticEmbedder):
         from gensim.models import Word2Vec
 
         check_min_count(type(self).__name__, counts, self.min_count)
-        model = Word2Vec(sentences=tokens, **self._gensim_params())
+        model = train_gensim(Word2Vec, tokens, counts, self._gensim_params())
         wv = model.wv
         return WordVectors(list(wv.index_to_key), wv.vectors, index=dict(wv.key_to_index))

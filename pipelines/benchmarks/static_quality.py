@@ -96,9 +96,9 @@ def classify() -> None:
         "GloVe 6B-50d tfidf": lambda: GloveEmbedder(pooling="tfidf"),
         "GloVe 6B-50d sif": lambda: GloveEmbedder(pooling="sif"),
         "GloVe 6B-50d max": lambda: GloveEmbedder(pooling="max"),
-        "Word2Vec (fit on train, 100d)": lambda: Word2VecEmbedder(min_count=2, epochs=10, workers=2),
-        "FastText (fit on train, 100d)": lambda: FastTextEmbedder(min_count=2, epochs=10, workers=2),
-        "GloVe trained (fit on train, 50d)": lambda: GloveEmbedder(train=True, min_count=2, epochs=15),
+        "Word2Vec (fit on train, 100d)": lambda: Word2VecEmbedder(min_count=2, epochs=5, workers=2),
+        "FastText (fit on train, 100d)": lambda: FastTextEmbedder(min_count=2, epochs=5, workers=2),
+        "GloVe trained (fit on train, 50d)": lambda: GloveEmbedder(train=True, min_count=2, epochs=10),
     }
     print("| representation | BBC News acc | TREC-6 acc | fit+predict s |")
     print("|---|---|---|---|")
