@@ -545,7 +545,7 @@ class StaticEmbedder(Representation):
         words = sorted(counts, key=lambda w: (-counts[w], w))
         rows = wv.rows(words)
         known = rows >= 0
-        cnt = np.fromiter((counts[w] for w in words), dtype=np.float64, count=len(words))
+        cnt = np.fromiter(map(counts.__getitem__, words), dtype=np.float64, count=len(words))
         total = float(cnt.sum())
         self.n_fit_tokens_ = int(total)
         self.oov_rate_fit_ = float(cnt[~known].sum() / total) if total else 0.0
@@ -564,14 +564,16 @@ class StaticEmbedder(Representation):
         self.fit_rows_ = vrows[known_kept][order]
         self.fit_row_positions_ = positions[order]
         cnt = cnt[keep]
-        df_counter = Counter(itertools.chain.from_iterable(map(set, tokens)))
-        df = np.fromiter((df_counter[w] for w in vocab), dtype=np.float64, count=len(vocab))
         n_docs = len(tokens)
         self.n_fit_docs_ = n_docs
         self.vocabulary_ = vocab
         self.word_index_ = dict(zip(vocab, range(len(vocab))))
         self.word_counts_ = cnt.astype(np.int64)
-        self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
+        self.idf_ = None  # document frequencies cost a pass over the corpus: only for tfidf
+        if self.pooling == "tfidf":
+            df_counter = Counter(itertools.chain.from_iterable(map(set, tokens)))
+            df = np.fromiter(map(df_counter.__getitem__, vocab), dtype=np.float64, count=len(vocab))
+            self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
         self.idf_unseen_ = float(np.log(1.0 + n_docs) + 1.0)
         prob = cnt / total if total else cnt
         self.sif_weights_ = (self.sif_a / (self.sif_a + prob)).astype(np.float32)
