@@ -5,7 +5,7 @@ gensim has no GloVe, so training is written here: co-occurrence counts with 1/di
 in a symmetric window (scipy sparse, one vectorised pass per distance), then the weighted
 least-squares objective ``f(X_ij) (w_i . c_j + b_i + b~_j - log X_ij)^2`` with
 ``f(x) = min(1, (x / x_max)^alpha)``, minimised with AdaGrad over shuffled mini-batches of the
-non-zero entries (torch sparse embeddings); the word vectors are ``w + c``.
+non-zero entries (explicit vectorised gradients in torch); the word vectors are ``w + c``.
 """
 
 from __future__ import annotations
@@ -59,11 +59,13 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
                 random_state: int = 0, verbose: bool = False) -> np.ndarray:
     """Fit GloVe on a co-occurrence matrix; returns word + context vectors ``(V, vector_size)``.
 
-    AdaGrad (accumulators start at 1, as in the reference implementation) over shuffled
-    mini-batches of the non-zero entries; seeded by ``random_state``.
+    AdaGrad as in the reference implementation (accumulators start at 1, each step divides by the
+    root of the accumulated squared gradients before adding the new ones), over shuffled
+    mini-batches of the non-zero entries, with explicit vectorised gradients (gathers and
+    ``index_add_``; gradients of a row repeated within a batch are summed). Seeded by
+    ``random_state``; the global torch RNG is untouched.
     """
     import torch
-    from torch import nn
 
     coo = sp.coo_matrix(cooc)
     V, d = coo.shape[0], int(vector_size)
@@ -73,46 +75,51 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
     x = torch.from_numpy(coo.data.astype(np.float32))
     logx = torch.log(x)
     weight = torch.clamp((x / float(x_max)) ** float(alpha), max=1.0)
+    # parameters [W | b] and [C | b~] as (V, d + 1) tables; uniform(-0.5, 0.5) / d like the reference
+    W = (torch.rand(V, d + 1, generator=gen) - 0.5) / d
+    C = (torch.rand(V, d + 1, generator=gen) - 0.5) / d
+    GW = torch.ones(V, d + 1)
+    GC = torch.ones(V, d + 1)
+    lr = float(learning_rate)
+    threads = torch.get_num_threads()
+    # one thread: these small gathers/scatters gain nothing from OpenMP, whose spinning threads make
+    # them ~15x slower on a busy machine
+    torch.set_num_threads(1)
+    try:
+        _glove_epochs(W, C, GW, GC, rows, cols, logx, weight, d, lr, int(epochs), int(batch_size),
+                      gen, verbose)
+    finally:
+        torch.set_num_threads(threads)
+    return (W[:, :d] + C[:, :d]).numpy().astype(np.float32)
 
-    def table(width):  # uniform(-0.5, 0.5) / d as in the reference code; global RNG untouched
-        init = (torch.rand(V, width, generator=gen) - 0.5) / d
-        return nn.Embedding.from_pretrained(init, freeze=False, sparse=True)
 
-    W, C, bw, bc = table(d), table(d), table(1), table(1)
-    params = [W.weight, C.weight, bw.weight, bc.weight]
-    opt = torch.optim.Adagrad(params, lr=float(learning_rate), initial_accumulator_value=1.0)
-    nnz = x.numel()
-    import warnings
+def _glove_epochs(W, C, GW, GC, rows, cols, logx, weight, d, lr, epochs, batch_size, gen, verbose):
+    import torch
 
-    with warnings.catch_warnings():  # torch warns once about unchecked sparse-gradient invariants
-        warnings.filterwarnings("ignore", message="Sparse invariant checks", category=UserWarning)
+    nnz = logx.numel()
+    with torch.inference_mode():
         for epoch in range(int(epochs)):
-            total = _glove_epoch(W, C, bw, bc, opt, rows, cols, logx, weight, nnz, int(batch_size), gen)
+            perm = torch.randperm(nnz, generator=gen)
+            total = 0.0
+            for s in range(0, nnz, int(batch_size)):
+                b = perm[s:s + int(batch_size)]
+                i, j = rows[b], cols[b]
+                wi, cj = W[i], C[j]
+                diff = (wi[:, :d] * cj[:, :d]).sum(1) + wi[:, d] + cj[:, d] - logx[b]
+                fdiff = weight[b] * diff
+                total += float(0.5 * (fdiff * diff).sum())
+                gw = torch.cat([fdiff[:, None] * cj[:, :d], fdiff[:, None]], 1)
+                gc = torch.cat([fdiff[:, None] * wi[:, :d], fdiff[:, None]], 1)
+                for P, G, idx, g in ((W, GW, i, gw), (C, GC, j, gc)):
+                    uniq, inv = torch.unique(idx, return_inverse=True)
+                    summed = torch.zeros(uniq.numel(), d + 1).index_add_(0, inv, g)
+                    P[uniq] -= lr * summed / torch.sqrt(G[uniq])
+                    G[uniq] += summed * summed
             if verbose:
                 import sys
 
                 print(f"[GloVe] epoch {epoch + 1}/{epochs}: cost {total / max(nnz, 1):.4f}",
                       file=sys.stderr)
-    vectors = (W.weight + C.weight).detach().numpy().astype(np.float32)
-    return vectors
-
-
-def _glove_epoch(W, C, bw, bc, opt, rows, cols, logx, weight, nnz, batch_size, gen) -> float:
-    """One pass over the shuffled non-zero co-occurrences; returns the summed cost."""
-    import torch
-
-    perm = torch.randperm(nnz, generator=gen)
-    total = 0.0
-    for s in range(0, nnz, batch_size):
-        b = perm[s:s + batch_size]
-        i, j = rows[b], cols[b]
-        diff = (W(i) * C(j)).sum(1) + bw(i).squeeze(1) + bc(j).squeeze(1) - logx[b]
-        loss = 0.5 * (weight[b] * diff * diff).sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        total += float(loss.detach())
-    return total
 
 
 class GloveEmbedder(StaticEmbedder):
