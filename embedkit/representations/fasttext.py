@@ -1,0 +1,117 @@
+"""FastText word vectors (gensim): words plus character n-grams, so unseen or misspelt words get
+vectors from their subwords. Trained on the ``fit`` documents or loaded from a Facebook ``.bin``."""
+
+from __future__ import annotations
+
+from ._static import StaticEmbedder, WordVectors, load_word_vectors
+from .word2vec import _gensim, check_min_count, train_gensim
+
+__all__ = ["FastTextEmbedder"]
+
+
+class FastTextEmbedder(StaticEmbedder):
+    """FastText vectors: trained with gensim on the ``fit`` documents, or loaded.
+
+    Parameters
+    ----------
+    vectors : str, path or None, default=None
+        None trains on the ``fit`` documents. Otherwise a Facebook fastText ``.bin`` model
+        (loaded with gensim's ``load_facebook_vectors``, n-grams included), a ``.vec``/word2vec
+        file (no subwords), or a gensim ``FastTextKeyedVectors`` file you saved yourself
+        (a pickle: only your own files).
+    vectors_format : str, default="auto"
+    vector_size : int, default=100
+    window : int, default=5
+    min_count : int, default=1
+    sg : {0, 1}, default=0
+    hs : {0, 1}, default=0
+    negative : int, default=5
+    sample : float, default=1e-3
+    alpha : float, default=0.025
+    epochs : int, default=5
+    min_n, max_n : int, default=3, 6
+        Character n-gram lengths (words are wrapped in ``<`` ``>``).
+    bucket : int, default=200000
+        Hash buckets for n-gram vectors (gensim's default is 2,000,000: ``bucket * vector_size``
+        floats of memory, 800 MB at 100 dimensions; 200k keeps a fitted model at 80 MB).
+    workers : int, default=1
+        Reproducible with ``random_state`` only with ``workers=1``.
+    random_state : int, default=0
+    oov : {"subword", "skip", "zero", "unk"}, default="subword"
+        ``"subword"`` builds vectors of words unseen in training from their n-grams.
+    output, pooling, max_length, lowercase, sif_a, sif_remove_pc, verbose, cache
+        See `StaticEmbedder`.
+
+    Attributes
+    ----------
+    word_vectors_ : WordVectors
+        Vocabulary, vectors and gensim's ``FastTextKeyedVectors`` (for n-gram vectors).
+    vocabulary_, embedding_matrix_, dim_, oov_rate_fit_, oov_rate_
+        See `Word2VecEmbedder`.
+
+    Examples
+    --------
+    >>> docs = ["the cat sat on the mat", "the dog sat on the log"] * 20
+    >>> emb = FastTextEmbedder(vector_size=16, epochs=2, bucket=1000).fit(docs)
+    >>> vec, found = emb.lookup(["catt"])
+    >>> bool(found[0])
+    True
+    """
+
+    _subword_capable = True
+
+    def __init__(self, vectors=None, vectors_format: str = "auto", vector_size: int = 100,
+                 window: int = 5, min_count: int = 1, sg: int = 0, hs: int = 0, negative: int = 5,
+                 sample: float = 1e-3, alpha: float = 0.025, epochs: int = 5, min_n: int = 3,
+                 max_n: int = 6, bucket: int = 200_000, workers: int = 1, random_state: int = 0,
+                 output: str = "pooled", pooling: str = "mean", oov: str = "subword",
+                 max_length: int | None = 256, lowercase: bool = True, sif_a: float = 1e-3,
+                 sif_remove_pc: bool = True, verbose: bool = False, cache=None):
+        self.vectors = vectors
+        self.vectors_format = vectors_format
+        self.vector_size = vector_size
+        self.window = window
+        self.min_count = min_count
+        self.sg = sg
+        self.hs = hs
+        self.negative = negative
+        self.sample = sample
+        self.alpha = alpha
+        self.epochs = epochs
+        self.min_n = min_n
+        self.max_n = max_n
+        self.bucket = bucket
+        self.workers = workers
+        self.random_state = random_state
+        self.output = output
+        self.pooling = pooling
+        self.oov = oov
+        self.max_length = max_length
+        self.lowercase = lowercase
+        self.sif_a = sif_a
+        self.sif_remove_pc = sif_remove_pc
+        self.verbose = verbose
+        self.cache = cache
+
+    def _gensim_params(self) -> dict:
+        if not 1 <= int(self.min_n) <= int(self.max_n):
+            raise ValueError(f"FastTextEmbedder(min_n={self.min_n}, max_n={self.max_n}) needs "
+                             "1 <= min_n <= max_n.")
+        return dict(vector_size=int(self.vector_size), window=int(self.window),
+                    min_count=int(self.min_count), sg=int(self.sg), hs=int(self.hs),
+                    negative=int(self.negative), sample=float(self.sample), alpha=float(self.alpha),
+                    epochs=int(self.epochs), min_n=int(self.min_n), max_n=int(self.max_n),
+                    bucket=int(self.bucket), workers=int(self.workers),
+                    seed=0 if self.random_state is None else int(self.random_state))
+
+    def _build_vectors(self, tokens, counts) -> WordVectors:
+        if self.vectors is not None:
+            return load_word_vectors(self.vectors, self.vectors_format)
+        _gensim()
+        from gensim.models import FastText
+
+        check_min_count(type(self).__name__, counts, self.min_count)
+        model = train_gensim(FastText, tokens, counts, self._gensim_params())
+        wv = model.wv
+        return WordVectors(list(wv.index_to_key), wv.vectors, subwords=wv,
+                           index=dict(wv.key_to_index))

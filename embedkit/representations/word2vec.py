@@ -1,0 +1,148 @@
+"""Word2Vec word vectors (gensim), trained on the ``fit`` documents or loaded pretrained, pooled
+into document vectors or served as sequences / token ids by the shared `StaticEmbedder`."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ._static import StaticEmbedder, WordVectors, load_word_vectors
+
+__all__ = ["Word2VecEmbedder"]
+
+
+def _gensim():
+    try:
+        import gensim  # noqa: F401
+    except ImportError:
+        raise ImportError("Word2Vec and FastText need gensim: `pip install 'embedkit[gensim]'`.") from None
+
+
+def check_min_count(name: str, counts: Counter, min_count: int) -> None:
+    """Clear error before gensim fails deep inside with an empty vocabulary."""
+    if not isinstance(min_count, (int,)) or min_count < 1:
+        raise ValueError(f"{name}(min_count={min_count!r}) must be a positive int.")
+    if not counts:
+        raise ValueError(f"{name} found no tokens in the training documents; they are all empty.")
+    top = max(counts.values())
+    if top < min_count:
+        raise ValueError(
+            f"{name}: empty vocabulary after min_count={min_count}: the most frequent of the "
+            f"{len(counts)} distinct words occurs {top} time(s). Lower min_count (e.g. "
+            f"min_count={top}) or fit on more text."
+        )
+
+
+def train_gensim(cls, tokens: list[list[str]], counts: Counter, params: dict):
+    """Train a gensim ``Word2Vec``/``FastText`` exactly as ``cls(sentences=tokens, **params)`` does,
+    but from the word counts the embedder has already made (gensim's own vocabulary scan is a
+    Python loop over every token; ``build_vocab_from_freq`` skips it)."""
+    model = cls(**params)  # no corpus: builds nothing, trains nothing
+    model.build_vocab_from_freq(dict(counts), corpus_count=len(tokens))
+    model.corpus_total_words = int(sum(counts.values()))
+    model.train(corpus_iterable=tokens, total_examples=model.corpus_count,
+                total_words=model.corpus_total_words, epochs=model.epochs, start_alpha=model.alpha,
+                end_alpha=model.min_alpha, compute_loss=model.compute_loss)
+    return model
+
+
+class Word2VecEmbedder(StaticEmbedder):
+    """Word2Vec vectors: trained with gensim on the documents given to ``fit``, or loaded.
+
+    Parameters
+    ----------
+    vectors : str, path or None, default=None
+        None trains on the ``fit`` documents. Otherwise pretrained vectors: a named resource
+        (e.g. ``"glove-6b-50d"``), a word2vec text/binary file, a GloVe text file, or a gensim
+        ``KeyedVectors`` file you saved yourself (``.kv``; it is a pickle, so load only your own
+        files). See `load_word_vectors`.
+    vectors_format : str, default="auto"
+        Force a file format (see `load_word_vectors`).
+    vector_size : int, default=100
+    window : int, default=5
+    min_count : int, default=1
+        Ignore words rarer than this (gensim's default is 5; 1 lets tiny corpora fit).
+    sg : {0, 1}, default=0
+        1 for skip-gram, 0 for CBOW.
+    hs : {0, 1}, default=0
+        1 for hierarchical softmax; with 0, ``negative`` > 0 uses negative sampling.
+    negative : int, default=5
+    sample : float, default=1e-3
+        Down-sampling threshold for frequent words.
+    alpha : float, default=0.025
+        Initial learning rate.
+    epochs : int, default=5
+    workers : int, default=1
+        gensim worker threads. Training is reproducible with ``random_state`` only with
+        ``workers=1`` (thread scheduling reorders updates); gensim's docs also ask for a fixed
+        ``PYTHONHASHSEED`` for reproducibility across interpreter launches.
+    random_state : int, default=0
+        gensim's ``seed``.
+    output, pooling, oov, max_length, lowercase, sif_a, sif_remove_pc, verbose, cache
+        See `StaticEmbedder`: ``output`` in {"pooled", "sequence", "ids"}, ``pooling`` in
+        {"mean", "sum", "max", "tfidf", "sif"}, ``oov`` in {"skip", "zero", "unk"}.
+
+    Attributes
+    ----------
+    word_vectors_ : WordVectors
+        The vocabulary and vector matrix (gensim's ``model.wv`` data, not the whole model).
+    vocabulary_ : list of str
+        Words seen at fit that have a vector, most frequent first (ids 2.. of ``output="ids"``).
+    embedding_matrix_ : ndarray of shape (len(vocabulary_) + 2, dim_)
+    dim_ : int
+    oov_rate_fit_, oov_rate_ : float
+        Share of tokens without a vector at fit and in the last transform.
+
+    Examples
+    --------
+    >>> docs = ["the cat sat on the mat", "the dog sat on the log"] * 20
+    >>> emb = Word2VecEmbedder(vector_size=16, epochs=2).fit(docs)
+    >>> emb.transform(["a cat and a dog"]).shape
+    (1, 16)
+    """
+
+    def __init__(self, vectors=None, vectors_format: str = "auto", vector_size: int = 100,
+                 window: int = 5, min_count: int = 1, sg: int = 0, hs: int = 0, negative: int = 5,
+                 sample: float = 1e-3, alpha: float = 0.025, epochs: int = 5, workers: int = 1,
+                 random_state: int = 0, output: str = "pooled", pooling: str = "mean",
+                 oov: str = "skip", max_length: int | None = 256, lowercase: bool = True,
+                 sif_a: float = 1e-3, sif_remove_pc: bool = True, verbose: bool = False, cache=None):
+        self.vectors = vectors
+        self.vectors_format = vectors_format
+        self.vector_size = vector_size
+        self.window = window
+        self.min_count = min_count
+        self.sg = sg
+        self.hs = hs
+        self.negative = negative
+        self.sample = sample
+        self.alpha = alpha
+        self.epochs = epochs
+        self.workers = workers
+        self.random_state = random_state
+        self.output = output
+        self.pooling = pooling
+        self.oov = oov
+        self.max_length = max_length
+        self.lowercase = lowercase
+        self.sif_a = sif_a
+        self.sif_remove_pc = sif_remove_pc
+        self.verbose = verbose
+        self.cache = cache
+
+    def _gensim_params(self) -> dict:
+        return dict(vector_size=int(self.vector_size), window=int(self.window),
+                    min_count=int(self.min_count), sg=int(self.sg), hs=int(self.hs),
+                    negative=int(self.negative), sample=float(self.sample), alpha=float(self.alpha),
+                    epochs=int(self.epochs), workers=int(self.workers),
+                    seed=0 if self.random_state is None else int(self.random_state))
+
+    def _build_vectors(self, tokens, counts) -> WordVectors:
+        if self.vectors is not None:
+            return load_word_vectors(self.vectors, self.vectors_format)
+        _gensim()
+        from gensim.models import Word2Vec
+
+        check_min_count(type(self).__name__, counts, self.min_count)
+        model = train_gensim(Word2Vec, tokens, counts, self._gensim_params())
+        wv = model.wv
+        return WordVectors(list(wv.index_to_key), wv.vectors, index=dict(wv.key_to_index))

@@ -1,0 +1,363 @@
+"""Behaviour of the static word-vector representations (Word2Vec, FastText, GloVe): values, not shapes."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from embedkit import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
+from embedkit.representations._static import WordVectors, load_word_vectors
+from embedkit.resources import resource_path
+from embedkit.sequences import Sequences, TokenIds
+
+DOCS = [
+    "The cat sat on the mat.",
+    "A dog chased the cat across the garden!",
+    "Stocks fell sharply as markets reacted to the news.",
+    "",
+    "qqqzzx wwvvxx",
+]
+
+
+@pytest.fixture(scope="session")
+def glove_raw():
+    """The bundled GloVe read independently of embedkit (numpy + pyarrow)."""
+    import pyarrow.parquet as pq
+
+    folder = resource_path("glove-6b-50d")
+    vectors = np.load(folder / "glove_6B_50d_emb.npy", mmap_mode="r")
+    words = pq.read_table(folder / "glove_6B_index.parquet").column(0).to_pylist()
+    return dict(zip(words, range(len(words)))), vectors
+
+
+@pytest.fixture(scope="session")
+def glove():
+    return GloveEmbedder().fit(DOCS)
+
+
+@pytest.fixture(scope="session")
+def corpus():
+    """Two topics with a fixed random word order: a few hundred short documents."""
+    rng = np.random.default_rng(0)
+    pets = "cat dog pet animal puppy kitten fur paw vet leash".split()
+    money = "stock bond market price trade bank fund share profit loss".split()
+    docs = []
+    for i in range(300):
+        vocab = pets if i % 2 == 0 else money
+        docs.append(" ".join(rng.choice(vocab, size=12)))
+    return docs
+
+
+def write_glove_text(path, words, vectors, opener=open):
+    with opener(path, "wt", encoding="utf-8") as fh:
+        for w, v in zip(words, vectors):
+            fh.write(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n")
+    return path
+
+
+@pytest.fixture()
+def toy_vectors(tmp_path):
+    words = ["a", "b", "c", "d"]
+    vectors = np.array([[1, 0], [0, 1], [1, 1], [2, -1]], dtype=np.float32)
+    return write_glove_text(tmp_path / "toy.txt", words, vectors), dict(zip(words, vectors))
+
+
+# -- pooling values -------------------------------------------------------------------------
+
+
+def test_mean_sum_max_pooling_match_numpy_reference(glove, glove_raw):
+    index, vectors = glove_raw
+    doc = DOCS[1]
+    toks = glove.tokenizer_(doc)
+    rows = np.stack([vectors[index[t]] for t in toks])
+    for pooling, ref in (("mean", rows.mean(0)), ("sum", rows.sum(0)), ("max", rows.max(0))):
+        out = clone(glove).set_params(pooling=pooling).fit(DOCS).transform([doc])[0]
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6, err_msg=pooling)
+
+
+def test_tfidf_pooling_weights_on_toy_case(toy_vectors):
+    path, vec = toy_vectors
+    fit_docs = ["a b", "a c", "a"]
+    emb = GloveEmbedder(vectors=str(path), pooling="tfidf").fit(fit_docs)
+    n = 3
+    idf = {w: np.log((1 + n) / (1 + df)) + 1 for w, df in {"a": 3, "b": 1, "c": 1}.items()}
+    idf_unseen = np.log(1 + n) + 1  # "d" was never seen at fit
+    out = emb.transform(["a a b d"])[0]
+    weights = [idf["a"], idf["a"], idf["b"], idf_unseen]
+    ref = (weights[0] * vec["a"] * 2 + weights[2] * vec["b"] + weights[3] * vec["d"]) / sum(weights)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+def test_sif_weights_and_component_removal(toy_vectors):
+    path, vec = toy_vectors
+    fit_docs = ["a a a b", "a c", "b c"]
+    a = 0.1
+    emb = GloveEmbedder(vectors=str(path), pooling="sif", sif_a=a, sif_remove_pc=False).fit(fit_docs)
+    p = {"a": 4 / 8, "b": 2 / 8, "c": 2 / 8}
+    w = {k: a / (a + v) for k, v in p.items()}
+    out = emb.transform(["a b d"])[0]
+    ref = (w["a"] * vec["a"] + w["b"] * vec["b"] + 1.0 * vec["d"]) / 3  # unseen word: p = 0
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    # with removal: first right singular vector of the fit documents' SIF vectors is projected out
+    full = GloveEmbedder(vectors=str(path), pooling="sif", sif_a=a).fit(fit_docs)
+    raw = emb.transform(fit_docs)
+    u = np.linalg.svd(raw.astype(np.float64))[2][0]
+    np.testing.assert_allclose(np.abs(full.sif_component_), np.abs(u), rtol=1e-5)
+    removed = full.transform(["a b d"])[0]
+    np.testing.assert_allclose(removed, ref - (ref @ u) * u, rtol=1e-4, atol=1e-6)
+
+
+def test_oov_policies_and_rates(toy_vectors):
+    path, vec = toy_vectors
+    fit_docs = ["a a b", "c zz"]
+    doc = ["a zz yy"]
+    skip = GloveEmbedder(vectors=str(path), oov="skip").fit(fit_docs)
+    assert skip.oov_rate_fit_ == pytest.approx(1 / 5)
+    np.testing.assert_allclose(skip.transform(doc)[0], vec["a"])
+    assert skip.oov_rate_ == pytest.approx(2 / 3)
+    zero = GloveEmbedder(vectors=str(path), oov="zero").fit(fit_docs)
+    np.testing.assert_allclose(zero.transform(doc)[0], vec["a"] / 3, rtol=1e-6)
+    unk = GloveEmbedder(vectors=str(path), oov="unk").fit(fit_docs)
+    expected_unk = (2 * vec["a"] + vec["b"] + vec["c"]) / 4  # frequency-weighted mean at fit
+    np.testing.assert_allclose(unk.unk_vector_, expected_unk, rtol=1e-6)
+    np.testing.assert_allclose(unk.transform(doc)[0], (vec["a"] + 2 * expected_unk) / 3, rtol=1e-6)
+    with pytest.raises(ValueError, match="subword"):
+        GloveEmbedder(vectors=str(path), oov="subword").fit(fit_docs)
+    with pytest.raises(ValueError, match="oov='nope'"):
+        GloveEmbedder(vectors=str(path), oov="nope").fit(fit_docs)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "sum", "max", "tfidf", "sif"])
+@pytest.mark.parametrize("oov", ["skip", "zero", "unk"])
+def test_empty_and_unknown_documents_are_finite_zero(glove, pooling, oov):
+    emb = clone(glove).set_params(pooling=pooling, oov=oov).fit(DOCS)
+    out = emb.transform(["", "qqqzzx", "the cat"])
+    assert np.isfinite(out).all()
+    np.testing.assert_array_equal(out[0], 0)
+    if oov == "skip":
+        np.testing.assert_array_equal(out[1], 0)
+    assert np.abs(out[2]).sum() > 0
+
+
+# -- sequence and ids outputs -----------------------------------------------------------------
+
+
+def test_sequence_output_consistent_with_pooled(glove):
+    pooled = glove.transform(DOCS)
+    seq = clone(glove).set_params(output="sequence").fit(DOCS).transform(DOCS)
+    assert isinstance(seq, Sequences)
+    np.testing.assert_allclose(seq.pool("mean"), pooled, rtol=1e-5, atol=1e-6)
+    assert seq.tokens[0] == ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert seq.lengths.tolist() == [7, 9, 10, 0, 0]  # unknown words skipped
+    short = clone(glove).set_params(output="sequence", max_length=3).fit(DOCS).transform(DOCS)
+    assert short.lengths.tolist() == [3, 3, 3, 0, 0]
+    np.testing.assert_allclose(short.values[:3], seq.values[:3, :3])
+
+
+def test_ids_output_restricted_vocabulary_and_vectors(glove, glove_raw):
+    index, vectors = glove_raw
+    emb = clone(glove).set_params(output="ids", oov="zero").fit(DOCS)
+    ids = emb.transform(DOCS + ["the elephant cat"])
+    assert isinstance(ids, TokenIds)
+    vocab = ids.vocabulary
+    assert vocab[:2] == ["<pad>", "<unk>"] and vocab[2] == "the"  # most frequent first
+    assert "elephant" not in vocab and "qqqzzx" not in vocab
+    assert ids.vectors.shape == (len(vocab), 50)
+    np.testing.assert_array_equal(ids.vectors[:2], 0)
+    for i, w in enumerate(vocab[2:], start=2):
+        np.testing.assert_array_equal(ids.vectors[i], vectors[index[w]])
+    # unseen-at-fit word -> <unk>; unknown words -> <unk> under oov="zero"
+    assert ids.ids[5, :3].tolist() == [vocab.index("the"), 1, vocab.index("cat")]
+    assert ids.ids[4, :2].tolist() == [1, 1]
+    # embedding the ids and averaging reproduces pooled output on the fit documents
+    pooled = clone(glove).set_params(oov="zero").fit(DOCS).transform(DOCS)
+    emb_vals = ids.vectors[ids.ids[:5]] * ids.mask[:5, :, None]
+    means = emb_vals.sum(1) / np.maximum(ids.lengths[:5, None], 1)
+    np.testing.assert_allclose(means, pooled, rtol=1e-5, atol=1e-6)
+
+
+def test_lookup_contract(glove, glove_raw):
+    index, vectors = glove_raw
+    vecs, found = glove.lookup(["King", "qqqzzx", "queen"])
+    assert vecs.dtype == np.float32 and found.tolist() == [True, False, True]
+    np.testing.assert_array_equal(vecs[0], vectors[index["king"]])
+    np.testing.assert_array_equal(vecs[1], 0)
+
+
+# -- bundled GloVe: sharing, pickling, utilities -------------------------------------------------
+
+
+def test_bundled_glove_is_memory_mapped_shared_and_pickles_by_name(glove):
+    assert isinstance(glove.word_vectors_.vectors, np.memmap)
+    other = clone(glove).fit(["another corpus"])
+    assert other.word_vectors_ is glove.word_vectors_  # one matrix per process
+    blob = pickle.dumps(glove)
+    assert len(blob) < 200_000  # the 80 MB matrix is referenced by name, not embedded
+    back = pickle.loads(blob)
+    assert back.word_vectors_ is glove.word_vectors_
+    np.testing.assert_array_equal(back.transform(DOCS), glove.transform(DOCS))
+
+
+def test_analogy_ranks_queen_first_and_similarity(glove):
+    best = glove.analogy("man", "king", "woman", topn=3)
+    assert best[0][0] == "queen"
+    assert glove.similarity("cat", "dog") > glove.similarity("cat", "stock")
+    near = [w for w, _ in glove.most_similar("france", topn=10, exclude=["belgium"])]
+    assert "france" not in near and "belgium" not in near and "spain" in near
+    vec, _ = glove.lookup(["paris"])
+    assert glove.most_similar(vec[0], topn=1)[0][0] == "paris"
+
+
+def test_intrinsic_similarity_on_gensim_wordsim353(glove):
+    from embedkit.wordvectors import evaluate_similarity
+
+    res = evaluate_similarity(glove, "wordsim353")
+    assert 0.4 < res["spearman"] < 0.7 and res["oov"] < 0.05
+
+
+# -- file formats and errors --------------------------------------------------------------------------
+
+
+def test_text_formats_read_the_same_vectors(tmp_path, toy_vectors):
+    path, vec = toy_vectors
+    words, vectors = list(vec), np.stack(list(vec.values()))
+    for name, opener in (("v.txt.gz", gzip.open), ("v.txt.bz2", bz2.open)):
+        p = write_glove_text(tmp_path / name, words, vectors, opener)
+        wv = load_word_vectors(str(p))
+        assert wv.words == words
+        np.testing.assert_allclose(wv.vectors, vectors)
+    # word2vec text (header) and binary written by gensim
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(2)
+    kv.add_vectors(words, vectors)
+    kv.save_word2vec_format(str(tmp_path / "w2v.txt"))
+    kv.save_word2vec_format(str(tmp_path / "w2v.bin"), binary=True)
+    kv.save(str(tmp_path / "mine.kv"))
+    for name in ("w2v.txt", "w2v.bin", "mine.kv"):
+        emb = Word2VecEmbedder(vectors=str(tmp_path / name)).fit(["a b"])
+        np.testing.assert_allclose(emb.transform(["a b c"])[0], vectors[:3].mean(0), rtol=1e-6,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("content, line, what", [
+    ("a 1.0 2.0\nb 1.0\nc 3.0 4.0\n", 2, "too few values"),
+    ("a 1.0 2.0\nb 1.0 2.0 3.0\n", 2, "mismatched dimensions"),
+    ("a 1.0 2.0\nb 1.0 2.0\nc 1.0 oops\n", 3, "'oops' is not a finite number"),
+    ("2 3\na 1.0 2.0\nb 1.0 2.0\n", 2, "mismatched dimensions"),
+])
+def test_bad_vectors_file_names_file_and_line(tmp_path, content, line, what):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=f"bad.txt: line {line}:") as err:
+        GloveEmbedder(vectors=str(path)).fit(["a"])
+    assert what in str(err.value)
+
+
+def test_unknown_resource_and_missing_file_errors():
+    with pytest.raises(ValueError, match="glove-6b-50d.*pip install"):
+        GloveEmbedder(vectors="glove-840b").fit(["a"])
+    with pytest.raises(ValueError, match="not a word-vector resource"):
+        GloveEmbedder(vectors="wikitext-2-train").fit(["a"])
+
+
+def test_mismatched_npy_folder_dimensions(tmp_path):
+    np.save(tmp_path / "v.npy", np.zeros((3, 4), dtype=np.float32))
+    (tmp_path / "v_vocab.txt").write_text("a\nb\n")
+    with pytest.raises(ValueError, match="mismatched dimensions"):
+        GloveEmbedder(vectors=str(tmp_path)).fit(["a"])
+    with pytest.raises(ValueError, match="mismatched dimensions"):
+        WordVectors(["a"], np.zeros((2, 3)))
+
+
+def test_empty_vocabulary_after_min_count_is_a_clear_error():
+    with pytest.raises(ValueError, match="empty vocabulary after min_count=5"):
+        Word2VecEmbedder(min_count=5).fit(["one two", "three four"])
+    with pytest.raises(ValueError, match="empty vocabulary after min_count=5"):
+        GloveEmbedder(train=True).fit(["one two", "three four"])
+
+
+# -- trained models -----------------------------------------------------------------------------
+
+
+def test_word2vec_deterministic_with_seed_and_one_worker(corpus):
+    params = dict(vector_size=16, epochs=3, workers=1)
+    a = Word2VecEmbedder(**params, random_state=1).fit(corpus)
+    b = Word2VecEmbedder(**params, random_state=1).fit(corpus)
+    c = Word2VecEmbedder(**params, random_state=2).fit(corpus)
+    np.testing.assert_array_equal(a.transform(corpus[:5]), b.transform(corpus[:5]))
+    assert not np.allclose(a.transform(corpus[:5]), c.transform(corpus[:5]))
+    # the same vectors as raw gensim with the same parameters, seed and tokens
+    from gensim.models import Word2Vec
+
+    raw = Word2Vec(sentences=[d.split() for d in corpus], seed=1, **params)
+    assert raw.wv.index_to_key == a.word_vectors_.words
+    np.testing.assert_array_equal(raw.wv.vectors, a.word_vectors_.vectors)
+    # fitted state keeps gensim's vectors for exactly the training vocabulary, no gensim model
+    assert set(a.word_vectors_.words) == set(" ".join(corpus).split())
+    assert not hasattr(a, "model_")
+
+
+def test_word2vec_learns_topics(corpus):
+    emb = Word2VecEmbedder(vector_size=16, window=3, epochs=20, sg=1, random_state=0).fit(corpus)
+    assert emb.similarity("cat", "dog") > emb.similarity("cat", "stock")
+
+
+def test_fasttext_subword_vectors_for_unseen_words(corpus, tmp_path):
+    emb = FastTextEmbedder(vector_size=16, epochs=10, bucket=5000, random_state=0).fit(corpus)
+    vec, found = emb.lookup(["kittenn", "zz"])
+    assert found[0] and np.isfinite(vec).all() and np.abs(vec[0]).sum() > 0
+    out = emb.transform(["kittenn puppyy"])
+    assert emb.oov_rate_ == 1.0 and np.abs(out).sum() > 0
+    # its n-grams ("kitt", "itten", ...) put it among the pet words, not the finance words
+    assert emb.most_similar("kittenn", topn=1)[0][0] in "cat dog pet animal puppy kitten fur paw vet leash"
+    assert emb.similarity("kittenn", "kitten") > emb.similarity("kittenn", "stock")
+    skip = clone(emb).set_params(oov="skip").fit(corpus)
+    np.testing.assert_array_equal(skip.transform(["kittenn puppyy"]), 0)
+    # Facebook .bin round trip through gensim's writer and reader
+    from gensim.models import FastText
+    from gensim.models.fasttext import save_facebook_model
+
+    model = FastText(vector_size=8, min_count=1, epochs=2, bucket=2000, seed=0, workers=1)
+    model.build_vocab([d.split() for d in corpus])
+    model.train([d.split() for d in corpus], total_examples=len(corpus), epochs=2)
+    save_facebook_model(model, str(tmp_path / "ft.bin"))
+    loaded = FastTextEmbedder(vectors=str(tmp_path / "ft.bin")).fit(corpus[:5])
+    got, found = loaded.lookup(["kitten", "kittenn"])
+    assert found.all()
+    np.testing.assert_allclose(got, np.stack([model.wv["kitten"], model.wv["kittenn"]]), rtol=1e-5)
+
+
+def test_glove_training_cooccurrence_and_quality(corpus):
+    from embedkit.representations.glove import cooccurrence_matrix
+
+    X = cooccurrence_matrix([["a", "b", "c"], ["a", "x", "b"]], ["a", "b", "c"], window=2)
+    # doc 1: a-b at 1, b-c at 1, a-c at 2; doc 2: "x" is dropped first, so a-b at 1
+    np.testing.assert_allclose(X.toarray(), [[0, 2, 0.5], [2, 0, 1], [0.5, 1, 0]])
+    params = dict(train=True, vector_size=16, window=4, min_count=1, epochs=30, random_state=0)
+    emb = GloveEmbedder(**params).fit(corpus)
+    assert emb.word_vectors_.words[0] in {"cat", "dog", "stock"} or len(emb.word_vectors_) == 20
+    assert emb.similarity("cat", "dog") > emb.similarity("cat", "stock") + 0.2
+    again = GloveEmbedder(**params).fit(corpus)
+    np.testing.assert_array_equal(emb.word_vectors_.vectors, again.word_vectors_.vectors)
+    blob = pickle.loads(pickle.dumps(emb))
+    np.testing.assert_array_equal(blob.transform(corpus[:3]), emb.transform(corpus[:3]))
+
+
+def test_end_to_end_bbc_news_pipeline():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+
+    from embedkit.datasets import load_dataset
+
+    df = load_dataset("bbc-news").sample(400, random_state=0)
+    tr, te = train_test_split(df, test_size=0.25, stratify=df["label"], random_state=0)
+    pipe = make_pipeline(GloveEmbedder(), LogisticRegression(max_iter=2000, C=10))
+    pipe.fit(tr["text"], tr["label"])
+    assert (pipe.predict(te["text"]) == te["label"].to_numpy()).mean() > 0.85
