@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
-from embedkit import TfidfEmbedder, load_dataset
+from embedkit import GloveEmbedder, TfidfEmbedder, TransformerEmbedder, load_dataset
 from embedkit.distributed import dask_backend, embed_file, extract_features, write_parquet
 
 # classes defined here travel to the worker processes by value, whatever their sys.path
@@ -30,11 +30,10 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 N_DOCS = 1200
 
 # Representations for which distributed extraction must equal local extraction.
-# ---- add the other representations here after merging (no skips) ----------------------------
-#   pytest.param(lambda docs: GloveEmbedder().fit(docs), id="glove"),
-#   pytest.param(lambda docs: TransformerEmbedder().fit(docs[:200]), id="minilm"),
 REPRESENTATIONS = [
     pytest.param(lambda docs: TfidfEmbedder(n_components=32).fit(docs), id="tfidf-lsa"),
+    pytest.param(lambda docs: GloveEmbedder().fit(docs), id="glove"),
+    pytest.param(lambda docs: TransformerEmbedder(max_length=32).fit(docs[:200]), id="minilm"),
 ]
 
 

@@ -7,10 +7,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator
 from sklearn.model_selection import train_test_split
 
-from embedkit import MLPClassifier, TfidfEmbedder, TokenIds, TokenIndexer, load_dataset
+from embedkit import (GloveEmbedder, MLPClassifier, TfidfEmbedder, TokenIds, TokenIndexer,
+                      Word2VecEmbedder, load_dataset)
 from embedkit.documents import Tokenizer
 
 
@@ -21,32 +21,9 @@ def bbc():
     return sample.text.tolist(), sample.label.to_numpy()
 
 
-class _Word2VecLookup(BaseEstimator):
-    """Temporary stand-in for a fitted static embedder's ``lookup(words)``: real gensim
-    Word2Vec vectors trained on the documents.
-
-    replace with GloveEmbedder after issue-3 merge (and Word2VecEmbedder, whose lookup() has
-    the same contract: ``lookup(words) -> (vectors (n, d) float32, found (n,) bool)``).
-    """
-
-    def __init__(self, vector_size=16, min_count=3, epochs=2):
-        self.vector_size = vector_size
-        self.min_count = min_count
-        self.epochs = epochs
-
-    def fit(self, X, y=None):
-        from gensim.models import Word2Vec
-
-        self.wv_ = Word2Vec(Tokenizer().tokenize_all(X), vector_size=self.vector_size,
-                            min_count=self.min_count, epochs=self.epochs, seed=0, workers=1).wv
-        return self
-
-    def lookup(self, words):
-        found = np.array([w in self.wv_.key_to_index for w in words], dtype=bool)
-        vectors = np.zeros((len(words), self.vector_size), dtype=np.float32)
-        if found.any():
-            vectors[found] = self.wv_[[w for w, f in zip(words, found) if f]]
-        return vectors, found
+def _word2vec(min_count=3):
+    """A real static embedder: Word2Vec trained (seeded, one worker) on the documents."""
+    return Word2VecEmbedder(vector_size=16, min_count=min_count, epochs=2, random_state=0, workers=1)
 
 
 def test_vocabulary_reserves_pad_and_unk_and_orders_by_frequency():
@@ -129,24 +106,24 @@ def test_pretrained_without_lookup_is_refused():
 
 def test_alignment_to_pretrained_vectors_and_coverage(bbc):
     docs = bbc[0][:100]
-    stand_in = _Word2VecLookup(min_count=3)
+    stand_in = _word2vec(min_count=3)
     idx = TokenIndexer(pretrained=stand_in).fit(docs)
-    assert not hasattr(stand_in, "wv_")  # a clone was fitted, not the given estimator
+    assert not hasattr(stand_in, "dim_")  # a clone was fitted, not the given estimator
     counts = Counter(w for words in Tokenizer().tokenize_all(docs) for w in words)
     words = idx.vocabulary_[2:]
     expected_found = np.array([counts[w] >= 3 for w in words])
     assert idx.coverage_ == pytest.approx(expected_found.mean())
     assert 0.2 < idx.coverage_ < 0.6
-    reference = _Word2VecLookup(min_count=3).fit(docs)
+    reference = _word2vec(min_count=3).fit(docs)
     found_words = [w for w, f in zip(words, expected_found) if f]
     rows = [idx.vocabulary_.index(w) for w in found_words]
-    np.testing.assert_array_equal(idx.vectors_[rows], reference.wv_[found_words])
+    np.testing.assert_array_equal(idx.vectors_[rows], reference.lookup(found_words)[0])
     assert idx.vectors_.shape == (idx.vocab_size_, 16) and idx.dim_ == 16
     assert not idx.vectors_[:2].any()  # <pad>, <unk>
     missing = idx.vectors_[2:][~expected_found]
     assert np.all(np.linalg.norm(missing, axis=1) > 0)  # seeded random, not zeros
     assert missing.std() == pytest.approx(idx.vectors_[rows].std(), rel=0.2)
-    again = TokenIndexer(pretrained=_Word2VecLookup(min_count=3)).fit(docs)
+    again = TokenIndexer(pretrained=_word2vec(min_count=3)).fit(docs)
     np.testing.assert_array_equal(again.vectors_, idx.vectors_)
     out = idx.transform(docs[:3])
     np.testing.assert_array_equal(out.vectors, idx.vectors_)
@@ -186,7 +163,7 @@ def test_dan_learns_its_embedding_from_token_ids(bbc, one_torch_thread):
 
 def test_frozen_head_embedding_keeps_the_aligned_vectors(bbc, one_torch_thread):
     docs, labels = bbc[0][::6], bbc[1][::6]  # 100 articles from all five topics
-    idx = TokenIndexer(pretrained=_Word2VecLookup(min_count=3))
+    idx = TokenIndexer(pretrained=_word2vec(min_count=3))
     ids = idx.fit_transform(docs)
     head = MLPClassifier(freeze=True, hidden_layer_sizes=(), epochs=2, early_stopping=False)
     head.fit(ids, labels)
@@ -196,7 +173,7 @@ def test_frozen_head_embedding_keeps_the_aligned_vectors(bbc, one_torch_thread):
 
 def test_fine_tuning_the_head_leaves_the_indexer_vectors_alone(bbc, one_torch_thread):
     docs, labels = bbc[0][::6], bbc[1][::6]
-    idx = TokenIndexer(pretrained=_Word2VecLookup(min_count=3))
+    idx = TokenIndexer(pretrained=_word2vec(min_count=3))
     ids = idx.fit_transform(docs)
     before = idx.vectors_.copy()
     head = MLPClassifier(freeze=False, hidden_layer_sizes=(), epochs=2, lr=0.05,
@@ -205,3 +182,12 @@ def test_fine_tuning_the_head_leaves_the_indexer_vectors_alone(bbc, one_torch_th
     assert not np.allclose(tuned, before)  # the head fine-tuned its copy
     np.testing.assert_array_equal(idx.vectors_, before)
     np.testing.assert_array_equal(ids.vectors, before)
+
+
+def test_alignment_to_the_bundled_glove(bbc):
+    docs = bbc[0][:60]
+    idx = TokenIndexer(pretrained="glove-6b-50d").fit(docs)
+    assert idx.dim_ == 50 and idx.coverage_ > 0.9  # news English is almost all in GloVe's 400k
+    glove = GloveEmbedder().fit(docs)
+    rows = [idx.vocabulary_.index(w) for w in ("the", "government", "market")]
+    np.testing.assert_array_equal(idx.vectors_[rows], glove.lookup(["the", "government", "market"])[0])
