@@ -4,7 +4,7 @@
 # the packaged GloVe / MiniLM / BBC News), then runs a job:
 #
 #   ./run.sh compare [options]   the main job: `embedkit compare` (BBC News by default)
-#   ./run.sh test [pytest args]  the test suite
+#   ./run.sh test [pytest args]  the test suite, then the notebooks in quick mode (no args)
 #   ./run.sh embedkit ARGS...    any other embedkit command inside the environment
 #
 # Set EMBEDKIT_VENV to use another environment folder, PYTHON to pick the interpreter.
@@ -44,6 +44,13 @@ case "$job" in
     rc=$?
     # pytest exits 5 when it collected no test: that is a failure, not a pass
     [ "$rc" -eq 5 ] && { echo "no tests were collected" >&2; exit 1; }
+    [ "$rc" -ne 0 ] && exit "$rc"
+    if [ $# -eq 0 ]; then
+      # every notebook, executed top to bottom on small data slices, so they never rot
+      EMBEDKIT_QUICK=1 "$py" -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=900 notebooks
+      rc=$?
+      [ "$rc" -eq 5 ] && { echo "no notebooks were collected" >&2; exit 1; }
+    fi
     exit "$rc" ;;
   embedkit)
     exec "$VENV/bin/embedkit" "$@" ;;

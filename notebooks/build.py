@@ -64,7 +64,7 @@ print(glove.most_similar("football", topn=5))""",
         """\
 from embedkit import FastTextEmbedder, Word2VecEmbedder
 
-epochs = 2 if QUICK else 10
+epochs = 2 if QUICK else 5
 w2v = Word2VecEmbedder(sg=1, epochs=epochs, min_count=2).fit(bbc.text)
 ft = FastTextEmbedder(epochs=epochs, min_count=2).fit(bbc.text)
 for model in (w2v, ft):
@@ -87,10 +87,11 @@ for (x, y), w in zip(xy, words):
 ax.set_title("GloVe 50d, first two principal components")
 plt.show()""",
         "## Every representation + logistic regression\n\nSame head, same folds: only the "
-        "representation changes.",
+        "representation changes (on 150 articles per topic, to keep the notebook quick on a CPU).",
         """\
 from embedkit import Doc2VecEmbedder, TransformerEmbedder
 
+sample = bbc.groupby("label").head(150)
 reps = {
     "tf-idf": TfidfEmbedder(sublinear_tf=True, min_df=2),
     "glove mean": GloveEmbedder(),
@@ -101,7 +102,7 @@ reps = {
     "minilm": TransformerEmbedder(max_length=128 if QUICK else 256, cache="memory"),
 }
 scores = {name: cross_val_score(make_pipeline(rep, LogisticRegression(max_iter=2000, C=10)),
-                                bbc.text, bbc.label, cv=3).mean()
+                                sample.text, sample.label, cv=3).mean()
           for name, rep in reps.items()}
 pd.Series(scores, name="3-fold accuracy").sort_values(ascending=False).to_frame()""",
     ],
@@ -112,8 +113,7 @@ pd.Series(scores, name="3-fold accuracy").sort_values(ascending=False).to_frame(
         """\
 trec = load_dataset("trec")
 train, test = trec[trec.split == "train"], trec[trec.split == "test"]
-if QUICK:
-    train = train.groupby("label").head(60)
+train = train.groupby("label").head(40) if QUICK else train.sample(2500, random_state=0)
 print(len(train), "train /", len(test), "test questions")""",
         "## One representation, many heads\n\n`TokenIndexer` emits token ids; each head learns its "
         "own embedding (a DAN is the MLP head over ids: embed, average, classify).",
@@ -122,7 +122,7 @@ import time
 from embedkit import (AttentionClassifier, ConvClassifier, MLPClassifier, RNNClassifier,
                       SelfAttentionClassifier, TokenIndexer)
 
-epochs = 3 if QUICK else 10
+epochs = 3 if QUICK else 8
 heads = {
     "DAN (mean of embeddings)": MLPClassifier(epochs=epochs, lr=3e-3),
     "Conv1D": ConvClassifier(epochs=epochs),
@@ -157,9 +157,10 @@ att.fit(train.text, train.label)
 questions = ["How far is it from Denver to Aspen ?", "Who was Galileo ?",
              "What does NASA stand for ?"]
 ids = att[0].transform(questions)
-tokens, weights = att[-1].attention_weights(ids, return_tokens=True)
+pairs = att[-1].attention_weights(ids, return_tokens=True)   # (tokens, weights) per question
 print(att.predict(questions))
-attention_heatmap(tokens, weights)""",
+tokens, weights = zip(*pairs)
+attention_heatmap(list(tokens), list(weights))""",
     ],
     "03_transfer_learning": [
         "# 3. Transfer learning\n\nA frozen pretrained encoder with a linear classifier on top, "
@@ -168,7 +169,7 @@ attention_heatmap(tokens, weights)""",
         """\
 trec = load_dataset("trec")
 train, test = trec[trec.split == "train"], trec[trec.split == "test"]
-n_train = 120 if QUICK else 1500   # fine-tuning on CPU: a slice keeps this notebook to minutes
+n_train = 60 if QUICK else 800   # fine-tuning on CPU: a slice keeps this notebook to minutes
 train = train.sample(n_train, random_state=0)
 len(train), len(test)""",
         "## Frozen MiniLM + logistic regression",
@@ -177,7 +178,7 @@ import time
 from embedkit import TransformerEmbedder
 
 start = time.perf_counter()
-frozen = make_pipeline(TransformerEmbedder(max_length=64), LogisticRegression(max_iter=2000, C=10))
+frozen = make_pipeline(TransformerEmbedder(max_length=48), LogisticRegression(max_iter=2000, C=10))
 frozen.fit(train.text, train.label)
 frozen_acc = (frozen.predict(test.text) == test.label).mean()
 print(f"frozen: {frozen_acc:.3f} in {time.perf_counter() - start:.0f} s")""",
@@ -189,7 +190,7 @@ from embedkit import TransformerClassifier
 start = time.perf_counter()
 tuned = Pipeline([("features", "passthrough"),
                   ("head", TransformerClassifier(fine_tune="full", epochs=1 if QUICK else 3,
-                                                 max_length=64, batch_size=16))])
+                                                 max_length=48, batch_size=16))])
 tuned.fit(train.text, train.label)
 tuned_acc = (tuned.predict(test.text) == test.label).mean()
 print(f"fine-tuned: {tuned_acc:.3f} in {time.perf_counter() - start:.0f} s")
@@ -207,9 +208,9 @@ features.shape""",
         """\
 from pipelines.search import make_search
 
-data = load_dataset("bbc-news").groupby("label").head(30 if QUICK else 120).reset_index(drop=True)
-reps = ["tfidf", "lsa", "glove", "minilm", "learned", "glove-seq"]
-heads = ["logreg", "mlp", "rnn", "attention"]
+data = load_dataset("bbc-news").groupby("label").head(20 if QUICK else 100).reset_index(drop=True)
+reps = ["tfidf", "glove", "learned"] if QUICK else ["tfidf", "lsa", "glove", "minilm", "learned", "glove-seq"]
+heads = ["logreg", "mlp", "rnn"] if QUICK else ["logreg", "mlp", "rnn", "attention"]
 search, X, y = make_search(data, representations=reps, heads=heads, cv=3)
 print(sum(len(g["head"]) for g in search.param_grid), "pipelines x 3 folds")
 search.fit(X, y)""",

@@ -25,7 +25,7 @@ class Entry:
 def _tfidf():
     from embedkit import TfidfEmbedder
 
-    return TfidfEmbedder(sublinear_tf=True, min_df=2)
+    return TfidfEmbedder(sublinear_tf=True, min_df=2, max_features=20000)
 
 
 def _lsa():
@@ -43,13 +43,43 @@ def _bow():
 def _doc2vec():
     from embedkit import Doc2VecEmbedder
 
-    return Doc2VecEmbedder(dm=0, vector_size=100, epochs=20, min_count=2)
+    return Doc2VecEmbedder(dm=0, vector_size=100, epochs=20, min_count=2, cache="memory")
 
 
 def _learned():
     from embedkit import TokenIndexer
 
     return TokenIndexer(min_count=2, max_length=400)
+
+
+def _word2vec():
+    from embedkit import Word2VecEmbedder
+
+    return Word2VecEmbedder(sg=1, vector_size=100, epochs=5, min_count=2, cache="memory")
+
+
+def _fasttext():
+    from embedkit import FastTextEmbedder
+
+    return FastTextEmbedder(vector_size=100, epochs=5, min_count=2, cache="memory")
+
+
+def _glove():
+    from embedkit import GloveEmbedder
+
+    return GloveEmbedder(cache="memory")
+
+
+def _glove_sif():
+    from embedkit import GloveEmbedder
+
+    return GloveEmbedder(pooling="sif", cache="memory")
+
+
+def _glove_seq():
+    from embedkit import GloveEmbedder
+
+    return GloveEmbedder(output="sequence", max_length=256, cache="memory")
 
 
 def _minilm():
@@ -119,9 +149,14 @@ def _logreg():
 
 
 REPRESENTATIONS: dict[str, Entry] = {
-    "tfidf": Entry(_tfidf, ("pooled",), "TF-IDF over words (sublinear tf, min_df=2), sparse"),
+    "tfidf": Entry(_tfidf, ("pooled",), "TF-IDF over words (sublinear tf, min_df=2, 20k terms), sparse"),
     "bow": Entry(_bow, ("pooled",), "bag-of-words counts (min_df=2), sparse"),
     "lsa": Entry(_lsa, ("pooled",), "TF-IDF reduced to 200 dense dims by truncated SVD"),
+    "word2vec": Entry(_word2vec, ("pooled",), "skip-gram Word2Vec trained on the fold, mean-pooled"),
+    "fasttext": Entry(_fasttext, ("pooled",), "FastText (char 3-6 grams) trained on the fold, mean-pooled"),
+    "glove": Entry(_glove, ("pooled",), "pretrained GloVe 6B 50d, mean-pooled"),
+    "glove-sif": Entry(_glove_sif, ("pooled",), "pretrained GloVe 6B 50d, SIF-weighted"),
+    "glove-seq": Entry(_glove_seq, ("sequence",), "pretrained GloVe 6B 50d word vectors (256 max)"),
     "doc2vec": Entry(_doc2vec, ("pooled",), "Doc2Vec PV-DBOW, 100 dims, trained on the fold"),
     "minilm": Entry(_minilm, ("pooled",), "frozen all-MiniLM-L6-v2, mean-pooled, 384 dims (cached)"),
     "minilm-tokens": Entry(_minilm_tokens, ("sequence",), "frozen MiniLM word-piece vectors (128 max)"),
@@ -142,8 +177,8 @@ HEADS: dict[str, Entry] = {
 }
 
 #: what `embedkit compare` runs when no selection is given
-DEFAULT_REPRESENTATIONS = ("tfidf", "lsa")
-DEFAULT_HEADS = ("mlp", "logreg")
+DEFAULT_REPRESENTATIONS = ("tfidf", "word2vec", "fasttext", "glove", "doc2vec", "minilm")
+DEFAULT_HEADS = ("logreg", "mlp")
 QUICK_REPRESENTATIONS = ("tfidf",)
 QUICK_HEADS = ("logreg", "mlp")
 
