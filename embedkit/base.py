@@ -18,9 +18,20 @@ from sklearn.utils.validation import check_is_fitted
 from .documents import validate_documents
 from .sequences import Sequences, TokenIds
 
-__all__ = ["Representation", "NeuralHead", "HeadInput", "OUTPUTS"]
+__all__ = ["Representation", "NeuralHead", "HeadInput", "OUTPUTS", "store_params"]
 
 OUTPUTS = ("pooled", "sequence", "ids")
+
+
+def store_params(estimator, params: dict) -> None:
+    """Store every constructor argument as an attribute of the same name, unchanged.
+
+    The whole body of an embedkit ``__init__`` is ``store_params(self, locals())``: scikit-learn
+    needs each parameter spelled out in the signature, and nothing else may happen there.
+    """
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
 
 
 class Representation(TransformerMixin, BaseEstimator):

@@ -7,7 +7,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 from torch.nn import functional as F
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
 from ._torch import ACTIVATIONS, SequenceInput, check_choice, masked_pool, mlp
 
 __all__ = ["ConvClassifier", "ConvRegressor"]
@@ -69,30 +69,7 @@ class _ConvHead(NeuralHead):
                  batch_size=32, optimizer="adam", weight_decay=0.0, early_stopping="auto",
                  validation_fraction=0.1, patience=3, class_weight=None, gradient_clip=None,
                  random_state=0, device="cpu", verbose=0):
-        self.kernel_sizes = kernel_sizes
-        self.filters = filters
-        self.num_layers = num_layers
-        self.dilation = dilation
-        self.causal = causal
-        self.activation = activation
-        self.pooling = pooling
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.dropout = dropout
-        self.embedding_dim = embedding_dim
-        self.freeze = freeze
-        self.lr = lr
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.class_weight = class_weight
-        self.gradient_clip = gradient_clip
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
         check_choice("pooling", self.pooling, CONV_POOLINGS)

@@ -21,7 +21,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ..base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ..base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
 from ..documents import validate_documents
 from ..sequences import Sequences, masked_pool
 from ._torch import mlp
@@ -265,29 +265,7 @@ class _FineTune(TransformerMixin, NeuralHead):
                  early_stopping="auto", validation_fraction: float = 0.1, patience: int = 2,
                  class_weight=None, random_state: int | None = 0, device: str = "auto",
                  trust_remote_code: bool = False, output: str = "pooled", verbose: int = 0):
-        self.model = model
-        self.fine_tune = fine_tune
-        self.k = k
-        self.head = head
-        self.pooling = pooling
-        self.dropout = dropout
-        self.lr = lr
-        self.head_lr = head_lr
-        self.warmup_ratio = warmup_ratio
-        self.weight_decay = weight_decay
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.gradient_accumulation = gradient_accumulation
-        self.max_length = max_length
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.class_weight = class_weight
-        self.random_state = random_state
-        self.device = device
-        self.trust_remote_code = trust_remote_code
-        self.output = output
-        self.verbose = verbose
+        store_params(self, locals())
 
     # -- checks -----------------------------------------------------------------------------
     def _check_params(self) -> None:

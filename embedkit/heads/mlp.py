@@ -5,7 +5,7 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
 from ._torch import SequenceInput, masked_pool, mlp
 
 __all__ = ["MLPClassifier", "MLPRegressor"]
@@ -33,25 +33,7 @@ class _MLPHead(NeuralHead):
                  optimizer="adam", weight_decay=0.0, early_stopping="auto",
                  validation_fraction=0.1, patience=3, class_weight=None, gradient_clip=None,
                  random_state=0, device="cpu", verbose=0):
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.dropout = dropout
-        self.pooling = pooling
-        self.embedding_dim = embedding_dim
-        self.freeze = freeze
-        self.lr = lr
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.class_weight = class_weight
-        self.gradient_clip = gradient_clip
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
         return MLPModule(inputs, n_outputs, self.hidden_layer_sizes, self.activation,

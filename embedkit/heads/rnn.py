@@ -7,7 +7,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
 from ._torch import (ACTIVATIONS, SCORINGS, AttentionPooling, AttentionWeightsMixin, SequenceInput,
                      check_choice, masked_pool, mlp)
 
@@ -96,32 +96,7 @@ class _RNNHead(AttentionWeightsMixin, NeuralHead):
                  freeze=False, lr=1e-3, epochs=20, batch_size=32, optimizer="adam",
                  weight_decay=0.0, early_stopping="auto", validation_fraction=0.1, patience=3,
                  class_weight=None, gradient_clip=5.0, random_state=0, device="cpu", verbose=0):
-        self.cell = cell
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
-        self.bidirectional = bidirectional
-        self.nonlinearity = nonlinearity
-        self.gate_bias = gate_bias
-        self.pooling = pooling
-        self.scoring = scoring
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.dropout = dropout
-        self.embedding_dim = embedding_dim
-        self.freeze = freeze
-        self.lr = lr
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.class_weight = class_weight
-        self.gradient_clip = gradient_clip
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
         check_choice("cell", self.cell, CELLS)

@@ -9,7 +9,7 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
 from ._torch import (ACTIVATIONS, SCORINGS, AttentionPooling, AttentionWeightsMixin, SequenceInput,
                      check_choice, last_step, masked_pool, mlp)
 
@@ -140,35 +140,7 @@ class _SelfAttentionHead(AttentionWeightsMixin, NeuralHead):
                  epochs=20, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  early_stopping="auto", validation_fraction=0.1, patience=3, class_weight=None,
                  gradient_clip=1.0, random_state=0, device="cpu", verbose=0):
-        self.d_model = d_model
-        self.nhead = nhead
-        self.num_layers = num_layers
-        self.dim_feedforward = dim_feedforward
-        self.norm = norm
-        self.positional = positional
-        self.max_length = max_length
-        self.causal = causal
-        self.pooling = pooling
-        self.scoring = scoring
-        self.transformer_activation = transformer_activation
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.dropout = dropout
-        self.embedding_dim = embedding_dim
-        self.freeze = freeze
-        self.lr = lr
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.class_weight = class_weight
-        self.gradient_clip = gradient_clip
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
         check_choice("pooling", self.pooling, SA_POOLINGS)

@@ -9,7 +9,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..base import Representation, _check_finite
+from ..base import Representation, _check_finite, store_params
 from ..documents import Tokenizer, validate_documents
 
 __all__ = ["Doc2VecEmbedder"]
@@ -117,23 +117,7 @@ class Doc2VecEmbedder(Representation):
                  dm_mean: bool = False, dm_concat: bool = False, dbow_words: bool = False,
                  sample: float = 1e-3, alpha: float = 0.025, lowercase: bool = True,
                  random_state: int = 0, workers: int = 1, output: str = "pooled", cache=None):
-        self.dm = dm
-        self.vector_size = vector_size
-        self.window = window
-        self.min_count = min_count
-        self.epochs = epochs
-        self.infer_epochs = infer_epochs
-        self.negative = negative
-        self.dm_mean = dm_mean
-        self.dm_concat = dm_concat
-        self.dbow_words = dbow_words
-        self.sample = sample
-        self.alpha = alpha
-        self.lowercase = lowercase
-        self.random_state = random_state
-        self.workers = workers
-        self.output = output
-        self.cache = cache
+        store_params(self, locals())
 
     # -- parameters ---------------------------------------------------------------------------
     def _check_params(self) -> None:

@@ -3,6 +3,7 @@ vectors from their subwords. Trained on the ``fit`` documents or loaded from a F
 
 from __future__ import annotations
 
+from ..base import store_params
 from ._static import StaticEmbedder, WordVectors, load_word_vectors
 from .word2vec import _gensim, check_min_count, train_gensim
 
@@ -67,31 +68,7 @@ class FastTextEmbedder(StaticEmbedder):
                  output: str = "pooled", pooling: str = "mean", oov: str = "subword",
                  max_length: int | None = 256, lowercase: bool = True, sif_a: float = 1e-3,
                  sif_remove_pc: bool = True, verbose: bool = False, cache=None):
-        self.vectors = vectors
-        self.vectors_format = vectors_format
-        self.vector_size = vector_size
-        self.window = window
-        self.min_count = min_count
-        self.sg = sg
-        self.hs = hs
-        self.negative = negative
-        self.sample = sample
-        self.alpha = alpha
-        self.epochs = epochs
-        self.min_n = min_n
-        self.max_n = max_n
-        self.bucket = bucket
-        self.workers = workers
-        self.random_state = random_state
-        self.output = output
-        self.pooling = pooling
-        self.oov = oov
-        self.max_length = max_length
-        self.lowercase = lowercase
-        self.sif_a = sif_a
-        self.sif_remove_pc = sif_remove_pc
-        self.verbose = verbose
-        self.cache = cache
+        store_params(self, locals())
 
     def _gensim_params(self) -> dict:
         if not 1 <= int(self.min_n) <= int(self.max_n):

@@ -14,6 +14,8 @@ import itertools
 from collections import Counter
 
 import numpy as np
+
+from ..base import store_params
 import scipy.sparse as sp
 
 from ._static import StaticEmbedder, WordVectors, load_word_vectors
@@ -179,27 +181,7 @@ class GloveEmbedder(StaticEmbedder):
                  pooling: str = "mean", oov: str = "skip", max_length: int | None = 256,
                  lowercase: bool = True, sif_a: float = 1e-3, sif_remove_pc: bool = True,
                  verbose: bool = False, cache=None):
-        self.vectors = vectors
-        self.vectors_format = vectors_format
-        self.train = train
-        self.vector_size = vector_size
-        self.window = window
-        self.min_count = min_count
-        self.x_max = x_max
-        self.alpha = alpha
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.random_state = random_state
-        self.output = output
-        self.pooling = pooling
-        self.oov = oov
-        self.max_length = max_length
-        self.lowercase = lowercase
-        self.sif_a = sif_a
-        self.sif_remove_pc = sif_remove_pc
-        self.verbose = verbose
-        self.cache = cache
+        store_params(self, locals())
 
     def _build_vectors(self, tokens, counts: Counter) -> WordVectors:
         if not self.train:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Representation
+from ..base import Representation, store_params
 from ..documents import DEFAULT_TOKEN_PATTERN, Tokenizer
 
 __all__ = ["TfidfEmbedder"]
@@ -65,19 +65,7 @@ class TfidfEmbedder(Representation):
                  max_features: int | None = None, min_df=1, max_df=1.0, sublinear_tf: bool = False,
                  lowercase: bool = True, stop_words=None, n_components: int | None = None,
                  random_state: int = 0, output: str = "pooled", cache=None):
-        self.weighting = weighting
-        self.ngram_range = ngram_range
-        self.char_ngram_range = char_ngram_range
-        self.max_features = max_features
-        self.min_df = min_df
-        self.max_df = max_df
-        self.sublinear_tf = sublinear_tf
-        self.lowercase = lowercase
-        self.stop_words = stop_words
-        self.n_components = n_components
-        self.random_state = random_state
-        self.output = output
-        self.cache = cache
+        store_params(self, locals())
 
     def _vectorizer(self, analyzer: str, ngram_range):
         from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer

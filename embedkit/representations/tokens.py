@@ -8,7 +8,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..base import Representation
+from ..base import Representation, store_params
 from ..documents import Tokenizer
 from ..sequences import TokenIds
 
@@ -98,14 +98,7 @@ class TokenIndexer(Representation):
     def __init__(self, min_count: int = 1, max_vocab: int | None = None, lowercase: bool = True,
                  max_length: int | None = None, pretrained=None, random_state: int = 0,
                  output: str = "ids", cache=None):
-        self.min_count = min_count
-        self.max_vocab = max_vocab
-        self.lowercase = lowercase
-        self.max_length = max_length
-        self.pretrained = pretrained
-        self.random_state = random_state
-        self.output = output
-        self.cache = cache
+        store_params(self, locals())
 
     def _check_params(self) -> None:
         for name, low, optional in (("min_count", 1, False), ("max_vocab", 1, True),

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..base import store_params
+
 from ..sequences import Sequences
 from ._neural import NeuralEncoder, resolve_device
 
@@ -171,23 +173,7 @@ class TransformerEmbedder(NeuralEncoder):
                  batch_size: int = 128, max_tokens_per_batch: int | None = 4096,
                  device: str = "auto", num_threads: int | None = None, dtype: str = "float32",
                  trust_remote_code: bool = False, verbose: int = 0, cache=None):
-        self.model = model
-        self.pooling = pooling
-        self.layers = layers
-        self.normalize = normalize
-        self.max_length = max_length
-        self.long_documents = long_documents
-        self.stride = stride
-        self.output = output
-        self.word_pooling = word_pooling
-        self.batch_size = batch_size
-        self.max_tokens_per_batch = max_tokens_per_batch
-        self.device = device
-        self.num_threads = num_threads
-        self.dtype = dtype
-        self.trust_remote_code = trust_remote_code
-        self.verbose = verbose
-        self.cache = cache
+        store_params(self, locals())
 
     # -- parameters -------------------------------------------------------------------------
     def _check_params(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..base import store_params
 from ._static import StaticEmbedder, WordVectors, load_word_vectors
 
 __all__ = ["Word2VecEmbedder"]
@@ -106,28 +107,7 @@ class Word2VecEmbedder(StaticEmbedder):
                  random_state: int = 0, output: str = "pooled", pooling: str = "mean",
                  oov: str = "skip", max_length: int | None = 256, lowercase: bool = True,
                  sif_a: float = 1e-3, sif_remove_pc: bool = True, verbose: bool = False, cache=None):
-        self.vectors = vectors
-        self.vectors_format = vectors_format
-        self.vector_size = vector_size
-        self.window = window
-        self.min_count = min_count
-        self.sg = sg
-        self.hs = hs
-        self.negative = negative
-        self.sample = sample
-        self.alpha = alpha
-        self.epochs = epochs
-        self.workers = workers
-        self.random_state = random_state
-        self.output = output
-        self.pooling = pooling
-        self.oov = oov
-        self.max_length = max_length
-        self.lowercase = lowercase
-        self.sif_a = sif_a
-        self.sif_remove_pc = sif_remove_pc
-        self.verbose = verbose
-        self.cache = cache
+        store_params(self, locals())
 
     def _gensim_params(self) -> dict:
         return dict(vector_size=int(self.vector_size), window=int(self.window),
