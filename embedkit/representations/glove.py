@@ -59,8 +59,9 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
                 random_state: int = 0, verbose: bool = False) -> np.ndarray:
     """Fit GloVe on a co-occurrence matrix; returns word + context vectors ``(V, vector_size)``.
 
-    AdaGrad as in the reference implementation (accumulators start at 1, each step divides by the
-    root of the accumulated squared gradients before adding the new ones), over shuffled
+    AdaGrad (accumulators start at 1 as in the reference implementation; the new squared gradient
+    is added before dividing, so a row's step stays below ``learning_rate`` per coordinate even when
+    a frequent word's gradients are summed over a whole mini-batch), over shuffled
     mini-batches of the non-zero entries, with explicit vectorised gradients (gathers and
     ``index_add_``; gradients of a row repeated within a batch are summed). Seeded by
     ``random_state``; the global torch RNG is untouched.
@@ -113,8 +114,8 @@ def _glove_epochs(W, C, GW, GC, rows, cols, logx, weight, d, lr, epochs, batch_s
                 for P, G, idx, g in ((W, GW, i, gw), (C, GC, j, gc)):
                     uniq, inv = torch.unique(idx, return_inverse=True)
                     summed = torch.zeros(uniq.numel(), d + 1).index_add_(0, inv, g)
-                    P[uniq] -= lr * summed / torch.sqrt(G[uniq])
                     G[uniq] += summed * summed
+                    P[uniq] -= lr * summed / torch.sqrt(G[uniq])
             if verbose:
                 import sys
 
