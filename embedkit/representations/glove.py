@@ -59,9 +59,8 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
                 random_state: int = 0, verbose: bool = False) -> np.ndarray:
     """Fit GloVe on a co-occurrence matrix; returns word + context vectors ``(V, vector_size)``.
 
-    AdaGrad (accumulators start at 1 as in the reference implementation; the new squared gradient
-    is added before dividing, so a row's step stays below ``learning_rate`` per coordinate even when
-    a frequent word's gradients are summed over a whole mini-batch), over shuffled
+    AdaGrad (accumulators start at 1 as in the reference implementation and grow by each entry's
+    squared gradient, added before dividing; a row's gradients within a mini-batch are summed), over shuffled
     mini-batches of the non-zero entries, with explicit vectorised gradients (gathers and
     ``index_add_``; gradients of a row repeated within a batch are summed). Seeded by
     ``random_state``; the global torch RNG is untouched.
@@ -114,7 +113,8 @@ def _glove_epochs(W, C, GW, GC, rows, cols, logx, weight, d, lr, epochs, batch_s
                 for P, G, idx, g in ((W, GW, i, gw), (C, GC, j, gc)):
                     uniq, inv = torch.unique(idx, return_inverse=True)
                     summed = torch.zeros(uniq.numel(), d + 1).index_add_(0, inv, g)
-                    G[uniq] += summed * summed
+                    # per-entry squared gradients, as if the row's entries were applied one by one
+                    G[uniq] += torch.zeros(uniq.numel(), d + 1).index_add_(0, inv, g * g)
                     P[uniq] -= lr * summed / torch.sqrt(G[uniq])
             if verbose:
                 import sys
