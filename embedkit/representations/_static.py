@@ -28,7 +28,7 @@ import sys
 import threading
 from collections import Counter, OrderedDict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 import numpy as np
 import scipy.sparse as sp

@@ -61,8 +61,8 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 100.0, 
                 random_state: int = 0, verbose: bool = False) -> np.ndarray:
     """Fit GloVe on a co-occurrence matrix; returns word + context vectors ``(V, vector_size)``.
 
-    AdaGrad as in the reference implementation (accumulators start at 1, each step divides by the
-    root of the accumulated squared gradients before adding the new ones), over shuffled
+    AdaGrad (accumulators start at 1 as in the reference implementation and grow by each entry's
+    squared gradient, added before dividing; a row's gradients within a mini-batch are summed), over shuffled
     mini-batches of the non-zero entries, with explicit vectorised gradients (gathers and
     ``index_add_``; gradients of a row repeated within a batch are summed). Seeded by
     ``random_state``; the global torch RNG is untouched.
@@ -115,8 +115,9 @@ def _glove_epochs(W, C, GW, GC, rows, cols, logx, weight, d, lr, epochs, batch_s
                 for P, G, idx, g in ((W, GW, i, gw), (C, GC, j, gc)):
                     uniq, inv = torch.unique(idx, return_inverse=True)
                     summed = torch.zeros(uniq.numel(), d + 1).index_add_(0, inv, g)
+                    # per-entry squared gradients, as if the row's entries were applied one by one
+                    G[uniq] += torch.zeros(uniq.numel(), d + 1).index_add_(0, inv, g * g)
                     P[uniq] -= lr * summed / torch.sqrt(G[uniq])
-                    G[uniq] += summed * summed
             if verbose:
                 import sys
 
