@@ -87,6 +87,44 @@ from .cli_embed import register as _register_embed  # noqa: E402  (embed, cache 
 _register_embed(app)
 
 
+def _word_vectors(vectors: str):
+    from embedkit import GloveEmbedder
+
+    return GloveEmbedder(vectors=vectors).fit([])
+
+
+_VECTORS_HELP = "Word vectors: a named resource (glove-6b-50d) or a GloVe/word2vec/fastText file."
+
+
+@app.command()
+def neighbors(word: str = typer.Argument(..., help="The word to look up."),
+              topn: int = typer.Option(10, min=1, help="How many neighbours."),
+              vectors: str = typer.Option("glove-6b-50d", help=_VECTORS_HELP)):
+    """Nearest words by cosine similarity."""
+    try:
+        found = _word_vectors(vectors).most_similar(word, topn=topn)
+    except (ValueError, FileNotFoundError) as err:
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    for other, score in found:
+        typer.echo(f"{other:<20} {score:.3f}")
+
+
+@app.command()
+def analogy(a: str = typer.Argument(..., help="a, as in a : b :: c : ?"),
+            b: str = typer.Argument(...), c: str = typer.Argument(...),
+            topn: int = typer.Option(5, min=1, help="How many answers."),
+            vectors: str = typer.Option("glove-6b-50d", help=_VECTORS_HELP)):
+    """Solve a : b :: c : ? by b - a + c (e.g. `embedkit analogy man king woman`)."""
+    try:
+        found = _word_vectors(vectors).analogy(a, b, c, topn=topn)
+    except (ValueError, FileNotFoundError) as err:
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    for other, score in found:
+        typer.echo(f"{other:<20} {score:.3f}")
+
+
 @app.command()
 def datasets():
     """List the built-in datasets."""

@@ -324,6 +324,19 @@ def test_cli_lists():
     assert "tfidf" in listed.output and "logreg" in listed.output
 
 
+def test_cli_word_vector_commands():
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+
+    result = CliRunner().invoke(app, ["analogy", "man", "king", "woman", "--topn", "3"])
+    assert result.exit_code == 0 and result.output.split()[0] == "queen"
+    near = CliRunner().invoke(app, ["neighbors", "football", "--topn", "5"])
+    assert near.exit_code == 0 and "soccer" in near.output.split()
+    bad = CliRunner().invoke(app, ["neighbors", "zzqxv"])
+    assert bad.exit_code == 2 and "not in the vocabulary" in bad.output
+
+
 def test_import_embedkit_is_light():
     import subprocess
     import sys
