@@ -97,7 +97,7 @@ def _minilm_tokens():
 def _mlp():
     from embedkit import MLPClassifier
 
-    return MLPClassifier(hidden_layer_sizes=(256,), epochs=15)
+    return MLPClassifier(hidden_layer_sizes=(128,), epochs=10)
 
 
 def _linear():
@@ -144,8 +144,12 @@ def _finetune():
 
 def _logreg():
     from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
-    return LogisticRegression(max_iter=2000, C=10.0)
+    # scaling matters for vectors trained on small corpora (small, uneven norms); with_mean=False
+    # keeps sparse TF-IDF sparse
+    return make_pipeline(StandardScaler(with_mean=False), LogisticRegression(max_iter=2000))
 
 
 REPRESENTATIONS: dict[str, Entry] = {
@@ -165,9 +169,9 @@ REPRESENTATIONS: dict[str, Entry] = {
 }
 
 HEADS: dict[str, Entry] = {
-    "mlp": Entry(_mlp, ("pooled", "sequence", "ids"), "MLP, one hidden layer of 256 (torch/skorch)"),
+    "mlp": Entry(_mlp, ("pooled", "sequence", "ids"), "MLP, one hidden layer of 128, 10 epochs (torch/skorch)"),
     "linear": Entry(_linear, ("pooled", "sequence", "ids"), "softmax regression trained with skorch"),
-    "logreg": Entry(_logreg, ("pooled",), "scikit-learn LogisticRegression (C=10)"),
+    "logreg": Entry(_logreg, ("pooled",), "StandardScaler + scikit-learn LogisticRegression"),
     "conv": Entry(_conv, ("sequence", "ids"), "Conv1D, kernels 2/3/4 x 64 filters, max over time"),
     "rnn": Entry(_rnn, ("sequence", "ids"), "bidirectional LSTM, max pooling over time"),
     "gru": Entry(_gru, ("sequence", "ids"), "GRU acceptor (last step)"),
