@@ -214,9 +214,9 @@ features.shape""",
         """\
 from pipelines.search import make_search
 
-data = load_dataset("bbc-news").groupby("label").head(20 if QUICK else 100).reset_index(drop=True)
+data = load_dataset("bbc-news").groupby("label").head(20 if QUICK else 60).reset_index(drop=True)
 reps = ["tfidf", "glove", "learned"] if QUICK else ["tfidf", "lsa", "glove", "minilm", "learned", "glove-seq"]
-heads = ["logreg", "mlp", "rnn"] if QUICK else ["logreg", "mlp", "rnn", "attention"]
+heads = ["logreg", "mlp", "conv"]
 search, X, y = make_search(data, representations=reps, heads=heads, cv=3)
 print(sum(len(g["head"]) for g in search.param_grid), "pipelines x 3 folds")
 search.fit(X, y)""",

@@ -61,7 +61,7 @@ def _word2vec():
 def _fasttext():
     from embedkit import FastTextEmbedder
 
-    return FastTextEmbedder(vector_size=100, epochs=5, min_count=2, cache="memory")
+    return FastTextEmbedder(sg=1, vector_size=100, epochs=5, min_count=2, cache="memory")
 
 
 def _glove():
@@ -157,7 +157,7 @@ REPRESENTATIONS: dict[str, Entry] = {
     "bow": Entry(_bow, ("pooled",), "bag-of-words counts (min_df=2), sparse"),
     "lsa": Entry(_lsa, ("pooled",), "TF-IDF reduced to 200 dense dims by truncated SVD"),
     "word2vec": Entry(_word2vec, ("pooled",), "skip-gram Word2Vec trained on the fold, mean-pooled"),
-    "fasttext": Entry(_fasttext, ("pooled",), "FastText (char 3-6 grams) trained on the fold, mean-pooled"),
+    "fasttext": Entry(_fasttext, ("pooled",), "skip-gram FastText (char 3-6 grams) trained on the fold, mean-pooled"),
     "glove": Entry(_glove, ("pooled",), "pretrained GloVe 6B 50d, mean-pooled"),
     "glove-sif": Entry(_glove_sif, ("pooled",), "pretrained GloVe 6B 50d, SIF-weighted"),
     "glove-seq": Entry(_glove_seq, ("sequence",), "pretrained GloVe 6B 50d word vectors (256 max)"),
