@@ -215,16 +215,17 @@ features.shape""",
 from pipelines.search import make_search
 
 data = load_dataset("bbc-news").groupby("label").head(20 if QUICK else 60).reset_index(drop=True)
-reps = ["tfidf", "glove", "learned"] if QUICK else ["tfidf", "lsa", "glove", "minilm", "learned", "glove-seq"]
+reps = ["tfidf", "glove", "learned"] if QUICK else ["tfidf", "glove", "minilm", "learned", "glove-seq"]
 heads = ["logreg", "mlp", "conv"]
 search, X, y = make_search(data, representations=reps, heads=heads, cv=3)
 print(sum(len(g["head"]) for g in search.param_grid), "pipelines x 3 folds")
 search.fit(X, y)""",
         """\
 res = pd.DataFrame(search.cv_results_)
-res["representation"] = [type(p["features"]).__name__ + ("" if getattr(p["features"], "output", "pooled") == "pooled" else "(seq)")
-                         for p in res.params]
-res["head"] = [type(p["head"]).__name__ for p in res.params]
+name = lambda est: type(est[-1] if isinstance(est, Pipeline) else est).__name__  # noqa: E731
+res["representation"] = [name(p["features"]) + ("" if getattr(p["features"], "output", "pooled") == "pooled"
+                                                else f"({p['features'].output})") for p in res.params]
+res["head"] = [name(p["head"]) for p in res.params]
 table = res[["representation", "head", "mean_test_accuracy", "std_test_accuracy", "mean_fit_time"]]
 table.sort_values("mean_test_accuracy", ascending=False)""",
         """\
