@@ -93,6 +93,17 @@ def _word_vectors(vectors: str):
     return GloveEmbedder(vectors=vectors).fit([])
 
 
+def _print_words(query) -> None:
+    """Run a word-vector query and print its (word, score) pairs, or a clean error."""
+    try:
+        found = query()
+    except (ValueError, FileNotFoundError) as err:
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    for other, score in found:
+        typer.echo(f"{other:<20} {score:.3f}")
+
+
 _VECTORS_HELP = "Word vectors: a named resource (glove-6b-50d) or a GloVe/word2vec/fastText file."
 
 
@@ -101,13 +112,7 @@ def neighbors(word: str = typer.Argument(..., help="The word to look up."),
               topn: int = typer.Option(10, min=1, help="How many neighbours."),
               vectors: str = typer.Option("glove-6b-50d", help=_VECTORS_HELP)):
     """Nearest words by cosine similarity."""
-    try:
-        found = _word_vectors(vectors).most_similar(word, topn=topn)
-    except (ValueError, FileNotFoundError) as err:
-        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
-    for other, score in found:
-        typer.echo(f"{other:<20} {score:.3f}")
+    _print_words(lambda: _word_vectors(vectors).most_similar(word, topn=topn))
 
 
 @app.command()
@@ -116,13 +121,7 @@ def analogy(a: str = typer.Argument(..., help="a, as in a : b :: c : ?"),
             topn: int = typer.Option(5, min=1, help="How many answers."),
             vectors: str = typer.Option("glove-6b-50d", help=_VECTORS_HELP)):
     """Solve a : b :: c : ? by b - a + c (e.g. `embedkit analogy man king woman`)."""
-    try:
-        found = _word_vectors(vectors).analogy(a, b, c, topn=topn)
-    except (ValueError, FileNotFoundError) as err:
-        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
-    for other, score in found:
-        typer.echo(f"{other:<20} {score:.3f}")
+    _print_words(lambda: _word_vectors(vectors).analogy(a, b, c, topn=topn))
 
 
 @app.command()
