@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..base import store_params
 from ._static import StaticEmbedder, WordVectors, load_word_vectors
-from .word2vec import _gensim, check_min_count, train_gensim
+from .word2vec import Word2VecEmbedder, _gensim, check_min_count, train_gensim
 
 __all__ = ["FastTextEmbedder"]
 
@@ -74,12 +74,9 @@ class FastTextEmbedder(StaticEmbedder):
         if not 1 <= int(self.min_n) <= int(self.max_n):
             raise ValueError(f"FastTextEmbedder(min_n={self.min_n}, max_n={self.max_n}) needs "
                              "1 <= min_n <= max_n.")
-        return dict(vector_size=int(self.vector_size), window=int(self.window),
-                    min_count=int(self.min_count), sg=int(self.sg), hs=int(self.hs),
-                    negative=int(self.negative), sample=float(self.sample), alpha=float(self.alpha),
-                    epochs=int(self.epochs), min_n=int(self.min_n), max_n=int(self.max_n),
-                    bucket=int(self.bucket), workers=int(self.workers),
-                    seed=0 if self.random_state is None else int(self.random_state))
+        # the Word2Vec parameters, read the same way, plus the subword ones
+        return Word2VecEmbedder._gensim_params(self) | dict(
+            min_n=int(self.min_n), max_n=int(self.max_n), bucket=int(self.bucket))
 
     def _build_vectors(self, tokens, counts) -> WordVectors:
         if self.vectors is not None:
