@@ -36,6 +36,9 @@ def compare(
         None, "--representation", "-r", help="Representation name; repeat for several. Default: the standard set."),
     heads: Optional[list[str]] = typer.Option(
         None, "--head", "-h", help="Head name; repeat for several. Default: the standard set."),
+    experiment: Optional[str] = typer.Option(
+        None, "--experiment", "-e",
+        help="A named experiment (see --list), e.g. course_comparison; instead of -r/-h."),
     folds: int = typer.Option(5, min=2, help="Cross-validation folds (datasets without an official split)."),
     output: Path = typer.Option(Path("embedkit-results"), "--output", "-o", help="Folder for the report."),
     seed: int = typer.Option(0, help="Seed for splits and every model."),
@@ -54,6 +57,11 @@ def compare(
             typer.echo(f"{title}:")
             for name, entry in registry.items():
                 typer.echo(f"  {name:<14} [{', '.join(entry.forms)}]  {entry.about}")
+        from pipelines import experiments
+
+        typer.echo("experiments (--experiment):")
+        for name, about in experiments.available().items():
+            typer.echo(f"  {name:<22} {about}")
         raise typer.Exit()
     try:
         if file is not None:
@@ -72,14 +80,16 @@ def compare(
             context = contextlib.nullcontext()
         with context:
             results = runner.run_compare(data, representations, heads, folds=folds, output=output,
-                                         seed=seed, quick=quick, dataset_name=name, n_jobs=n_jobs)
+                                         seed=seed, quick=quick, dataset_name=name, n_jobs=n_jobs,
+                                         experiment=experiment)
     except (ValueError, FileNotFoundError) as err:
         typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     meta = results.attrs
     typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}\n")
     typer.echo(runner.format_table(results).to_markdown(index=False))
-    typer.echo(f"\nWrote {output / 'results.csv'}, {output / 'results.md'} and {output / 'results.png'}")
+    typer.echo(f"\nWall time {meta['wall_seconds']:.0f} s. Wrote {output / 'results.csv'}, "
+               f"{output / 'results.md'}, {output / 'results.png'} and {output / 'results_time.png'}")
 
 
 from .cli_embed import register as _register_embed  # noqa: E402  (embed, cache info|clear)

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["score_chart", "attention_heatmap"]
+__all__ = ["score_chart", "time_chart", "attention_heatmap"]
 
 
 def _pyplot():
@@ -53,6 +53,41 @@ def score_chart(results, path, title: str = "", metric: str = "accuracy"):
     for y, v in enumerate(data[f"{metric}_mean"]):
         ax.text(v, y, f" {v:.3f}", va="center", fontsize=8)
     ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def time_chart(results, path, title: str = "", metric: str = "accuracy"):
+    """Fit seconds (log scale) against ``<metric>_mean``, one labelled point per pipeline.
+
+    Parameters
+    ----------
+    results : DataFrame
+        Columns ``representation``, ``head``, ``fit_seconds``, ``<metric>_mean``, ``<metric>_std``.
+    path : str or Path
+        PNG to write.
+    title : str, default=""
+    metric : str, default="accuracy"
+
+    Returns
+    -------
+    Path of the written PNG.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    seconds = np.maximum(results["fit_seconds"].to_numpy(dtype=float), 1e-3)
+    ax.errorbar(seconds, results[f"{metric}_mean"], yerr=results[f"{metric}_std"], fmt="o",
+                color="#4C72B0", capsize=3)
+    for x, y, r, h in zip(seconds, results[f"{metric}_mean"], results.representation, results["head"]):
+        ax.annotate(f"{r} + {h}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("fit seconds per fold (log scale)")
+    ax.set_ylabel(metric)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)

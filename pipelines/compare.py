@@ -17,20 +17,72 @@ import pandas as pd
 from . import grids
 
 
-def _score_split(pipe, X_train, y_train, X_test, y_test) -> dict:
+class _PeakRSS:
+    """Peak resident memory of this process while the block runs (sampled every 10 ms)."""
+
+    def __enter__(self):
+        import threading
+
+        import psutil
+
+        self._proc = psutil.Process()
+        self.start = self.peak = self._proc.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._proc.memory_info().rss)
+
+
+def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test) -> dict:
+    """Fit ``representation`` once on one fold, then every head on its features.
+
+    Scores equal those of ``Pipeline([representation, head])`` fitted on the fold; sharing the
+    representation's fit between heads is what makes a multi-head comparison affordable.
+    Returns ``{head name: scores and timings}``; ``fit_seconds`` is the pipeline's (the
+    representation's ``fit_transform`` plus the head's ``fit``), ``transform_seconds`` the
+    representation on the test documents, ``peak_mb`` the growth of peak resident memory over
+    the fold's start.
+    """
     from sklearn.base import clone
     from sklearn.metrics import accuracy_score, f1_score
 
-    model = clone(pipe)
-    start = time.perf_counter()
-    model.fit(X_train, y_train)
-    fit_s = time.perf_counter() - start
-    start = time.perf_counter()
-    pred = model.predict(X_test)
-    predict_s = time.perf_counter() - start
-    return {"accuracy": accuracy_score(y_test, pred),
-            "f1_macro": f1_score(y_test, pred, average="macro"),
-            "fit_seconds": fit_s, "predict_seconds": predict_s}
+    with _PeakRSS() as rep_mem:
+        start = time.perf_counter()
+        if isinstance(representation, str) and representation == "passthrough":
+            train_features, fit_s = X_train, 0.0
+            test_features, transform_s = X_test, 0.0
+        else:
+            rep = clone(representation)
+            train_features = rep.fit_transform(X_train, y_train)
+            fit_s = time.perf_counter() - start
+            start = time.perf_counter()
+            test_features = rep.transform(X_test)
+            transform_s = time.perf_counter() - start
+    out = {}
+    for name, head in heads.items():
+        with _PeakRSS() as head_mem:
+            model = clone(head)
+            start = time.perf_counter()
+            model.fit(train_features, y_train)
+            head_fit_s = time.perf_counter() - start
+            start = time.perf_counter()
+            pred = model.predict(test_features)
+            predict_s = time.perf_counter() - start
+        peak = max(rep_mem.peak, head_mem.peak) - rep_mem.start
+        out[name] = {"accuracy": accuracy_score(y_test, pred),
+                     "f1_macro": f1_score(y_test, pred, average="macro"),
+                     "fit_seconds": fit_s + head_fit_s, "transform_seconds": transform_s,
+                     "predict_seconds": predict_s, "peak_mb": peak / 2**20}
+    return out
 
 
 def _splits(df: pd.DataFrame, folds: int, seed: int):
@@ -47,8 +99,11 @@ def _splits(df: pd.DataFrame, folds: int, seed: int):
 def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, heads=None,
                 folds: int = 5, output: str | Path = "embedkit-results", seed: int = 0,
                 quick: bool = False, progress: bool = True, dataset_name: str | None = None,
-                n_jobs: int | None = None):
+                n_jobs: int | None = None, experiment: str | None = None):
     """Score every compatible (representation, head) pair and write the report.
+
+    Each representation is fitted once per fold and its features feed every head paired with
+    it (the scores are those of the corresponding `Pipeline`).
 
     Parameters
     ----------
@@ -58,7 +113,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         Names from `pipelines.grids.REPRESENTATIONS` / `HEADS`; defaults when None.
     folds : int, default=5
     output : path, default="embedkit-results"
-        Folder for results.csv, results.md and results.png.
+        Folder for results.csv, results.md, results.png and results_time.png.
     seed : int, default=0
     quick : bool, default=False
         A stratified sample of 300 documents, 3 folds and the quick selection: a smoke run.
@@ -66,6 +121,9 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     n_jobs : int, optional
         Folds run in parallel through joblib; inside ``embedkit.distributed.dask_backend`` they
         run on a Dask cluster.
+    experiment : str, optional
+        A named experiment from `pipelines.experiments` (``course_comparison``,
+        ``representations_only``) instead of a representation x head selection.
 
     Returns
     -------
@@ -75,6 +133,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
 
     from embedkit.datasets import _stratified_sample, load_dataset
 
+    wall = time.perf_counter()
     if isinstance(dataset, str):
         dataset_name = dataset_name or dataset
         df = load_dataset(dataset)
@@ -84,7 +143,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     if quick:
         df = _stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
-    selection = grids.pairs(representations, heads, quick=quick)
+    selection = grids.pairs(representations, heads, quick=quick, experiment=experiment)
     splits, protocol = _splits(df, folds, seed)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
@@ -95,39 +154,48 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
             row = json.loads(line)
             done[row["key"]] = row
     X, y = df["text"].to_numpy(dtype=object), df["label"].to_numpy()
-    rows = []
-    bar = tqdm(total=len(selection) * len(splits), disable=not progress, unit="fit")
+
+    def key(rep, head):
+        return f"{dataset_name}|{len(df)}|{rep}|{head}|{protocol}|{seed}"
+
+    by_rep: dict[str, list[str]] = {}
     for rep, head in selection:
-        key = f"{dataset_name}|{len(df)}|{rep}|{head}|{protocol}|{seed}"
-        if key in done:
-            rows.append(done[key])
-            bar.update(len(splits))
-            continue
-        bar.set_description(f"{rep} + {head}")
-        pipe = grids.make_pipeline(rep, head)
+        if key(rep, head) not in done:
+            by_rep.setdefault(rep, []).append(head)
+    bar = tqdm(total=len(by_rep) * len(splits), disable=not progress, unit="fold")
+    for rep, head_names in by_rep.items():
+        bar.set_description(f"{rep} + {', '.join(head_names)}")
+        representation = grids.REPRESENTATIONS[rep].factory()
+        heads_ = {h: grids.HEADS[h].factory() for h in head_names}
         if n_jobs in (None, 1):
-            scores = []
+            per_fold = []
             for train, test in splits:
-                scores.append(_score_split(pipe, X[train], y[train], X[test], y[test]))
+                per_fold.append(_score_fold(representation, heads_, X[train], y[train], X[test], y[test]))
                 bar.update(1)
         else:
             from joblib import Parallel, delayed
 
-            scores = Parallel(n_jobs=n_jobs)(
-                delayed(_score_split)(pipe, X[tr], y[tr], X[te], y[te]) for tr, te in splits)
+            per_fold = Parallel(n_jobs=n_jobs)(
+                delayed(_score_fold)(representation, heads_, X[tr], y[tr], X[te], y[te])
+                for tr, te in splits)
             bar.update(len(splits))
-        frame = pd.DataFrame(scores)
-        row = {"key": key, "representation": rep, "head": head,
-               "accuracy_mean": frame.accuracy.mean(), "accuracy_std": frame.accuracy.std(ddof=0),
-               "f1_macro_mean": frame.f1_macro.mean(), "f1_macro_std": frame.f1_macro.std(ddof=0),
-               "fit_seconds": frame.fit_seconds.mean(), "predict_seconds": frame.predict_seconds.mean()}
-        with open(runs_path, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
-        rows.append(row)
+        for head in head_names:
+            frame = pd.DataFrame([fold[head] for fold in per_fold])
+            row = {"key": key(rep, head), "representation": rep, "head": head,
+                   "accuracy_mean": frame.accuracy.mean(), "accuracy_std": frame.accuracy.std(ddof=0),
+                   "f1_macro_mean": frame.f1_macro.mean(), "f1_macro_std": frame.f1_macro.std(ddof=0),
+                   "fit_seconds": frame.fit_seconds.mean(),
+                   "transform_seconds": frame.transform_seconds.mean(),
+                   "predict_seconds": frame.predict_seconds.mean(), "peak_mb": frame.peak_mb.max()}
+            with open(runs_path, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            done[row["key"]] = row
     bar.close()
+    rows = [done[key(rep, head)] for rep, head in selection]
     results = (pd.DataFrame(rows).drop(columns="key")
                .sort_values("accuracy_mean", ascending=False).reset_index(drop=True))
-    results.attrs.update(dataset=dataset_name, protocol=protocol, n_docs=len(df))
+    results.attrs.update(dataset=dataset_name, protocol=protocol, n_docs=len(df),
+                         wall_seconds=time.perf_counter() - wall)
     write_report(results, out)
     return results
 
@@ -140,18 +208,34 @@ def format_table(results: pd.DataFrame) -> pd.DataFrame:
         "accuracy": [f"{m:.3f} ± {s:.3f}" for m, s in zip(results.accuracy_mean, results.accuracy_std)],
         "macro-F1": [f"{m:.3f} ± {s:.3f}" for m, s in zip(results.f1_macro_mean, results.f1_macro_std)],
         "fit s": results.fit_seconds.round(2),
+        "transform s": results.transform_seconds.round(2),
         "predict s": results.predict_seconds.round(2),
+        "peak MB": results.peak_mb.map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
     })
 
 
-def write_report(results: pd.DataFrame, out: Path) -> dict[str, Path]:
-    """Write results.csv, results.md and results.png into ``out``; return their paths."""
-    from embedkit.plots import score_chart
+_COLUMNS = """\
+*fit s*: the pipeline's fit on one training fold (representation `fit_transform` + head `fit`;
+the run fits each representation once per fold and shares it between its heads). *transform s*:
+the representation on the test documents; *predict s*: the head on those features. Seconds are
+means over folds. *peak MB*: the largest growth of resident memory over a fold's start.
+"""
 
-    paths = {"csv": out / "results.csv", "md": out / "results.md", "png": out / "results.png"}
+
+def write_report(results: pd.DataFrame, out: Path) -> dict[str, Path]:
+    """Write results.csv, results.md, results.png (scores) and results_time.png (fit time
+    versus score) into ``out``; return their paths."""
+    from embedkit.plots import score_chart, time_chart
+
+    paths = {"csv": out / "results.csv", "md": out / "results.md", "png": out / "results.png",
+             "time_png": out / "results_time.png"}
     results.to_csv(paths["csv"], index=False)
     meta = results.attrs
     title = f"{meta.get('dataset', '')}: {meta.get('n_docs', '?')} documents, {meta.get('protocol', '')}"
-    paths["md"].write_text(f"# {title}\n\n" + format_table(results).to_markdown(index=False) + "\n")
+    wall = meta.get("wall_seconds")
+    footer = _COLUMNS + (f"\nWall time of the run that wrote this report: {wall:.0f} s.\n" if wall else "")
+    paths["md"].write_text(f"# {title}\n\n" + format_table(results).to_markdown(index=False)
+                           + "\n\n" + footer)
     score_chart(results, paths["png"], title=title)
+    time_chart(results, paths["time_png"], title=title)
     return paths

@@ -142,6 +142,10 @@ def _finetune():
     return TransformerClassifier(fine_tune="full", epochs=2, max_length=128)
 
 
+def _passthrough():
+    return "passthrough"
+
+
 def _logreg():
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -165,7 +169,7 @@ REPRESENTATIONS: dict[str, Entry] = {
     "minilm": Entry(_minilm, ("pooled",), "frozen all-MiniLM-L6-v2, mean-pooled, 384 dims (cached)"),
     "minilm-tokens": Entry(_minilm_tokens, ("sequence",), "frozen MiniLM word-piece vectors (128 max)"),
     "learned": Entry(_learned, ("ids",), "token ids; the head learns its embedding from scratch"),
-    "passthrough": Entry(lambda: "passthrough", ("raw",), "raw text, for heads that own their encoder"),
+    "passthrough": Entry(_passthrough, ("raw",), "raw text, for heads that own their encoder"),
 }
 
 HEADS: dict[str, Entry] = {
@@ -199,8 +203,22 @@ def _check_names(names, registry, what):
                          f"(edit pipelines/grids.py to add one).")
 
 
-def pairs(representations=None, heads=None, quick: bool = False) -> list[tuple[str, str]]:
-    """Compatible (representation, head) name pairs for a selection (defaults when None)."""
+def pairs(representations=None, heads=None, quick: bool = False,
+          experiment: str | None = None) -> list[tuple[str, str]]:
+    """Compatible (representation, head) name pairs for a selection (defaults when None), or the
+    pairs of a named experiment (`pipelines.experiments`)."""
+    if experiment is not None:
+        if representations or heads:
+            raise ValueError("give either an experiment or a representation/head selection, not both.")
+        from . import experiments
+
+        chosen = experiments.load(experiment)
+        _check_names([r for r, _ in chosen], REPRESENTATIONS, "representation(s)")
+        _check_names([h for _, h in chosen], HEADS, "head(s)")
+        bad = [p for p in chosen if not compatible(*p)]
+        if bad:
+            raise ValueError(f"experiment {experiment!r} pairs steps that do not fit together: {bad}.")
+        return chosen
     reps = list(representations or (QUICK_REPRESENTATIONS if quick else DEFAULT_REPRESENTATIONS))
     hds = list(heads or (QUICK_HEADS if quick else DEFAULT_HEADS))
     _check_names(reps, REPRESENTATIONS, "representation(s)")

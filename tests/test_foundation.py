@@ -147,13 +147,28 @@ def _blobs(n=120, d=6, seed=0):
 
 def test_mlp_deterministic_and_sparse_equals_dense():
     X, y = _blobs()
-    a = MLPClassifier(epochs=5).fit(X, y).predict_proba(X)
-    b = MLPClassifier(epochs=5).fit(X, y).predict_proba(X)
+    a = MLPClassifier(epochs=5, standardize=False).fit(X, y).predict_proba(X)
+    b = MLPClassifier(epochs=5, standardize=False).fit(X, y).predict_proba(X)
     np.testing.assert_array_equal(a, b)
     c = MLPClassifier(epochs=5).fit(sp.csr_matrix(X), y).predict_proba(sp.csr_matrix(X))
-    np.testing.assert_allclose(a, c, atol=1e-6)
-    d = MLPClassifier(epochs=5, random_state=1).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(a, c, atol=1e-6)  # sparse input is never standardized
+    d = MLPClassifier(epochs=5, random_state=1, standardize=False).fit(X, y).predict_proba(X)
     assert not np.allclose(a, d)
+
+
+def test_mlp_standardizes_dense_input_with_training_statistics():
+    X, y = _blobs()
+    a = MLPClassifier(epochs=5).fit(X, y)
+    # a per-feature affine change of the input is undone by the stored mean and scale
+    shifted = X * np.array([100, 0.01, 1, 5, 2, 3], dtype=np.float32) + 7
+    b = MLPClassifier(epochs=5).fit(shifted, y)
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(shifted), atol=1e-4)
+    module = a.net_.module_
+    np.testing.assert_allclose(module.mean.numpy(), X.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(module.scale.numpy(), X.std(0), rtol=1e-5)
+    # without standardizing, the same change alters the fit
+    c = MLPClassifier(epochs=5, standardize=False).fit(shifted, y)
+    assert not np.allclose(a.predict_proba(X), c.predict_proba(shifted), atol=1e-2)
 
 
 def test_sparse_batches_densify_only_the_batch():
