@@ -18,12 +18,24 @@ from . import grids
 
 
 class _PeakRSS:
-    """Peak resident memory of this process while the block runs (sampled every 10 ms)."""
+    """Peak resident memory of this process while the block runs (sampled every 10 ms).
+
+    On entry, garbage is collected and (glibc) freed heap handed back to the system, so the
+    start reflects live memory rather than what earlier pipelines freed.
+    """
 
     def __enter__(self):
+        import ctypes
+        import gc
         import threading
 
         import psutil
+
+        gc.collect()
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc: the start may include freed memory
+            pass
 
         self._proc = psutil.Process()
         self.start = self.peak = self._proc.memory_info().rss

@@ -318,6 +318,9 @@ def test_cli_compare_quick_end_to_end(tmp_path):
     assert (table.accuracy_mean > 0.85).all()
     assert "± " in (out / "results.md").read_text()
     assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "results_time.png").read_bytes()[:4] == b"\x89PNG"
+    assert (table.peak_mb >= 0).all() and (table.transform_seconds > 0).all()
+    assert (table.fit_seconds > table.transform_seconds).all()
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 2
     # a second run resumes from runs.jsonl instead of refitting
@@ -326,6 +329,41 @@ def test_cli_compare_quick_end_to_end(tmp_path):
     assert again.exit_code == 0 and len((out / "runs.jsonl").read_text().splitlines()) == 2
     bad = CliRunner().invoke(app, ["compare", "--quick", "-r", "word3vec", "-o", str(out)])
     assert bad.exit_code == 2 and "unknown representation" in bad.output
+
+
+def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path):
+    from sklearn.model_selection import StratifiedKFold, cross_validate
+
+    from embedkit.datasets import _stratified_sample, load_dataset
+    from pipelines import grids
+    from pipelines.compare import run_compare
+
+    got = run_compare("bbc-news", ["tfidf"], ["logreg", "linear"], quick=True, output=tmp_path,
+                      progress=False)
+    sample = _stratified_sample(load_dataset("bbc-news"), 300, 0).reset_index(drop=True)
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    for head in ("logreg", "linear"):
+        want = cross_validate(grids.make_pipeline("tfidf", head), sample.text.to_numpy(object),
+                              sample.label, cv=cv)["test_score"]
+        row = got.set_index("head").loc[head]
+        assert row.accuracy_mean == pytest.approx(want.mean(), abs=1e-12)
+        assert row.accuracy_std == pytest.approx(want.std(), abs=1e-12)
+
+
+def test_named_experiments():
+    from pipelines import experiments, grids
+
+    assert {"course_comparison", "representations_only"} <= set(experiments.available())
+    course = grids.pairs(experiment="course_comparison")
+    assert len(course) == 12 and all(grids.compatible(r, h) for r, h in course)
+    assert ("passthrough", "finetune") in course and ("learned", "mlp") in course
+    only = grids.pairs(experiment="representations_only")
+    assert {h for _, h in only} == {"logreg"}
+    assert {r for r, _ in only} == {n for n, e in grids.REPRESENTATIONS.items() if "pooled" in e.forms}
+    with pytest.raises(ValueError, match="unknown experiment 'nope'.*course_comparison"):
+        grids.pairs(experiment="nope")
+    with pytest.raises(ValueError, match="either an experiment or"):
+        grids.pairs(["tfidf"], experiment="course_comparison")
 
 
 def test_cli_lists():
@@ -337,6 +375,7 @@ def test_cli_lists():
     assert result.exit_code == 0 and "bbc-news" in result.output and "trec" in result.output
     listed = CliRunner().invoke(app, ["compare", "--list"])
     assert "tfidf" in listed.output and "logreg" in listed.output
+    assert "course_comparison" in listed.output and "representations_only" in listed.output
 
 
 def test_cli_word_vector_commands():

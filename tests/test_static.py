@@ -7,6 +7,7 @@ import gzip
 import pickle
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from sklearn.base import clone
 
@@ -347,6 +348,13 @@ def test_glove_training_cooccurrence_and_quality(corpus):
     np.testing.assert_array_equal(emb.word_vectors_.vectors, again.word_vectors_.vectors)
     blob = pickle.loads(pickle.dumps(emb))
     np.testing.assert_array_equal(blob.transform(corpus[:3]), emb.transform(corpus[:3]))
+    # a huge learning rate takes bounded steps (accumulated before dividing): still finite
+    wild = GloveEmbedder(**{**params, "learning_rate": 1e6}).fit(corpus)
+    assert np.isfinite(wild.word_vectors_.vectors).all()
+    from embedkit.representations.glove import train_glove
+
+    with pytest.raises(ValueError, match="diverged.*lower it, e.g. learning_rate="):
+        train_glove(sp.csr_matrix(np.array([[0, 3e38], [3e38, 0]], dtype=np.float32)) * 10, 4)
 
 
 def test_end_to_end_bbc_news_pipeline():

@@ -131,6 +131,30 @@ def test_pickle_excludes_weights_and_clone_loads_nothing(minilm):
     assert minilm.transform([]).shape == (0, 384)
 
 
+def test_cpu_model_runs_its_linear_layers_through_onednn(minilm, monkeypatch):
+    import torch
+
+    from embedkit.representations._neural import onednn_linears
+    from embedkit.resources import load_transformer
+
+    network = minilm._network
+    if not torch.backends.mkldnn.is_available():  # pragma: no cover - every x86/ARM CPU wheel has it
+        pytest.fail("this torch build has no oneDNN")
+    routed = [m for m in network.modules() if type(m).__name__ == "OneDNNLinear"]
+    # 6 layers x (query, key, value, attention output, intermediate, output) + the pooler
+    assert len(routed) == 37
+    assert sum(m.args[0] == "gelu" for m in routed) == 6
+    _, plain, _ = load_transformer("all-minilm-l6-v2")
+    assert plain.state_dict().keys() == network.state_dict().keys()
+    ids = torch.tensor([[101, 7592, 2088, 2003, 1037, 3231, 102]])
+    with torch.inference_mode():
+        np.testing.assert_allclose(network(input_ids=ids).last_hidden_state.numpy(),
+                                   plain(input_ids=ids).last_hidden_state.numpy(), atol=1e-5)
+    monkeypatch.setenv("EMBEDKIT_ONEDNN", "0")
+    assert onednn_linears(plain) == 0
+    assert not any(type(m).__name__ == "OneDNNLinear" for m in plain.modules())
+
+
 def test_bfloat16_stays_close(minilm):
     half = clone(minilm).set_params(dtype="bfloat16").fit(["x"])
     got = half.transform(SENTENCES[:2])

@@ -66,6 +66,63 @@ def _threads(n: int | None):
         torch.set_num_threads(before)
 
 
+def onednn_linears(network):
+    """Route a CPU float32 inference model's ``nn.Linear`` layers through oneDNN, in place.
+
+    PyTorch's CPU ``linear`` calls MKL's GEMM, which on AMD CPUs does not use its AVX-512
+    kernels; oneDNN picks kernels by instruction set. A linear layer followed by an exact GELU
+    (the BERT-family feed-forward block) becomes one fused call. Weights are the same
+    ``Parameter`` objects, so ``state_dict`` names and values do not change, and outputs agree
+    with the plain model to float32 rounding. Inference only (the fused op has no gradient).
+
+    Skipped, returning ``network`` untouched, where oneDNN is missing, where the fused op
+    disagrees with ``torch.nn.functional.linear`` on a probe, or when the environment sets
+    ``EMBEDKIT_ONEDNN=0``. Returns the number of layers routed.
+    """
+    import os
+
+    import torch
+    from torch import nn
+
+    op = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
+    if os.environ.get("EMBEDKIT_ONEDNN", "1") == "0" or op is None \
+            or not torch.backends.mkldnn.is_available():
+        return 0
+    try:
+        with torch.inference_mode():
+            gen = torch.Generator().manual_seed(0)
+            x, w, b = (torch.randn(s, generator=gen) for s in ((3, 5, 8), (4, 8), (4,)))
+            ok = torch.allclose(op(x, w, b, "gelu", [], "none"),
+                                nn.functional.gelu(nn.functional.linear(x, w, b)), atol=1e-5)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        return 0
+
+    class OneDNNLinear(nn.Module):
+        def __init__(self, linear: nn.Linear, gelu: bool):
+            super().__init__()
+            self.weight, self.bias = linear.weight, linear.bias
+            self.args = ("gelu", [], "none") if gelu else ("none", [], "")
+
+        def forward(self, x):
+            return op(x, self.weight, self.bias, *self.args)
+
+    routed = 0
+    for module in list(network.modules()):
+        for name, child in list(module.named_children()):
+            if type(child) is not nn.Linear or child.weight.dtype != torch.float32:
+                continue
+            act = getattr(module, "intermediate_act_fn", None)
+            gelu = (name == "dense" and type(act).__name__ == "GELUActivation"
+                    and getattr(act, "act", None) is nn.functional.gelu)
+            if gelu:
+                module.intermediate_act_fn = nn.Identity()
+            setattr(module, name, OneDNNLinear(child, gelu))
+            routed += 1
+    return routed
+
+
 class NeuralEncoder(Representation):
     """Base of pretrained neural encoders: batching, padding, devices, threads, progress.
 
