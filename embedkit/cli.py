@@ -40,6 +40,8 @@ def compare(
         None, "--experiment", "-e",
         help="A named experiment (see --list), e.g. course_comparison; instead of -r/-h."),
     folds: int = typer.Option(5, min=2, help="Cross-validation folds (datasets without an official split)."),
+    holdout: Optional[float] = typer.Option(
+        None, help="Score on one stratified held-out fraction (e.g. 0.2) instead of CV: for slow experiments."),
     output: Path = typer.Option(Path("embedkit-results"), "--output", "-o", help="Folder for the report."),
     seed: int = typer.Option(0, help="Seed for splits and every model."),
     quick: bool = typer.Option(False, "--quick", help="300-document sample, 3 folds, small selection: about a minute."),
@@ -81,7 +83,7 @@ def compare(
         with context:
             results = runner.run_compare(data, representations, heads, folds=folds, output=output,
                                          seed=seed, quick=quick, dataset_name=name, n_jobs=n_jobs,
-                                         experiment=experiment)
+                                         experiment=experiment, holdout=holdout)
     except (ValueError, FileNotFoundError) as err:
         typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None

@@ -97,11 +97,19 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test) -
     return out
 
 
-def _splits(df: pd.DataFrame, folds: int, seed: int):
+def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = None):
     if "split" in df and set(df["split"]) >= {"train", "test"}:
         train = np.flatnonzero(df["split"].to_numpy() == "train")
         test = np.flatnonzero(df["split"].to_numpy() == "test")
         return [(train, test)], "official test split"
+    if holdout is not None:
+        from sklearn.model_selection import train_test_split
+
+        if not 0 < holdout < 1:
+            raise ValueError(f"holdout={holdout!r}; use a fraction between 0 and 1, e.g. 0.2.")
+        train, test = train_test_split(np.arange(len(df)), test_size=holdout, random_state=seed,
+                                       stratify=df["label"])
+        return [(np.sort(train), np.sort(test))], f"stratified {holdout:.0%} holdout"
     from sklearn.model_selection import StratifiedKFold
 
     cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
@@ -111,7 +119,8 @@ def _splits(df: pd.DataFrame, folds: int, seed: int):
 def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, heads=None,
                 folds: int = 5, output: str | Path = "embedkit-results", seed: int = 0,
                 quick: bool = False, progress: bool = True, dataset_name: str | None = None,
-                n_jobs: int | None = None, experiment: str | None = None):
+                n_jobs: int | None = None, experiment: str | None = None,
+                holdout: float | None = None):
     """Score every compatible (representation, head) pair and write the report.
 
     Each representation is fitted once per fold and its features feed every head paired with
@@ -136,6 +145,9 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     experiment : str, optional
         A named experiment from `pipelines.experiments` (``course_comparison``,
         ``representations_only``) instead of a representation x head selection.
+    holdout : float, optional
+        Score on one stratified held-out fraction (e.g. 0.2) instead of k-fold CV, for slow
+        experiments; ignored where the dataset has an official test split.
 
     Returns
     -------
@@ -156,7 +168,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         df = _stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
     selection = grids.pairs(representations, heads, quick=quick, experiment=experiment)
-    splits, protocol = _splits(df, folds, seed)
+    splits, protocol = _splits(df, folds, seed, holdout)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     runs_path = out / "runs.jsonl"

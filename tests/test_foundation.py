@@ -350,6 +350,19 @@ def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path):
         assert row.accuracy_std == pytest.approx(want.std(), abs=1e-12)
 
 
+def test_compare_holdout_split():
+    from pipelines.compare import _splits
+
+    df = pd.DataFrame({"text": [f"t{i}" for i in range(100)], "label": ["a"] * 80 + ["b"] * 20})
+    [(train, test)], protocol = _splits(df, 5, 0, holdout=0.2)
+    assert protocol == "stratified 20% holdout" and len(test) == 20 and len(train) == 80
+    assert not set(train) & set(test) and (df.label[test] == "b").sum() == 4
+    with pytest.raises(ValueError, match="holdout=1.5.*between 0 and 1"):
+        _splits(df, 5, 0, holdout=1.5)
+    official = df.assign(split=["train"] * 90 + ["test"] * 10)
+    assert _splits(official, 5, 0, holdout=0.2)[1] == "official test split"
+
+
 def test_named_experiments():
     from pipelines import experiments, grids
 
