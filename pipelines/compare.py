@@ -210,7 +210,8 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                    "f1_macro_mean": frame.f1_macro.mean(), "f1_macro_std": frame.f1_macro.std(ddof=0),
                    "fit_seconds": frame.fit_seconds.mean(),
                    "transform_seconds": frame.transform_seconds.mean(),
-                   "predict_seconds": frame.predict_seconds.mean(), "peak_mb": frame.peak_mb.max()}
+                   "predict_seconds": frame.predict_seconds.mean(), "peak_mb": frame.peak_mb.max(),
+                   "n_splits": len(frame)}
             with open(runs_path, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
             done[row["key"]] = row
@@ -225,12 +226,18 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
 
 
 def format_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Human-readable table: mean ± std columns, rounded seconds."""
+    """Human-readable table: mean ± std columns (the score alone for one split), rounded seconds."""
+    splits = results["n_splits"] if "n_splits" in results else pd.Series(2, index=results.index)
+
+    def score(metric):
+        return [f"{m:.3f}" if n == 1 else f"{m:.3f} ± {s:.3f}"
+                for m, s, n in zip(results[f"{metric}_mean"], results[f"{metric}_std"], splits)]
+
     return pd.DataFrame({
         "representation": results.representation,
         "head": results["head"],
-        "accuracy": [f"{m:.3f} ± {s:.3f}" for m, s in zip(results.accuracy_mean, results.accuracy_std)],
-        "macro-F1": [f"{m:.3f} ± {s:.3f}" for m, s in zip(results.f1_macro_mean, results.f1_macro_std)],
+        "accuracy": score("accuracy"),
+        "macro-F1": score("f1_macro"),
         "fit s": results.fit_seconds.round(2),
         "transform s": results.transform_seconds.round(2),
         "predict s": results.predict_seconds.round(2),
