@@ -384,17 +384,22 @@ class NeuralHead(BaseEstimator):
 
         check_is_fitted(self, "net_")
         inputs = self._as_input(X, reset=False)
-        n = len(inputs)
-        # Pad the rows (with copies of row 0) to whole batches: float32 matrix products of one
-        # row take another kernel than those of many, so without this a row's output would
-        # depend on how many rows came with it (scikit-learn's subset-invariance check).
-        extra = -n % int(self.batch_size)
-        if extra:
-            rows = np.concatenate([np.arange(n), np.zeros(extra, dtype=np.int64)])
-            inputs = HeadInput(inputs.kind, inputs.data[rows], inputs.dim)
+        n, size = len(inputs), int(self.batch_size)
+        # The last, partial batch is padded with copies of its first row: float32 matrix
+        # products of one row take another kernel than those of many, so without this a row's
+        # output would depend on how many rows came with it (sklearn's subset-invariance check).
+        full = n - n % size
+        parts = [inputs] if full == n else []
+        if full and full < n:
+            parts.append(HeadInput(inputs.kind, inputs.data[:full], inputs.dim))
+        if full < n:
+            tail = np.concatenate([np.arange(full, n), np.full(size - (n - full), full)])
+            parts.append(HeadInput(inputs.kind, inputs.data[tail], inputs.dim))
+        outs = []
         with torch.inference_mode():
-            out = self.net_.forward(HeadDataset(inputs), training=False)
-        return out[:n].float().cpu().numpy()
+            for part in parts:
+                outs.append(self.net_.forward(HeadDataset(part), training=False))
+        return torch.cat(outs)[:n].float().cpu().numpy()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

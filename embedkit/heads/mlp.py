@@ -22,9 +22,14 @@ class MLPModule(nn.Module):
         in_dim = self.sequence.dim if self.sequence is not None else inputs.dim
         self.standardize = bool(standardize) and inputs.kind == "dense"
         if self.standardize:  # the training rows' statistics, saved with the module
-            data = np.asarray(inputs.data, dtype=np.float64)
-            scale = data.std(0)
-            self.register_buffer("mean", torch.as_tensor(data.mean(0), dtype=torch.float32))
+            data = inputs.data
+            mean = data.mean(0, dtype=np.float64)
+            var = np.zeros_like(mean)
+            for start in range(0, len(data), 65536):  # bounded float64 temporaries
+                chunk = data[start:start + 65536].astype(np.float64) - mean
+                var += np.einsum("ij,ij->j", chunk, chunk)
+            scale = np.sqrt(var / len(data))
+            self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
             self.register_buffer("scale", torch.as_tensor(np.where(scale > 0, scale, 1.0),
                                                           dtype=torch.float32))
         self.body = mlp(in_dim, tuple(hidden), n_outputs, activation, dropout)
