@@ -320,6 +320,11 @@ def test_fasttext_subword_vectors_for_unseen_words(corpus, tmp_path):
     assert emb.similarity("kittenn", "kitten") > emb.similarity("kittenn", "stock")
     skip = clone(emb).set_params(oov="skip").fit(corpus)
     np.testing.assert_array_equal(skip.transform(["kittenn puppyy"]), 0)
+    # all unseen words at once equal gensim's one-word-at-a-time n-gram mean
+    unseen = ["kittenn", "zz", "aaaa", "puppyy", "x"]
+    np.testing.assert_allclose(emb.word_vectors_.subword_vectors(unseen),
+                               np.stack([emb.word_vectors_.subwords.get_vector(w) for w in unseen]),
+                               rtol=1e-5, atol=1e-7)
     # Facebook .bin round trip through gensim's writer and reader
     from gensim.models import FastText
     from gensim.models.fasttext import save_facebook_model

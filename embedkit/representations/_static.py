@@ -111,20 +111,26 @@ class WordVectors:
                            count=len(words))
 
     def subword_vectors(self, words: list[str]) -> np.ndarray:
-        """Vectors of (unseen) words from their character n-grams; zeros where none exist."""
-        out = np.zeros((len(words), self.dim), dtype=np.float32)
-        if not self.has_subwords:
-            return out
-        import logging
+        """Vectors of (unseen) words from their character n-grams; zeros where none exist.
 
-        log = logging.getLogger("gensim.models.fasttext")
-        level = log.level
-        log.setLevel(logging.ERROR)  # gensim warns per word without n-grams; zeros are intended
-        try:
-            for i, w in enumerate(words):  # one call per distinct unseen word, not per token
-                out[i] = self.subwords.get_vector(w)
-        finally:
-            log.setLevel(level)
+        The mean of each word's n-gram vectors, as gensim's ``FastTextKeyedVectors.get_vector``
+        gives for an unknown word, computed for all words at once: one sparse (words x buckets)
+        averaging matrix times the n-gram table instead of a numpy call per word.
+        """
+        out = np.zeros((len(words), self.dim), dtype=np.float32)
+        if not self.has_subwords or not words:
+            return out
+        import scipy.sparse as sp
+        from gensim.models.fasttext import ft_ngram_hashes
+
+        kv = self.subwords
+        hashes = [ft_ngram_hashes(w, kv.min_n, kv.max_n, kv.bucket) for w in words]
+        lengths = np.fromiter(map(len, hashes), dtype=np.int64, count=len(words))
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        cols = np.fromiter(itertools.chain.from_iterable(hashes), dtype=np.int64, count=int(indptr[-1]))
+        weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths)  # repeated n-grams count twice
+        average = sp.csr_matrix((weights, cols, indptr), shape=(len(words), kv.vectors_ngrams.shape[0]))
+        out[:] = average @ kv.vectors_ngrams
         return out
 
     def keyed_vectors(self):
