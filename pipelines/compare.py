@@ -1,8 +1,9 @@
 """`embedkit compare`: score representation x head pipelines on one dataset and write a report.
 
 Cross-validates (stratified k-fold) on datasets without an official split, and trains on
-``train`` / scores on ``test`` where the dataset defines one (TREC). Results of finished
-pipelines are kept in ``<output>/runs.jsonl``, so an interrupted run resumes where it stopped.
+``train`` / scores on ``test`` where the dataset defines one (TREC). Scores of each finished
+fold are kept in ``<output>/folds.jsonl`` and of each finished pipeline in ``runs.jsonl``, so
+an interrupted run resumes where it stopped, losing at most the fold in progress.
 """
 
 from __future__ import annotations
@@ -182,6 +183,13 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     def key(rep, head):
         return f"{dataset_name}|{len(df)}|{rep}|{head}|{protocol}|{seed}"
 
+    # per-fold scores, so an interruption loses at most the fold in progress
+    folds_path = out / "folds.jsonl"
+    fold_done = {}
+    if folds_path.exists():
+        for line in folds_path.read_text().splitlines():
+            row = json.loads(line)
+            fold_done[(row["key"], row["fold"])] = row["scores"]
     by_rep: dict[str, list[str]] = {}
     for rep, head in selection:
         if key(rep, head) not in done:
@@ -190,21 +198,34 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     for rep, head_names in by_rep.items():
         bar.set_description(f"{rep} + {', '.join(head_names)}")
         representation = grids.REPRESENTATIONS[rep].factory()
-        heads_ = {h: grids.HEADS[h].factory() for h in head_names}
+        todo = {i: {h: grids.HEADS[h].factory() for h in head_names if (key(rep, h), i) not in fold_done}
+                for i in range(len(splits))}
+        todo = {i: heads_ for i, heads_ in todo.items() if heads_}
+        bar.update(len(splits) - len(todo))
+
+        def record(i, scores):
+            with open(folds_path, "a") as fh:
+                for h, sc in scores.items():
+                    fold_done[(key(rep, h), i)] = sc
+                    fh.write(json.dumps({"key": key(rep, h), "fold": i, "scores": sc}) + "\n")
+
         if n_jobs in (None, 1):
-            per_fold = []
-            for train, test in splits:
-                per_fold.append(_score_fold(representation, heads_, X[train], y[train], X[test], y[test]))
+            for i, heads_ in todo.items():
+                train, test = splits[i]
+                record(i, _score_fold(representation, heads_, X[train], y[train], X[test], y[test]))
                 bar.update(1)
-        else:
+        elif todo:
             from joblib import Parallel, delayed
 
-            per_fold = Parallel(n_jobs=n_jobs)(
-                delayed(_score_fold)(representation, heads_, X[tr], y[tr], X[te], y[te])
-                for tr, te in splits)
-            bar.update(len(splits))
+            outs = Parallel(n_jobs=n_jobs)(
+                delayed(_score_fold)(representation, heads_, X[splits[i][0]], y[splits[i][0]],
+                                     X[splits[i][1]], y[splits[i][1]])
+                for i, heads_ in todo.items())
+            for i, scores in zip(todo, outs):
+                record(i, scores)
+            bar.update(len(todo))
         for head in head_names:
-            frame = pd.DataFrame([fold[head] for fold in per_fold])
+            frame = pd.DataFrame([fold_done[(key(rep, head), i)] for i in range(len(splits))])
             row = {"key": key(rep, head), "representation": rep, "head": head,
                    "accuracy_mean": frame.accuracy.mean(), "accuracy_std": frame.accuracy.std(ddof=0),
                    "f1_macro_mean": frame.f1_macro.mean(), "f1_macro_std": frame.f1_macro.std(ddof=0),

@@ -331,7 +331,7 @@ def test_cli_compare_quick_end_to_end(tmp_path):
     assert bad.exit_code == 2 and "unknown representation" in bad.output
 
 
-def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path):
+def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path, monkeypatch):
     from sklearn.model_selection import StratifiedKFold, cross_validate
 
     from embedkit.datasets import _stratified_sample, load_dataset
@@ -348,6 +348,28 @@ def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path):
         row = got.set_index("head").loc[head]
         assert row.accuracy_mean == pytest.approx(want.mean(), abs=1e-12)
         assert row.accuracy_std == pytest.approx(want.std(), abs=1e-12)
+    # interrupted after two of three folds: the rerun fits only the third, same table
+    import pipelines.compare as compare_module
+
+    (tmp_path / "runs.jsonl").unlink()
+    lines = (tmp_path / "folds.jsonl").read_text().splitlines()
+    assert len(lines) == 6  # 3 folds x 2 heads
+    (tmp_path / "folds.jsonl").write_text("\n".join(lines[:4]) + "\n")
+    calls = []
+    real = compare_module._score_fold
+
+    def counting(rep, heads, *data):
+        calls.append(sorted(heads))
+        return real(rep, heads, *data)
+
+    monkeypatch.setattr(compare_module, "_score_fold", counting)
+    again = run_compare("bbc-news", ["tfidf"], ["logreg", "linear"], quick=True, output=tmp_path,
+                        progress=False)
+    assert calls == [["linear", "logreg"]]
+    pd.testing.assert_frame_equal(again.drop(columns=["fit_seconds", "transform_seconds",
+                                                      "predict_seconds", "peak_mb"]),
+                                  got.drop(columns=["fit_seconds", "transform_seconds",
+                                                    "predict_seconds", "peak_mb"]))
 
 
 def test_compare_holdout_split():
