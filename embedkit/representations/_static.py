@@ -128,7 +128,8 @@ class WordVectors:
         lengths = np.fromiter(map(len, hashes), dtype=np.int64, count=len(words))
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         cols = np.fromiter(itertools.chain.from_iterable(hashes), dtype=np.int64, count=int(indptr[-1]))
-        weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths)  # repeated n-grams count twice
+        # float32 like the table (a float64 matrix would upcast the whole table on every call)
+        weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
         average = sp.csr_matrix((weights, cols, indptr), shape=(len(words), kv.vectors_ngrams.shape[0]))
         out[:] = average @ kv.vectors_ngrams
         return out
