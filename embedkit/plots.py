@@ -52,6 +52,10 @@ def score_chart(results, path, title: str = "", metric: str = "accuracy"):
     ax.set_xlabel(metric)
     for y, v in enumerate(data[f"{metric}_mean"]):
         ax.text(v, y, f" {v:.3f}", va="center", fontsize=8)
+    return _save(plt, fig, ax, path, title)
+
+
+def _save(plt, fig, ax, path, title: str) -> Path:
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     path = Path(path)
@@ -63,18 +67,7 @@ def score_chart(results, path, title: str = "", metric: str = "accuracy"):
 def time_chart(results, path, title: str = "", metric: str = "accuracy"):
     """Fit seconds (log scale) against ``<metric>_mean``, one labelled point per pipeline.
 
-    Parameters
-    ----------
-    results : DataFrame
-        Columns ``representation``, ``head``, ``fit_seconds``, ``<metric>_mean``, ``<metric>_std``.
-    path : str or Path
-        PNG to write.
-    title : str, default=""
-    metric : str, default="accuracy"
-
-    Returns
-    -------
-    Path of the written PNG.
+    Same arguments as `score_chart`; ``results`` also needs ``fit_seconds``. Returns the PNG's path.
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
@@ -86,13 +79,8 @@ def time_chart(results, path, title: str = "", metric: str = "accuracy"):
     ax.set_xscale("log")
     ax.set_xlabel("fit seconds per fold (log scale)")
     ax.set_ylabel(metric)
-    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, ax, path, title)
 
 
 def attention_heatmap(words, weights, path=None, *, title: str | None = None,
