@@ -76,14 +76,20 @@ def fitted(sentences):
     return get
 
 
-@pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)
-def test_representation_data_free_checks(cls):
-    est = _make(cls)
+def _data_free_checks(cls, est) -> str:
+    """scikit-learn's checks that need no data; returns the class name."""
     name = cls.__name__
     check_parameters_default_constructible(name, est)
     check_no_attributes_set_in_init(name, est)
     check_get_params_invariance(name, est)
     check_set_params(name, est)
+    return name
+
+
+@pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)
+def test_representation_data_free_checks(cls):
+    est = _make(cls)
+    name = _data_free_checks(cls, est)
     assert repr(est).startswith(name)
     assert clone(est).get_params() == est.get_params()
     assert "output" in est.get_params() and "cache" in est.get_params()
@@ -174,11 +180,7 @@ def _toy_sequences(n=60, T=7, d=5, seed=0):
 @pytest.mark.parametrize("cls", HEADS, ids=[c.__name__ for c in HEADS])
 def test_head_data_free_and_sequence_pickle(cls):
     est = _make(cls)
-    name = cls.__name__
-    check_parameters_default_constructible(name, est)
-    check_no_attributes_set_in_init(name, est)
-    check_get_params_invariance(name, est)
-    check_set_params(name, est)
+    name = _data_free_checks(cls, est)
     if "sequence" not in cls._accepts:
         return
     X, y = _toy_sequences()
