@@ -18,9 +18,16 @@ from sklearn.utils.validation import check_is_fitted
 from .documents import validate_documents
 from .sequences import Sequences, TokenIds
 
-__all__ = ["Representation", "NeuralHead", "HeadInput", "OUTPUTS", "store_params"]
+__all__ = ["Representation", "NeuralHead", "HeadInput", "FORMS", "OUTPUTS", "store_params"]
 
-OUTPUTS = ("pooled", "sequence", "ids")
+#: The forms features take between the two contracts: one vocabulary for a representation's
+#: ``output=`` (``_outputs``), a head's ``_accepts`` and the registry's compatibility.
+#: "pooled": one vector per document (a dense array, or a scipy-sparse matrix for
+#: bag-of-words); "sequence": one vector per token (`Sequences`); "ids": token ids
+#: (`TokenIds`); "text": the raw documents, for heads that own their encoder.
+FORMS = ("pooled", "sequence", "ids", "text")
+#: the forms a representation can output
+OUTPUTS = FORMS[:3]
 
 
 def store_params(estimator, params: dict) -> None:
@@ -164,35 +171,40 @@ def _check_finite(out: Any, name: str) -> None:
 class HeadInput:
     """Any input a head accepts, normalised: what kind it is and how to cut a batch from it."""
 
-    kind: str  # "dense" | "sparse" | "sequence" | "ids"
-    data: Any  # ndarray | csr_matrix | Sequences | TokenIds
+    form: str  # one of FORMS: "pooled" | "sequence" | "ids"
+    data: Any  # ndarray | csr_matrix (pooled) | Sequences | TokenIds
     dim: int  # feature / vector dimension (0 for ids)
 
     def __len__(self) -> int:
         return self.data.shape[0]
 
     @property
+    def sparse(self) -> bool:
+        """Pooled input held as a scipy-sparse matrix (densified one batch at a time)."""
+        return sp.issparse(self.data)
+
+    @property
     def vocab_size(self) -> int:
-        return self.data.vocab_size if self.kind == "ids" else 0
+        return self.data.vocab_size if self.form == "ids" else 0
 
     @property
     def vectors(self):
-        return self.data.vectors if self.kind == "ids" else None
+        return self.data.vectors if self.form == "ids" else None
 
     def row(self, i: int):
         """One row as `embedkit.heads._torch.collate` expects it."""
         d = self.data
-        if self.kind in ("dense", "sparse"):
+        if self.form == "pooled":
             return d[i]
         n = int(d.lengths[i])
-        body = d.values[i, :n] if self.kind == "sequence" else d.ids[i, :n]
-        return (self.kind, body, n)
+        body = d.values[i, :n] if self.form == "sequence" else d.ids[i, :n]
+        return (self.form, body, n)
 
 
 class NeuralHead(BaseEstimator):
     """Base of every neural head: input handling, the skorch-driven training loop, prediction.
 
-    Subclasses list the input kinds they accept in ``_accepts`` and implement
+    Subclasses list the input forms they accept in ``_accepts`` (`FORMS`) and implement
     ``_build_module(inputs, n_outputs)`` returning a ``torch.nn.Module`` whose ``forward`` takes
     ``x`` (a ``(B, D)`` float tensor for dense/sparse input, ``(B, T, D)`` floats for sequences,
     ``(B, T)`` ids) and, for sequences and ids, ``lengths``. They define the common training
@@ -201,7 +213,7 @@ class NeuralHead(BaseEstimator):
     device, verbose.
     """
 
-    _accepts: tuple[str, ...] = ("dense", "sparse", "sequence", "ids")
+    _accepts: tuple[str, ...] = ("pooled", "sequence", "ids")
     _task: str = "classification"
 
     def _build_module(self, inputs: HeadInput, n_outputs: int):  # pragma: no cover - abstract
@@ -211,9 +223,9 @@ class NeuralHead(BaseEstimator):
     def _as_input(self, X, *, reset: bool) -> HeadInput:
         name = type(self).__name__
         if isinstance(X, Sequences):
-            kind, data, dim = "sequence", X, X.dim
+            form, data, dim = "sequence", X, X.dim
         elif isinstance(X, TokenIds):
-            kind, data, dim = "ids", X, 0
+            form, data, dim = "ids", X, 0
         else:
             from sklearn.utils.validation import validate_data
 
@@ -225,35 +237,35 @@ class NeuralHead(BaseEstimator):
             data = validate_data(
                 self, X, reset=reset, accept_sparse="csr", dtype=(np.float32, np.float64)
             )
-            kind = "sparse" if sp.issparse(data) else "dense"
-            dim = data.shape[1]
-        if kind not in self._accepts:
-            raise ValueError(self._wrong_input_message(kind))
+            form, dim = "pooled", data.shape[1]
+        if form not in self._accepts:
+            raise ValueError(self._wrong_input_message(form, data))
         if reset:
-            self.input_kind_ = kind
-            if kind in ("sequence", "ids"):
-                self.n_features_in_ = dim if kind == "sequence" else data.vocab_size
-        elif kind != self.input_kind_ and {kind, self.input_kind_} != {"dense", "sparse"}:
+            self.input_form_ = form
+            if form in ("sequence", "ids"):
+                self.n_features_in_ = dim if form == "sequence" else data.vocab_size
+        elif form != self.input_form_:
             raise ValueError(
-                f"{name} was fitted on {self.input_kind_} input but received {kind} input; "
+                f"{name} was fitted on {self.input_form_} input but received {form} input; "
                 "transform with the same representation settings as at fit."
             )
-        elif kind == "sequence" and dim != self.n_features_in_:
+        elif form == "sequence" and dim != self.n_features_in_:
             raise ValueError(
                 f"{name} was fitted on vectors of dimension {self.n_features_in_}, got {dim}."
             )
-        return HeadInput(kind, data, dim)
+        return HeadInput(form, data, dim)
 
-    def _wrong_input_message(self, kind: str) -> str:
+    def _wrong_input_message(self, form: str, data=None) -> str:
         name = type(self).__name__
-        if kind in ("dense", "sparse"):
+        if form == "pooled":
+            kind = "sparse" if sp.issparse(data) else "dense"
             return (
                 f"{name} needs one vector per token, but received a 2-D {kind} matrix (one "
                 "vector per document). Set output='sequence' on the representation, e.g. "
                 "GloveEmbedder(output='sequence') or TransformerEmbedder(output='sequence'), or "
                 "use TokenIndexer() to learn the embedding inside the head."
             )
-        return f"{name} does not accept {kind} input; it accepts {', '.join(self._accepts)}."
+        return f"{name} does not accept {form} input; it accepts {', '.join(self._accepts)}."
 
     # -- training -----------------------------------------------------------------------------
     def _encode_targets(self, y):
@@ -295,16 +307,9 @@ class NeuralHead(BaseEstimator):
         return torch.nn.CrossEntropyLoss, {"criterion__weight": torch.as_tensor(w, dtype=torch.float32)}
 
     def _device(self) -> str:
-        import torch
+        from ._batching import resolve_device
 
-        device = getattr(self, "device", "cpu")
-        if device == "auto":
-            if torch.cuda.is_available():
-                return "cuda"
-            if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-                return "mps"
-            return "cpu"
-        return device
+        return resolve_device(getattr(self, "device", "cpu"))
 
     def _use_early_stopping(self, n: int) -> bool:
         es = self.early_stopping
@@ -391,10 +396,10 @@ class NeuralHead(BaseEstimator):
         full = n - n % size
         parts = [inputs] if full == n else []
         if full and full < n:
-            parts.append(HeadInput(inputs.kind, inputs.data[:full], inputs.dim))
+            parts.append(HeadInput(inputs.form, inputs.data[:full], inputs.dim))
         if full < n:
             tail = np.concatenate([np.arange(full, n), np.full(size - (n - full), full)])
-            parts.append(HeadInput(inputs.kind, inputs.data[tail], inputs.dim))
+            parts.append(HeadInput(inputs.form, inputs.data[tail], inputs.dim))
         outs = []
         with torch.inference_mode():
             for part in parts:
@@ -403,7 +408,7 @@ class NeuralHead(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = "sparse" in self._accepts
+        tags.input_tags.sparse = "pooled" in self._accepts
         tags.non_deterministic = False
         return tags
 

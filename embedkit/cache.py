@@ -446,14 +446,8 @@ def _records(out, n: int) -> list | None:
 def _assemble(records: list, like) -> Any:
     if like == "pooled":
         return np.stack([r[0] for r in records]).astype(np.float32, copy=False)
-    lengths = np.array([r[0].shape[0] for r in records], dtype=np.int64)
-    dim = records[0][0].shape[1]
-    width = max(int(lengths.max()) if len(lengths) else 0, 1)
-    values = np.zeros((len(records), width, dim), dtype=np.float32)
-    for i, (arr, _) in enumerate(records):
-        values[i, : arr.shape[0]] = arr
     tokens = None if any(r[1] is None for r in records) else [r[1] for r in records]
-    return Sequences(values, lengths, tokens=tokens)
+    return Sequences.from_rows([r[0] for r in records], tokens=tokens)
 
 
 def cached_encode(rep, docs: list[str]):

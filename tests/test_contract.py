@@ -158,8 +158,8 @@ def test_representation_unavailable_output_named(cls, sentences):
 
 
 # ---------------------------------------------------------------------------- heads
-DENSE_HEADS = [c for c in HEADS if "dense" in c._accepts]
-SEQUENCE_HEADS = [c for c in HEADS if "dense" not in c._accepts and "sequence" in c._accepts]
+DENSE_HEADS = [c for c in HEADS if "pooled" in c._accepts]
+SEQUENCE_HEADS = [c for c in HEADS if "pooled" not in c._accepts and "sequence" in c._accepts]
 TEXT_HEADS = [c for c in HEADS if "text" in c._accepts]
 
 

@@ -176,7 +176,7 @@ def test_sparse_batches_densify_only_the_batch():
     from embedkit.heads._torch import HeadDataset, collate
 
     X = sp.random(50, 1000, density=0.01, format="csr", random_state=0, dtype=np.float32)
-    data = HeadDataset(HeadInput("sparse", X, 1000))
+    data = HeadDataset(HeadInput("pooled", X, 1000))
     assert sp.issparse(data[0][0])
     batch, _ = collate([data[i] for i in (3, 7)])
     assert batch["x"].shape == (2, 1000)

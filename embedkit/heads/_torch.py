@@ -10,6 +10,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from .._batching import pad_rows
 from ..base import HeadInput
 from ..sequences import masked_pool
 
@@ -41,15 +42,8 @@ def collate(items):
     xs, ys = zip(*items)
     first = xs[0]
     if isinstance(first, tuple):
-        kind = first[0]
-        lengths = np.array([x[2] for x in xs], dtype=np.int64)
-        width = max(int(lengths.max()), 1)
-        if kind == "sequence":
-            batch = np.zeros((len(xs), width, first[1].shape[1]), dtype=np.float32)
-        else:
-            batch = np.zeros((len(xs), width), dtype=np.int64)
-        for j, x in enumerate(xs):
-            batch[j, : x[2]] = x[1]
+        dtype = np.float32 if first[0] == "sequence" else np.int64
+        batch, lengths = pad_rows([x[1] for x in xs], value=0, dtype=dtype)
         X = {"x": torch.from_numpy(batch), "lengths": torch.from_numpy(lengths)}
     elif sp.issparse(first):
         X = {"x": torch.from_numpy(sp.vstack(xs).toarray().astype(np.float32, copy=False))}
@@ -68,9 +62,9 @@ class SequenceInput(nn.Module):
 
     def __init__(self, inputs: HeadInput, embedding_dim: int = 100, freeze: bool = False):
         super().__init__()
-        self.kind = inputs.kind
+        self.form = inputs.form
         self.embedding = None
-        if inputs.kind == "ids":
+        if inputs.form == "ids":
             vectors = inputs.vectors
             if vectors is not None:
                 # torch.tensor copies: as_tensor would share memory with the representation's
@@ -229,7 +223,7 @@ class AttentionWeightsMixin:
         data = inputs.data
         if data.tokens is not None:
             tokens = [list(t)[: len(w)] for t, w in zip(data.tokens, out)]
-        elif inputs.kind == "ids":
+        elif inputs.form == "ids":
             vocab = np.asarray(data.vocabulary, dtype=object)
             tokens = [vocab[data.ids[i, : len(w)]].tolist() for i, w in enumerate(out)]
         else:

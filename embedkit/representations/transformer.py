@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from ..base import store_params
-
 from ..sequences import Sequences
-from ._neural import NeuralEncoder, onednn_linears, resolve_device
+from .._batching import resolve_device
+from ._neural import NeuralEncoder, onednn_linears
 
 __all__ = ["TransformerEmbedder"]
 
@@ -397,12 +397,7 @@ class TransformerEmbedder(NeuralEncoder):
                 toks = list(special[:n_pre]) + list(pieces) + list(special[n_pre:])
             rows.append(vecs)
             tokens.append(toks)
-        lengths = np.array([len(r) for r in rows], dtype=np.int64)
-        width = max(int(lengths.max()) if n_docs else 0, 1)
-        values = np.zeros((n_docs, width, self.dim_), dtype=np.float32)
-        for d, r in enumerate(rows):
-            values[d, : len(r)] = r
-        return Sequences(values, lengths, tokens=tokens)
+        return Sequences.from_rows(rows, tokens=tokens, dim=self.dim_)
 
     def _pool_words(self, content, enc, text, n_tokens):
         word_ids = np.array([-1 if w is None else w for w in enc.word_ids[:n_tokens]], dtype=np.int64)
