@@ -46,8 +46,11 @@ class Representation(TransformerMixin, BaseEstimator):
 
     Subclasses keep ``__init__`` to storing arguments (one of them ``output``), list the output
     forms they can produce in ``_outputs``, and implement ``_fit(docs, y)`` (which sets
-    ``dim_``, the vector dimension) and ``_transform(docs)``; this class validates the input, checks the output form and the fitted
-    state, and names features for ``set_output(transform="pandas")``.
+    ``dim_``, the vector dimension) and ``_transform(docs)``. The public methods are this
+    class's and are not overridden: they validate the input, check the output form and the
+    fitted state, reset the cache key's fitted-state digest at every fit, check outputs are
+    finite, and name features for ``set_output(transform="pandas")``. A representation whose
+    training yields vectors of its training documents implements `_training_features`.
     """
 
     #: output forms this representation can produce
@@ -68,13 +71,19 @@ class Representation(TransformerMixin, BaseEstimator):
         """Names of pooled output columns; None means ``<prefix>0 .. <prefix>{dim-1}``."""
         return None
 
+    def _training_features(self, docs: list[str]):
+        """Features of the documents just fitted on, for `fit_transform`.
+
+        The default encodes them as `transform` does (through the cache, if any). A
+        representation whose training produces its own vectors of the training documents
+        (Doc2Vec's trained paragraph vectors) returns those instead.
+        """
+        return self._encode(docs)
+
     # -- public API ---------------------------------------------------------------------
     def fit(self, X, y=None):
         """Load or train the model on the documents ``X`` (an iterable of str)."""
-        self._check_output()
-        docs = validate_documents(X)
-        self._fit(docs, y)
-        self._cache_state = None  # fitted state changed: its digest is recomputed when needed
+        self._fit_documents(X, y)
         return self
 
     def transform(self, X):
@@ -82,7 +91,28 @@ class Representation(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         self._check_output()
         docs = validate_documents(X)
-        return self._encode(docs)
+        return self._checked(self._encode(docs))
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit on ``X`` and return the features of ``X``, in the form chosen by ``output``.
+
+        The same steps as ``fit(X, y).transform(X)`` (validation, fitting, resetting the
+        fitted-state part of the cache key), except that a representation whose training
+        yields vectors of its training documents returns those (see `_training_features`).
+        """
+        if fit_params:
+            raise TypeError(f"{type(self).__name__}.fit_transform() got unexpected keyword "
+                            f"arguments {sorted(fit_params)}; it takes only X and y.")
+        docs = self._fit_documents(X, y)
+        return self._checked(self._training_features(docs))
+
+    def _fit_documents(self, X, y) -> list[str]:
+        """Validate ``X``, fit on it and reset the cached fitted-state digest; returns the documents."""
+        self._check_output()
+        docs = validate_documents(X)
+        self._fit(docs, y)
+        self._cache_state = None  # fitted state changed: its digest is recomputed when needed
+        return docs
 
     def _encode(self, docs: list[str]):
         """Hook between validation and ``_transform``: the embedding cache wraps it.
@@ -91,11 +121,12 @@ class Representation(TransformerMixin, BaseEstimator):
         ``_transform``; every representation gets this without code of its own.
         """
         if getattr(self, "cache", None) is None:
-            out = self._transform(docs)
-        else:
-            from .cache import cached_encode
+            return self._transform(docs)
+        from .cache import cached_encode
 
-            out = cached_encode(self, docs)
+        return cached_encode(self, docs)
+
+    def _checked(self, out):
         _check_finite(out, type(self).__name__)
         return out
 

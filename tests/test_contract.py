@@ -25,6 +25,7 @@ from sklearn.utils.estimator_checks import (
 
 import embedkit.heads
 import embedkit.representations
+from embedkit.base import Representation
 from embedkit.sequences import Sequences, TokenIds
 
 REPRESENTATIONS = [getattr(embedkit.representations, n) for n in embedkit.representations.__all__]
@@ -120,6 +121,24 @@ def test_representation_fit_transform_pickle(cls, output, fitted, sentences):
     np.testing.assert_allclose(values2, values, rtol=1e-6, atol=1e-6)
     # clone is unfitted and cheap: same params, no fitted state
     assert not any(k.endswith("_") and not k.startswith("_") for k in vars(clone(est)))
+
+
+@pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)
+def test_representation_refit_resets_the_cache_identity(cls, sentences):
+    """The base class owns fit / transform / fit_transform (no representation overrides them),
+    and each fit resets what the cache key knows of the fitted state: after a refit on other
+    documents, through fit or fit_transform, a cached transform equals a fresh fit's."""
+    for method in ("fit", "transform", "fit_transform"):
+        assert getattr(cls, method) is getattr(Representation, method), method
+    first, second = sentences[:20], sentences[20:]
+    queries = sentences[18:22] + ["zzqx unseenword"]
+    est = _make(cls, cache="memory").fit(first)
+    est.transform(queries)  # cached under the first fit
+    for refit, docs in (("fit", second), ("fit_transform", first)):
+        getattr(est, refit)(docs)
+        got, _ = _as_array(est.transform(queries))
+        want, _ = _as_array(_make(cls).fit(docs).transform(queries))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=refit)
 
 
 @pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)

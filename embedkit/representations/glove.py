@@ -20,11 +20,11 @@ import itertools
 from collections import Counter
 
 import numpy as np
-
-from ..base import store_params
 import scipy.sparse as sp
 
-from ._static import StaticEmbedder, WordVectors, load_word_vectors
+from ..base import store_params
+from ..vectors import WordVectors, load_word_vectors
+from ._static import StaticEmbedder
 
 __all__ = ["GloveEmbedder", "cooccurrence_matrix", "train_glove"]
 

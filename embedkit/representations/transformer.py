@@ -8,17 +8,16 @@ truncated or split into overlapping windows. Batching, sorting by length, dynami
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import threading
 import warnings
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from ..base import store_params
-from ..sequences import Sequences
 from .._batching import resolve_device
+from ..base import store_params
+from ..sequences import Sequences, masked_pool
 from ._neural import NeuralEncoder, onednn_linears
 
 __all__ = ["TransformerEmbedder"]
@@ -28,23 +27,13 @@ _LONG = ("truncate", "window")
 _WORD_POOLINGS = (None, "mean", "first")
 _DTYPES = ("float32", "bfloat16")
 
-# Loaded models shared by every embedder of the process (clones in a grid search, folds):
-# (source, trust_remote_code, device, dtype) -> (tokenizer, model). Inference only, never
-# trained in place, so sharing is safe; the two most recent stay loaded.
-_MODELS: OrderedDict = OrderedDict()
-_MODELS_LOCK = threading.Lock()
-_MODELS_KEEP = 2
-_DIGESTS: dict = {}
-
-
+# Loaded models are shared by every embedder of the process (clones in a grid search, folds):
+# inference only, never trained in place, so sharing is safe; the two most recent stay loaded.
+@functools.lru_cache(maxsize=2)
 def _load(model: str, trust_remote_code: bool, device: str, dtype: str):
+    """(tokenizer, model, source) for these settings, loaded once per process."""
     from ..resources import load_transformer
 
-    key = (model, bool(trust_remote_code), device, dtype)
-    with _MODELS_LOCK:
-        if key in _MODELS:
-            _MODELS.move_to_end(key)
-            return _MODELS[key]
     tokenizer, encoder, source = load_transformer(model, trust_remote_code=trust_remote_code)
     if dtype == "bfloat16":
         import torch
@@ -53,12 +42,7 @@ def _load(model: str, trust_remote_code: bool, device: str, dtype: str):
     encoder = encoder.to(device)
     if device == "cpu" and dtype == "float32":
         onednn_linears(encoder)
-    entry = (tokenizer, encoder, source)
-    with _MODELS_LOCK:
-        _MODELS[key] = entry
-        while len(_MODELS) > _MODELS_KEEP:
-            _MODELS.popitem(last=False)
-    return entry
+    return tokenizer, encoder, source
 
 
 def weights_identity(source: str, encoder=None) -> str:
@@ -69,17 +53,19 @@ def weights_identity(source: str, encoder=None) -> str:
         return f"hub:{source}@{revision}"
     files = sorted(p for p in path.rglob("*") if p.is_file()
                    and p.suffix.lower() not in (".md", ".txt", "") or p.name == "vocab.txt")
-    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    if stamp in _DIGESTS:
-        return _DIGESTS[stamp]
+    return _digest(str(path), tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
+@functools.lru_cache(maxsize=16)
+def _digest(root: str, stamp: tuple) -> str:
+    """sha256 over the files of ``stamp`` (path, size, mtime): computed again only when one changes."""
     digest = hashlib.sha256()
-    for p in files:
-        digest.update(p.relative_to(path).as_posix().encode() + b"\0")
-        with open(p, "rb") as fh:
+    for name, _, _ in stamp:
+        digest.update(Path(name).relative_to(root).as_posix().encode() + b"\0")
+        with open(name, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 22), b""):
                 digest.update(block)
-    _DIGESTS[stamp] = value = "sha256:" + digest.hexdigest()
-    return value
+    return "sha256:" + digest.hexdigest()
 
 
 class TransformerEmbedder(NeuralEncoder):
@@ -214,7 +200,7 @@ class TransformerEmbedder(NeuralEncoder):
     # -- model ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
         self._check_params()
-        tokenizer, network, source = _load(self.model, self.trust_remote_code,
+        tokenizer, network, source = _load(self.model, bool(self.trust_remote_code),
                                            resolve_device(self.device), self.dtype)
         self._tokenizer, self._network = tokenizer, network
         self.source_ = source
@@ -231,7 +217,7 @@ class TransformerEmbedder(NeuralEncoder):
 
     def _ensure_model(self):
         if getattr(self, "_network", None) is None:
-            tokenizer, network, source = _load(self.model, self.trust_remote_code,
+            tokenizer, network, source = _load(self.model, bool(self.trust_remote_code),
                                                resolve_device(self.device), self.dtype)
             found = weights_identity(source, network)
             if found != self.weights_id_:
@@ -321,15 +307,10 @@ class TransformerEmbedder(NeuralEncoder):
         def forward_pooled(ids, mask):
             h = hidden(ids, mask).float()
             if pooling == "cls":
-                v = h[:, 0]
-            elif mask is None:
-                v = h.mean(1) if pooling == "mean" else h.amax(1)
-            elif pooling == "mean":
-                m = mask.unsqueeze(-1).to(h.dtype)
-                v = (h * m).sum(1) / m.sum(1)
-            else:
-                v = h.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(1)
-            return v.cpu().numpy()
+                return h[:, 0].cpu().numpy()
+            if mask is None:
+                mask = torch.ones(h.shape[:2], dtype=torch.bool, device=h.device)
+            return masked_pool(h, mask, pooling).cpu().numpy()
 
         def forward_sequence(ids, mask):
             return hidden(ids, mask).float().cpu().numpy()
