@@ -137,14 +137,15 @@ class _FineTune(TransformerMixin, NeuralHead):
                 "optimizer__weight_decay": self.weight_decay, "lr": self.head_lr}
 
     def _callbacks(self, batches_per_epoch: int) -> list:
-        """Linear warm-up then linear decay, stepped once per optimizer step."""
-        from torch.optim.lr_scheduler import LambdaLR
+        """transformers' linear warm-up then linear decay, stepped once per optimizer step."""
+        from transformers import get_linear_schedule_with_warmup
 
-        from ._training import OptimizerStepLR, WarmupLinear
+        from ._training import OptimizerStepLR
 
         steps = math.ceil(batches_per_epoch / self.gradient_accumulation) * self.epochs
-        schedule = WarmupLinear(round(self.warmup_ratio * steps), steps)
-        return [("lr_schedule", OptimizerStepLR(LambdaLR, lr_lambda=schedule, step_every="batch"))]
+        return [("lr_schedule", OptimizerStepLR(
+            get_linear_schedule_with_warmup, num_warmup_steps=round(self.warmup_ratio * steps),
+            num_training_steps=steps, step_every="batch"))]
 
     def _valid_scoring(self) -> list:
         """Validation accuracy (classifier) or R^2 (regressor) per epoch."""
@@ -277,8 +278,9 @@ _PARAMS_DOC = """
     head_lr : float, default=1e-3
         Learning rate of the head (and attention pooling).
     warmup_ratio : float, default=0.1
-        Fraction of the training steps with a linear warm-up; the rate then decays linearly
-        to 0 at the last step (one step per batch).
+        Fraction of the optimizer steps with a linear warm-up from 0; the rate then decays
+        linearly to 0 at the last step (transformers' ``get_linear_schedule_with_warmup``, one
+        step per weight update).
     weight_decay : float, default=0.01
         AdamW weight decay (not applied to biases and normalisation weights).
     epochs : int, default=3

@@ -8,7 +8,7 @@ from skorch import NeuralNet
 from skorch.callbacks import LRScheduler
 from skorch.utils import TeeGenerator
 
-__all__ = ["FineTuneNet", "OptimizerStepLR", "WarmupLinear", "valid_accuracy", "valid_r2"]
+__all__ = ["FineTuneNet", "OptimizerStepLR", "valid_accuracy", "valid_r2"]
 
 
 class FineTuneNet(NeuralNet):
@@ -58,19 +58,6 @@ class OptimizerStepLR(LRScheduler):
     def on_batch_end(self, net, training, **kwargs):
         if training and getattr(net, "stepped_", True):
             super().on_batch_end(net, training, **kwargs)
-
-
-class WarmupLinear:
-    """LambdaLR factor: linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
-
-    def __init__(self, warmup: int, total: int):
-        self.warmup = int(warmup)
-        self.total = max(int(total), 1)
-
-    def __call__(self, step: int) -> float:
-        if step < self.warmup:
-            return (step + 1) / (self.warmup + 1)
-        return max(0.0, (self.total - step) / max(1, self.total - self.warmup))
 
 
 def valid_accuracy(net, X, y) -> float:
