@@ -60,15 +60,16 @@ def load_pretrained(cls, path, device: str = "auto"):
     params.update(model=str(path.resolve()), device=device)
     est = cls(**params)
     est._check_params()
+    device = est._device()
     est.tokenizer_, encoder, est.source_ = est._load()
-    module = est._build(encoder, int(meta["n_outputs"]), est._device())
+    module = est._build(encoder, int(meta["n_outputs"]), device)
     head = load_file(str(path / _HEAD_WEIGHTS))
     missing, unexpected = module.load_state_dict(head, strict=False)
     missing = [m for m in missing if not m.startswith("encoder.")]
     if missing or unexpected:
         raise ValueError(f"{path / _HEAD_WEIGHTS} does not match the head: missing {missing}, "
                          f"unexpected {unexpected}.")
-    est.module_ = module.to(est._device()).eval()
+    est.module_ = module.to(device).eval()
     est.history_ = meta.get("history", [])
     est.n_epochs_ = len(est.history_)
     est.dim_ = int(encoder.config.hidden_size)
