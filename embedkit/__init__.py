@@ -39,6 +39,7 @@ _EXPORTS = {
     "SelfAttentionClassifier": "embedkit.heads.selfattention",
     "SelfAttentionRegressor": "embedkit.heads.selfattention",
     "attention_heatmap": "embedkit.plots",
+    "history_chart": "embedkit.plots",
     **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",

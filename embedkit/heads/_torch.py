@@ -1,55 +1,32 @@
-"""Torch pieces shared by every head: the dataset/collate pair skorch iterates, the input layer
-that turns token ids or frozen vectors into a ``(B, T, D)`` tensor plus mask, and MLP blocks."""
+"""Torch pieces shared by every head: the input layer that turns token ids or frozen vectors into
+a ``(B, T, D)`` tensor plus mask, MLP blocks, masked attention and pooling."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from torch import nn
 
-from .._batching import pad_rows
-from ..base import HeadInput
 from ..sequences import masked_pool
+from ._data import HeadDataset, HeadInput, collate
 
-__all__ = ["HeadDataset", "collate", "SequenceInput", "mlp", "ACTIVATIONS", "masked_pool",
-           "masked_softmax", "AttentionPooling", "SCORINGS", "last_step", "pool_steps",
-           "AttentionWeightsMixin"]
+__all__ = [
+    "ACTIVATIONS",
+    "SCORINGS",
+    "AttentionPooling",
+    "AttentionWeightsMixin",
+    "SequenceInput",
+    "last_step",
+    "masked_pool",
+    "masked_softmax",
+    "mlp",
+    "pool_steps",
+]
 
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
                "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}
-
-
-class HeadDataset(torch.utils.data.Dataset):
-    """Rows of a `HeadInput` (and targets) for skorch's DataLoader; `collate` batches them."""
-
-    def __init__(self, inputs: HeadInput, y=None):
-        self.inputs = inputs
-        self.y = np.zeros(len(inputs), dtype=np.float32) if y is None else y
-
-    def __len__(self):
-        return len(self.inputs)
-
-    def __getitem__(self, i):
-        return self.inputs.row(i), self.y[i]
-
-
-def collate(items):
-    """Batch rows: stack dense rows, densify sparse rows batch by batch, pad sequences to the
-    longest row of the batch (dynamic padding)."""
-    xs, ys = zip(*items)
-    first = xs[0]
-    if isinstance(first, tuple):
-        dtype = np.float32 if first[0] == "sequence" else np.int64
-        batch, lengths = pad_rows([x[1] for x in xs], value=0, dtype=dtype)
-        X = {"x": torch.from_numpy(batch), "lengths": torch.from_numpy(lengths)}
-    elif sp.issparse(first):
-        X = {"x": torch.from_numpy(sp.vstack(xs).toarray().astype(np.float32, copy=False))}
-    else:
-        X = {"x": torch.from_numpy(np.stack(xs).astype(np.float32, copy=False))}
-    return X, torch.as_tensor(np.asarray(ys))
 
 
 class SequenceInput(nn.Module):

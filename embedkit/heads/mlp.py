@@ -7,7 +7,9 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
+from ..base import store_params
+from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._data import HeadInput
 from ._torch import SequenceInput, masked_pool, mlp
 
 __all__ = ["MLPClassifier", "MLPRegressor"]
