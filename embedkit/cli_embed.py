@@ -69,13 +69,13 @@ def embed_command(
 ) -> None:
     """Encode every document of INPUT with a representation and write the vectors to OUTPUT.
 
-    The file is streamed in chunks (`embedkit.distributed.embed_file`), so memory stays bounded
+    The file is streamed in chunks (`embedkit.streaming.embed_file`), so memory stays bounded
     however long it is. Parquet output has the id column then one column per dimension.
     """
     import numpy as np
     import pandas as pd
 
-    from .distributed import embed_file
+    from .streaming import embed_file
 
     suffix = output.suffix.lower()
     if suffix not in (".parquet", ".npy"):
@@ -89,7 +89,7 @@ def embed_command(
                                  param_hint="--param")
     if cache is not None:
         rep.set_params(cache=cache)
-    from .datasets import load_texts
+    from .io import load_texts
 
     try:
         head = load_texts(input, text_column=text_column, label_column=id_column)

@@ -155,28 +155,6 @@ def test_builtin_datasets(bbc):
         load_dataset("imdb")
 
 
-def test_load_texts_formats(tmp_path):
-    from embedkit.datasets import load_texts
-
-    df = pd.DataFrame({"review": ["good", "bad", None], "stars": [5, 1, 3]})
-    df.to_csv(tmp_path / "a.csv", index=False)
-    df.to_parquet(tmp_path / "a.parquet")
-    df.to_json(tmp_path / "a.jsonl", orient="records", lines=True)
-    for name in ("a.csv", "a.parquet", "a.jsonl"):
-        got = load_texts(tmp_path / name, "review", "stars")
-        assert got.text.tolist() == ["good", "bad", ""] and got.label.tolist() == [5, 1, 3]
-    for label, texts in {"pos": ["great", "fine"], "neg": ["awful"]}.items():
-        (tmp_path / "imdb" / label).mkdir(parents=True)
-        for i, t in enumerate(texts):
-            (tmp_path / "imdb" / label / f"{i}.txt").write_text(t)
-    folder = load_texts(tmp_path / "imdb")
-    assert sorted(zip(folder.label, folder.text)) == [("neg", "awful"), ("pos", "fine"), ("pos", "great")]
-    with pytest.raises(ValueError, match="no column 'text'.*'review', 'stars'"):
-        load_texts(tmp_path / "a.csv")
-    with pytest.raises(FileNotFoundError, match="nope.csv does not exist"):
-        load_texts(tmp_path / "nope.csv")
-
-
 def test_unknown_resource_lists_known():
     from embedkit.resources import ResourceNotFound, resource_path
 
