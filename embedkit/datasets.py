@@ -80,11 +80,18 @@ def load_dataset(name: str, *, quick: bool | None = None) -> pd.DataFrame:
     if quick is None:
         quick = os.environ.get("EMBEDKIT_QUICK", "") not in ("", "0")
     if quick:
-        df = _stratified_sample(df, 300)
+        df = stratified_sample(df, 300)
     return df.reset_index(drop=True)
 
 
-def _stratified_sample(df: pd.DataFrame, per_split: int, seed: int = 0) -> pd.DataFrame:
+def stratified_sample(df: pd.DataFrame, per_split: int, seed: int = 0) -> pd.DataFrame:
+    """At most ``per_split`` rows of each ``split`` (or of ``df``), stratified by ``label``.
+
+    Examples
+    --------
+    >>> len(stratified_sample(load_dataset("bbc-news"), 100))
+    100
+    """
     from sklearn.model_selection import train_test_split
 
     parts = []
