@@ -31,7 +31,7 @@ def compare(
     dataset: str = typer.Option("bbc-news", "--dataset", "-d",
                                 help="Built-in dataset (see `embedkit datasets`)."),
     file: Path | None = typer.Option(None, "--file", "-f",
-                                        help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; overrides --dataset."),
+                                     help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; overrides --dataset."),
     text_column: str = typer.Option("text", help="Text column of --file."),
     label_column: str = typer.Option("label", help="Label column of --file."),
     representations: list[str] | None = typer.Option(
@@ -105,7 +105,7 @@ def embed(
     representation: str = typer.Option("transformer", "--representation", "-r",
                                        help="Representation class or short name."),
     param: list[str] | None = typer.Option(None, "--param", "-p",
-                                              help="Representation parameter key=value (repeatable)."),
+                                           help="Representation parameter key=value (repeatable)."),
     text_column: str = typer.Option("text", help="Column holding the documents."),
     id_column: str | None = typer.Option(None, help="Column of ids to write (default: row number)."),
     cache: str | None = typer.Option(None, help="Embedding cache: 'memory', 'disk' or a folder."),
