@@ -7,10 +7,10 @@ Every loader returns a pandas DataFrame with ``text`` and ``label`` columns, plu
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pandas as pd
 
+from .io import load_texts
 from .resources import package_dir, wheel_file
 
 __all__ = ["load_dataset", "load_texts", "list_datasets", "DATASETS"]
@@ -80,11 +80,18 @@ def load_dataset(name: str, *, quick: bool | None = None) -> pd.DataFrame:
     if quick is None:
         quick = os.environ.get("EMBEDKIT_QUICK", "") not in ("", "0")
     if quick:
-        df = _stratified_sample(df, 300)
+        df = stratified_sample(df, 300)
     return df.reset_index(drop=True)
 
 
-def _stratified_sample(df: pd.DataFrame, per_split: int, seed: int = 0) -> pd.DataFrame:
+def stratified_sample(df: pd.DataFrame, per_split: int, seed: int = 0) -> pd.DataFrame:
+    """At most ``per_split`` rows of each ``split`` (or of ``df``), stratified by ``label``.
+
+    Examples
+    --------
+    >>> len(stratified_sample(load_dataset("bbc-news"), 100))
+    100
+    """
     from sklearn.model_selection import train_test_split
 
     parts = []
@@ -96,60 +103,3 @@ def _stratified_sample(df: pd.DataFrame, per_split: int, seed: int = 0) -> pd.Da
             part, _ = train_test_split(part, train_size=per_split, stratify=strat, random_state=seed)
         parts.append(part.sort_index())
     return pd.concat(parts)
-
-
-def load_texts(path, text_column: str = "text", label_column: str | None = "label",
-               encoding: str = "utf-8") -> pd.DataFrame:
-    """Load the user's own labelled texts.
-
-    Reads CSV/TSV, parquet and JSON Lines files, and folder-per-class layouts (every
-    sub-folder is a label and every file in it one document, as in aclImdb's ``pos/``,
-    ``neg/``).
-
-    Parameters
-    ----------
-    path : str or Path
-    text_column : str, default="text"
-    label_column : str or None, default="label"
-        None loads unlabelled texts.
-    encoding : str, default="utf-8"
-
-    Returns
-    -------
-    pandas.DataFrame with ``text`` (and ``label``) columns.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist; pass a CSV, TSV, parquet or JSONL file "
-                                "or a folder with one sub-folder per class.")
-    if path.is_dir():
-        rows = []
-        for folder in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            for file in sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")):
-                rows.append((file.read_text(encoding=encoding, errors="replace"), folder.name))
-        if not rows:
-            raise ValueError(f"{path} has no sub-folders with files; expected one folder per class.")
-        return pd.DataFrame(rows, columns=["text", "label"])
-    suffixes = "".join(path.suffixes[-2:]).lower()
-    if suffixes.endswith((".csv", ".csv.gz")):
-        df = pd.read_csv(path, encoding=encoding)
-    elif suffixes.endswith((".tsv", ".tsv.gz")):
-        df = pd.read_csv(path, sep="\t", encoding=encoding)
-    elif suffixes.endswith(".parquet"):
-        df = pd.read_parquet(path)
-    elif suffixes.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
-        df = pd.read_json(path, lines=True)
-    else:
-        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .csv, .tsv, "
-                         ".parquet or .jsonl, or a folder per class.")
-    wanted = [text_column] + ([label_column] if label_column else [])
-    missing = [c for c in wanted if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path} has no column {missing[0]!r}; its columns are {list(df.columns)}. "
-                         "Pass text_column=/label_column= to pick others.")
-    out = pd.DataFrame({"text": df[text_column].astype("string").fillna("").astype(str)})
-    if label_column:
-        out["label"] = df[label_column].to_numpy()
-    if "split" in df.columns:
-        out["split"] = df["split"].to_numpy()
-    return out
