@@ -244,12 +244,7 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     runs_path = out / "runs.jsonl"
-    done = {}
-    if runs_path.exists():
-        for line in runs_path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["key"]] = row
+    done = read_runs(runs_path)
     pairs = selected_pairs(extra_pairs, skip_slow)
     wall = time.perf_counter()
     keys = []
@@ -275,6 +270,7 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
 
         meta = {"dataset": name, "n_train": len(train), "n_test": len(test), "protocol": protocol,
                 "n_classes": int(train["label"].nunique())}
+        done.update(read_runs(runs_path))  # another run on the same folder may have added rows
         for base, pipeline in baselines().items():
             keys.append(key(base))
             if key(base) not in done:
@@ -287,6 +283,10 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
             if key(pair_name(rep, head)) not in done:
                 by_rep.setdefault(rep, []).append(head)
         for rep, heads in by_rep.items():
+            done.update(read_runs(runs_path))
+            heads = [h for h in heads if key(pair_name(rep, h)) not in done]
+            if not heads:
+                continue
             log(f"{name}: {rep} + {', '.join(heads)}")
             for head, scores in score_heads(rep, heads, train, test):
                 save({"key": key(pair_name(rep, head)), **meta, "pipeline": pair_name(rep, head),
@@ -299,6 +299,29 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
                              "wall_seconds": wall_s}) + "\n")
     write_report(results, out, wall_s)
     log(f"done: {len(results)} rows; report in {out}")
+    return results
+
+
+def read_runs(path: Path) -> dict:
+    """Finished rows of ``runs.jsonl`` by key (the last line wins); empty when there is none."""
+    done = {}
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["key"]] = row
+    return done
+
+
+def report_only(output: str | Path) -> pd.DataFrame:
+    """Rebuild the report from every row in ``output/runs.jsonl`` (e.g. rows written by several
+    runs over different datasets) without scoring anything."""
+    out = Path(output)
+    rows = list(read_runs(out / "runs.jsonl").values())
+    if not rows:
+        raise SystemExit(f"{out / 'runs.jsonl'} has no finished rows; run the suite first.")
+    results = pd.DataFrame(rows).drop(columns="key")
+    write_report(results, out)
     return results
 
 
@@ -429,7 +452,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help=f"stratified slices of {QUICK_TRAIN} train / {QUICK_TEST} test docs")
     parser.add_argument("--output", default="accuracy-suite", help="results folder (resumable)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rebuild the report from every row already in OUTPUT/runs.jsonl")
     args = parser.parse_args(argv)
+    if args.report_only:
+        print(tables(report_only(args.output))["accuracy"].round(3).to_markdown())
+        return
     from embedkit.datasets import DATASETS as known
 
     unknown = [d for d in args.datasets if d not in known]
