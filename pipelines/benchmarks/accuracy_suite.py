@@ -236,9 +236,17 @@ def pair_name(rep: str, head: str) -> str:
 
 
 def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool = False,
-        output: str | Path = "accuracy-suite", progress: bool = True) -> pd.DataFrame:
+        output: str | Path = "accuracy-suite", progress: bool = True, skip=()) -> pd.DataFrame:
     """Score the baselines and pipelines on each dataset, appending each finished row to
-    ``output/runs.jsonl`` (rows already there are skipped), then write the report."""
+    ``output/runs.jsonl`` (rows already there are skipped), then write the report.
+
+    ``skip``: leave out the rows whose name contains one of these strings (case-insensitive),
+    e.g. ``("minilm",)`` for a first pass without the Transformer; a later run fills them in.
+    """
+
+    def wanted(pipeline):
+        return not any(s.lower() in pipeline.lower() for s in skip)
+
     from embedkit.datasets import load_dataset
 
     out = Path(output)
@@ -272,6 +280,8 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
                 "n_classes": int(train["label"].nunique())}
         done.update(read_runs(runs_path))  # another run on the same folder may have added rows
         for base, pipeline in baselines().items():
+            if not wanted(base):
+                continue
             keys.append(key(base))
             if key(base) not in done:
                 log(f"{name}: {base}")
@@ -279,6 +289,8 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
                       **score_pipeline(pipeline, train, test)})
         by_rep: dict[str, list[str]] = {}
         for rep, head in pairs:
+            if not wanted(pair_name(rep, head)):
+                continue
             keys.append(key(pair_name(rep, head)))
             if key(pair_name(rep, head)) not in done:
                 by_rep.setdefault(rep, []).append(head)
@@ -451,6 +463,9 @@ def main(argv=None):
     parser.add_argument("--skip-slow", action="store_true", help="leave out fine-tuning heads")
     parser.add_argument("--quick", action="store_true",
                         help=f"stratified slices of {QUICK_TRAIN} train / {QUICK_TEST} test docs")
+    parser.add_argument("--skip", nargs="+", default=[], metavar="TEXT",
+                        help="leave out rows whose name contains TEXT (e.g. minilm); a later run "
+                             "without it fills them in")
     parser.add_argument("--output", default="accuracy-suite", help="results folder (resumable)")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the report from every row already in OUTPUT/runs.jsonl")
@@ -463,7 +478,8 @@ def main(argv=None):
     unknown = [d for d in args.datasets if d not in known]
     if unknown:
         parser.error(f"unknown dataset(s) {unknown}; choose from {sorted(known)}.")
-    results = run(args.datasets, args.pairs, args.skip_slow, args.quick, args.output)
+    results = run(args.datasets, args.pairs, args.skip_slow, args.quick, args.output,
+                  skip=args.skip)
     print(tables(results)["accuracy"].round(3).to_markdown())
 
 
