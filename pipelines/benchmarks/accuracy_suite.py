@@ -243,11 +243,10 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
     ``skip``: leave out the rows whose name contains one of these strings (case-insensitive),
     e.g. ``("minilm",)`` for a first pass without the Transformer; a later run fills them in.
     """
+    from embedkit.datasets import load_dataset
 
     def wanted(pipeline):
         return not any(s.lower() in pipeline.lower() for s in skip)
-
-    from embedkit.datasets import load_dataset
 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
@@ -255,7 +254,7 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
     done = read_runs(runs_path)
     pairs = selected_pairs(extra_pairs, skip_slow)
     wall = time.perf_counter()
-    keys = []
+    keys, scored = [], []
 
     def log(msg):
         if progress:
@@ -265,6 +264,7 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
         with open(runs_path, "a") as fh:
             fh.write(json.dumps(row) + "\n")
         done[row["key"]] = row
+        scored.append(row["key"])
         log(f"{row['dataset']:>16}  {row['pipeline']:<26} acc {row['accuracy']:.3f}  "
             f"F1 {row['f1_macro']:.3f}  fit {row['fit_seconds']:.1f} s")
 
@@ -307,7 +307,7 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
     wall_s = time.perf_counter() - wall
     with open(out / "invocations.jsonl", "a") as fh:
         fh.write(json.dumps({"datasets": list(datasets), "quick": quick,
-                             "rows_scored_now": int(sum(1 for k in keys if k in done)),
+                             "rows_scored": len(scored),
                              "wall_seconds": wall_s}) + "\n")
     write_report(results, out, wall_s)
     log(f"done: {len(results)} rows; report in {out}")
@@ -416,7 +416,7 @@ def write_report(results: pd.DataFrame, out: Path, wall_s: float | None = None) 
     ]
     if walls:
         last = walls[-1] if wall_s is None else wall_s
-        lines += ["", (f"Wall time of the invocations that wrote {out / 'runs.jsonl'}: "
+        lines += ["", (f"Wall time of the completed runs that wrote {out / 'runs.jsonl'}: "
                        f"{sum(walls):.0f} s over {len(walls)} run(s); the last: {last:.0f} s.")]
     paths["md"].write_text("\n".join(lines) + "\n")
     chart(acc, delta, paths["png"])
