@@ -340,17 +340,21 @@ def report_only(output: str | Path) -> pd.DataFrame:
 # --- report ---------------------------------------------------------------------------------
 
 def better_baseline(results: pd.DataFrame) -> pd.Series:
-    """Per dataset, the accuracy of the better of plain TF-IDF + LR and plain MiniLM + LR."""
+    """Per dataset, the accuracy of the better of plain TF-IDF + LR and plain MiniLM + LR (NaN
+    until both are scored, so no delta is shown against half the reference)."""
     base = results[results["pipeline"].isin([TFIDF, MINILM])]
-    return base.groupby("dataset", sort=False)["accuracy"].max()
+    both = base.groupby("dataset", sort=False)["pipeline"].nunique() == 2
+    return base.groupby("dataset", sort=False)["accuracy"].max().where(both)
 
 
 def tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Pipelines x datasets tables (baselines first): accuracy, delta in points against the better
     baseline, macro-F1, fit and predict seconds, and the matching-baseline check."""
-    order = list(dict.fromkeys([*BASELINES, *results["pipeline"]]))
+    defaults = [pair_name(r, h) for r, h in registry().pairs()]
+    order = list(dict.fromkeys([*BASELINES, *defaults, *results["pipeline"]]))
     order = [p for p in order if p in set(results["pipeline"])]
-    cols = list(dict.fromkeys(results["dataset"]))
+    cols = list(dict.fromkeys([*DATASETS, *results["dataset"]]))
+    cols = [c for c in cols if c in set(results["dataset"])]
 
     def pivot(value):
         return results.pivot(index="pipeline", columns="dataset", values=value).reindex(
@@ -388,10 +392,12 @@ def write_report(results: pd.DataFrame, out: Path, wall_s: float | None = None) 
             if pd.isna(v):
                 cells.loc[p, c] = ""
                 continue
-            text = f"{v:.3f}" if p in BASELINES else f"{v:.3f} ({delta.loc[p, c]:+.1f})"
+            d = delta.loc[p, c]
+            text = f"{v:.3f}" if p in BASELINES or pd.isna(d) else f"{v:.3f} ({d:+.1f})"
             cells.loc[p, c] = f"**{text}**" if v == best else text
     info = (results.drop_duplicates("dataset")
-            .set_index("dataset")[["n_train", "n_test", "n_classes", "protocol"]])
+            .set_index("dataset")[["n_train", "n_test", "n_classes", "protocol"]]
+            .reindex(acc.columns))
     invocations = out / "invocations.jsonl"
     walls = ([json.loads(line)["wall_seconds"] for line in invocations.read_text().splitlines()
               if line.strip()] if invocations.exists() else [])
