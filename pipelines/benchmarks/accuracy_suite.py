@@ -375,7 +375,7 @@ def _markdown(frame: pd.DataFrame, fmt) -> str:
     shown = frame.copy().astype(object)
     for c in frame.columns:
         shown[c] = [("" if pd.isna(v) else fmt(v)) for v in frame[c]]
-    return shown.to_markdown()
+    return shown.to_markdown(disable_numparse=True)
 
 
 def write_report(results: pd.DataFrame, out: Path, wall_s: float | None = None) -> dict:
@@ -407,7 +407,7 @@ def write_report(results: pd.DataFrame, out: Path, wall_s: float | None = None) 
          "points from the better of plain TF-IDF + LR and plain MiniLM + LR on that dataset. "
          "Bold: the best row of the column."), "",
         "## Datasets", "", info.to_markdown(), "",
-        "## Accuracy", "", cells.to_markdown(), "",
+        "## Accuracy", "", cells.to_markdown(disable_numparse=True), "",
         "## Macro-F1", "", _markdown(t["f1_macro"], lambda v: f"{v:.3f}"), "",
         "## Registry defaults against their matching plain baseline (points of accuracy)", "",
         _markdown(t["matching"], lambda v: f"**{v:+.1f}**" if v < -0.5 else f"{v:+.1f}"), "",
