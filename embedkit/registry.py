@@ -85,6 +85,14 @@ def _logreg():
     return make_pipeline(StandardScaler(with_mean=False), LogisticRegression(max_iter=2000))
 
 
+def _logreg_cv():
+    from sklearn.linear_model import LogisticRegressionCV
+
+    # no scaling; C picked by 3-fold inner cross-validation on the training rows
+    return LogisticRegressionCV(Cs=(0.25, 1.0, 4.0, 16.0, 64.0), cv=3, max_iter=3000,
+                                scoring="accuracy")
+
+
 REPRESENTATIONS: dict[str, Entry] = {
     "tfidf": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, max_features=20000),
                    "TF-IDF over words (sublinear tf, min_df=2, 20k terms), sparse"),
@@ -114,6 +122,9 @@ REPRESENTATIONS: dict[str, Entry] = {
     "learned": Entry(step("TokenIndexer", min_count=2, max_length=400),
                      "token ids; the head learns its embedding from scratch"),
     "passthrough": Entry(_passthrough, "raw text, for heads that own their encoder"),
+    "nbsvm": Entry(step("TfidfEmbedder", ngram_range=(1, 2), min_df=2, sublinear_tf=True,
+                        log_count_ratio=True),
+                   "NBSVM: word 1-2 gram TF-IDF times NB log-count ratios (supervised), sparse"),
 }
 
 HEADS: dict[str, Entry] = {
@@ -134,6 +145,9 @@ HEADS: dict[str, Entry] = {
                            "2 Transformer encoder blocks, CLS pooling"),
     "finetune": Entry(step("TransformerClassifier", fine_tune="full", epochs=2, max_length=128),
                       "MiniLM fine-tuned end to end, 2 epochs (slow on CPU)"),
+    "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling"),
+    "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
+                   "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)"),
 }
 
 #: what `embedkit compare` runs when no selection is given
