@@ -4,8 +4,8 @@ Same model folder (the packaged all-MiniLM-L6-v2), same texts, same thread count
 truncation (256 tokens): TREC-6 questions and BBC News articles. The peer runs
 ``SentenceTransformer.encode`` at several batch sizes and its best one is the reference;
 embedkit runs with the defaults a user gets (``TransformerEmbedder()``: ONNX Runtime on CPU when
-the onnx extra is installed), plus a ``backend="torch"`` row. ``--extra`` adds opt-in rows:
-PyTorch without the oneDNN routing of the linear layers, ``dtype="int8"`` and
+the onnx extra is installed), plus a ``backend="torch"`` row. ``--extra`` adds PyTorch without the
+oneDNN routing of the linear layers and the opt-in ``dtype="int8"``; ``--bf16`` adds
 ``dtype="bfloat16"``. Rounds are interleaved and the fastest round of each contender is kept,
 because the machine may be shared: only the ratios measured in one run mean anything.
 
@@ -25,7 +25,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def _embedders(extra: bool) -> dict:
+def _embedders(extra: bool, bf16: bool) -> dict:
     from embedkit import TransformerEmbedder
     from embedkit.representations import transformer
 
@@ -37,7 +37,6 @@ def _embedders(extra: bool) -> dict:
     out["embedkit backend=torch"] = TransformerEmbedder(backend="torch").fit(["x"])
     if extra:
         out["embedkit int8"] = TransformerEmbedder(dtype="int8").fit(["x"])
-        out["embedkit bfloat16"] = TransformerEmbedder(dtype="bfloat16").fit(["x"])
         before = os.environ.get("EMBEDKIT_ONEDNN")
         os.environ["EMBEDKIT_ONEDNN"] = "0"
         transformer._MODELS.clear()  # load a second, plain copy of the weights
@@ -48,6 +47,8 @@ def _embedders(extra: bool) -> dict:
                 os.environ.pop("EMBEDKIT_ONEDNN")
             else:
                 os.environ["EMBEDKIT_ONEDNN"] = before
+    if bf16:  # slow where the CPU has no bf16 units (lscpu | grep bf16)
+        out["embedkit bfloat16"] = TransformerEmbedder(dtype="bfloat16").fit(["x"])
     return out
 
 
@@ -60,7 +61,8 @@ def main(argv=None) -> None:
     parser.add_argument("--peer-batches", default="16,32,64,128",
                         help="batch sizes tried for the peer (its best one is the reference)")
     parser.add_argument("--extra", action="store_true",
-                        help="also time torch without oneDNN, int8 and bfloat16")
+                        help="also time torch without oneDNN, and dtype='int8'")
+    parser.add_argument("--bf16", action="store_true", help="also time dtype='bfloat16'")
     args = parser.parse_args(argv)
 
     import torch
@@ -74,7 +76,7 @@ def main(argv=None) -> None:
     path = str(resource_path("all-minilm-l6-v2"))
     peer = SentenceTransformer(path, device="cpu")
     peer.max_seq_length = 256
-    ours = _embedders(args.extra)
+    ours = _embedders(args.extra, args.bf16)
     rng = np.random.default_rng(0)
     sets = {
         "trec": list(rng.choice(load_dataset("trec").text.to_numpy(), args.trec, replace=False)),
