@@ -19,6 +19,7 @@ import numpy as np
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--datasets", default="trec,bbc")
     args = parser.parse_args(argv)
 
     import torch
@@ -34,7 +35,8 @@ def main(argv=None) -> None:
     tasks = {"trec": (trec[trec.split == "train"], trec[trec.split == "test"]),
              "bbc": (bbc_train, bbc_test)}
     models = {dtype: TransformerEmbedder(dtype=dtype).fit(["x"]) for dtype in ("float32", "int8")}
-    for name, (train, test) in tasks.items():
+    for name in args.datasets.split(","):
+        train, test = tasks[name]
         texts = list(train.text) + list(test.text)
         vectors, seconds = {}, {}
         for dtype, model in models.items():
