@@ -271,8 +271,9 @@ class TransformerEmbedder(NeuralEncoder):
                     RuntimeWarning, stacklevel=3)
                 self.weights_id_ = found
             self._tokenizer, self._network, self.source_ = tokenizer, network, source
-            if getattr(self, "backend_", "torch") == "onnx":
+            if getattr(self, "backend_", "torch") == "onnx":  # unpickled: reopen (or fall back)
                 self._runner = self._open_runner("onnx", source)
+                self.backend_ = "torch" if self._runner is None else "onnx"
         return self._tokenizer, self._network
 
     def __getstate__(self):
