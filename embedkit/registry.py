@@ -151,7 +151,7 @@ HEADS: dict[str, Entry] = {
     "finetune-short": Entry(step("TransformerClassifier", fine_tune="last_k", k=6, lr=1e-4,
                                  batch_size=32, epochs=2, max_length=64),
                             "MiniLM fine-tuned for short texts: 2 epochs, batch 32, lr 1e-4, "
-                            "lower six layers frozen"),
+                            "its six blocks trained, word embeddings frozen"),
     "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling"),
     "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
                    "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)"),
