@@ -272,21 +272,23 @@ def _signature(step) -> str:
 
 def _fold_independent(rep, X, store) -> bool:
     """True when ``rep``'s vectors do not depend on the documents it is fitted on (pretrained
-    encoders): two fits on different documents give the same cache fingerprint. Cheap: each
-    fit sees 16 documents."""
+    encoders): two fits on different documents give the same cache fingerprint. Only a class
+    whose cache identity is its weights (it overrides ``_cache_identity``) can qualify; the
+    others' identity is their fitted state, which follows the documents. Cheap: each fit sees
+    16 documents."""
     from sklearn.base import clone
 
+    from .base import Representation
     from .cache import fingerprint
 
-    if isinstance(rep, str) or "cache" not in rep.get_params(deep=False):
+    if not isinstance(rep, Representation) or "cache" not in rep.get_params(deep=False):
+        return False
+    if type(rep)._cache_identity is Representation._cache_identity:
         return False
     if registry.output_form(rep) not in ("pooled", "sequence") or len(X) < 32:
         return False
-    try:
-        a = clone(rep).set_params(cache=store).fit(X[:16])
-        b = clone(rep).set_params(cache=store).fit(X[16:32])
-    except (ValueError, RuntimeError):  # cannot fit on 16 documents (gensim: no vocabulary)
-        return False
+    a = clone(rep).set_params(cache=store).fit(X[:16])
+    b = clone(rep).set_params(cache=store).fit(X[16:32])
     return fingerprint(a) == fingerprint(b)
 
 
