@@ -2,6 +2,7 @@
 
     python notebooks/build.py            # write + execute all (outputs saved in the .ipynb)
     python notebooks/build.py 02         # only notebooks whose name starts with 02
+    python notebooks/build.py --figures DIR   # the saved notebooks' images, as PNG files
 
 Edit the cells here, not in the .ipynb files, so the notebooks stay reviewable as code.
 Set EMBEDKIT_QUICK=1 to execute on small slices (what CI does, in notebooks/test_notebooks.py).
@@ -37,27 +38,31 @@ def table(source: str) -> dict:
     return {"source": source, "tags": [TABLE]}
 
 
-SETUP = """\
+def setup(imports: str) -> str:
+    """A notebook's first code cell: inline figures, its imports, the QUICK switch."""
+    return f"""\
 %matplotlib inline
-import os
-import numpy as np
-import pandas as pd
-import matplotlib.pyplot as plt
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import cross_val_score, train_test_split
-from sklearn.pipeline import make_pipeline, Pipeline
-import embedkit
-from embedkit import load_dataset
-from embedkit.plots import family_colour, score_chart, time_chart
+{imports}
 
 QUICK = os.environ.get("EMBEDKIT_QUICK", "") not in ("", "0")  # CI runs the notebooks small
 pd.set_option("display.precision", 3)"""
+
 
 NOTEBOOKS = {
     "01_representations": [
         ("# 1. Text representations\n\nFrom bag-of-words to static word vectors, each one a "
         "scikit-learn transformer. We use BBC News (2,225 articles, 5 topics)."),
-        SETUP,
+        setup("""\
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart, time_chart"""),
         table("""\
 bbc = load_dataset("bbc-news")
 if QUICK:
@@ -133,6 +138,7 @@ plt.show()"""),
         table("""\
 from sklearn.model_selection import cross_validate
 from sklearn.preprocessing import StandardScaler
+
 from embedkit import Doc2VecEmbedder, TransformerEmbedder
 
 sample = bbc.groupby("label").head(150)
@@ -167,7 +173,15 @@ time_chart(results)"""),
     "02_heads": [
         ("# 2. Neural heads\n\nDeep averaging network, Conv1D, RNNs with different poolings, and "
         "attention, on TREC-6 questions (official 500-question test split)."),
-        SETUP,
+        setup("""\
+import os
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from sklearn.pipeline import make_pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart"""),
         """\
 trec = load_dataset("trec")
 train, test = trec[trec.split == "train"], trec[trec.split == "test"]
@@ -177,8 +191,15 @@ print(len(train), "train /", len(test), "test questions")""",
         "own embedding (a DAN is the MLP head over ids: embed, average, classify)."),
         table("""\
 import time
-from embedkit import (AttentionClassifier, ConvClassifier, MLPClassifier, RNNClassifier,
-                      SelfAttentionClassifier, TokenIndexer)
+
+from embedkit import (
+    AttentionClassifier,
+    ConvClassifier,
+    MLPClassifier,
+    RNNClassifier,
+    SelfAttentionClassifier,
+    TokenIndexer,
+)
 
 epochs = 3 if QUICK else 8
 heads = {
@@ -247,7 +268,15 @@ attention_heatmap(list(tokens), list(weights), title=f"predicted {predicted}")""
     "03_transfer_learning": [
         ("# 3. Transfer learning\n\nA frozen pretrained encoder with a linear classifier on top, "
         "versus fine-tuning the whole encoder on TREC-6."),
-        SETUP,
+        setup("""\
+import os
+
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart"""),
         """\
 trec = load_dataset("trec")
 train, test = trec[trec.split == "train"], trec[trec.split == "test"]
@@ -257,6 +286,7 @@ len(train), len(test)""",
         "## Frozen MiniLM + logistic regression",
         """\
 import time
+
 from embedkit import TransformerEmbedder
 
 start = time.perf_counter()
@@ -295,7 +325,14 @@ features.shape""",
         ("# 4. One grid over every representation\n\n`pipelines.search.make_search` pairs each "
         "representation only with heads that accept what it produces, and caches embeddings so "
         "each document is encoded once per fitted representation."),
-        SETUP,
+        setup("""\
+import os
+
+import pandas as pd
+from sklearn.pipeline import Pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart, time_chart"""),
         """\
 from pipelines.search import make_search
 
@@ -307,7 +344,9 @@ print(sum(len(g["head"]) for g in search.param_grid), "pipelines x 3 folds")
 search.fit(X, y);""",
         table("""\
 res = pd.DataFrame(search.cv_results_)
-name = lambda est: type(est[-1] if isinstance(est, Pipeline) else est).__name__  # noqa: E731
+def name(step):
+    return type(step[-1] if isinstance(step, Pipeline) else step).__name__
+
 res["representation"] = [name(p["features"]) + ("" if getattr(p["features"], "output", "pooled") == "pooled"
                                                 else f"({p['features'].output})") for p in res.params]
 res["head"] = [name(p["head"]) for p in res.params]
@@ -406,7 +445,30 @@ def build(name: str, execute_cells: bool = True) -> Path:
     return path
 
 
+def export_figures(folder) -> list[Path]:
+    """Write each image of the saved notebooks to ``folder/<notebook>_cell<i>[_<k>].png``, to
+    look at the figures without Jupyter."""
+    import base64
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in NOTEBOOKS:
+        nb = nbformat.read(HERE / f"{name}.ipynb", as_version=4)
+        for i, cell in enumerate(nb.cells):
+            images = [out["data"]["image/png"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+            for k, image in enumerate(images):
+                path = folder / f"{name}_cell{i}{f'_{k}' if k else ''}.png"
+                path.write_bytes(base64.b64decode(image))
+                written.append(path)
+    return written
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--figures"]:  # python notebooks/build.py --figures DIR
+        for path in export_figures(sys.argv[2]):
+            print("wrote", path)
+        raise SystemExit
     prefix = sys.argv[1] if len(sys.argv) > 1 else ""
     for name in NOTEBOOKS:
         if name.startswith(prefix):

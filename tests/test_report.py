@@ -320,6 +320,7 @@ def test_report_renders_sorts_and_logs_no_error(browser, report, results):
 
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.set_window_size(1280, height + 100)
+    browser.execute_script("window.scrollTo(0, 0)")
     shot = report.with_name("report.png")
     assert browser.save_screenshot(str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
