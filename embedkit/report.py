@@ -105,7 +105,7 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
         raise ValueError(f"dataset has columns {list(dataset.columns)}; the report needs a 'text' "
                          "column (and 'label'), the documents the pipelines were scored on.")
     results = results.reset_index(drop=True)
-    meta = dict(results.attrs)
+    meta = {"dataset": None, "protocol": None, "n_docs": None, "wall_seconds": None, **results.attrs}
     heading = title or " · ".join(str(p) for p in (meta.get("dataset"), meta.get("protocol")) if p) \
         or "embedkit comparison"
     labels = [f"{r} + {h}" for r, h in zip(results.representation, results["head"])]

@@ -210,6 +210,16 @@ def test_report_holds_table_charts_dataset_parameters_and_versions(report, resul
     assert "@import" not in html and not re.findall(r"url\((?!#)", html)
 
 
+def test_report_of_bare_results_has_table_and_score_chart_only(tmp_path):
+    bare = pd.DataFrame({"representation": ["bow", "glove"], "head": ["logreg", "mlp"],
+                         "accuracy_mean": [0.81, 0.86], "accuracy_std": [0.02, 0.01]})
+    html = write_html_report(bare, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<h1>embedkit comparison</h1>" in html
+    assert html.count("<svg") == 1 and 'id="time-chart"' not in html
+    assert '<td class="num" data-sort="0.86">0.860 ± 0.010</td>' in html
+    assert "No dataset was given to the report." in html
+
+
 def test_report_rejects_results_it_cannot_show(tmp_path, results):
     with pytest.raises(ValueError, match=r"lacks the columns \['accuracy_std'\]"):
         write_html_report(results.drop(columns="accuracy_std"), tmp_path / "r.html")
