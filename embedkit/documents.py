@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["validate_documents", "Tokenizer", "DEFAULT_TOKEN_PATTERN"]
+__all__ = ["DEFAULT_TOKEN_PATTERN", "TokenizedDocuments", "Tokenizer", "validate_documents"]
 
 #: Words (letters/digits, with inner apostrophes or hyphens such as "don't", "e-mail")
 #: and single punctuation marks, the way GloVe and word2vec vocabularies split text.
@@ -96,8 +98,97 @@ def validate_documents(X: Any, *, name: str = "X") -> list[str]:
     return [d if type(d) is str else str(d) for d in docs]
 
 
+class TokenizedDocuments:
+    """Documents as one flat array of token ids over their distinct tokens.
+
+    ``words[ids[k]]`` is the ``k``-th token of the batch; the first ``lengths[0]`` belong to
+    document 0, the next ``lengths[1]`` to document 1, and so on. ``words`` holds each distinct
+    token once, in order of first occurrence, so a look-up (a vocabulary, a word-vector table)
+    is done once per distinct word and spread to every token with ``array[ids]``.
+
+    Attributes
+    ----------
+    words : list of str
+    ids : ndarray of shape (n_tokens,), int64
+    lengths : ndarray of shape (n_documents,), int64
+
+    Examples
+    --------
+    >>> t = Tokenizer().tokenize_ids(["The cat, the hat.", ""])
+    >>> t.words, t.ids.tolist(), t.lengths.tolist()
+    (['the', 'cat', ',', 'hat', '.'], [0, 1, 2, 0, 3, 4], [6, 0])
+    >>> t.lists()
+    [['the', 'cat', ',', 'the', 'hat', '.'], []]
+    """
+
+    def __init__(self, words: list[str], ids: np.ndarray, lengths: np.ndarray):
+        self.words = words
+        self.ids = ids
+        self.lengths = lengths
+
+    @classmethod
+    def from_lists(cls, tokens: Iterable[list[str]]) -> TokenizedDocuments:
+        """The same batch from one list of tokens per document.
+
+        Examples
+        --------
+        >>> TokenizedDocuments.from_lists([["a", "b"], [], ["b"]]).ids.tolist()
+        [0, 1, 1]
+        """
+        import pandas as pd
+
+        tokens = tokens if isinstance(tokens, list) else list(tokens)
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        flat = np.empty(int(lengths.sum()), dtype=object)
+        flat[:] = list(itertools.chain.from_iterable(tokens))
+        ids, words = pd.factorize(flat)
+        return cls(list(words), ids.astype(np.int64), lengths)
+
+    def __len__(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.ids.shape[0])
+
+    def document_index(self) -> np.ndarray:
+        """Document of every token, ``(n_tokens,)``."""
+        return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
+
+    def counts(self) -> np.ndarray:
+        """How often each of ``words`` occurs in the batch."""
+        return np.bincount(self.ids, minlength=len(self.words))
+
+    def document_frequencies(self) -> np.ndarray:
+        """In how many documents each of ``words`` occurs."""
+        pairs = np.unique(self.document_index() * len(self.words) + self.ids)
+        return np.bincount(pairs % max(len(self.words), 1), minlength=len(self.words))
+
+    def split(self, flat: np.ndarray, lengths: np.ndarray | None = None) -> list[list]:
+        """Cut a flat per-token array into one list per document (``lengths`` by default)."""
+        lengths = self.lengths if lengths is None else lengths
+        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        return [flat[a:b].tolist() for a, b in itertools.pairwise(bounds)]
+
+    def lists(self) -> list[list[str]]:
+        """The tokens of each document, as `Tokenizer.tokenize_all` returns them."""
+        words = np.empty(len(self.words), dtype=object)
+        words[:] = self.words
+        return self.split(words[self.ids])
+
+
 class Tokenizer:
     """Regex word tokenizer; picklable, so it can travel inside fitted estimators.
+
+    With the default pattern, batches (`tokenize_all`, `tokenize_ids`) are tokenized by numpy
+    kernels over the code points of the whole batch instead of one ``re.findall`` per document:
+    each character is classified once (word character, whitespace, apostrophe/hyphen, other; the
+    classes come from Python's own ``re``, so ``\\w`` and ``\\s`` mean exactly what they mean
+    in the pattern, in every script), token boundaries follow from neighbouring classes, and the
+    distinct tokens are found with one hash pass (``pyarrow.compute.dictionary_encode``).
+    Lowercasing stays Python's ``str.lower``. The tokens are the pattern's, character for
+    character (``tests/test_tokenizer.py`` checks every built-in dataset and hostile text);
+    other patterns use ``re.findall``.
 
     Parameters
     ----------
@@ -123,11 +214,17 @@ class Tokenizer:
         return self._regex.findall(text)
 
     def tokenize_all(self, docs: Iterable[str]) -> list[list[str]]:
-        """Tokenize every document."""
-        findall = self._regex.findall
+        """Tokenize every document: one list of tokens per document."""
+        return self.tokenize_ids(docs).lists()
+
+    def tokenize_ids(self, docs: Iterable[str]) -> TokenizedDocuments:
+        """Tokenize every document into a `TokenizedDocuments` (flat ids over distinct words)."""
+        docs = docs if isinstance(docs, list) else list(docs)
         if self.lowercase:
-            return [findall(d.lower()) for d in docs]
-        return [findall(d) for d in docs]
+            docs = [d.lower() for d in docs]
+        if self.pattern == DEFAULT_TOKEN_PATTERN:
+            return _tokenize_default(docs)
+        return _tokenize_regex(docs, self._regex)
 
     def __getstate__(self):
         return {"lowercase": self.lowercase, "pattern": self.pattern}
@@ -137,3 +234,102 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(lowercase={self.lowercase!r})"
+
+
+def _tokenize_regex(docs: list[str], regex: re.Pattern) -> TokenizedDocuments:
+    """One ``findall`` per document (any pattern)."""
+    return TokenizedDocuments.from_lists([regex.findall(d) for d in docs])
+
+
+# character classes of the default pattern, indexed by code point
+_SPACE, _WORD, _OTHER, _JOINER = 0, 1, 2, 3
+_CHUNK_CHARS = 1 << 18  # characters tokenized at once: the temporaries stay in cache
+
+
+@functools.cache
+def _character_classes() -> np.ndarray:
+    """Class of every code point for `DEFAULT_TOKEN_PATTERN`, read off Python's ``re`` itself."""
+    everything = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    table = np.full(0x110000, _OTHER, dtype=np.uint8)
+    for cls, regex in ((_WORD, r"\w+"), (_SPACE, r"\s+")):
+        for m in re.finditer(regex, everything):
+            table[m.start():m.end()] = cls
+    assert table[ord("'")] == table[ord("-")] == _OTHER  # the fast path's premise
+    table[[ord("'"), ord("-")]] = _JOINER
+    table.flags.writeable = False
+    return table
+
+
+def _code_points(text: str) -> np.ndarray:
+    """Code points of ``text`` in the narrowest unsigned dtype, one element per character."""
+    try:
+        return np.frombuffer(text.encode("latin-1"), dtype=np.uint8)
+    except UnicodeEncodeError:
+        pass
+    try:
+        units = np.frombuffer(text.encode("utf-16-le"), dtype="<u2")
+        if units.size == len(text):  # no character outside the BMP, so units are code points
+            return units
+    except UnicodeEncodeError:  # a lone surrogate
+        pass
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+
+
+def _tokenize_chunk(docs: list[str], sizes: np.ndarray, table: np.ndarray):
+    """Tokens of ``docs`` as (token characters back to back, token lengths, tokens per document).
+
+    `DEFAULT_TOKEN_PATTERN` matched left to right partitions the non-space characters: a run of
+    word characters, extended across an apostrophe or hyphen that has word characters on both
+    sides, is one token; any other non-space character is a token of its own. So a character
+    continues the token before it exactly when it and its predecessor both belong to such a run.
+    """
+    text = "\n".join(docs)  # a space character: no token crosses documents
+    cps = _code_points(text)
+    cls = table[cps]
+    word = cls == _WORD
+    in_word = word.copy()
+    in_word[1:-1] |= (cls[1:-1] == _JOINER) & word[:-2] & word[2:]
+    token_char = cls != _SPACE
+    joined = in_word[1:] & in_word[:-1]  # character i + 1 continues the token of character i
+    first, last = token_char.copy(), token_char.copy()
+    first[1:] &= ~joined
+    last[:-1] &= ~joined
+    starts = np.flatnonzero(first)
+    token_lengths = np.flatnonzero(last) - starts + 1
+    doc_starts = np.cumsum(sizes) - sizes  # sizes: characters of each document plus one
+    per_doc = np.diff(np.searchsorted(starts, doc_starts), append=starts.size)
+    return cps[token_char], token_lengths, per_doc
+
+
+def _tokenize_default(docs: list[str]) -> TokenizedDocuments:
+    """`DEFAULT_TOKEN_PATTERN` over a batch with numpy kernels (see `Tokenizer`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = _character_classes()
+    sizes = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs)) + 1
+    chunk = (np.cumsum(sizes) - 1) // _CHUNK_CHARS  # whole documents, about _CHUNK_CHARS each
+    bounds = [0, *(np.flatnonzero(np.diff(chunk)) + 1).tolist(), len(docs)]
+    parts = [_tokenize_chunk(docs[a:b], sizes[a:b], table)
+             for a, b in itertools.pairwise(bounds) if b > a]
+    lengths = np.concatenate([p[2] for p in parts] or [[]]).astype(np.int64, copy=False)
+    if not lengths.any():
+        return TokenizedDocuments([], np.zeros(0, np.int64), lengths)
+    dtype = max((p[0].dtype for p in parts), key=lambda t: t.itemsize)
+    width = dtype.itemsize
+    arrays = []
+    for chars, token_lengths, _ in parts:
+        offsets = np.concatenate([[0], np.cumsum(token_lengths)]) * width
+        arrays.append(pa.Array.from_buffers(
+            pa.large_binary(), token_lengths.size,
+            [None, pa.py_buffer(offsets), pa.py_buffer(chars.astype(dtype, copy=False))]))
+    encoded = pc.dictionary_encode(pa.chunked_array(arrays, pa.large_binary()))
+    ids = np.concatenate([np.asarray(c.indices, dtype=np.int64) for c in encoded.chunks])
+    unique = encoded.chunks[0].dictionary
+    offsets = np.frombuffer(unique.buffers()[1], dtype=np.int64)[:len(unique) + 1] // width
+    codec = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[width]
+    text = memoryview(unique.buffers()[2])[: int(offsets[-1]) * width].tobytes().decode(
+        codec, "surrogatepass")
+    bounds = offsets.tolist()
+    words = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    return TokenizedDocuments(words, ids, lengths)
