@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -103,8 +103,9 @@ class TokenizedDocuments:
 
     ``words[ids[k]]`` is the ``k``-th token of the batch; the first ``lengths[0]`` belong to
     document 0, the next ``lengths[1]`` to document 1, and so on. ``words`` holds each distinct
-    token once, in order of first occurrence, so a look-up (a vocabulary, a word-vector table)
-    is done once per distinct word and spread to every token with ``array[ids]``.
+    token once, in order of first occurrence (after the given vocabulary, if any; see
+    `Tokenizer.tokenize_ids`), so a look-up (a vocabulary, a word-vector table) is done once per
+    distinct word and spread to every token with ``array[ids]``.
 
     Attributes
     ----------
@@ -176,6 +177,41 @@ class TokenizedDocuments:
         words[:] = self.words
         return self.split(words[self.ids])
 
+    def subset(self, mask: np.ndarray) -> TokenizedDocuments:
+        """The tokens where ``mask`` (one flag per token) is True, documents kept."""
+        kept_before_end = np.concatenate([[0], np.cumsum(mask)])[np.cumsum(self.lengths)]
+        return TokenizedDocuments(self.words, self.ids[mask], np.diff(kept_before_end, prepend=0))
+
+    def truncate(self, max_length: int | None) -> TokenizedDocuments:
+        """The first ``max_length`` tokens of each document (all of them for None)."""
+        if max_length is None or self.lengths.max(initial=0) <= max_length:
+            return self
+        step = np.arange(self.n_tokens) - np.repeat(np.cumsum(self.lengths) - self.lengths,
+                                                    self.lengths)
+        return self.subset(step < max_length)
+
+    def padded_index(self, width: int) -> np.ndarray:
+        """Position of each token in a row-major ``(n_documents, width)`` padded array."""
+        starts = np.cumsum(self.lengths) - self.lengths
+        return np.arange(self.n_tokens) + np.repeat(np.arange(len(self)) * width - starts,
+                                                     self.lengths)
+
+    def after(self, vocabulary: Mapping[str, int]) -> TokenizedDocuments:
+        """The same tokens with ``words`` starting with ``vocabulary`` (see `Tokenizer.tokenize_ids`).
+
+        Examples
+        --------
+        >>> t = Tokenizer().tokenize_ids(["b z a"]).after({"a": 0, "b": 1})
+        >>> t.words, t.ids.tolist()
+        (['a', 'b', 'z'], [1, 2, 0])
+        """
+        position = np.fromiter(map(vocabulary.get, self.words, itertools.repeat(-1)),
+                               dtype=np.int64, count=len(self.words))
+        new = position < 0
+        position[new] = len(vocabulary) + np.arange(np.count_nonzero(new))
+        words = [*vocabulary, *itertools.compress(self.words, new.tolist())]
+        return TokenizedDocuments(words, position[self.ids], self.lengths)
+
 
 class Tokenizer:
     """Regex word tokenizer; picklable, so it can travel inside fitted estimators.
@@ -186,9 +222,10 @@ class Tokenizer:
     classes come from Python's own ``re``, so ``\\w`` and ``\\s`` mean exactly what they mean
     in the pattern, in every script), token boundaries follow from neighbouring classes, and the
     distinct tokens are found with one hash pass (``pyarrow.compute.dictionary_encode``).
-    Lowercasing stays Python's ``str.lower``. The tokens are the pattern's, character for
-    character (``tests/test_tokenizer.py`` checks every built-in dataset and hostile text);
-    other patterns use ``re.findall``.
+    Lowercasing is Python's ``str.lower`` (for Latin-1 text, the same mapping as a byte
+    table). The tokens are the pattern's, character for character (``tests/test_tokenizer.py``
+    checks every built-in dataset, every code point and hostile text); other patterns use
+    ``re.findall``.
 
     Parameters
     ----------
@@ -217,14 +254,32 @@ class Tokenizer:
         """Tokenize every document: one list of tokens per document."""
         return self.tokenize_ids(docs).lists()
 
-    def tokenize_ids(self, docs: Iterable[str]) -> TokenizedDocuments:
-        """Tokenize every document into a `TokenizedDocuments` (flat ids over distinct words)."""
+    def tokenize_ids(self, docs: Iterable[str],
+                     vocabulary: Mapping[str, int] | None = None) -> TokenizedDocuments:
+        """Tokenize every document into a `TokenizedDocuments` (flat ids over distinct words).
+
+        Parameters
+        ----------
+        docs : iterable of str
+        vocabulary : dict, optional
+            Distinct words mapped to their positions ``0 .. len(vocabulary) - 1``, in that
+            order (e.g. ``{"the": 0, "cat": 1}``). ``words`` then starts with these words, so a
+            token's id is its vocabulary position when it has one, and ``len(vocabulary)`` or
+            more when not; the batch's other words follow in order of first occurrence. For a
+            large batch the vocabulary seeds the hash pass, so no word is looked up in it.
+
+        Examples
+        --------
+        >>> t = Tokenizer().tokenize_ids(["The end", "the cat"], vocabulary={"cat": 0, "the": 1})
+        >>> t.words, t.ids.tolist()
+        (['cat', 'the', 'end'], [1, 2, 1, 0])
+        """
         docs = docs if isinstance(docs, list) else list(docs)
-        if self.lowercase:
-            docs = [d.lower() for d in docs]
-        if self.pattern == DEFAULT_TOKEN_PATTERN:
-            return _tokenize_default(docs)
-        return _tokenize_regex(docs, self._regex)
+        if self.pattern != DEFAULT_TOKEN_PATTERN:
+            tokens = TokenizedDocuments.from_lists(
+                [self._regex.findall(d.lower() if self.lowercase else d) for d in docs])
+            return tokens if vocabulary is None else tokens.after(vocabulary)
+        return _tokenize_default(docs, self.lowercase, vocabulary)
 
     def __getstate__(self):
         return {"lowercase": self.lowercase, "pattern": self.pattern}
@@ -236,14 +291,10 @@ class Tokenizer:
         return f"Tokenizer(lowercase={self.lowercase!r})"
 
 
-def _tokenize_regex(docs: list[str], regex: re.Pattern) -> TokenizedDocuments:
-    """One ``findall`` per document (any pattern)."""
-    return TokenizedDocuments.from_lists([regex.findall(d) for d in docs])
-
-
 # character classes of the default pattern, indexed by code point
 _SPACE, _WORD, _OTHER, _JOINER = 0, 1, 2, 3
 _CHUNK_CHARS = 1 << 18  # characters tokenized at once: the temporaries stay in cache
+_SEED_CHARS_PER_WORD = 8  # seed the hash pass with the vocabulary for batches at least this long
 
 
 @functools.cache
@@ -258,6 +309,21 @@ def _character_classes() -> np.ndarray:
     table[[ord("'"), ord("-")]] = _JOINER
     table.flags.writeable = False
     return table
+
+
+@functools.cache
+def _latin1_tables() -> tuple[bytes, bytes, bytes]:
+    """``bytes.translate`` arguments for Latin-1 text: ``str.lower``, the character classes and
+    the whitespace characters.
+
+    Every Latin-1 character lowercases to one Latin-1 character (checked here), so on Latin-1
+    text ``str.lower`` is exactly this byte mapping.
+    """
+    latin1 = bytes(range(256)).decode("latin-1")
+    lower = latin1.lower().encode("latin-1")  # raises if the premise ever breaks
+    assert len(lower) == len(latin1)  # the fast path's premise
+    classes = _character_classes()[:256]
+    return lower, classes.tobytes(), bytes(np.flatnonzero(classes == _SPACE).tolist())
 
 
 def _code_points(text: str) -> np.ndarray:
@@ -275,7 +341,7 @@ def _code_points(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
 
 
-def _tokenize_chunk(docs: list[str], sizes: np.ndarray, table: np.ndarray):
+def _tokenize_chunk(docs: list[str], lowercase: bool):
     """Tokens of ``docs`` as (token characters back to back, token lengths, tokens per document).
 
     `DEFAULT_TOKEN_PATTERN` matched left to right partitions the non-space characters: a run of
@@ -284,52 +350,78 @@ def _tokenize_chunk(docs: list[str], sizes: np.ndarray, table: np.ndarray):
     continues the token before it exactly when it and its predecessor both belong to such a run.
     """
     text = "\n".join(docs)  # a space character: no token crosses documents
-    cps = _code_points(text)
-    cls = table[cps]
+    try:
+        raw = text.encode("latin-1")
+    except UnicodeEncodeError:
+        raw = None
+        if lowercase:  # lowercasing may change lengths (e.g. "İ" becomes two characters)
+            docs = [d.lower() for d in docs]
+            text = "\n".join(docs)
+        cps = _code_points(text)
+        cls = _character_classes()[cps]
+    else:
+        lower, classes, spaces = _latin1_tables()
+        cls = np.frombuffer(raw.translate(classes), dtype=np.uint8)  # lowercasing keeps classes
+        raw = raw.translate(lower) if lowercase else raw
     word = cls == _WORD
     in_word = word.copy()
     in_word[1:-1] |= (cls[1:-1] == _JOINER) & word[:-2] & word[2:]
     token_char = cls != _SPACE
-    joined = in_word[1:] & in_word[:-1]  # character i + 1 continues the token of character i
-    first, last = token_char.copy(), token_char.copy()
-    first[1:] &= ~joined
-    last[:-1] &= ~joined
+    apart = ~(in_word[1:] & in_word[:-1])  # character i + 1 does not continue character i's token
+    first, last = token_char.copy(), token_char
+    first[1:] &= apart
+    last[:-1] &= apart
     starts = np.flatnonzero(first)
     token_lengths = np.flatnonzero(last) - starts + 1
-    doc_starts = np.cumsum(sizes) - sizes  # sizes: characters of each document plus one
-    per_doc = np.diff(np.searchsorted(starts, doc_starts), append=starts.size)
-    return cps[token_char], token_lengths, per_doc
+    sizes = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs)) + 1
+    per_doc = np.diff(np.searchsorted(starts, np.cumsum(sizes) - sizes), append=starts.size)
+    if raw is None:
+        return cps[cls != _SPACE], token_lengths, per_doc
+    return np.frombuffer(raw.translate(None, spaces), dtype=np.uint8), token_lengths, per_doc
 
 
-def _tokenize_default(docs: list[str]) -> TokenizedDocuments:
+def _binary_array(chars: np.ndarray, lengths: np.ndarray, dtype: np.dtype):
+    """Arrow binary array whose values are consecutive runs of ``lengths`` characters."""
+    import pyarrow as pa
+
+    offsets = np.concatenate([[0], np.cumsum(lengths)]) * dtype.itemsize
+    return pa.Array.from_buffers(pa.large_binary(), lengths.size,
+                                 [None, pa.py_buffer(offsets),
+                                  pa.py_buffer(chars.astype(dtype, copy=False))])
+
+
+def _tokenize_default(docs: list[str], lowercase: bool,
+                      vocabulary: Mapping[str, int] | None) -> TokenizedDocuments:
     """`DEFAULT_TOKEN_PATTERN` over a batch with numpy kernels (see `Tokenizer`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = _character_classes()
     sizes = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs)) + 1
     chunk = (np.cumsum(sizes) - 1) // _CHUNK_CHARS  # whole documents, about _CHUNK_CHARS each
     bounds = [0, *(np.flatnonzero(np.diff(chunk)) + 1).tolist(), len(docs)]
-    parts = [_tokenize_chunk(docs[a:b], sizes[a:b], table)
-             for a, b in itertools.pairwise(bounds) if b > a]
+    parts = [_tokenize_chunk(docs[a:b], lowercase) for a, b in itertools.pairwise(bounds) if b > a]
     lengths = np.concatenate([p[2] for p in parts] or [[]]).astype(np.int64, copy=False)
     if not lengths.any():
-        return TokenizedDocuments([], np.zeros(0, np.int64), lengths)
-    dtype = max((p[0].dtype for p in parts), key=lambda t: t.itemsize)
-    width = dtype.itemsize
-    arrays = []
-    for chars, token_lengths, _ in parts:
-        offsets = np.concatenate([[0], np.cumsum(token_lengths)]) * width
-        arrays.append(pa.Array.from_buffers(
-            pa.large_binary(), token_lengths.size,
-            [None, pa.py_buffer(offsets), pa.py_buffer(chars.astype(dtype, copy=False))]))
+        tokens = TokenizedDocuments([], np.zeros(0, np.int64), lengths)
+        return tokens if vocabulary is None else tokens.after(vocabulary)
+    large = bool(vocabulary) and sizes.sum() >= _SEED_CHARS_PER_WORD * len(vocabulary)
+    seed = list(vocabulary) if large else []
+    seed_chars = _code_points("".join(seed))
+    seed_lengths = np.fromiter(map(len, seed), dtype=np.int64, count=len(seed))
+    dtype = max([seed_chars.dtype] + [p[0].dtype for p in parts], key=lambda t: t.itemsize)
+    arrays = [_binary_array(seed_chars, seed_lengths, dtype)]
+    arrays += [_binary_array(chars, token_lengths, dtype) for chars, token_lengths, _ in parts]
     encoded = pc.dictionary_encode(pa.chunked_array(arrays, pa.large_binary()))
-    ids = np.concatenate([np.asarray(c.indices, dtype=np.int64) for c in encoded.chunks])
-    unique = encoded.chunks[0].dictionary
-    offsets = np.frombuffer(unique.buffers()[1], dtype=np.int64)[:len(unique) + 1] // width
+    # empty chunks are dropped; the seed words, distinct, come first with ids 0 .. len(seed) - 1
+    ids = np.concatenate([c.indices.to_numpy() for c in encoded.chunks], dtype=np.int64)
+    ids = ids[len(seed):]
+    unique = encoded.chunks[0].dictionary  # one dictionary shared by every chunk
+    width = dtype.itemsize
+    offsets = np.frombuffer(unique.buffers()[1], dtype=np.int64)[len(seed):len(unique) + 1] // width
     codec = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[width]
-    text = memoryview(unique.buffers()[2])[: int(offsets[-1]) * width].tobytes().decode(
-        codec, "surrogatepass")
-    bounds = offsets.tolist()
-    words = [text[a:b] for a, b in itertools.pairwise(bounds)]
-    return TokenizedDocuments(words, ids, lengths)
+    text = memoryview(unique.buffers()[2])[offsets[0] * width:offsets[-1] * width].tobytes()
+    text = text.decode(codec, "surrogatepass")
+    bounds = (offsets - offsets[0]).tolist()
+    tokens = TokenizedDocuments([*seed, *(text[a:b] for a, b in itertools.pairwise(bounds))],
+                                ids, lengths)
+    return tokens if vocabulary is None or large else tokens.after(vocabulary)

@@ -118,6 +118,26 @@ def test_tokenized_documents_layout():
     assert empty.lists() == [] and empty.n_tokens == 0
 
 
+@pytest.mark.parametrize("seed", [True, False], ids=["seeded", "looked-up"])
+def test_vocabulary_comes_first_and_gives_the_ids(monkeypatch, seed):
+    """Large batches seed the hash pass with the vocabulary, small ones look words up in it;
+    both give the vocabulary's positions as ids and the same tokens."""
+    monkeypatch.setattr(documents, "_SEED_CHARS_PER_WORD", 0 if seed else 10**9)
+    vocabulary = {w: i for i, w in enumerate(["the", "😀", "\ud800", "zzz", "cat", "İ", "a b"])}
+    docs = HOSTILE[:12] + ["The cat 😀 sat", "", "the the"]
+    got = Tokenizer().tokenize_ids(docs, vocabulary=vocabulary)
+    assert got.words[:len(vocabulary)] == list(vocabulary)
+    assert len(got.words) == len(set(got.words))
+    assert got.lists() == reference(docs)
+    plain = Tokenizer().tokenize_ids(docs)
+    assert [w for w in got.words if w not in vocabulary] == [w for w in plain.words
+                                                          if w not in vocabulary]
+    the = got.ids[np.asarray(got.words, dtype=object)[got.ids] == "the"]
+    assert the.size == 3 and set(the.tolist()) == {0}
+    empty = Tokenizer().tokenize_ids(["", " "], vocabulary=vocabulary)
+    assert empty.words == list(vocabulary) and empty.lists() == [[], []]
+
+
 def test_other_patterns_use_the_regex():
     tok = Tokenizer(pattern=r"\w+")
     docs = ["Don't e-mail", "x_y z"]

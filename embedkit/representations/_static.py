@@ -15,7 +15,6 @@ Subclasses implement ``_build_vectors(tokens, counts) -> WordVectors`` (load or 
 
 from __future__ import annotations
 
-import itertools
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -32,15 +31,6 @@ __all__ = ["OOV_POLICIES", "POOLINGS", "StaticEmbedder"]
 
 POOLINGS = ("mean", "sum", "max", "tfidf", "sif")
 OOV_POLICIES = ("skip", "zero", "unk", "subword")
-
-
-def _kept(tokens: TokenizedDocuments, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids and per-document lengths after dropping the tokens of words with ``keep`` False."""
-    if keep.all():
-        return tokens.ids, tokens.lengths
-    kept = keep[tokens.ids]
-    ends = np.concatenate([[0], np.cumsum(kept)])[np.cumsum(tokens.lengths)]
-    return tokens.ids[kept], np.diff(ends, prepend=0)
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -162,6 +152,7 @@ class StaticEmbedder(Representation):
         self.embedding_matrix_ = matrix
         self.sif_component_ = None
         if self.pooling == "sif" and self.sif_remove_pc and n_docs > 1:
+            tokens = tokens.after(self.word_index_)
             pooled = self._pool(tokens, *self._resolve(tokens))
             if np.any(pooled):
                 _, _, vt = np.linalg.svd(pooled.astype(np.float64), full_matrices=False)
@@ -170,7 +161,7 @@ class StaticEmbedder(Representation):
 
     # -- transform ------------------------------------------------------------------------------
     def _transform(self, docs):
-        tokens = self.tokenizer_.tokenize_ids(docs)
+        tokens = self.tokenizer_.tokenize_ids(docs, vocabulary=self.word_index_)
         n = len(tokens)
         vectors, positions, keep = self._resolve(tokens)
         if self.output == "pooled":
@@ -179,52 +170,48 @@ class StaticEmbedder(Representation):
                 u = self.sif_component_
                 out = out - np.outer(out @ u, u).astype(np.float32)
             return out
-        ids, lengths = _kept(tokens, keep)
-        step = np.arange(ids.size, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        if self.max_length:
-            short = step < self.max_length
-            ids, step = ids[short], step[short]
-            lengths = np.minimum(lengths, self.max_length)
-        doc = np.repeat(np.arange(n), lengths)
-        width = max(int(lengths.max()) if n else 0, 1)
-        words = np.empty(len(tokens.words), dtype=object)
-        words[:] = tokens.words
+        kept = (tokens if keep.all() else tokens.subset(keep[tokens.ids])).truncate(self.max_length)
+        width = max(int(kept.lengths.max(initial=0)), 1)
+        at = kept.padded_index(width)
         tok = np.empty(n, dtype=object)
-        tok[:] = tokens.split(words[ids], lengths)
+        tok[:] = kept.lists()
         if self.output == "ids":
-            out = np.zeros((n, width), dtype=np.int64)
-            out[doc, step] = np.where(positions >= 0, positions + 2, 1)[ids]
-            return TokenIds(out, lengths, ["<pad>", "<unk>"] + self.vocabulary_,
+            out = np.zeros(n * width, dtype=np.int64)
+            out[at] = np.where(positions >= 0, positions + 2, 1)[kept.ids]
+            return TokenIds(out.reshape(n, width), kept.lengths, ["<pad>", "<unk>"] + self.vocabulary_,
                             vectors=self.embedding_matrix_, tokens=tok)
-        values = np.zeros((n, width, self.dim_), dtype=np.float32)
-        values[doc, step] = vectors[ids]
-        return Sequences(values, lengths, tokens=tok)
+        # one gather fills every step: padding points at an appended zero row
+        rows = np.full(n * width, len(vectors), dtype=np.int64)
+        rows[at] = kept.ids
+        values = np.empty((n, width, self.dim_), dtype=np.float32)
+        np.take(np.concatenate([vectors, np.zeros((1, self.dim_), np.float32)]), rows, axis=0,
+                out=values.reshape(n * width, self.dim_))
+        return Sequences(values, kept.lengths, tokens=tok)
 
     def _resolve(self, tokens: TokenizedDocuments):
         """Vector, fit-vocabulary position and OOV decision of each distinct word of ``tokens``.
 
-        One look-up per distinct word (``tokens.words``), never per token: first in the fit
-        vocabulary (whose vectors are rows of ``embedding_matrix_``), then, for the words unseen
-        at fit, in the whole vector table. Returns ``(vectors, positions, keep)``: ``vectors[i]``
-        is the vector of ``tokens.words[i]`` under the OOV policy, ``positions[i]`` its index in
-        ``vocabulary_`` (-1 if unseen at fit) and ``keep[i]`` False for the words
-        ``oov="skip"`` drops. ``vectors[tokens.ids]`` are then the token vectors.
+        ``tokens.words`` starts with ``vocabulary_`` (``tokenize_ids(docs, word_index_)``), whose
+        vectors are rows of ``embedding_matrix_``; only the words unseen at fit are looked up in
+        the vector table, once per distinct word. Returns ``(vectors, positions, keep)``:
+        ``vectors[i]`` is the vector of ``tokens.words[i]`` under the OOV policy,
+        ``positions[i]`` its index in ``vocabulary_`` (-1 if unseen at fit) and ``keep[i]``
+        False for the words ``oov="skip"`` drops. ``vectors[tokens.ids]`` are the token vectors.
         """
         wv = self.word_vectors_
-        words = tokens.words
-        positions = np.fromiter(map(self.word_index_.get, words, itertools.repeat(-1)),
-                                dtype=np.int64, count=len(words))
-        seen = positions >= 0
+        words, n_fit = tokens.words, len(self.vocabulary_)
+        positions = np.full(len(words), -1, dtype=np.int64)
+        positions[:n_fit] = np.arange(n_fit)
         vectors = np.zeros((len(words), self.dim_), dtype=np.float32)
-        vectors[seen] = self.embedding_matrix_[positions[seen] + 2]
-        unseen = np.flatnonzero(~seen)
-        rows = wv.rows([words[i] for i in unseen])
-        vectors[unseen[rows >= 0]] = wv.vectors[rows[rows >= 0]]
+        vectors[:n_fit] = self.embedding_matrix_[2:]
+        rows = wv.rows(words[n_fit:])
+        hit = np.flatnonzero(rows >= 0)
+        vectors[n_fit + hit] = wv.vectors[rows[hit]]
         found = np.ones(len(words), dtype=bool)  # has a row in the vector table
-        found[unseen] = rows >= 0
+        found[n_fit:] = rows >= 0
         if self.oov == "subword":  # words seen at fit may have had n-gram vectors only
-            found[seen] = wv.rows([w for w, s in zip(words, seen) if s]) >= 0
-            missing = unseen[rows < 0]
+            found[:n_fit] = wv.rows(self.vocabulary_) >= 0
+            missing = n_fit + np.flatnonzero(rows < 0)
             vectors[missing] = wv.subword_vectors([words[i] for i in missing])
         elif self.oov == "unk":
             vectors[~found] = self.embedding_matrix_[1]
@@ -237,11 +224,12 @@ class StaticEmbedder(Representation):
 
     def _pool(self, tokens: TokenizedDocuments, vectors, positions, keep) -> np.ndarray:
         """Pool kept tokens per document: a sparse (documents x distinct words) weight matrix
-        times the words' vectors for mean/sum/tfidf/sif (dropped words weigh 0),
-        ``maximum.reduceat`` over gathered rows for max."""
+        times the words' vectors, with a column of ones for the kept words so the same product
+        counts them (mean/sum/tfidf/sif); ``maximum.reduceat`` over gathered rows for max."""
         n, d = len(tokens), self.dim_
         if self.pooling == "max":
-            ids, lengths = _kept(tokens, keep)
+            kept = tokens if keep.all() else tokens.subset(keep[tokens.ids])
+            ids, lengths = kept.ids, kept.lengths
             indptr = np.concatenate([[0], np.cumsum(lengths)])
             out = np.zeros((n, d), dtype=np.float32)
             nonempty = np.flatnonzero(lengths > 0)
@@ -255,23 +243,28 @@ class StaticEmbedder(Representation):
                                                          indptr[nonempty[i:j]] - lo, axis=0)
                 i = j
             return out
-        word_weights = keep.astype(np.float32)
+        # words the OOV policy drops have zero vectors, so they only need leaving out of counts
+        counted = np.concatenate([vectors, keep[:, None]], axis=1, dtype=np.float32)
         if self.pooling in ("tfidf", "sif"):
             table, unseen = ((self.idf_, self.idf_unseen_) if self.pooling == "tfidf"
                              else (self.sif_weights_, 1.0))
             seen = positions >= 0
-            word_weights *= np.where(seen, table[np.where(seen, positions, 0)] if table.size
-                                     else unseen, unseen).astype(np.float32)
-        weights = word_weights[tokens.ids]
+            word_weights = np.full(len(positions), unseen, dtype=np.float32)
+            word_weights[seen] = table[positions[seen]]
+            weights = word_weights[tokens.ids]
+        else:
+            weights = np.ones(tokens.n_tokens, dtype=np.float32)
         indptr = np.concatenate([[0], np.cumsum(tokens.lengths)])
         X = sp.csr_matrix((weights, tokens.ids, indptr), shape=(n, len(tokens.words)))
-        out = np.asarray(X @ vectors, dtype=np.float32)
+        out = np.asarray(X @ counted, dtype=np.float32)
+        out, weight_sums = out[:, :d], out[:, d]
         if self.pooling == "sum":
-            return out
-        lengths = tokens.lengths if keep.all() else _segment_sums(keep[tokens.ids], tokens.lengths)
-        denom = _segment_sums(weights, tokens.lengths) if self.pooling == "tfidf" else lengths
-        out /= np.maximum(denom, 1e-12)[:, None].astype(np.float32)
-        out[lengths == 0] = 0.0
+            return np.ascontiguousarray(out)
+        denom = weight_sums  # mean: kept tokens; tfidf: their weights
+        if self.pooling == "sif":  # the mean of the weighted vectors of the kept tokens
+            denom = tokens.lengths if keep.all() else _segment_sums(keep[tokens.ids], tokens.lengths)
+        out = out / np.maximum(denom, 1e-12)[:, None].astype(np.float32)
+        out[denom == 0] = 0.0
         return out
 
     # -- word queries, answered by the store ----------------------------------------------------

@@ -182,28 +182,16 @@ class TokenIndexer(Representation):
 
     # -- transform ----------------------------------------------------------------------------
     def _transform(self, docs):
-        tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs)
+        vocabulary = dict(zip(self.vocabulary_, range(self.vocab_size_)))
+        tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs, vocabulary=vocabulary)
         n = len(tokens)
-        index = _index(self.vocabulary_).get_indexer(tokens.words)  # one look-up per distinct word
-        index[index < 0] = 1  # unknown words
-        flat, lengths = tokens.ids, tokens.lengths
-        cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        if self.max_length is not None:
-            short = cols < int(self.max_length)
-            flat, cols = flat[short], cols[short]
-            lengths = np.minimum(lengths, int(self.max_length))
-        width = max(int(lengths.max()) if n else 0, 1)
-        ids = np.zeros((n, width), dtype=np.int64)
-        ids[np.repeat(np.arange(n), lengths), cols] = index[flat]
-        words = np.empty(len(tokens.words), dtype=object)
-        words[:] = tokens.words
+        index = np.arange(len(tokens.words))  # ids of vocabulary words are their positions
+        index[self.vocab_size_:] = 1  # unknown words; no token is "<pad>" or "<unk>"
+        tokens = tokens.truncate(self.max_length)
+        width = max(int(tokens.lengths.max(initial=0)), 1)
+        ids = np.zeros(n * width, dtype=np.int64)
+        ids[tokens.padded_index(width)] = index[tokens.ids]
         token_array = np.empty(n, dtype=object)
-        token_array[:] = tokens.split(words[flat], lengths)
-        return TokenIds(ids, lengths, self.vocabulary_, vectors=self.vectors_, tokens=token_array)
-
-
-def _index(vocabulary: list[str]):
-    """Hash index from word to id; ``get_indexer`` maps a whole token list in one C call."""
-    import pandas as pd
-
-    return pd.Index(vocabulary, dtype=object)
+        token_array[:] = tokens.lists()
+        return TokenIds(ids.reshape(n, width), tokens.lengths, self.vocabulary_,
+                        vectors=self.vectors_, tokens=token_array)

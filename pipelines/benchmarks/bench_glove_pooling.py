@@ -79,6 +79,7 @@ def _reference_sequence(emb, docs):
     tok[:] = [kept[bounds[i]:bounds[i + 1]].tolist() for i in range(n)]
     values = np.zeros((n, width, emb.dim_), dtype=np.float32)
     values[doc, step] = emb.word_vectors_.vectors[codes]
+    assert np.isfinite(values).all()
     return Sequences(values, new_len, tokens=tok)
 
 
