@@ -103,15 +103,17 @@ class TokenizedDocuments:
 
     ``words[ids[k]]`` is the ``k``-th token of the batch; the first ``lengths[0]`` belong to
     document 0, the next ``lengths[1]`` to document 1, and so on. ``words`` holds each distinct
-    token once, in order of first occurrence (after the given vocabulary, if any; see
-    `Tokenizer.tokenize_ids`), so a look-up (a vocabulary, a word-vector table) is done once per
-    distinct word and spread to every token with ``array[ids]``.
+    token once, in order of first occurrence, so a look-up (a vocabulary, a word-vector table) is
+    done once per distinct word and spread to every token with ``array[ids]``.
 
     Attributes
     ----------
     words : list of str
     ids : ndarray of shape (n_tokens,), int64
     lengths : ndarray of shape (n_documents,), int64
+    positions : ndarray of shape (len(words),), int64, or None
+        Position of each word in the vocabulary given to `Tokenizer.tokenize_ids` or `locate`,
+        -1 for words outside it; None without a vocabulary.
 
     Examples
     --------
@@ -122,10 +124,12 @@ class TokenizedDocuments:
     [['the', 'cat', ',', 'the', 'hat', '.'], []]
     """
 
-    def __init__(self, words: list[str], ids: np.ndarray, lengths: np.ndarray):
+    def __init__(self, words: list[str], ids: np.ndarray, lengths: np.ndarray,
+                 positions: np.ndarray | None = None):
         self.words = words
         self.ids = ids
         self.lengths = lengths
+        self.positions = positions
 
     @classmethod
     def from_lists(cls, tokens: Iterable[list[str]]) -> TokenizedDocuments:
@@ -180,7 +184,8 @@ class TokenizedDocuments:
     def subset(self, mask: np.ndarray) -> TokenizedDocuments:
         """The tokens where ``mask`` (one flag per token) is True, documents kept."""
         kept_before_end = np.concatenate([[0], np.cumsum(mask)])[np.cumsum(self.lengths)]
-        return TokenizedDocuments(self.words, self.ids[mask], np.diff(kept_before_end, prepend=0))
+        return TokenizedDocuments(self.words, self.ids[mask], np.diff(kept_before_end, prepend=0),
+                                  self.positions)
 
     def truncate(self, max_length: int | None) -> TokenizedDocuments:
         """The first ``max_length`` tokens of each document (all of them for None)."""
@@ -196,21 +201,17 @@ class TokenizedDocuments:
         return np.arange(self.n_tokens) + np.repeat(np.arange(len(self)) * width - starts,
                                                      self.lengths)
 
-    def after(self, vocabulary: Mapping[str, int]) -> TokenizedDocuments:
-        """The same tokens with ``words`` starting with ``vocabulary`` (see `Tokenizer.tokenize_ids`).
+    def locate(self, vocabulary: Mapping[str, int]) -> TokenizedDocuments:
+        """The same tokens with ``positions`` in ``vocabulary`` (a dict look-up per distinct word).
 
         Examples
         --------
-        >>> t = Tokenizer().tokenize_ids(["b z a"]).after({"a": 0, "b": 1})
-        >>> t.words, t.ids.tolist()
-        (['a', 'b', 'z'], [1, 2, 0])
+        >>> Tokenizer().tokenize_ids(["b z a b"]).locate({"a": 0, "b": 1}).positions.tolist()
+        [1, -1, 0]
         """
-        position = np.fromiter(map(vocabulary.get, self.words, itertools.repeat(-1)),
-                               dtype=np.int64, count=len(self.words))
-        new = position < 0
-        position[new] = len(vocabulary) + np.arange(np.count_nonzero(new))
-        words = [*vocabulary, *itertools.compress(self.words, new.tolist())]
-        return TokenizedDocuments(words, position[self.ids], self.lengths)
+        positions = np.fromiter(map(vocabulary.get, self.words, itertools.repeat(-1)),
+                                dtype=np.int64, count=len(self.words))
+        return TokenizedDocuments(self.words, self.ids, self.lengths, positions)
 
 
 class Tokenizer:
@@ -224,8 +225,9 @@ class Tokenizer:
     distinct tokens are found with one hash pass (``pyarrow.compute.dictionary_encode``).
     Lowercasing is Python's ``str.lower`` (for Latin-1 text, the same mapping as a byte
     table). The tokens are the pattern's, character for character (``tests/test_tokenizer.py``
-    checks every built-in dataset, every code point and hostile text); other patterns use
-    ``re.findall``.
+    checks every built-in dataset, every code point and hostile text); other patterns, and
+    batches of a few thousand characters, where the kernels' set-up costs more than they save,
+    use ``re.findall``.
 
     Parameters
     ----------
@@ -263,22 +265,22 @@ class Tokenizer:
         docs : iterable of str
         vocabulary : dict, optional
             Distinct words mapped to their positions ``0 .. len(vocabulary) - 1``, in that
-            order (e.g. ``{"the": 0, "cat": 1}``). ``words`` then starts with these words, so a
-            token's id is its vocabulary position when it has one, and ``len(vocabulary)`` or
-            more when not; the batch's other words follow in order of first occurrence. For a
-            large batch the vocabulary seeds the hash pass, so no word is looked up in it.
+            order (e.g. ``{"the": 0, "cat": 1}``); the result's ``positions`` then give each
+            word's position in it (-1 outside). A batch much larger than the vocabulary seeds
+            the hash pass with it instead of looking words up: ``words`` then starts with the
+            whole vocabulary, in order, so ``positions`` is ``0, 1, ...`` there and -1 after.
 
         Examples
         --------
-        >>> t = Tokenizer().tokenize_ids(["The end", "the cat"], vocabulary={"cat": 0, "the": 1})
-        >>> t.words, t.ids.tolist()
-        (['cat', 'the', 'end'], [1, 2, 1, 0])
+        >>> t = Tokenizer().tokenize_ids(["The end"], vocabulary={"cat": 0, "the": 1, "dog": 2})
+        >>> t.words, t.ids.tolist(), t.positions.tolist()
+        (['the', 'end'], [0, 1], [1, -1])
         """
         docs = docs if isinstance(docs, list) else list(docs)
-        if self.pattern != DEFAULT_TOKEN_PATTERN:
+        if self.pattern != DEFAULT_TOKEN_PATTERN or sum(map(len, docs)) < _KERNELS_FROM_CHARS:
             tokens = TokenizedDocuments.from_lists(
                 [self._regex.findall(d.lower() if self.lowercase else d) for d in docs])
-            return tokens if vocabulary is None else tokens.after(vocabulary)
+            return tokens if vocabulary is None else tokens.locate(vocabulary)
         return _tokenize_default(docs, self.lowercase, vocabulary)
 
     def __getstate__(self):
@@ -295,6 +297,7 @@ class Tokenizer:
 _SPACE, _WORD, _OTHER, _JOINER = 0, 1, 2, 3
 _CHUNK_CHARS = 1 << 18  # characters tokenized at once: the temporaries stay in cache
 _SEED_CHARS_PER_WORD = 8  # seed the hash pass with the vocabulary for batches at least this long
+_KERNELS_FROM_CHARS = 4096  # smaller batches: re.findall is quicker than the kernels' set-up
 
 
 @functools.cache
@@ -403,7 +406,7 @@ def _tokenize_default(docs: list[str], lowercase: bool,
     lengths = np.concatenate([p[2] for p in parts] or [[]]).astype(np.int64, copy=False)
     if not lengths.any():
         tokens = TokenizedDocuments([], np.zeros(0, np.int64), lengths)
-        return tokens if vocabulary is None else tokens.after(vocabulary)
+        return tokens if vocabulary is None else tokens.locate(vocabulary)
     large = bool(vocabulary) and sizes.sum() >= _SEED_CHARS_PER_WORD * len(vocabulary)
     seed = list(vocabulary) if large else []
     seed_chars = _code_points("".join(seed))
@@ -422,6 +425,10 @@ def _tokenize_default(docs: list[str], lowercase: bool,
     text = memoryview(unique.buffers()[2])[offsets[0] * width:offsets[-1] * width].tobytes()
     text = text.decode(codec, "surrogatepass")
     bounds = (offsets - offsets[0]).tolist()
-    tokens = TokenizedDocuments([*seed, *(text[a:b] for a, b in itertools.pairwise(bounds))],
-                                ids, lengths)
-    return tokens if vocabulary is None or large else tokens.after(vocabulary)
+    words = [*seed, *(text[a:b] for a, b in itertools.pairwise(bounds))]
+    if not large:
+        tokens = TokenizedDocuments(words, ids, lengths)
+        return tokens if vocabulary is None else tokens.locate(vocabulary)
+    positions = np.arange(len(words), dtype=np.int64)
+    positions[len(seed):] = -1
+    return TokenizedDocuments(words, ids, lengths, positions)

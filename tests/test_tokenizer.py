@@ -21,6 +21,12 @@ from embedkit.documents import DEFAULT_TOKEN_PATTERN, TokenizedDocuments, Tokeni
 _REGEX = re.compile(DEFAULT_TOKEN_PATTERN)
 
 
+@pytest.fixture(autouse=True)
+def kernels_for_every_batch(monkeypatch):
+    """Small batches normally go to re.findall; here every batch takes the vectorized path."""
+    monkeypatch.setattr(documents, "_KERNELS_FROM_CHARS", 0)
+
+
 def reference(docs, lowercase=True):
     return [_REGEX.findall(d.lower() if lowercase else d) for d in docs]
 
@@ -119,23 +125,30 @@ def test_tokenized_documents_layout():
 
 
 @pytest.mark.parametrize("seed", [True, False], ids=["seeded", "looked-up"])
-def test_vocabulary_comes_first_and_gives_the_ids(monkeypatch, seed):
-    """Large batches seed the hash pass with the vocabulary, small ones look words up in it;
-    both give the vocabulary's positions as ids and the same tokens."""
+def test_vocabulary_positions(monkeypatch, seed):
+    """Large batches seed the hash pass with the vocabulary, small ones look their words up in
+    it; both locate every word in it and give the same tokens."""
     monkeypatch.setattr(documents, "_SEED_CHARS_PER_WORD", 0 if seed else 10**9)
     vocabulary = {w: i for i, w in enumerate(["the", "😀", "\ud800", "zzz", "cat", "İ", "a b"])}
     docs = HOSTILE[:12] + ["The cat 😀 sat", "", "the the"]
     got = Tokenizer().tokenize_ids(docs, vocabulary=vocabulary)
-    assert got.words[:len(vocabulary)] == list(vocabulary)
-    assert len(got.words) == len(set(got.words))
     assert got.lists() == reference(docs)
-    plain = Tokenizer().tokenize_ids(docs)
-    assert [w for w in got.words if w not in vocabulary] == [w for w in plain.words
-                                                          if w not in vocabulary]
-    the = got.ids[np.asarray(got.words, dtype=object)[got.ids] == "the"]
-    assert the.size == 3 and set(the.tolist()) == {0}
+    assert len(got.words) == len(set(got.words))
+    expected = [vocabulary.get(w, -1) for w in got.words]
+    assert got.positions.tolist() == expected
+    if seed:  # the whole vocabulary leads, occurring or not
+        assert got.words[:len(vocabulary)] == list(vocabulary)
+    assert set(got.words) - set(vocabulary) == set(Tokenizer().tokenize_ids(docs).words) - set(vocabulary)
     empty = Tokenizer().tokenize_ids(["", " "], vocabulary=vocabulary)
-    assert empty.words == list(vocabulary) and empty.lists() == [[], []]
+    assert empty.lists() == [[], []] and empty.positions.tolist() == []
+
+
+def test_small_batches_use_the_regex(monkeypatch):
+    monkeypatch.setattr(documents, "_KERNELS_FROM_CHARS", 10**6)
+    monkeypatch.setattr(documents, "_tokenize_default", None)  # would fail if called
+    assert Tokenizer().tokenize_all(HOSTILE[:12]) == reference(HOSTILE[:12])
+    located = Tokenizer().tokenize_ids(["the cat"], vocabulary={"cat": 0})
+    assert located.positions.tolist() == [-1, 0]
 
 
 def test_other_patterns_use_the_regex():

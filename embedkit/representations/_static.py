@@ -152,7 +152,7 @@ class StaticEmbedder(Representation):
         self.embedding_matrix_ = matrix
         self.sif_component_ = None
         if self.pooling == "sif" and self.sif_remove_pc and n_docs > 1:
-            tokens = tokens.after(self.word_index_)
+            tokens = tokens.locate(self.word_index_)
             pooled = self._pool(tokens, *self._resolve(tokens))
             if np.any(pooled):
                 _, _, vt = np.linalg.svd(pooled.astype(np.float64), full_matrices=False)
@@ -191,27 +191,27 @@ class StaticEmbedder(Representation):
     def _resolve(self, tokens: TokenizedDocuments):
         """Vector, fit-vocabulary position and OOV decision of each distinct word of ``tokens``.
 
-        ``tokens.words`` starts with ``vocabulary_`` (``tokenize_ids(docs, word_index_)``), whose
-        vectors are rows of ``embedding_matrix_``; only the words unseen at fit are looked up in
-        the vector table, once per distinct word. Returns ``(vectors, positions, keep)``:
-        ``vectors[i]`` is the vector of ``tokens.words[i]`` under the OOV policy,
-        ``positions[i]`` its index in ``vocabulary_`` (-1 if unseen at fit) and ``keep[i]``
-        False for the words ``oov="skip"`` drops. ``vectors[tokens.ids]`` are the token vectors.
+        ``tokens.positions`` locate the words in ``vocabulary_`` (``tokenize_ids(docs,
+        word_index_)``), whose vectors are rows of ``embedding_matrix_``; only the words unseen
+        at fit are looked up in the vector table, once per distinct word. Returns
+        ``(vectors, positions, keep)``: ``vectors[i]`` is the vector of ``tokens.words[i]``
+        under the OOV policy, ``positions[i]`` its index in ``vocabulary_`` (-1 if unseen at
+        fit) and ``keep[i]`` False for the words ``oov="skip"`` drops. ``vectors[tokens.ids]``
+        are the token vectors.
         """
         wv = self.word_vectors_
-        words, n_fit = tokens.words, len(self.vocabulary_)
-        positions = np.full(len(words), -1, dtype=np.int64)
-        positions[:n_fit] = np.arange(n_fit)
+        words, positions = tokens.words, tokens.positions
+        seen = positions >= 0
         vectors = np.zeros((len(words), self.dim_), dtype=np.float32)
-        vectors[:n_fit] = self.embedding_matrix_[2:]
-        rows = wv.rows(words[n_fit:])
-        hit = np.flatnonzero(rows >= 0)
-        vectors[n_fit + hit] = wv.vectors[rows[hit]]
+        vectors[seen] = self.embedding_matrix_[positions[seen] + 2]
+        unseen = np.flatnonzero(~seen)
+        rows = wv.rows([words[i] for i in unseen])
+        vectors[unseen[rows >= 0]] = wv.vectors[rows[rows >= 0]]
         found = np.ones(len(words), dtype=bool)  # has a row in the vector table
-        found[n_fit:] = rows >= 0
+        found[unseen] = rows >= 0
         if self.oov == "subword":  # words seen at fit may have had n-gram vectors only
-            found[:n_fit] = wv.rows(self.vocabulary_) >= 0
-            missing = n_fit + np.flatnonzero(rows < 0)
+            found[seen] = wv.rows([w for w, s in zip(words, seen.tolist()) if s]) >= 0
+            missing = unseen[rows < 0]
             vectors[missing] = wv.subword_vectors([words[i] for i in missing])
         elif self.oov == "unk":
             vectors[~found] = self.embedding_matrix_[1]
@@ -260,8 +260,11 @@ class StaticEmbedder(Representation):
         out, weight_sums = out[:, :d], out[:, d]
         if self.pooling == "sum":
             return np.ascontiguousarray(out)
-        denom = weight_sums  # mean: kept tokens; tfidf: their weights
-        if self.pooling == "sif":  # the mean of the weighted vectors of the kept tokens
+        denom = weight_sums  # mean: the kept tokens
+        if self.pooling == "tfidf":  # their weights, summed in float64
+            denom = _segment_sums(weights if keep.all() else weights * keep[tokens.ids],
+                                  tokens.lengths)
+        elif self.pooling == "sif":  # the mean of the weighted vectors of the kept tokens
             denom = tokens.lengths if keep.all() else _segment_sums(keep[tokens.ids], tokens.lengths)
         out = out / np.maximum(denom, 1e-12)[:, None].astype(np.float32)
         out[denom == 0] = 0.0

@@ -185,8 +185,7 @@ class TokenIndexer(Representation):
         vocabulary = dict(zip(self.vocabulary_, range(self.vocab_size_)))
         tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs, vocabulary=vocabulary)
         n = len(tokens)
-        index = np.arange(len(tokens.words))  # ids of vocabulary words are their positions
-        index[self.vocab_size_:] = 1  # unknown words; no token is "<pad>" or "<unk>"
+        index = np.where(tokens.positions >= 0, tokens.positions, 1)  # unknown words: "<unk>"
         tokens = tokens.truncate(self.max_length)
         width = max(int(tokens.lengths.max(initial=0)), 1)
         ids = np.zeros(n * width, dtype=np.int64)
