@@ -146,7 +146,7 @@ def test_builtin_datasets(bbc):
     assert trec.text[0] == "How did serfdom develop in and then leave Russia ?" and trec.label[0] == "DESC"
     spam = load_dataset("sms-spam")
     assert len(spam) == 4837 and set(spam.label) == {"ham", "spam"}
-    assert set(list_datasets().name) == {"bbc-news", "trec", "sms-spam"}
+    assert set(list_datasets().name) >= {"bbc-news", "trec", "sms-spam"}  # + tests/test_datasets.py
     quick = load_dataset("trec", quick=True)
     assert quick.split.value_counts().to_dict() == {"train": 300, "test": 300}
     with pytest.raises(ValueError, match="unknown dataset 'imdb'.*load_texts"):
