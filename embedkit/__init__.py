@@ -44,6 +44,7 @@ _EXPORTS = {
     "embed_file": "embedkit.streaming",
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
+    "EnsembleClassifier": "embedkit.heads.ensemble",
 }
 
 __all__ = sorted(_EXPORTS)
