@@ -126,6 +126,6 @@ class Word2VecEmbedder(StaticEmbedder):
         import gensim.models
 
         check_min_count(type(self).__name__, counts, self.min_count)
-        model = train_gensim(getattr(gensim.models, self._gensim_model), tokens, counts,
+        model = train_gensim(getattr(gensim.models, self._gensim_model), tokens.lists(), counts,
                              self._gensim_params())
         return WordVectors.from_gensim(model.wv)
