@@ -17,7 +17,7 @@ _EXPORTS = {
     "Tokenizer": "embedkit.documents",
     "validate_documents": "embedkit.documents",
     "load_dataset": "embedkit.datasets",
-    "load_texts": "embedkit.datasets",
+    "load_texts": "embedkit.io",
     "list_datasets": "embedkit.datasets",
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "Doc2VecEmbedder": "embedkit.representations.doc2vec",
@@ -26,7 +26,8 @@ _EXPORTS = {
     "Word2VecEmbedder": "embedkit.representations.word2vec",
     "FastTextEmbedder": "embedkit.representations.fasttext",
     "GloveEmbedder": "embedkit.representations.glove",
-    "WordVectors": "embedkit.representations._static",
+    **dict.fromkeys(["WordVectors", "load_word_vectors", "evaluate_analogies",
+                     "evaluate_similarity"], "embedkit.vectors"),
     "MLPClassifier": "embedkit.heads.mlp",
     "MLPRegressor": "embedkit.heads.mlp",
     "ConvClassifier": "embedkit.heads.conv",
@@ -38,9 +39,12 @@ _EXPORTS = {
     "SelfAttentionClassifier": "embedkit.heads.selfattention",
     "SelfAttentionRegressor": "embedkit.heads.selfattention",
     "attention_heatmap": "embedkit.plots",
-    **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),
+    "history_chart": "embedkit.plots",
+    **dict.fromkeys(["extract_features", "write_parquet", "dask_backend"], "embedkit.distributed"),
+    "embed_file": "embedkit.streaming",
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
+    "EnsembleClassifier": "embedkit.heads.ensemble",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -240,6 +240,43 @@ def _checksum(blob: bytes) -> bytes:
     return hashlib.blake2b(blob, digest_size=16).digest()
 
 
+def _initialise(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA busy_timeout=60000")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS entries (
+            rep TEXT NOT NULL, doc TEXT NOT NULL, value BLOB NOT NULL,
+            checksum BLOB NOT NULL, size INTEGER NOT NULL, atime REAL NOT NULL,
+            PRIMARY KEY (rep, doc)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS entries_atime ON entries(atime);
+        CREATE TABLE IF NOT EXISTS reps (rep TEXT PRIMARY KEY, label TEXT, created REAL);
+        """
+    )
+
+
+def _retry_busy(operation, seconds: float = 60.0):
+    """Run ``operation()``, retrying while SQLite says the database is locked or busy.
+
+    Switching a new database to WAL needs an exclusive lock, and SQLite answers a second process
+    doing the same at that moment with "database is locked" at once, without waiting on its busy
+    timeout (e.g. two GridSearchCV workers opening a fresh cache together).
+    """
+    deadline = time.monotonic() + seconds
+    delay = 0.01
+    while True:
+        try:
+            return operation()
+        except sqlite3.OperationalError as err:
+            text = str(err).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 class DiskCache(EmbeddingCache):
     """SQLite (WAL) store in ``directory``: process-safe, size-bounded (LRU eviction), checksummed.
 
@@ -288,19 +325,11 @@ class DiskCache(EmbeddingCache):
         self.directory.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
                                isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=60000")
-        conn.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS entries (
-                rep TEXT NOT NULL, doc TEXT NOT NULL, value BLOB NOT NULL,
-                checksum BLOB NOT NULL, size INTEGER NOT NULL, atime REAL NOT NULL,
-                PRIMARY KEY (rep, doc)) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS entries_atime ON entries(atime);
-            CREATE TABLE IF NOT EXISTS reps (rep TEXT PRIMARY KEY, label TEXT, created REAL);
-            """
-        )
+        try:
+            _retry_busy(lambda: _initialise(conn))
+        except BaseException:
+            conn.close()
+            raise
         self._conn, self._pid = conn, os.getpid()
         return conn
 
@@ -446,14 +475,8 @@ def _records(out, n: int) -> list | None:
 def _assemble(records: list, like) -> Any:
     if like == "pooled":
         return np.stack([r[0] for r in records]).astype(np.float32, copy=False)
-    lengths = np.array([r[0].shape[0] for r in records], dtype=np.int64)
-    dim = records[0][0].shape[1]
-    width = max(int(lengths.max()) if len(lengths) else 0, 1)
-    values = np.zeros((len(records), width, dim), dtype=np.float32)
-    for i, (arr, _) in enumerate(records):
-        values[i, : arr.shape[0]] = arr
     tokens = None if any(r[1] is None for r in records) else [r[1] for r in records]
-    return Sequences(values, lengths, tokens=tokens)
+    return Sequences.from_rows([r[0] for r in records], tokens=tokens)
 
 
 def cached_encode(rep, docs: list[str]):

@@ -303,3 +303,61 @@ def attention_heatmap(words, weights, path=None, *, title: str | None = None,
     if path is not None:
         fig.savefig(Path(path), dpi=120)
     return fig
+
+
+def history_chart(history, path=None, ax=None, *, title: str = ""):
+    """Training and validation loss per epoch, and the validation metric if one was recorded.
+
+    Parameters
+    ----------
+    history : list of dict
+        One dict per epoch with ``epoch`` and ``train_loss``, and optionally ``valid_loss`` and
+        ``valid_acc`` or ``valid_r2`` (a head's ``history_``).
+    path : str or Path, optional
+        Save the figure there (any format matplotlib writes, e.g. ``.png``).
+    ax : matplotlib Axes, optional
+        Draw into it instead of a new figure.
+    title : str, default=""
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = history_chart([{"epoch": 1, "train_loss": 0.9}, {"epoch": 2, "train_loss": 0.5}])
+    >>> fig.axes[0].lines[0].get_ydata().tolist()
+    [0.9, 0.5]
+    """
+    # an explicit Agg canvas: draws off-screen without touching the global pyplot backend
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not history:
+        raise ValueError("history is empty: fit the head first (it records one entry per epoch).")
+    if ax is None:
+        fig = Figure(figsize=(6, 4))
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    epochs = [h["epoch"] for h in history]
+    for key, style in (("train_loss", "o-"), ("valid_loss", "s--")):
+        if any(key in h for h in history):
+            ax.plot(epochs, [h.get(key, np.nan) for h in history], style, label=key)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("loss")
+    metric = next((m for m in ("valid_acc", "valid_r2") if m in history[0]), None)
+    if metric:
+        twin = ax.twinx()
+        twin.plot(epochs, [h[metric] for h in history], "^:", color="tab:green", label=metric)
+        twin.set_ylabel(metric)
+        twin.legend(loc="upper right")
+    ax.legend(loc="upper left")
+    ax.set_title(title)
+    if path is not None:
+        fig.savefig(Path(path), bbox_inches="tight")
+    return fig
+
+
+__all__ += ["history_chart"]

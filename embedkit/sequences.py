@@ -121,6 +121,31 @@ class Sequences(_Padded):
             width = int(self.lengths.max()) if len(self.lengths) else 0
             self.values = self.values[:, : max(width, 1)]
 
+    @classmethod
+    def from_rows(cls, rows, tokens=None, dim: int | None = None) -> "Sequences":
+        """Pad per-document ``(length_i, dim)`` arrays into one `Sequences`.
+
+        Parameters
+        ----------
+        rows : sequence of array of shape (length_i, dim)
+        tokens : sequence of list of str, optional
+        dim : int, optional
+            Vector size; needed only when ``rows`` is empty.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> Sequences.from_rows([np.ones((2, 3)), np.ones((0, 3))]).lengths.tolist()
+        [2, 0]
+        """
+        from ._batching import pad_rows
+
+        if not len(rows):
+            return cls(np.zeros((0, 1, int(dim or 0)), np.float32), np.zeros(0, np.int64),
+                       tokens=tokens)
+        values, lengths = pad_rows(rows, value=0.0, dtype=np.float32)
+        return cls(values, lengths, tokens=tokens)
+
     @property
     def shape(self) -> tuple[int, int, int]:
         return self.values.shape

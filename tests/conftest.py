@@ -55,6 +55,27 @@ def bbc_split(bbc):
     return train, test
 
 
+def _write_glove_text(path, words, vectors, opener=open):
+    with opener(path, "wt", encoding="utf-8") as fh:
+        for w, v in zip(words, vectors):
+            fh.write(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def write_glove_text():
+    """``write(path, words, vectors, opener=open)``: a GloVe text file (opener: gzip.open, ...)."""
+    return _write_glove_text
+
+
+@pytest.fixture()
+def toy_vectors(tmp_path):
+    """A 4-word, 2-d GloVe text file and its ``{word: vector}``."""
+    words = ["a", "b", "c", "d"]
+    vectors = np.array([[1, 0], [0, 1], [1, 1], [2, -1]], dtype=np.float32)
+    return _write_glove_text(tmp_path / "toy.txt", words, vectors), dict(zip(words, vectors))
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

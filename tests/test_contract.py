@@ -25,6 +25,7 @@ from sklearn.utils.estimator_checks import (
 
 import embedkit.heads
 import embedkit.representations
+from embedkit.base import Representation
 from embedkit.sequences import Sequences, TokenIds
 
 REPRESENTATIONS = [getattr(embedkit.representations, n) for n in embedkit.representations.__all__]
@@ -123,6 +124,24 @@ def test_representation_fit_transform_pickle(cls, output, fitted, sentences):
 
 
 @pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)
+def test_representation_refit_resets_the_cache_identity(cls, sentences):
+    """The base class owns fit / transform / fit_transform (no representation overrides them),
+    and each fit resets what the cache key knows of the fitted state: after a refit on other
+    documents, through fit or fit_transform, a cached transform equals a fresh fit's."""
+    for method in ("fit", "transform", "fit_transform"):
+        assert getattr(cls, method) is getattr(Representation, method), method
+    first, second = sentences[:20], sentences[20:]
+    queries = sentences[18:22] + ["zzqx unseenword"]
+    est = _make(cls, cache="memory").fit(first)
+    est.transform(queries)  # cached under the first fit
+    for refit, docs in (("fit", second), ("fit_transform", first)):
+        getattr(est, refit)(docs)
+        got, _ = _as_array(est.transform(queries))
+        want, _ = _as_array(_make(cls).fit(docs).transform(queries))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=refit)
+
+
+@pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)
 def test_representation_bad_input(cls, fitted, sentences):
     est = fitted(cls, _outputs(cls)[0])
     with pytest.raises(ValueError, match="single str"):
@@ -158,8 +177,8 @@ def test_representation_unavailable_output_named(cls, sentences):
 
 
 # ---------------------------------------------------------------------------- heads
-DENSE_HEADS = [c for c in HEADS if "dense" in c._accepts]
-SEQUENCE_HEADS = [c for c in HEADS if "dense" not in c._accepts and "sequence" in c._accepts]
+DENSE_HEADS = [c for c in HEADS if "pooled" in c._accepts]
+SEQUENCE_HEADS = [c for c in HEADS if "pooled" not in c._accepts and "sequence" in c._accepts]
 TEXT_HEADS = [c for c in HEADS if "text" in c._accepts]
 
 

@@ -42,7 +42,7 @@ def test_fit_transform_returns_the_trained_vectors(docs, fitted):
     inferred = emb.transform(docs)
     assert not np.allclose(inferred, trained)
     # the inferred vector of a training document finds its own trained vector among all of them
-    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)
     nearest = (unit(inferred) @ unit(trained).T).argmax(axis=1)
     assert (nearest == np.arange(len(docs))).mean() > 0.9  # measured 0.99 (gensim infer_vector: 0.995)
 
@@ -126,6 +126,23 @@ def test_variants_train_and_infer(docs, params):
     assert np.isfinite(trained).all() and np.isfinite(inferred).all()
     if params.get("dm_concat"):
         assert emb.model_.layer1_size == 16 * (1 + 2 * 2)
+
+
+def test_refit_through_fit_transform_with_the_cache_serves_the_new_model(docs):
+    """fit_transform resets the cache key as fit does: after a refit on other documents (or
+    with another seed), a cached transform gives the new model's vectors, not the old ones."""
+    small = {**SMALL, "epochs": 5}
+    queries = docs[:2] + ["an unseen sentence about the economy"]
+    emb = Doc2VecEmbedder(cache="memory", **small)
+    emb.fit(docs[:60])
+    old = emb.transform(queries)  # now in the cache
+    for params, train in (({}, docs[60:120]), ({"random_state": 4}, docs[60:120])):
+        trained = emb.set_params(**params).fit_transform(train)
+        fresh = Doc2VecEmbedder(**{**small, **params})
+        np.testing.assert_array_equal(trained, fresh.fit_transform(train))
+        new = emb.transform(queries)
+        np.testing.assert_array_equal(new, fresh.transform(queries))
+        assert not np.allclose(new, old)
 
 
 def test_pickle_round_trip_gives_identical_output(docs, fitted):

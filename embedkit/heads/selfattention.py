@@ -9,9 +9,20 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
-from ..base import HeadInput, NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin, store_params
-from ._torch import (ACTIVATIONS, SCORINGS, AttentionPooling, AttentionWeightsMixin, SequenceInput,
-                     check_choice, last_step, masked_pool, mlp)
+from ..base import store_params
+from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._data import HeadInput
+from ._torch import (
+    ACTIVATIONS,
+    SCORINGS,
+    AttentionPooling,
+    AttentionWeightsMixin,
+    SequenceInput,
+    check_choice,
+    last_step,
+    masked_pool,
+    mlp,
+)
 
 __all__ = ["SelfAttentionClassifier", "SelfAttentionRegressor"]
 

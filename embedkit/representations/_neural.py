@@ -25,28 +25,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .._batching import length_sorted_batches, pad_rows, resolve_device
 from ..base import Representation
 
-__all__ = ["NeuralEncoder", "resolve_device"]
-
-
-def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"`` / ``"mps"`` / ``"cpu"``; anything else is checked and returned."""
-    import torch
-
-    if device == "auto":
-        if torch.cuda.is_available():
-            return "cuda"
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            return "mps"
-        return "cpu"
-    kind = str(device).split(":")[0]
-    if kind not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"device={device!r}; use 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} but torch sees no CUDA GPU; use device='auto' or 'cpu'.")
-    return str(device)
+__all__ = ["NeuralEncoder"]
 
 
 @contextlib.contextmanager
@@ -133,23 +115,6 @@ class NeuralEncoder(Representation):
     #: set to a ``collections.Counter`` to count network passes per document text
     forward_counts: collections.Counter | None = None
 
-    def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
-        """Item indices per batch: sorted longest first, bounded by items and padded tokens."""
-        batch_size = int(self.batch_size)
-        if batch_size < 1:
-            raise ValueError(f"batch_size={self.batch_size!r}; use a positive int.")
-        budget = self.max_tokens_per_batch
-        if budget is not None and int(budget) < 1:
-            raise ValueError(f"max_tokens_per_batch={budget!r}; use a positive int or None.")
-        order = np.argsort(-lengths, kind="stable")
-        batches, start, n = [], 0, len(order)
-        while start < n:
-            longest = max(int(lengths[order[start]]), 1)  # sorted: the first is the longest
-            size = batch_size if budget is None else max(1, min(batch_size, int(budget) // longest))
-            batches.append(order[start:start + size])
-            start += size
-        return batches
-
     def _run(self, items: Sequence[np.ndarray], forward: Callable, pad_id: int,
              owners: np.ndarray | None = None, texts: Sequence[str] | None = None) -> list:
         """Run ``forward(ids, mask)`` over ``items`` (1-D int arrays) in sorted, padded batches.
@@ -162,6 +127,11 @@ class NeuralEncoder(Representation):
         import torch
         from tqdm.auto import tqdm
 
+        batch_size, budget = int(self.batch_size), self.max_tokens_per_batch
+        if batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size!r}; use a positive int.")
+        if budget is not None and int(budget) < 1:
+            raise ValueError(f"max_tokens_per_batch={budget!r}; use a positive int or None.")
         device = resolve_device(self.device)
         lengths = np.fromiter((len(x) for x in items), dtype=np.int64, count=len(items))
         results = []
@@ -170,12 +140,9 @@ class NeuralEncoder(Representation):
             total=len(items), disable=not self.verbose, unit="text",
             desc=type(self).__name__, leave=False,
         ) as bar:
-            for idx in self._batches(lengths):
-                width = max(int(lengths[idx[0]]), 1)
-                ids = np.full((len(idx), width), pad_id, dtype=np.int64)
-                mask = np.arange(width)[None, :] < lengths[idx][:, None]
-                for row, i in enumerate(idx):
-                    ids[row, : lengths[i]] = items[i]
+            for idx in length_sorted_batches(lengths, batch_size, budget):
+                ids, _ = pad_rows([items[i] for i in idx], value=pad_id, dtype=np.int64)
+                mask = np.arange(ids.shape[1])[None, :] < lengths[idx][:, None]
                 ids_t = torch.from_numpy(ids).to(device)
                 mask_t = None if mask.all() else torch.from_numpy(mask).to(device)
                 results.append((idx, forward(ids_t, mask_t)))

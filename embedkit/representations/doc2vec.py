@@ -9,8 +9,8 @@ from itertools import chain
 
 import numpy as np
 
-from ..base import Representation, _check_finite, store_params
-from ..documents import Tokenizer, validate_documents
+from ..base import Representation, store_params
+from ..documents import Tokenizer
 
 __all__ = ["Doc2VecEmbedder"]
 
@@ -169,19 +169,14 @@ class Doc2VecEmbedder(Representation):
         self.dim_ = int(self.vector_size)
         self.n_train_docs_ = len(docs)
 
-    def fit_transform(self, X, y=None, **fit_params):
-        """Train on ``X`` and return the trained paragraph vectors of those documents.
+    def _training_features(self, docs):
+        """The paragraph vectors learned for the training documents, in order.
 
-        These are the vectors learned during training (the standard Doc2Vec practice for the
-        training set), not re-inferred ones; ``transform`` infers. The cache is not used here,
-        since the trained vectors depend on the whole training corpus.
+        These are the vectors of training (the standard Doc2Vec practice for the training set),
+        not re-inferred ones; ``transform`` infers. The cache is not used here, since the
+        trained vectors depend on the whole training corpus.
         """
-        self._check_output()
-        docs = validate_documents(X)
-        self._fit(docs, y)
-        vectors = np.array(self.model_.dv.vectors[: len(docs)], dtype=np.float32, copy=True)
-        _check_finite(vectors, type(self).__name__)
-        return vectors
+        return np.array(self.model_.dv.vectors[: len(docs)], dtype=np.float32, copy=True)
 
     # -- inference ----------------------------------------------------------------------------
     def _transform(self, docs):

@@ -4,8 +4,8 @@ vectors from their subwords. Trained on the ``fit`` documents or loaded from a F
 from __future__ import annotations
 
 from ..base import store_params
-from ._static import StaticEmbedder, WordVectors, load_word_vectors
-from .word2vec import Word2VecEmbedder, _gensim, check_min_count, train_gensim
+from ._static import StaticEmbedder
+from .word2vec import Word2VecEmbedder
 
 __all__ = ["FastTextEmbedder"]
 
@@ -59,7 +59,7 @@ class FastTextEmbedder(StaticEmbedder):
     True
     """
 
-    _subword_capable = True
+    _gensim_model = "FastText"
 
     def __init__(self, vectors=None, vectors_format: str = "auto", vector_size: int = 100,
                  window: int = 5, min_count: int = 1, sg: int = 0, hs: int = 0, negative: int = 5,
@@ -78,14 +78,5 @@ class FastTextEmbedder(StaticEmbedder):
         return Word2VecEmbedder._gensim_params(self) | dict(
             min_n=int(self.min_n), max_n=int(self.max_n), bucket=int(self.bucket))
 
-    def _build_vectors(self, tokens, counts) -> WordVectors:
-        if self.vectors is not None:
-            return load_word_vectors(self.vectors, self.vectors_format)
-        _gensim()
-        from gensim.models import FastText
-
-        check_min_count(type(self).__name__, counts, self.min_count)
-        model = train_gensim(FastText, tokens, counts, self._gensim_params())
-        wv = model.wv
-        return WordVectors(list(wv.index_to_key), wv.vectors, subwords=wv,
-                           index=dict(wv.key_to_index))
+    # trained and loaded as Word2Vec is, with gensim's FastText and the subword parameters
+    _build_vectors = Word2VecEmbedder._build_vectors

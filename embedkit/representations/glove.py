@@ -20,20 +20,23 @@ import itertools
 from collections import Counter
 
 import numpy as np
-
-from ..base import store_params
 import scipy.sparse as sp
 
-from ._static import StaticEmbedder, WordVectors, load_word_vectors
+from ..base import store_params
+from ..documents import TokenizedDocuments
+from ..vectors import WordVectors, load_word_vectors
+from ._static import StaticEmbedder
 
 __all__ = ["GloveEmbedder", "cooccurrence_matrix", "train_glove"]
 
 
-def cooccurrence_matrix(tokens: list[list[str]], vocabulary: list[str], window: int = 10) -> sp.csr_matrix:
+def cooccurrence_matrix(tokens: TokenizedDocuments | list[list[str]], vocabulary: list[str],
+                        window: int = 10) -> sp.csr_matrix:
     """Symmetric co-occurrence counts weighted by 1/distance within ``window`` tokens.
 
-    Tokens outside ``vocabulary`` are removed from the stream first (as GloVe's ``cooccur``
-    does); windows never cross document boundaries.
+    ``tokens``: `TokenizedDocuments` or one list of tokens per document. Tokens outside
+    ``vocabulary`` are removed from the stream first (as GloVe's ``cooccur`` does); windows never
+    cross document boundaries.
 
     Examples
     --------
@@ -43,10 +46,12 @@ def cooccurrence_matrix(tokens: list[list[str]], vocabulary: list[str], window: 
     """
     if int(window) < 1:
         raise ValueError(f"window={window!r} must be a positive int.")
+    if not isinstance(tokens, TokenizedDocuments):
+        tokens = TokenizedDocuments.from_lists(tokens)
     index = dict(zip(vocabulary, range(len(vocabulary))))
-    flat = list(itertools.chain.from_iterable(tokens))
-    ids = np.fromiter(map(index.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
-    doc = np.repeat(np.arange(len(tokens)), np.fromiter(map(len, tokens), np.int64, len(tokens)))
+    ids = np.fromiter(map(index.get, tokens.words, itertools.repeat(-1)), dtype=np.int64,
+                      count=len(tokens.words))[tokens.ids]
+    doc = tokens.document_index()
     keep = ids >= 0
     ids, doc = ids[keep], doc[keep]
     V = len(vocabulary)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 from ..base import store_params
-from ._static import StaticEmbedder, WordVectors, load_word_vectors
+from ..vectors import WordVectors, load_word_vectors
+from ._static import StaticEmbedder
 
 __all__ = ["Word2VecEmbedder"]
 
@@ -101,6 +102,8 @@ class Word2VecEmbedder(StaticEmbedder):
     (1, 16)
     """
 
+    _gensim_model = "Word2Vec"  # the gensim.models class that trains it
+
     def __init__(self, vectors=None, vectors_format: str = "auto", vector_size: int = 100,
                  window: int = 5, min_count: int = 1, sg: int = 0, hs: int = 0, negative: int = 5,
                  sample: float = 1e-3, alpha: float = 0.025, epochs: int = 5, workers: int = 1,
@@ -120,9 +123,9 @@ class Word2VecEmbedder(StaticEmbedder):
         if self.vectors is not None:
             return load_word_vectors(self.vectors, self.vectors_format)
         _gensim()
-        from gensim.models import Word2Vec
+        import gensim.models
 
         check_min_count(type(self).__name__, counts, self.min_count)
-        model = train_gensim(Word2Vec, tokens, counts, self._gensim_params())
-        wv = model.wv
-        return WordVectors(list(wv.index_to_key), wv.vectors, index=dict(wv.key_to_index))
+        model = train_gensim(getattr(gensim.models, self._gensim_model), tokens.lists(), counts,
+                             self._gensim_params())
+        return WordVectors.from_gensim(model.wv)

@@ -32,7 +32,7 @@ def wikitext_docs() -> list[str]:
 
 def intrinsic() -> None:
     from embedkit import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
-    from embedkit.wordvectors import evaluate_analogies, evaluate_similarity, most_similar
+    from embedkit.vectors import evaluate_analogies, evaluate_similarity
 
     docs = wikitext_docs()
     print(f"WikiText-2 train: {len(docs)} paragraphs", flush=True)
@@ -74,7 +74,7 @@ def intrinsic() -> None:
     for word in ["goverment", "musicain", "televsion", "footbal"]:
         _, found_w2v = w2v.lookup([word])
         vec, found_ft = ft.lookup([word])
-        nn = most_similar(ft, vec[0], topn=5)
+        nn = ft.most_similar(vec[0], topn=5)
         print(f"  {word!r}: in Word2Vec vocab: {bool(found_w2v[0])}; FastText vector finite: "
               f"{bool(np.isfinite(vec).all() and found_ft[0])}; nearest: "
               f"{', '.join(f'{w} ({s:.2f})' for w, s in nn)}")

@@ -1,0 +1,360 @@
+"""The head contract: `NeuralHead`, the skorch training assembly every head shares, and the
+classifier / regressor mixins.
+
+``NeuralHead.fit`` is a template: it validates the input and targets, seeds, splits off the
+validation rows, assembles skorch's ``NeuralNet`` and trains it. A head customises hooks
+(``_build_module``, ``_dataset``, ``_train_iterator``, ``_optimizer``, ``_callbacks``,
+``_valid_scoring``, ``_net_class``, ``_fitted``), never ``fit`` itself. torch and skorch are
+imported inside the methods that need them.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..sequences import Sequences, TokenIds
+from ._data import HeadInput
+
+__all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin"]
+
+_OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad"}
+
+
+class NeuralHead(BaseEstimator):
+    """Base of every neural head: input handling, the skorch-driven training loop, prediction.
+
+    Subclasses list the input forms they accept in ``_accepts`` (`embedkit.base.FORMS`) and
+    implement ``_build_module(inputs, n_outputs)`` returning a ``torch.nn.Module`` whose
+    ``forward`` takes ``x`` (a ``(B, D)`` float tensor for pooled input, ``(B, T, D)`` floats for
+    sequences, ``(B, T)`` ids) and, for sequences and ids, ``lengths``. They define the common
+    training parameters in their ``__init__``: lr, epochs, batch_size, optimizer, weight_decay,
+    early_stopping, validation_fraction, patience, class_weight, gradient_clip, random_state,
+    device, verbose. A head with another way to train (e.g. the fine-tuning head) overrides the
+    other hooks of `fit`.
+    """
+
+    _accepts: tuple[str, ...] = ("pooled", "sequence", "ids")
+    _task: str = "classification"
+
+    # -- hooks --------------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        """Parameter checks run first in `fit` (none by default)."""
+
+    def _build_module(self, inputs: HeadInput, n_outputs: int):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _dataset(self, inputs: HeadInput, y_enc: np.ndarray):
+        """The torch dataset of all training rows and the collate function that batches it."""
+        from ._data import HeadDataset, collate
+
+        return HeadDataset(inputs, y_enc), collate
+
+    def _train_iterator(self, train, generator) -> dict:
+        """``iterator_train__*`` settings: shuffled batches of ``batch_size``, seeded."""
+        return {"shuffle": True, "generator": generator}
+
+    def _optimizer(self) -> dict:
+        """The optimizer's net settings: class, its parameters and the learning rate."""
+        import torch
+
+        optimizer = _OPTIMIZERS.get(self.optimizer)
+        if optimizer is None:
+            raise ValueError(f"optimizer={self.optimizer!r}; choose one of {sorted(_OPTIMIZERS)}.")
+        return {"optimizer": getattr(torch.optim, optimizer),
+                "optimizer__weight_decay": self.weight_decay, "lr": self.lr}
+
+    def _callbacks(self, batches_per_epoch: int) -> list:
+        """Training callbacks besides early stopping and the progress bar."""
+        from skorch.callbacks import GradientNormClipping
+
+        return [("clip", GradientNormClipping(self.gradient_clip))] if self.gradient_clip else []
+
+    def _valid_scoring(self) -> list:
+        """Callbacks scoring the validation rows each epoch, before early stopping (none)."""
+        return []
+
+    def _net_class(self) -> tuple[type, dict]:
+        """The skorch net class and the arguments only that class takes."""
+        from skorch import NeuralNet
+
+        return NeuralNet, {}
+
+    def _fitted(self, net, n_outputs: int) -> None:
+        """Keep what prediction needs from the trained net."""
+        self.net_ = net
+
+    # -- input ------------------------------------------------------------------------------
+    def _as_input(self, X, *, reset: bool) -> HeadInput:
+        name = type(self).__name__
+        if isinstance(X, Sequences):
+            form, data, dim = "sequence", X, X.dim
+        elif isinstance(X, TokenIds):
+            form, data, dim = "ids", X, 0
+        else:
+            from sklearn.utils.validation import validate_data
+
+            if isinstance(X, (list, tuple)) and X and isinstance(X[0], str) or isinstance(X, str):
+                raise ValueError(
+                    f"{name} received raw text. Put a representation first, e.g. "
+                    f"Pipeline([('features', TfidfEmbedder()), ('head', {name}())])."
+                )
+            data = validate_data(
+                self, X, reset=reset, accept_sparse="csr", dtype=(np.float32, np.float64)
+            )
+            form, dim = "pooled", data.shape[1]
+        if form not in self._accepts:
+            raise ValueError(self._wrong_input_message(form, data))
+        if reset:
+            self.input_form_ = form
+            if form in ("sequence", "ids"):
+                self.n_features_in_ = dim if form == "sequence" else data.vocab_size
+        elif form != self.input_form_:
+            raise ValueError(
+                f"{name} was fitted on {self.input_form_} input but received {form} input; "
+                "transform with the same representation settings as at fit."
+            )
+        elif form == "sequence" and dim != self.n_features_in_:
+            raise ValueError(
+                f"{name} was fitted on vectors of dimension {self.n_features_in_}, got {dim}."
+            )
+        return HeadInput(form, data, dim)
+
+    def _wrong_input_message(self, form: str, data=None) -> str:
+        name = type(self).__name__
+        if form == "pooled":
+            kind = "sparse" if sp.issparse(data) else "dense"
+            return (
+                f"{name} needs one vector per token, but received a 2-D {kind} matrix (one "
+                "vector per document). Set output='sequence' on the representation, e.g. "
+                "GloveEmbedder(output='sequence') or TransformerEmbedder(output='sequence'), or "
+                "use TokenIndexer() to learn the embedding inside the head."
+            )
+        return f"{name} does not accept {form} input; it accepts {', '.join(self._accepts)}."
+
+    # -- training -----------------------------------------------------------------------------
+    def _encode_targets(self, y):
+        from sklearn.utils.multiclass import check_classification_targets
+        from sklearn.utils.validation import column_or_1d
+
+        if self._task == "classification":
+            y = column_or_1d(y, warn=True)
+            check_classification_targets(y)
+            self.classes_, encoded = np.unique(y, return_inverse=True)
+            if len(self.classes_) < 2:
+                raise ValueError(
+                    f"y has only one class ({self.classes_[0]!r}); a classifier needs at least "
+                    "two classes in the training data."
+                )
+            return encoded.astype(np.int64), len(self.classes_)
+        y = np.asarray(y, dtype=np.float32)
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity; drop or impute those rows first.")
+        self._y_ndim = y.ndim
+        y2 = y.reshape(len(y), -1)
+        return y2, y2.shape[1]
+
+    def _criterion(self, y_enc):
+        import torch
+
+        if self._task != "classification":
+            return torch.nn.MSELoss, {}
+        weight = self.class_weight
+        if weight is None:
+            return torch.nn.CrossEntropyLoss, {}
+        from sklearn.utils.class_weight import compute_class_weight
+
+        if isinstance(weight, dict):
+            missing = set(weight) - set(self.classes_.tolist())
+            if missing:
+                raise ValueError(f"class_weight names classes {sorted(missing)} not present in y.")
+        w = compute_class_weight(weight, classes=self.classes_, y=self.classes_[y_enc])
+        return torch.nn.CrossEntropyLoss, {"criterion__weight": torch.as_tensor(w, dtype=torch.float32)}
+
+    def _device(self) -> str:
+        from .._batching import resolve_device
+
+        return resolve_device(getattr(self, "device", "cpu"))
+
+    def _use_early_stopping(self, n: int) -> bool:
+        es = self.early_stopping
+        if es == "auto":
+            return n >= 1000
+        if es not in (True, False):
+            raise ValueError(f"early_stopping={es!r}; use True, False or 'auto'.")
+        return es
+
+    def fit(self, X, y):
+        """Build the network for the shape of ``X`` and train it on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : features in a form listed in ``_accepts``
+        y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression)
+
+        Returns
+        -------
+        self
+        """
+        import torch
+        from skorch.callbacks import EarlyStopping, ProgressBar
+        from skorch.dataset import ValidSplit
+        from skorch.helper import predefined_split
+
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        self._check_params()
+        device = self._device()
+        inputs = self._as_input(X, reset=True)
+        y_enc, n_outputs = self._encode_targets(y)
+        if len(y_enc) != len(inputs):
+            raise ValueError(f"X has {len(inputs)} rows but y has {len(y_enc)}.")
+        seed = 0 if self.random_state is None else int(self.random_state)
+        torch.manual_seed(seed)
+        module = self._build_module(inputs, n_outputs)
+        criterion, extra = self._criterion(y_enc)
+        dataset, collate = self._dataset(inputs, y_enc)
+        train, valid, callbacks = dataset, None, []
+        if self._use_early_stopping(len(inputs)):
+            stratified = self._task == "classification" and np.bincount(y_enc).min() >= 2
+            split = ValidSplit(self.validation_fraction, stratified=stratified, random_state=seed)
+            train, valid = split(dataset, y_enc)
+            callbacks += self._valid_scoring()
+            callbacks.append(("early_stopping", EarlyStopping(patience=self.patience, load_best=True)))
+        batches = math.ceil(len(train) / self.batch_size)
+        callbacks += self._callbacks(batches)
+        if self.verbose:
+            n_valid = 0 if valid is None else len(valid)
+            callbacks.append(("progress", ProgressBar(
+                batches_per_epoch=batches + math.ceil(n_valid / self.batch_size))))
+        optimizer = self._optimizer()
+        iterator = self._train_iterator(train, torch.Generator().manual_seed(seed))
+        net_class, net_params = self._net_class()
+        net = net_class(
+            module=module,
+            criterion=criterion,
+            max_epochs=self.epochs,
+            batch_size=self.batch_size,
+            train_split=None if valid is None else predefined_split(valid),
+            callbacks=callbacks,
+            **{f"iterator_train__{k}": v for k, v in iterator.items()},
+            iterator_train__collate_fn=collate,
+            iterator_valid__collate_fn=collate,
+            verbose=1 if self.verbose else 0,
+            device=device,
+            **optimizer,
+            **net_params,
+            **extra,
+        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+            net.fit(train, None)
+        self.history_ = [
+            {k: v for k, v in epoch.items() if k != "batches"} for epoch in net.history
+        ]
+        self.n_epochs_ = len(self.history_)
+        self._fitted(net, n_outputs)
+        return self
+
+    # -- prediction ---------------------------------------------------------------------------
+    def _forward(self, X) -> np.ndarray:
+        import torch
+
+        from ._data import HeadDataset
+
+        check_is_fitted(self, "net_")
+        inputs = self._as_input(X, reset=False)
+        n, size = len(inputs), int(self.batch_size)
+        # The last, partial batch is padded with copies of its first row: float32 matrix
+        # products of one row take another kernel than those of many, so without this a row's
+        # output would depend on how many rows came with it (sklearn's subset-invariance check).
+        full = n - n % size
+        parts = [inputs] if full == n else []
+        if full and full < n:
+            parts.append(HeadInput(inputs.form, inputs.data[:full], inputs.dim))
+        if full < n:
+            tail = np.concatenate([np.arange(full, n), np.full(size - (n - full), full)])
+            parts.append(HeadInput(inputs.form, inputs.data[tail], inputs.dim))
+        outs = []
+        with torch.inference_mode():
+            for part in parts:
+                outs.append(self.net_.forward(HeadDataset(part), training=False))
+        return torch.cat(outs)[:n].float().cpu().numpy()
+
+    # -- history ------------------------------------------------------------------------------
+    def plot_history(self, path=None, ax=None, title: str | None = None):
+        """Draw training/validation loss (and the validation metric, if any) per epoch.
+
+        Parameters
+        ----------
+        path : str or Path, optional
+            Save the figure there (any format matplotlib writes, e.g. ``.png``).
+        ax : matplotlib Axes, optional
+            Draw into it instead of a new figure.
+        title : str, optional
+            Defaults to the class name.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from embedkit import MLPClassifier
+        >>> X, y = np.random.RandomState(0).randn(20, 3), [0, 1] * 10
+        >>> fig = MLPClassifier(epochs=3).fit(X, y).plot_history()
+        >>> fig.axes[0].get_xlabel()
+        'epoch'
+        """
+        from ..plots import history_chart
+
+        check_is_fitted(self, "history_")
+        return history_chart(self.history_, path, ax, title=title or type(self).__name__)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = "pooled" in self._accepts
+        tags.non_deterministic = False
+        return tags
+
+
+class NeuralClassifierMixin:
+    """predict / predict_proba for classification heads."""
+
+    _task = "classification"
+    _estimator_type = "classifier"
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, columns ordered as ``classes_``."""
+        logits = self._forward(X)
+        logits = logits - logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        """Most probable class per row."""
+        scores = self._forward(X)
+        return self.classes_[scores.argmax(axis=1)]
+
+
+class NeuralRegressorMixin:
+    """predict for regression heads."""
+
+    _task = "regression"
+    _estimator_type = "regressor"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted values, shaped like the ``y`` seen at fit."""
+        out = self._forward(X).astype(np.float64)
+        return out.ravel() if self._y_ndim == 1 else out

@@ -1,0 +1,380 @@
+"""Fine-tune a pretrained Transformer end to end as one scikit-learn estimator.
+
+`TransformerClassifier` / `TransformerRegressor` own their tokenizer and encoder: they take raw
+documents, put a small head (linear, MLP or attention pooling) on the encoder and train both
+through `NeuralHead`'s skorch training assembly, customising its hooks: AdamW with separate
+encoder/head learning rates, warm-up + linear decay, gradient accumulation, length-grouped
+batches, a validation metric and early stopping. After fitting, ``transform`` gives the
+fine-tuned encoder's features, so what the model learned can feed other heads, and
+``save_pretrained`` writes a Hugging Face model folder.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin, RegressorMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..._batching import length_sorted_batches
+from ...base import store_params
+from ...documents import validate_documents
+from ...sequences import Sequences
+from .._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from .._data import HeadDataset, HeadInput
+from ._data import collate_token_ids, pad_token_ids
+from ._module import FineTuneModule, freeze_encoder
+
+__all__ = ["TransformerClassifier", "TransformerRegressor"]
+
+FINE_TUNE = ("full", "last_k", "none")
+HEADS = ("linear", "mlp", "attention")
+POOLINGS = ("cls", "mean")
+
+
+def _torch_at_least(major: int, minor: int) -> bool:
+    found = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+    return found >= (major, minor)
+
+
+class _FineTune(TransformerMixin, NeuralHead):
+    _accepts = ("text",)
+
+    def __init__(self, model: str = "all-minilm-l6-v2", fine_tune: str = "full", k: int = 2,
+                 head: str = "linear", pooling: str = "mean", dropout: float = 0.1,
+                 lr: float = 5e-5, head_lr: float = 1e-3, warmup_ratio: float = 0.1,
+                 weight_decay: float = 0.01, epochs: int = 3, batch_size: int = 16,
+                 gradient_accumulation: int = 1, max_length: int = 128,
+                 early_stopping="auto", validation_fraction: float = 0.1, patience: int = 2,
+                 class_weight=None, random_state: int | None = 0, device: str = "auto",
+                 trust_remote_code: bool = False, output: str = "pooled", verbose: int = 0):
+        store_params(self, locals())
+
+    # -- checks (the device is checked by `_device`, i.e. `embedkit._batching.resolve_device`) --
+    def _check_params(self) -> None:
+        name = type(self).__name__
+        choices = {"fine_tune": FINE_TUNE, "head": HEADS, "pooling": POOLINGS,
+                   "output": ("pooled", "sequence")}
+        for param, allowed in choices.items():
+            value = getattr(self, param)
+            if value not in allowed:
+                raise ValueError(f"{name}({param}={value!r}) is not valid; choose one of {allowed}.")
+        for param in ("epochs", "batch_size", "gradient_accumulation", "max_length", "k", "patience"):
+            value = getattr(self, param)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}({param}={value!r}) must be an integer >= 1.")
+        if not 0.0 <= float(self.warmup_ratio) < 1.0:
+            raise ValueError(f"{name}(warmup_ratio={self.warmup_ratio!r}) must lie in [0, 1).")
+        if not 0.0 < float(self.validation_fraction) < 1.0:
+            raise ValueError(
+                f"{name}(validation_fraction={self.validation_fraction!r}) must lie in (0, 1).")
+
+    def _as_input(self, X, *, reset: bool) -> HeadInput:
+        if isinstance(X, Sequences) or hasattr(X, "lengths") or (
+                hasattr(X, "dtype") and getattr(X, "ndim", 1) == 2 and X.dtype.kind in "fiub") or (
+                hasattr(X, "tocsr")):
+            raise ValueError(
+                f"{type(self).__name__} takes raw documents (it owns its tokenizer and encoder) but "
+                f"received {type(X).__name__} features. In a Pipeline put it after a 'passthrough' "
+                "features step: Pipeline([('features', 'passthrough'), ('head', "
+                f"{type(self).__name__}())])."
+            )
+        return HeadInput("text", validate_documents(X), 0)
+
+    # -- model --------------------------------------------------------------------------------
+    def _load(self):
+        from ...resources import load_transformer
+
+        tokenizer, encoder, source = load_transformer(
+            self.model, trust_remote_code=self.trust_remote_code)
+        limit = getattr(encoder.config, "max_position_embeddings", None)
+        if limit and self.max_length > limit:
+            raise ValueError(
+                f"{type(self).__name__}(max_length={self.max_length}) exceeds the {limit} "
+                f"positions of {self.model!r}; use max_length <= {limit}.")
+        if tokenizer.pad_token_id is None:
+            raise ValueError(f"the tokenizer of {self.model!r} has no padding token; set "
+                             "tokenizer.pad_token (e.g. to its eos token) in a saved model folder.")
+        return tokenizer, encoder, source
+
+    def _build(self, encoder, n_outputs: int, device: str) -> FineTuneModule:
+        frozen = freeze_encoder(encoder, self.fine_tune, self.k, type(self).__name__, self.model)
+        return FineTuneModule(encoder, n_outputs, self.head, self.pooling, float(self.dropout),
+                              frozen, autocast=str(device).startswith("cuda"))
+
+    def _tokenize(self, docs: list[str]) -> list[np.ndarray]:
+        enc = self.tokenizer_(docs, truncation=True, max_length=self.max_length,
+                              return_attention_mask=False, return_token_type_ids=False)
+        return [np.asarray(ids, dtype=np.int64) for ids in enc["input_ids"]]
+
+    # -- NeuralHead.fit hooks -------------------------------------------------------------------
+    def _build_module(self, inputs: HeadInput, n_outputs: int) -> FineTuneModule:
+        """Load the pretrained tokenizer and encoder, freeze as asked, put the head on top."""
+        self.tokenizer_, encoder, self.source_ = self._load()
+        return self._build(encoder, n_outputs, self._device())
+
+    def _dataset(self, inputs: HeadInput, y_enc: np.ndarray):
+        """Token ids of every document, padded per batch with the tokenizer's padding id."""
+        collate = partial(collate_token_ids, pad_id=self.tokenizer_.pad_token_id)
+        return HeadDataset(self._tokenize(inputs.data), y_enc), collate
+
+    def _train_iterator(self, train, generator) -> dict:
+        """Shuffled batches of similar lengths (`LengthGroupedBatches`)."""
+        from ._data import LengthGroupedBatches
+
+        lengths = [len(train[i][0]) for i in range(len(train))]  # train: dataset or its Subset
+        # the batch sampler makes the batches
+        return {"batch_sampler": LengthGroupedBatches(lengths, self.batch_size, generator),
+                "batch_size": 1}
+
+    def _optimizer(self) -> dict:
+        """AdamW; encoder parameters train at ``lr``, the head at ``head_lr``; no weight decay
+        on biases and normalisation weights (skorch's param groups: first matching pattern wins)."""
+        groups = [("encoder.*bias", {"lr": self.lr, "weight_decay": 0.0}),
+                  ("encoder.*[Nn]orm*", {"lr": self.lr, "weight_decay": 0.0}),
+                  ("encoder.*", {"lr": self.lr}),
+                  ("*bias", {"weight_decay": 0.0})]
+        # the fused AdamW kernel (CPU and CUDA since torch 2.4) updates the weights in one pass:
+        # on a CPU it cut an update of MiniLM's 22M weights from 1.1-1.7 s to 0.2 s
+        # (pipelines/benchmarks/bench_finetune_step.py), a third of a short-text training step
+        fused = self._device().split(":")[0] in ("cpu", "cuda") and _torch_at_least(2, 4)
+        return {"optimizer": torch.optim.AdamW, "optimizer__param_groups": groups,
+                "optimizer__weight_decay": self.weight_decay, "lr": self.head_lr,
+                **({"optimizer__fused": True} if fused else {})}
+
+    def _callbacks(self, batches_per_epoch: int) -> list:
+        """transformers' linear warm-up then linear decay, stepped once per optimizer step."""
+        from transformers import get_linear_schedule_with_warmup
+
+        from ._training import OptimizerStepLR
+
+        steps = math.ceil(batches_per_epoch / self.gradient_accumulation) * self.epochs
+        return [("lr_schedule", OptimizerStepLR(
+            get_linear_schedule_with_warmup, num_warmup_steps=round(self.warmup_ratio * steps),
+            num_training_steps=steps, step_every="batch"))]
+
+    def _valid_scoring(self) -> list:
+        """Validation accuracy (classifier) or R^2 (regressor) per epoch."""
+        from skorch.callbacks import EpochScoring
+
+        from ._training import valid_accuracy, valid_r2
+
+        scorer, metric = ((valid_accuracy, "valid_acc") if self._task == "classification"
+                          else (valid_r2, "valid_r2"))
+        return [(metric, EpochScoring(scorer, lower_is_better=False, name=metric))]
+
+    def _net_class(self) -> tuple[type, dict]:
+        """`FineTuneNet`: only trainable parameters, gradient accumulation."""
+        from ._training import FineTuneNet
+
+        return FineTuneNet, {"accumulate": self.gradient_accumulation}
+
+    def _fitted(self, net, n_outputs: int) -> None:
+        """Keep the module only (no optimizer state): the estimator pickles at model size."""
+        self.module_ = net.module_.eval()
+        self.dim_ = int(self.module_.encoder.config.hidden_size)
+        self.n_outputs_ = n_outputs
+
+    # -- inference ----------------------------------------------------------------------------
+    def _run(self, docs: list[str], what: str):
+        """Run the fitted module over ``docs`` in length-sorted, dynamically padded batches."""
+        ids = self._tokenize(docs)
+        lengths = np.fromiter((len(r) for r in ids), dtype=np.int64, count=len(ids))
+        device = next(self.module_.parameters()).device
+        pad_id = self.tokenizer_.pad_token_id
+        self.module_.eval()
+        width = self.n_outputs_ if what == "logits" else self.dim_
+        out = np.zeros((len(ids), width), dtype=np.float32)
+        steps: list = [None] * len(ids)
+        with torch.inference_mode():
+            for rows in length_sorted_batches(lengths, max(self.batch_size, 64)):
+                X = {k: v.to(device) for k, v in pad_token_ids([ids[i] for i in rows], pad_id).items()}
+                if what == "logits":
+                    out[rows] = self.module_(**X).cpu().numpy()
+                    continue
+                hidden, pooled, _ = self.module_.features(**X)
+                if what == "pooled":
+                    out[rows] = pooled.cpu().numpy()
+                    continue
+                hidden = hidden.cpu().numpy()
+                for j, i in enumerate(rows):
+                    steps[i] = hidden[j, : lengths[i]]
+        if what != "sequence":
+            return out
+        tokens = [self.tokenizer_.convert_ids_to_tokens(r.tolist()) for r in ids]
+        return Sequences.from_rows(steps, tokens=tokens, dim=self.dim_)
+
+    def _forward(self, X) -> np.ndarray:
+        check_is_fitted(self, "module_")
+        return self._run(self._as_input(X, reset=False).data, "logits")
+
+    def transform(self, X):
+        """The fine-tuned encoder's features of ``X``.
+
+        Returns a float32 array ``(n_docs, hidden)`` pooled as the model pools (``pooling``, or
+        the learned attention weights for ``head="attention"``), or for ``output="sequence"`` a
+        `Sequences` of token vectors (special tokens included) with the word pieces attached.
+        """
+        check_is_fitted(self, "module_")
+        self._check_params()
+        docs = self._as_input(X, reset=False).data
+        return self._run(docs, "sequence" if self.output == "sequence" else "pooled")
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the pooled feature columns."""
+        check_is_fitted(self, "module_")
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}_dim{i}" for i in range(self.dim_)], dtype=object)
+
+    # -- saving -------------------------------------------------------------------------------
+    def save_pretrained(self, path) -> Path:
+        """Write a Hugging Face model folder: the fine-tuned encoder (safetensors + config),
+        the tokenizer, ``embedkit_head.safetensors`` (pooling/head weights) and ``embedkit.json``
+        (embedkit parameters, label mapping). ``AutoModel.from_pretrained(path)`` loads the
+        encoder; ``load(path)`` restores this estimator.
+        """
+        from ._persist import save_pretrained
+
+        check_is_fitted(self, "module_")
+        return save_pretrained(self, path)
+
+    @classmethod
+    def load(cls, path, device: str = "auto"):
+        """Restore an estimator written by `save_pretrained` (safetensors only, no pickle).
+
+        Parameters
+        ----------
+        path : str or Path
+        device : {"auto", "cpu", "cuda"}, default="auto"
+        """
+        from ._persist import load_pretrained
+
+        return load_pretrained(cls, path, device)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        return tags
+
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    model : str, default="all-minilm-l6-v2"
+        A named resource (the packaged MiniLM), a local Hugging Face model folder (safetensors
+        weights), or a hub id where the network allows.
+    fine_tune : {"full", "last_k", "none"}, default="full"
+        Train every encoder weight, only the top ``k`` Transformer blocks (and anything above
+        them), or none (a frozen encoder under a trained head). Frozen parts run in eval mode.
+    k : int, default=2
+        Number of top blocks trained with ``fine_tune="last_k"``.
+    head : {"linear", "mlp", "attention"}, default="linear"
+        On the pooled vector: one linear layer, or a hidden GELU layer of the encoder's width
+        then a linear layer; "attention" learns attention-pooling weights over the tokens
+        (replacing ``pooling``) then a linear layer.
+    pooling : {"cls", "mean"}, default="mean"
+        The first token's vector, or the masked mean of the token vectors.
+    dropout : float, default=0.1
+        Dropout on the pooled vector (and in the MLP head).
+    lr : float, default=5e-5
+        Learning rate of the encoder.
+    head_lr : float, default=1e-3
+        Learning rate of the head (and attention pooling).
+    warmup_ratio : float, default=0.1
+        Fraction of the optimizer steps with a linear warm-up from 0; the rate then decays
+        linearly to 0 at the last step (transformers' ``get_linear_schedule_with_warmup``, one
+        step per weight update).
+    weight_decay : float, default=0.01
+        AdamW weight decay (not applied to biases and normalisation weights).
+    epochs : int, default=3
+        Maximum number of epochs.
+    batch_size : int, default=16
+    gradient_accumulation : int, default=1
+        Update the weights every this many batches (effective batch ``batch_size * this``).
+    max_length : int, default=128
+        Documents are truncated to this many word pieces (special tokens included).
+    early_stopping : bool or "auto", default="auto"
+        Hold out ``validation_fraction`` (stratified for classification), record the validation
+        loss and metric per epoch, stop after ``patience`` epochs without improvement of the
+        validation loss and keep the best epoch's weights. "auto" turns it on from 1,000 rows.
+    validation_fraction : float, default=0.1
+    patience : int, default=2
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the classes in the loss (classifier only).
+    random_state : int, default=0
+        Seeds the head's initialisation, dropout, shuffling and the validation split: two fits
+        on CPU give identical weights.
+    device : {"auto", "cpu", "cuda", "mps"}, default="auto"
+        "auto" uses CUDA when available (with bf16 autocast), else the CPU.
+    trust_remote_code : bool, default=False
+        Allow models that ship their own Python code (only for models you trust).
+    output : {"pooled", "sequence"}, default="pooled"
+        What ``transform`` returns: pooled float32 features ``(n_docs, hidden)`` or a
+        `Sequences` of the fine-tuned token vectors with their word pieces.
+    verbose : int, default=0
+        1 shows a progress bar and a per-epoch table.
+
+    Attributes
+    ----------
+    module_ : FineTuneModule
+        The fine-tuned encoder with its head.
+    tokenizer_ : transformers tokenizer
+    history_ : list of dict
+        Per epoch: ``train_loss``, and with early stopping ``valid_loss`` and ``valid_acc``
+        (classifier) or ``valid_r2`` (regressor); `plot_history` draws it.
+    dim_ : int
+        Width of the features ``transform`` returns.
+
+    Notes
+    -----
+    Pickling a fitted estimator (pickle, joblib) stores the fine-tuned weights and tokenizer
+    with it, so the file is as large as the model; as with any pickle, only load files you
+    wrote. `save_pretrained` / `load` is the safe exchange format (safetensors + JSON).
+"""
+
+
+class TransformerClassifier(NeuralClassifierMixin, ClassifierMixin, _FineTune):
+    """Fine-tune a pretrained Transformer with a classification head, end to end.
+
+    It takes raw documents: it owns the tokenizer (batches are padded to their longest row)
+    and the encoder. In a Pipeline or grid that swaps features steps, give it a
+    ``"passthrough"`` features step. After fitting, ``transform`` returns the fine-tuned
+    encoder's features, to feed other heads.
+    {params}
+    Examples
+    --------
+    >>> from sklearn.pipeline import Pipeline
+    >>> docs = ["a great film", "loved it", "awful plot", "boring and bad"] * 4
+    >>> y = ["pos", "pos", "neg", "neg"] * 4
+    >>> clf = TransformerClassifier(epochs=2, max_length=32, head_lr=3e-3)
+    >>> pipe = Pipeline([("features", "passthrough"), ("head", clf)]).fit(docs, y)
+    >>> pipe.predict(["what a great film"]).tolist()
+    ['pos']
+    >>> clf.transform(["what a great film"]).shape
+    (1, 384)
+    """
+
+
+class TransformerRegressor(NeuralRegressorMixin, RegressorMixin, _FineTune):
+    """Fine-tune a pretrained Transformer with a regression head (mean squared error).
+
+    Parameters as `TransformerClassifier` (``class_weight`` does not apply; the validation
+    metric is R^2).
+    {params}
+    Examples
+    --------
+    >>> reg = TransformerRegressor(epochs=2, max_length=32)
+    >>> reg.fit(["tiny", "small", "big", "huge"], [0.0, 1.0, 2.0, 3.0]).predict(["large"]).shape
+    (1,)
+    """
+
+
+TransformerClassifier.__doc__ = TransformerClassifier.__doc__.replace("{params}", _PARAMS_DOC)
+TransformerRegressor.__doc__ = TransformerRegressor.__doc__.replace("{params}", _PARAMS_DOC)
