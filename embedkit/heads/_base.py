@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ..base import CheckedKeywords
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 
@@ -26,7 +27,7 @@ __all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin"]
 _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad"}
 
 
-class NeuralHead(BaseEstimator):
+class NeuralHead(CheckedKeywords, BaseEstimator):
     """Base of every neural head: input handling, the skorch-driven training loop, prediction.
 
     Subclasses list the input forms they accept in ``_accepts`` (`embedkit.base.FORMS`) and
