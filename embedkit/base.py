@@ -172,7 +172,22 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
 
     def _checked(self, out):
         _check_finite(out, type(self).__name__)
+        if sp.issparse(out):
+            from sklearn.utils._set_output import _get_output_config
+
+            if _get_output_config("transform", self)["dense"] != "default":
+                raise ValueError(self._sparse_table_message())
         return out
+
+    def _sparse_table_message(self) -> str:
+        params = self.get_params(deep=False)
+        fixes = [f"{name}={value}" for name, value in
+                 (("sparse_output", False), ("n_components", 300)) if name in params]
+        return (f"{type(self).__name__} gives a scipy-sparse matrix, which "
+                "set_output(transform='pandas') cannot turn into a table. Pass "
+                f"{' (a dense array, fine on small data) or '.join(fixes) or 'a dense output'}"
+                f"{' (a dense LSA projection)' if len(fixes) == 2 else ''}, or call "
+                "set_output(transform='default').")
 
     #: parameters that do not change the vectors, beyond `embedkit.cache.NEUTRAL_PARAMS`
     _cache_exclude: tuple[str, ...] = ()
