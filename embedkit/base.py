@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from .documents import validate_documents
 from .sequences import Sequences
 
-__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "store_params"]
+__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "progress_bars", "store_params"]
 
 #: The forms features take between the two contracts: one vocabulary for a representation's
 #: ``output=`` (``_outputs``), a head's ``_accepts`` and the registry's compatibility.
@@ -31,6 +31,16 @@ __all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "store_param
 FORMS = ("pooled", "sequence", "ids", "text")
 #: the forms a representation can output
 OUTPUTS = FORMS[:3]
+
+
+def progress_bars(verbose) -> bool:
+    """Whether a ``verbose`` estimator draws progress bars: ``verbose >= 2`` always; ``1`` only
+    when stderr is a terminal, so logs, CI output and notebooks get plain lines, not bar redraws.
+    """
+    import sys
+
+    level = int(verbose or 0)
+    return level >= 2 or (level == 1 and sys.stderr.isatty())
 
 
 def store_params(estimator, params: dict) -> None:

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import CheckedKeywords
+from ..base import CheckedKeywords, progress_bars
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 
@@ -229,7 +229,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
             callbacks.append(("early_stopping", EarlyStopping(patience=self.patience, load_best=True)))
         batches = math.ceil(len(train) / self.batch_size)
         callbacks += self._callbacks(batches)
-        if self.verbose:
+        if progress_bars(self.verbose):
             n_valid = 0 if valid is None else len(valid)
             callbacks.append(("progress", ProgressBar(
                 batches_per_epoch=batches + math.ceil(n_valid / self.batch_size))))
