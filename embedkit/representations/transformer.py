@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from .._batching import resolve_device
+from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
 from ..sequences import Sequences, masked_pool
 from ._neural import NeuralEncoder, onednn_linears
 
 __all__ = ["TransformerEmbedder"]
-
-_POOLINGS = ("mean", "cls", "max")
-_LONG = ("truncate", "window")
-_WORD_POOLINGS = (None, "mean", "first")
-_DTYPES = ("float32", "bfloat16")
 
 # Loaded models are shared by every embedder of the process (clones in a grid search, folds):
 # inference only, never trained in place, so sharing is safe; the two most recent stay loaded.
@@ -157,6 +155,31 @@ class TransformerEmbedder(NeuralEncoder):
                      "for token ids to fine-tune, use the fine-tuning head.")
     _feature_prefix = "dim"
     _cache_exclude = ("model", "trust_remote_code")  # the weights digest identifies the model
+    _parameter_constraints: ClassVar[dict] = {
+        "model": [str, os.PathLike],
+        # ---- the ONNX backend's ``backend`` entry goes here (added with that parameter) ----
+        "pooling": [StrOptions({"mean", "cls", "max"})],
+        "layers": [StrOptions({"last"}), Layers()],  # against the model's depth: at fit
+        "normalize": ["boolean"],
+        "max_length": [positive_int(4)],  # room for the special tokens; the model's limit at fit
+        "long_documents": [StrOptions({"truncate", "window"})],
+        "stride": [None, positive_int(0)],  # below the window's text tokens: checked at transform
+        "output": [StrOptions({"pooled", "sequence"})],
+        "word_pooling": [None, StrOptions({"mean", "first"})],
+        "batch_size": [positive_int()],
+        "max_tokens_per_batch": [None, positive_int()],
+        "device": [Device()],
+        "num_threads": [None, positive_int()],
+        "dtype": [StrOptions({"float32", "bfloat16"})],
+        "trust_remote_code": ["boolean"],
+        "verbose": ["verbose"],
+        "cache": [CacheSpec()],
+    }
+    _parameter_rules = (
+        Rule(("word_pooling", "output"), lambda wp, output: wp is None or output == "sequence",
+             "word_pooling must be None unless output='sequence' (it pools the word pieces of "
+             "each word into one vector)", bad={"word_pooling": "mean", "output": "pooled"}),
+    )
 
     def __init__(self, model: str = "all-minilm-l6-v2", pooling: str = "mean", layers="last",
                  normalize: bool = False, max_length: int = 256, long_documents: str = "truncate",
@@ -165,25 +188,6 @@ class TransformerEmbedder(NeuralEncoder):
                  device: str = "auto", num_threads: int | None = None, dtype: str = "float32",
                  trust_remote_code: bool = False, verbose: int = 0, cache=None):
         store_params(self, locals())
-
-    # -- parameters -------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        for param, allowed in (("pooling", _POOLINGS), ("long_documents", _LONG),
-                               ("word_pooling", _WORD_POOLINGS), ("dtype", _DTYPES)):
-            if getattr(self, param) not in allowed:
-                raise ValueError(f"{name}({param}={getattr(self, param)!r}); choose one of {allowed}.")
-        if not isinstance(self.max_length, (int, np.integer)) or self.max_length < 4:
-            raise ValueError(f"{name}(max_length={self.max_length!r}); use an int >= 4.")
-        if self.layers != "last":
-            if isinstance(self.layers, (int, np.integer)):
-                raise ValueError(f"{name}(layers={self.layers!r}); pass a list, e.g. layers=[-1], "
-                                 "or 'last'.")
-            if not len(list(self.layers)):
-                raise ValueError(f"{name}(layers=[]); list at least one layer or use 'last'.")
-        if self.word_pooling is not None and self.output != "sequence":
-            raise ValueError(f"{name}(word_pooling={self.word_pooling!r}) only applies to "
-                             "output='sequence'; set word_pooling=None for pooled output.")
 
     def _layer_indices(self) -> list[int] | None:
         if self.layers == "last":
@@ -199,7 +203,6 @@ class TransformerEmbedder(NeuralEncoder):
 
     # -- model ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
-        self._check_params()
         tokenizer, network, source = _load(self.model, bool(self.trust_remote_code),
                                            resolve_device(self.device), self.dtype)
         self._tokenizer, self._network = tokenizer, network
@@ -263,7 +266,6 @@ class TransformerEmbedder(NeuralEncoder):
     def _transform(self, docs):
         import torch
 
-        self._check_params()
         sequence = self.output == "sequence"
         if not docs:
             empty = np.zeros((0, 1, self.dim_) if sequence else (0, self.dim_), dtype=np.float32)
