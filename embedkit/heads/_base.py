@@ -139,6 +139,11 @@ class NeuralHead(BaseEstimator):
             data = validate_data(self, X, reset=reset, accept_sparse="csr",
                                  dtype=(np.float32, np.float64), ensure_min_samples=int(reset))
             form, dim = "pooled", data.shape[1]
+            values = data.data if sp.issparse(data) else data
+            if values.dtype == np.float64 and values.size and \
+                    np.abs(values).max() > np.finfo(np.float32).max:
+                raise ValueError(f"{name} computes in float32, but X holds values beyond its range "
+                                 "(about 3.4e38); scale the features first.")
         if form not in self._accepts:
             raise ValueError(self._wrong_input_message(form, data))
         if form == "sequence" and not np.isfinite(data.values).all():
