@@ -4,10 +4,10 @@ Each exported estimator has a class-level ``_parameter_constraints`` dict in sci
 (``{"window": [Interval(Integral, 1, None, closed="left")], ...}``), optionally
 ``_parameter_rules``, the checks that relate two parameters (`Rule`), and optionally a
 ``_parameter_hint(name)`` method whose sentence is added to that parameter's error (e.g. why an
-output form does not exist). `validate_params` checks
-them at the start of ``fit`` (`Representation` and `NeuralHead` call it before touching any data)
-and raises `InvalidParameterError` (a ``ValueError`` and a ``TypeError``) naming the estimator,
-the parameter, the value received and what is allowed, with a did-you-mean for near-miss words.
+output form does not exist). `validate_params` checks them at the start of ``fit``
+(`Representation` and `NeuralHead` call it before touching any data) and raises
+`InvalidParameterError` (a ``ValueError`` and a ``TypeError``) naming the estimator, the
+parameter, the value received and what is allowed, with a did-you-mean for near-miss words.
 
 The constraint objects are scikit-learn's (``Interval``, ``StrOptions``, ``Options``,
 ``HasMethods``, ``"boolean"``, ``"verbose"``, ``None``, types), so the table reads like any
