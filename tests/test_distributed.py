@@ -1,7 +1,7 @@
 """Dask integration on a real LocalCluster (2 worker processes, started inside the tests):
 distributed extraction equals local extraction, the model reaches each worker once, parquet
-output survives a worker killed mid-task, grid search under the Dask joblib backend equals
-n_jobs=1, and chunked streaming on one machine equals one-shot encoding."""
+output survives a worker killed mid-task, and grid search under the Dask joblib backend equals
+n_jobs=1. Streaming on one machine (no Dask) is tested in test_streaming.py."""
 
 from __future__ import annotations
 
@@ -17,12 +17,11 @@ import dask.bag as db
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 from embedkit import GloveEmbedder, TfidfEmbedder, TransformerEmbedder, load_dataset
-from embedkit.distributed import dask_backend, embed_file, extract_features, write_parquet
+from embedkit.distributed import dask_backend, extract_features, write_parquet
 
 # classes defined here travel to the worker processes by value, whatever their sys.path
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -210,64 +209,6 @@ def test_dask_backend_argument_errors(client):
     with pytest.raises(ValueError, match="scheduler is a int"):
         with dask_backend(8786):
             pass
-
-
-# ---------------------------------------------------------------------------------------
-# streaming on one machine
-# ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
-def test_embed_file_chunks_equal_one_shot(fmt, lsa, trec, tmp_path):
-    data = trec[["id", "text"]].copy()
-    data.loc[5, "text"] = ""  # an empty document (an empty CSV cell) is legal
-    data.loc[6, "text"] = "NA"  # and a text that pandas would read as missing stays text
-    src = tmp_path / f"in.{fmt}"
-    {"csv": lambda: data.to_csv(src, index=False),
-     "jsonl": lambda: data.to_json(src, orient="records", lines=True),
-     "parquet": lambda: data.to_parquet(src)}[fmt]()
-
-    summary = embed_file(lsa, src, tmp_path / "out.parquet", keep="id", chunk_size=500)
-    assert summary == {"path": str(tmp_path / "out.parquet"), "rows": len(data), "chunks": 3,
-                       "dim": 32}
-    assert pq.ParquetFile(tmp_path / "out.parquet").num_row_groups == 3
-    out = pd.read_parquet(tmp_path / "out.parquet")
-    assert out["id"].tolist() == data["id"].tolist() and out["id"].dtype == np.int64
-    expected = lsa.transform(data.text.tolist())
-    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-5, atol=1e-6)
-    assert np.allclose(out.iloc[6, 1:].to_numpy(), lsa.transform(["NA"])[0], atol=1e-6)
-    assert sorted(os.listdir(tmp_path)) == sorted([src.name, "out.parquet"])  # no temporaries
-
-
-class FailingTfidf(TfidfEmbedder):
-    """Fails on the document "boom", as a crash mid-file would."""
-
-    def _transform(self, docs):
-        if "boom" in docs:
-            raise RuntimeError("simulated crash")
-        return super()._transform(docs)
-
-
-def test_embed_file_interrupted_leaves_no_output(trec, tmp_path):
-    rep = FailingTfidf(n_components=8).fit(trec.text)
-    data = trec[["id", "text"]].copy()
-    data.loc[900, "text"] = "boom"
-    data.to_csv(tmp_path / "in.csv", index=False)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        embed_file(rep, tmp_path / "in.csv", tmp_path / "out.parquet", chunk_size=400)
-    assert os.listdir(tmp_path) == ["in.csv"]
-
-
-def test_embed_file_errors(lsa, trec, tmp_path):
-    trec[["id", "text"]].to_csv(tmp_path / "in.csv", index=False)
-    with pytest.raises(ValueError, match="no column 'body'"):
-        embed_file(lsa, tmp_path / "in.csv", tmp_path / "o.parquet", text_column="body")
-    with pytest.raises(ValueError, match="chunk_size=0"):
-        embed_file(lsa, tmp_path / "in.csv", tmp_path / "o.parquet", chunk_size=0)
-    with pytest.raises(ValueError, match="unsupported file type"):
-        embed_file(lsa, tmp_path / "in.xlsx", tmp_path / "o.parquet")
-    with pytest.raises(ValueError, match="sparse output"):
-        embed_file(TfidfEmbedder().fit(trec.text), tmp_path / "in.csv", tmp_path / "o.parquet")
 
 
 # ---------------------------------------------------------------------------------------

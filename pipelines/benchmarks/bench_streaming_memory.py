@@ -1,4 +1,4 @@
-"""Peak memory of `embedkit.distributed.embed_file`: chunked streaming versus one chunk.
+"""Peak memory of `embedkit.streaming.embed_file`: chunked streaming versus one chunk.
 
 Builds a synthetic-size corpus by repeating the real TREC questions (5,952 texts, each copy
 tagged with its copy number so documents are not byte-identical) to ``--docs`` rows in a CSV,
@@ -42,7 +42,7 @@ def _rss_mb() -> float:
 def run_one(csv: str, out: str, chunk: int) -> None:
     """Child process: fit, embed, print a JSON line."""
     from embedkit import TfidfEmbedder, load_dataset
-    from embedkit.distributed import embed_file
+    from embedkit.streaming import embed_file
 
     trec = load_dataset("trec")
     rep = TfidfEmbedder(n_components=100).fit(trec.text[trec.split == "train"])

@@ -1,6 +1,6 @@
 """One `GridSearchCV` over many representations and heads, pairing only compatible steps.
 
-    from pipelines.search import make_search
+    from embedkit.search import make_search
     search, X, y = make_search("trec", representations=["tfidf", "glove"], heads=["mlp", "rnn"])
     search.fit(X, y)
     search.cv_results_
@@ -17,40 +17,30 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import grids
-
-
-def representation_grid(names=None, cache="memory") -> dict[str, object]:
-    """Fresh representation estimators by name (all registered ones when None)."""
-    names = list(names or grids.REPRESENTATIONS)
-    grids._check_names(names, grids.REPRESENTATIONS, "representation(s)")
-    out = {}
-    for name in names:
-        est = grids.REPRESENTATIONS[name].factory()
-        if cache is not None and est != "passthrough" and "cache" in est.get_params():
-            est.set_params(cache=cache)
-        out[name] = est
-    return out
-
-
-def head_grid(names=None) -> dict[str, object]:
-    """Fresh head estimators by name (all registered ones when None)."""
-    names = list(names or grids.HEADS)
-    grids._check_names(names, grids.HEADS, "head(s)")
-    return {name: grids.HEADS[name].factory() for name in names}
+from . import registry
 
 
 def param_grid(representations=None, heads=None, cache="memory") -> list[dict]:
-    """A GridSearchCV ``param_grid`` pairing each representation with its compatible heads."""
-    reps = representation_grid(representations, cache)
-    hds = head_grid(heads)
+    """A GridSearchCV ``param_grid`` pairing each representation with its compatible heads.
+
+    Names come from `embedkit.registry` (all registered ones when None); ``cache`` is set on
+    every representation that takes one.
+
+    Examples
+    --------
+    >>> [len(g["head"]) for g in param_grid(["tfidf", "glove-seq"], ["logreg", "mlp", "rnn"])]
+    [2, 2]
+    """
+    reps = list(representations or registry.REPRESENTATIONS)
+    chosen = registry.select(reps, list(heads or registry.HEADS))
     grid = []
-    for rname, rep in reps.items():
-        ok = [h for hname, h in hds.items() if grids.compatible(rname, hname)]
+    for name in reps:
+        ok = [chosen.heads[h].factory() for r, h in chosen.pairs if r == name]
         if ok:
-            grid.append({"features": [rep], "head": ok})
-    if not grid:
-        raise ValueError(f"no head in {list(hds)} accepts what {list(reps)} produce.")
+            features = chosen.representations[name].factory()
+            if cache is not None and features != "passthrough" and "cache" in features.get_params():
+                features.set_params(cache=cache)
+            grid.append({"features": [features], "head": ok})
     return grid
 
 
@@ -65,7 +55,7 @@ def make_search(dataset="bbc-news", representations=None, heads=None, cv=5, scor
         has an official train/test split, the search uses it (a `PredefinedSplit`) instead of
         ``cv`` folds.
     representations, heads : list of str, optional
-        Registry names from `pipelines.grids`; all registered ones when None.
+        Registry names from `embedkit.registry`; all registered ones when None.
     cv : int, default=5
         Stratified folds when there is no official split.
     scoring : dict, optional
@@ -84,7 +74,7 @@ def make_search(dataset="bbc-news", representations=None, heads=None, cv=5, scor
     from sklearn.model_selection import GridSearchCV, PredefinedSplit, StratifiedKFold
     from sklearn.pipeline import Pipeline
 
-    from embedkit.datasets import load_dataset
+    from .datasets import load_dataset
 
     df = load_dataset(dataset) if isinstance(dataset, str) else dataset
     if "split" in df and set(df["split"]) >= {"train", "test"}:

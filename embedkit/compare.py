@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import grids
+from . import registry
 
 
 class _PeakRSS:
@@ -132,7 +132,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     dataset : str or DataFrame, default="bbc-news"
         A built-in dataset name or a DataFrame with ``text`` and ``label`` (and ``split``).
     representations, heads : list of str, optional
-        Names from `pipelines.grids.REPRESENTATIONS` / `HEADS`; defaults when None.
+        Names from `embedkit.registry.REPRESENTATIONS` / `HEADS`; defaults when None.
     folds : int, default=5
     output : path, default="embedkit-results"
         Folder for results.csv, results.md, results.png and results_time.png.
@@ -143,9 +143,10 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     n_jobs : int, optional
         Folds run in parallel through joblib; inside ``embedkit.distributed.dask_backend`` they
         run on a Dask cluster.
-    experiment : str, optional
-        A named experiment from `pipelines.experiments` (``course_comparison``,
-        ``representations_only``) instead of a representation x head selection.
+    experiment : str or Path, optional
+        A built-in experiment (``course_comparison``, ``representations_only``) or an
+        experiment file (`embedkit.registry.load_experiment`) instead of a representation x
+        head selection.
     holdout : float, optional
         Score on one stratified held-out fraction (e.g. 0.2) instead of k-fold CV, for slow
         experiments; ignored where the dataset has an official test split.
@@ -156,7 +157,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     """
     from tqdm.auto import tqdm
 
-    from embedkit.datasets import _stratified_sample, load_dataset
+    from .datasets import load_dataset, stratified_sample
 
     wall = time.perf_counter()
     if isinstance(dataset, str):
@@ -166,9 +167,10 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         df = dataset
         dataset_name = dataset_name or "custom"
     if quick:
-        df = _stratified_sample(df, 300, seed).reset_index(drop=True)
+        df = stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
-    selection = grids.pairs(representations, heads, quick=quick, experiment=experiment)
+    chosen = registry.select(representations, heads, quick=quick, experiment=experiment)
+    selection = chosen.pairs
     splits, protocol = _splits(df, folds, seed, holdout)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
@@ -197,8 +199,8 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     bar = tqdm(total=len(by_rep) * len(splits), disable=not progress, unit="fold")
     for rep, head_names in by_rep.items():
         bar.set_description(f"{rep} + {', '.join(head_names)}")
-        representation = grids.REPRESENTATIONS[rep].factory()
-        todo = {i: {h: grids.HEADS[h].factory() for h in head_names if (key(rep, h), i) not in fold_done}
+        representation = chosen.representations[rep].factory()
+        todo = {i: {h: chosen.heads[h].factory() for h in head_names if (key(rep, h), i) not in fold_done}
                 for i in range(len(splits))}
         todo = {i: heads_ for i, heads_ in todo.items() if heads_}
         bar.update(len(splits) - len(todo))
@@ -277,7 +279,7 @@ means over folds. *peak MB*: the largest growth of resident memory over a fold's
 def write_report(results: pd.DataFrame, out: Path) -> dict[str, Path]:
     """Write results.csv, results.md, results.png (scores) and results_time.png (fit time
     versus score) into ``out``; return their paths."""
-    from embedkit.plots import score_chart, time_chart
+    from .plots import score_chart, time_chart
 
     paths = {"csv": out / "results.csv", "md": out / "results.md", "png": out / "results.png",
              "time_png": out / "results_time.png"}

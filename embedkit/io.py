@@ -1,0 +1,277 @@
+"""One reader for the user's files of documents: CSV/TSV, parquet, JSON Lines, class folders.
+
+Everything that reads a file of documents goes through this module: `load_texts` (the whole
+file, for training and ``embedkit compare --file``), `embedkit.streaming.embed_file` and
+``embedkit embed`` (`read_chunks`, a bounded number of rows at a time). So they accept the same
+formats and read the same values from them.
+
+How values are read
+-------------------
+* **The text column is read as written.** ``"NA"``, ``"null"`` or ``"None"`` are documents,
+  not missing values; an empty CSV cell is an empty document (CSV has no other way to write
+  one); a JSON number is read as its text.
+* **A missing text is an error** that names the rows and the fix, as
+  `embedkit.validate_documents` does for ``None`` in memory: a JSON ``null`` or absent key, a
+  parquet null, a CSV row with too few fields. Drop or fill those rows in the file.
+* **Other columns** (labels, ids, ``split``) keep their types (numbers stay numbers); in
+  CSV/TSV only an empty cell is a missing value there, so a label ``"NA"`` stays ``"NA"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["FORMATS", "file_format", "load_texts", "read_chunks", "read_folder", "read_table"]
+
+#: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
+FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
+           ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".ndjson": "jsonl",
+           ".parquet": "parquet", ".pq": "parquet"}
+
+_MAX_ROWS_SHOWN = 5
+
+
+def file_format(path) -> str:
+    """The format of ``path`` from its name: ``"csv"``, ``"tsv"``, ``"jsonl"`` or ``"parquet"``.
+
+    Examples
+    --------
+    >>> file_format("reviews.tsv.gz")
+    'tsv'
+    """
+    name = Path(path).name.lower()
+    for ending, kind in FORMATS.items():
+        if name.endswith(ending):
+            return kind
+    raise ValueError(f"{path}: unsupported file type; use .csv, .tsv, .jsonl (optionally .gz) "
+                     "or .parquet.")
+
+
+def _no_column(path: Path, name: str, columns) -> ValueError:
+    return ValueError(
+        f"{path} has no column {name!r}; its columns are {list(columns)}. Name existing columns "
+        "(text_column=, label_column=, keep=; on the command line --text-column, "
+        "--label-column, --id-column)."
+    )
+
+
+def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
+            chunk_size: int | None, encoding: str) -> Iterator[pd.DataFrame]:
+    """Raw frames of ``path`` (one when ``chunk_size`` is None), with the columns that exist."""
+    wanted = columns + optional
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path)
+        names = pf.schema_arrow.names
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise _no_column(path, missing[0], names)
+        present = [c for c in wanted if c in names]
+        if chunk_size is None:
+            yield pf.read(columns=present).to_pandas()
+        else:
+            for batch in pf.iter_batches(batch_size=chunk_size, columns=present):
+                yield batch.to_pandas()
+        return
+    if kind == "jsonl":  # values as parsed: no dtype guessing, no date conversion
+        reader = pd.read_json(path, lines=True, chunksize=chunk_size, dtype=False,
+                              convert_dates=False, encoding=encoding)
+        frames = [reader] if chunk_size is None else reader
+    else:
+        sep = "\t" if kind == "tsv" else ","
+        try:
+            header = pd.read_csv(path, sep=sep, nrows=0, encoding=encoding).columns
+        except pd.errors.EmptyDataError:
+            return  # an empty file: no rows
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise _no_column(path, missing[0], header)
+        # every cell as written, except that an empty cell is missing outside the text column
+        text = columns[0]
+        frames = pd.read_csv(path, sep=sep, chunksize=chunk_size, encoding=encoding,
+                             usecols=[c for c in header if c in wanted], dtype={text: str},
+                             keep_default_na=False, na_values={c: [""] for c in wanted[1:]})
+        if chunk_size is None:
+            frames = [frames]
+    with frames if chunk_size is not None else contextlib.nullcontext():
+        for frame in frames:
+            if frame.empty:
+                continue  # an empty file, or a header without rows
+            missing = [c for c in columns if c not in frame.columns]
+            if missing:
+                raise _no_column(path, missing[0], frame.columns)
+            yield frame
+
+
+def _as_texts(values: pd.Series, path: Path, column: str, first_row: int) -> pd.Series:
+    """The text column as str, or a ValueError naming the rows that have no text."""
+    missing = np.flatnonzero(values.isna().to_numpy())
+    if len(missing):
+        rows = ", ".join(str(first_row + i) for i in missing[:_MAX_ROWS_SHOWN])
+        more = f" and {len(missing) - _MAX_ROWS_SHOWN} more" if len(missing) > _MAX_ROWS_SHOWN else ""
+        raise ValueError(
+            f"{path}: {len(missing)} row(s) have no text in column {column!r} (a null or "
+            f"missing value), at rows {rows}{more} (data rows counted from 0). A missing "
+            "document is an error, as in validate_documents; drop those rows or write an empty "
+            f"string there, e.g. with pandas df.dropna(subset=[{column!r}]) or "
+            f"df[{column!r}].fillna(''), and save the file again."
+        )
+    if values.dtype == object:
+        return values.map(lambda v: v if isinstance(v, str) else
+                          v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v))
+    return values.astype(str)
+
+
+def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *,
+                optional: Sequence[str] = (), encoding: str = "utf-8") -> Iterator[pd.DataFrame]:
+    """Read ``columns`` of a CSV/TSV/JSONL/parquet file, ``chunk_size`` rows at a time.
+
+    Memory is bounded by ``chunk_size``, not by the file: CSV/TSV and JSON Lines go through
+    pandas' chunked readers, parquet through pyarrow record batches. Values are read as the
+    module docstring says (the text column verbatim; a missing text is an error).
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.csv``, ``.tsv``, ``.jsonl``, ``.ndjson`` (optionally ``.gz``), ``.parquet`` or ``.pq``.
+    columns : list of str
+        Columns to read, the text column first; a missing one is an error that lists the
+        file's columns. Other columns are not loaded where the format allows it.
+    chunk_size : int or None, default=10_000
+        Rows per chunk; None reads the whole file as one chunk.
+    optional : list of str, default=()
+        Columns read when the file has them (e.g. ``split``).
+    encoding : str, default="utf-8"
+        Text encoding of CSV/TSV/JSON Lines files.
+
+    Yields
+    ------
+    pandas.DataFrame
+        ``columns`` (then the ``optional`` ones present), the text column as ``str``, indexed
+        by row number in the file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.csv")
+    >>> pd.DataFrame({"text": ["a", "NA", ""], "id": [7, 8, 9]}).to_csv(path, index=False)
+    >>> [chunk["text"].tolist() for chunk in read_chunks(path, ["text", "id"], chunk_size=2)]
+    [['a', 'NA'], ['']]
+    """
+    path = Path(path)
+    kind = file_format(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist.")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; pass one {kind} file.")
+    if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
+                                   or isinstance(chunk_size, bool) or chunk_size < 1):
+        raise ValueError(f"chunk_size={chunk_size!r}; pass a positive number of rows, e.g. 10000.")
+    columns = list(dict.fromkeys(columns))
+    optional = [c for c in optional if c not in columns]
+    rows = 0
+    for frame in _frames(path, kind, columns, optional, chunk_size, encoding):
+        frame = frame[columns + [c for c in optional if c in frame.columns]]
+        frame.index = pd.RangeIndex(rows, rows + len(frame))
+        frame[columns[0]] = _as_texts(frame[columns[0]], path, columns[0], rows)
+        rows += len(frame)
+        yield frame
+
+
+def read_table(path, columns: Sequence[str], *, optional: Sequence[str] = (),
+               encoding: str = "utf-8") -> pd.DataFrame:
+    """Read ``columns`` of a whole CSV/TSV/JSONL/parquet file, as `read_chunks` reads them.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.jsonl")
+    >>> pd.DataFrame({"text": ["a", "b"], "label": [1, 0]}).to_json(path, orient="records", lines=True)
+    >>> read_table(path, ["text", "label"]).label.tolist()
+    [1, 0]
+    """
+    frames = list(read_chunks(path, columns, None, optional=optional, encoding=encoding))
+    if not frames:  # an empty file
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in dict.fromkeys(columns)})
+    return frames[0] if len(frames) == 1 else pd.concat(frames)
+
+
+def read_folder(path, encoding: str = "utf-8") -> pd.DataFrame:
+    """Read a folder with one sub-folder per class and one document per file (aclImdb style).
+
+    Hidden files and folders are skipped; undecodable bytes are replaced, not fatal.
+
+    Returns
+    -------
+    pandas.DataFrame with ``text`` and ``label`` (the sub-folder's name), sorted by label then
+    file name.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for label, text in [("pos", "great"), ("neg", "awful")]:
+    ...     (root / label).mkdir()
+    ...     _ = (root / label / "1.txt").write_text(text)
+    >>> read_folder(root).values.tolist()
+    [['awful', 'neg'], ['great', 'pos']]
+    """
+    path = Path(path)
+    rows = []
+    for folder in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for file in sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")):
+            rows.append((file.read_text(encoding=encoding, errors="replace"), folder.name))
+    if not rows:
+        raise ValueError(f"{path} has no sub-folders with files; expected one folder per class.")
+    return pd.DataFrame(rows, columns=["text", "label"])
+
+
+def load_texts(path, text_column: str = "text", label_column: str | None = "label",
+               encoding: str = "utf-8") -> pd.DataFrame:
+    """Load the user's own labelled texts from a file or a folder per class.
+
+    Reads CSV/TSV, parquet and JSON Lines files (values as this module's docstring says: the
+    text verbatim, a missing text an error naming its rows), and folder-per-class layouts
+    (every sub-folder is a label and every file in it one document, as aclImdb's ``pos/``,
+    ``neg/``). A ``split`` column ("train"/"test"), where present, is kept.
+
+    Parameters
+    ----------
+    path : str or Path
+    text_column : str, default="text"
+    label_column : str or None, default="label"
+        None loads unlabelled texts.
+    encoding : str, default="utf-8"
+
+    Returns
+    -------
+    pandas.DataFrame with ``text`` (and ``label``, ``split``) columns.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "reviews.csv")
+    >>> pd.DataFrame({"review": ["good", "NA"], "stars": [5, 1]}).to_csv(path, index=False)
+    >>> load_texts(path, "review", "stars").values.tolist()
+    [['good', 5], ['NA', 1]]
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; pass a CSV, TSV, parquet or JSONL file "
+                                "or a folder with one sub-folder per class.")
+    if path.is_dir():
+        return read_folder(path, encoding)
+    columns = [text_column] + ([label_column] if label_column else [])
+    df = read_table(path, columns, optional=["split"], encoding=encoding)
+    out = pd.DataFrame({"text": df[text_column].to_numpy(dtype=object)})
+    if label_column:
+        out["label"] = df[label_column].to_numpy()
+    if "split" in df.columns:
+        out["split"] = df["split"].to_numpy()
+    return out

@@ -1,0 +1,115 @@
+"""The one reader: every format gives the same values, missing texts fail with their rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from embedkit.io import file_format, load_texts, read_chunks, read_folder, read_table
+
+#: texts pandas would read as missing, or mangle, with its default CSV settings
+TEXTS = ["good film", "NA", "null", "", "None", 'a "quoted", line', "n/a"]
+LABELS = ["pos", "NA", "neg", "pos", "neg", "pos", "neg"]
+
+
+def _write(frame: pd.DataFrame, path):
+    name = str(path)
+    if ".csv" in name or ".tsv" in name:
+        frame.to_csv(path, index=False, sep="\t" if ".tsv" in name else ",")
+    elif ".jsonl" in name:
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path)
+    return path
+
+
+@pytest.fixture()
+def corpus():
+    return pd.DataFrame({"id": np.arange(len(TEXTS)) * 3 + 1, "review": TEXTS, "stars": LABELS,
+                         "other": range(len(TEXTS))})
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.tsv", "a.csv.gz", "a.jsonl", "a.parquet"])
+def test_every_format_reads_the_same_values(name, corpus, tmp_path):
+    path = _write(corpus, tmp_path / name)
+    got = load_texts(path, "review", "stars")
+    assert got.columns.tolist() == ["text", "label"]
+    assert got.text.tolist() == TEXTS  # verbatim: "NA", "null", "" stay documents
+    assert got.label.tolist() == LABELS  # an "NA" label is a label too
+    chunks = list(read_chunks(path, ["review", "id"], chunk_size=3))
+    assert [len(c) for c in chunks] == [3, 3, 1]
+    assert [c.index.tolist() for c in chunks] == [[0, 1, 2], [3, 4, 5], [6]]  # file rows
+    assert all(c.columns.tolist() == ["review", "id"] for c in chunks)  # only what was asked
+    joined = pd.concat(chunks)
+    assert joined.review.tolist() == TEXTS and joined.id.tolist() == corpus.id.tolist()
+    assert joined.id.dtype == np.int64  # other columns keep their type
+
+
+@pytest.mark.parametrize("name", ["a.jsonl", "a.parquet"])
+def test_a_missing_text_is_an_error_that_names_its_rows(name, corpus, tmp_path):
+    corpus["review"] = corpus["review"].astype(object)
+    corpus.loc[[2, 5], "review"] = None
+    path = _write(corpus, tmp_path / name)
+    with pytest.raises(ValueError, match=r"2 row\(s\) have no text in column 'review'.*rows 2, 5 "
+                                         r".*validate_documents.*dropna\(subset=\['review'\]\)"):
+        load_texts(path, "review", "stars")
+    corpus.loc[2, "review"] = "fixed"
+    chunks = read_chunks(_write(corpus, path), ["review"], chunk_size=4)
+    assert next(chunks).review.tolist() == ["good film", "NA", "fixed", ""]
+    with pytest.raises(ValueError, match=r"1 row\(s\).*at rows 5 "):  # counted in the file
+        next(chunks)
+
+
+def test_csv_missing_values_outside_the_text_and_json_numbers(tmp_path):
+    csv = tmp_path / "a.csv"
+    csv.write_text("text,label,split\nfirst,,train\n,b,test\n", encoding="utf-8")
+    got = load_texts(csv)
+    assert got.text.tolist() == ["first", ""]  # an empty cell is an empty document
+    assert got.label.isna().tolist() == [True, False]  # elsewhere it is a missing value
+    assert got.split.tolist() == ["train", "test"]  # kept when present
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text('{"text": 42, "label": 1}\n{"text": "x", "label": 2}\n', encoding="utf-8")
+    assert load_texts(jsonl).text.tolist() == ["42", "x"]  # a JSON number is read as its text
+
+
+def test_folder_per_class(tmp_path):
+    for label, texts in {"pos": ["great", "fine"], "neg": ["awful"], ".hidden": ["x"]}.items():
+        (tmp_path / "imdb" / label).mkdir(parents=True)
+        for i, t in enumerate(texts):
+            (tmp_path / "imdb" / label / f"{i}.txt").write_text(t)
+    (tmp_path / "imdb" / "pos" / "bad.txt").write_bytes(b"caf\xe9")  # latin-1, not fatal
+    folder = load_texts(tmp_path / "imdb")
+    assert folder.values.tolist() == [["awful", "neg"], ["great", "pos"], ["fine", "pos"],
+                                      ["caf\ufffd", "pos"]]
+    assert read_folder(tmp_path / "imdb").equals(folder)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no sub-folders with files"):
+        load_texts(tmp_path / "empty")
+
+
+def test_reader_errors(corpus, tmp_path):
+    path = _write(corpus, tmp_path / "a.csv")
+    with pytest.raises(ValueError, match=r"no column 'text'; its columns are \['id', 'review', "
+                                         r"'stars', 'other'\].*--text-column"):
+        load_texts(path)
+    with pytest.raises(ValueError, match="no column 'body'"):
+        next(read_chunks(_write(corpus, tmp_path / "a.parquet"), ["body"]))
+    with pytest.raises(ValueError, match="no column 'body'"):
+        next(read_chunks(_write(corpus, tmp_path / "a.jsonl"), ["body"]))
+    with pytest.raises(FileNotFoundError, match="nope.csv does not exist"):
+        load_texts(tmp_path / "nope.csv")
+    with pytest.raises(ValueError, match="unsupported file type; use .csv"):
+        next(read_chunks(tmp_path / "a.xlsx", ["text"]))
+    with pytest.raises(ValueError, match="chunk_size=0"):
+        next(read_chunks(path, ["review"], chunk_size=0))
+    assert file_format("x.NDJSON") == "jsonl" and file_format("x.pq") == "parquet"
+
+
+@pytest.mark.parametrize("content", ["", "text,label\n"])
+def test_empty_files_have_no_rows(content, tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text(content)
+    assert list(read_chunks(path, ["text"])) == []
+    assert read_table(path, ["text", "label"]).columns.tolist() == ["text", "label"]
+    assert len(load_texts(path)) == 0

@@ -1,0 +1,134 @@
+"""The registry: forms read from the classes' declarations, selections, experiments by name
+and by file, representations by class name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+
+from embedkit import GloveEmbedder, MLPClassifier, RNNClassifier, TransformerClassifier
+from embedkit.base import FORMS
+from embedkit.registry import (
+    HEADS,
+    REPRESENTATIONS,
+    Entry,
+    accepted_forms,
+    compatible,
+    head_forms,
+    load_experiment,
+    make_representation,
+    output_form,
+    representation_form,
+    select,
+    step,
+)
+
+EXAMPLE = Path(__file__).parents[1] / "pipelines" / "experiments" / "tfidf_variants.py"
+
+
+def test_forms_come_from_the_classes():
+    for name, entry in REPRESENTATIONS.items():
+        step_ = entry.factory()
+        form = representation_form(entry)
+        assert form in FORMS, name
+        if name != "passthrough":
+            assert form == step_.output and form in type(step_)._outputs, name
+    assert output_form("passthrough") == "text"
+    assert output_form(TfidfVectorizer()) == "pooled"  # any scikit-learn transformer
+    with pytest.raises(ValueError, match=r"GloveEmbedder\(output='ids2'\) cannot.*'pooled'"):
+        output_form(GloveEmbedder(output="ids2"))
+    for name, entry in HEADS.items():
+        assert set(head_forms(entry)) <= set(FORMS), name
+    assert accepted_forms(RNNClassifier()) == tuple(RNNClassifier._accepts)
+    assert accepted_forms(MLPClassifier()) == tuple(MLPClassifier._accepts)
+    assert accepted_forms(TransformerClassifier()) == ("text",)
+    assert accepted_forms(LogisticRegression()) == ("pooled",)  # and so does a Pipeline
+    assert head_forms(HEADS["logreg"]) == ("pooled",)
+
+
+def test_compatibility():
+    def fits(r, h):
+        return compatible(REPRESENTATIONS[r], HEADS[h])
+
+    assert fits("tfidf", "logreg") and fits("tfidf", "mlp") and not fits("tfidf", "rnn")
+    assert fits("glove-seq", "rnn") and fits("glove-seq", "mlp") and not fits("glove-seq", "logreg")
+    assert fits("learned", "conv") and not fits("learned", "logreg")
+    assert [h for h in HEADS if fits("passthrough", h)] == ["finetune"]
+    assert [r for r in REPRESENTATIONS if fits(r, "finetune")] == ["passthrough"]
+
+
+def test_select_defaults_quick_and_errors():
+    assert select(quick=True).pairs == (("tfidf", "logreg"), ("tfidf", "mlp"))
+    default = select()
+    assert len(default.pairs) == 12 and {h for _, h in default.pairs} == {"logreg", "mlp"}
+    assert select(["glove-seq", "tfidf"], ["rnn", "logreg"]).pairs == (("glove-seq", "rnn"),
+                                                                     ("tfidf", "logreg"))
+    with pytest.raises(ValueError, match=r"unknown representation\(s\) \['word3vec'\]; choose from"):
+        select(["word3vec"])
+    with pytest.raises(ValueError, match="no head in \\['rnn'\\] accepts"):
+        select(["tfidf"], ["rnn"])
+    with pytest.raises(ValueError, match="either an experiment or"):
+        select(["tfidf"], experiment="course_comparison")
+
+
+def test_named_experiments():
+    from embedkit.registry import experiments
+
+    assert {"course_comparison", "representations_only"} <= set(experiments())
+    course = select(experiment="course_comparison").pairs
+    assert len(course) == 12 and all(compatible(REPRESENTATIONS[r], HEADS[h]) for r, h in course)
+    assert ("passthrough", "finetune") in course and ("learned", "mlp") in course
+    only = load_experiment("representations_only")
+    assert {h for _, h in only.pairs} == {"logreg"}
+    assert {r for r, _ in only.pairs} == {"tfidf", "bow", "lsa", "word2vec", "fasttext", "glove",
+                                          "glove-sif", "doc2vec", "minilm"}
+    with pytest.raises(ValueError, match="unknown experiment 'nope'.*course_comparison.*PAIRS"):
+        select(experiment="nope")
+
+
+def test_experiment_file_names_its_own_steps(tmp_path):
+    example = load_experiment(EXAMPLE)
+    assert example.about.startswith("TF-IDF settings side by side")
+    assert ("tfidf-bigrams", "logreg") in example.pairs and ("tfidf", "logreg") in example.pairs
+    assert example.representations["tfidf-bigrams"].factory().ngram_range == (1, 2)
+    assert "tfidf-bigrams" not in REPRESENTATIONS  # the built-ins are left alone
+
+    def write(body):
+        path = tmp_path / "mine.py"
+        path.write_text(body)
+        return path
+
+    with pytest.raises(ValueError, match="redefines the built-in 'tfidf'"):
+        load_experiment(write("from embedkit.registry import Entry, step\n"
+                              "REPRESENTATIONS = {'tfidf': Entry(step('TfidfEmbedder'), 'x')}\n"
+                              "PAIRS = [('tfidf', 'logreg')]\n"))
+    with pytest.raises(ValueError, match=r"REPRESENTATIONS\['mine'\] is a function.*Entry"):
+        load_experiment(write("def f(): pass\nREPRESENTATIONS = {'mine': f}\nPAIRS = []\n"))
+    with pytest.raises(ValueError, match="defines no PAIRS"):
+        load_experiment(write("'''nothing'''\n"))
+    with pytest.raises(ValueError, match="do not fit together.*'glove-seq' produces 'sequence'"):
+        load_experiment(write("PAIRS = [('glove-seq', 'logreg')]\n"))
+    with pytest.raises(FileNotFoundError, match="experiment file .*other.py does not exist"):
+        load_experiment(tmp_path / "other.py")
+
+
+def test_entries_and_steps():
+    entry = Entry(step("TfidfEmbedder", min_df=2), "TF-IDF")
+    assert entry.factory() is not entry.factory()  # a fresh estimator each time
+    assert entry.factory().get_params()["min_df"] == 2
+    assert representation_form(entry) == "pooled"
+
+
+def test_make_representation_by_class_name():
+    rep = make_representation("transformer", ["max_length=32", "pooling=cls"])
+    assert type(rep).__name__ == "TransformerEmbedder" and rep.max_length == 32 and rep.pooling == "cls"
+    assert type(make_representation("GloveEmbedder")).__name__ == "GloveEmbedder"
+    with pytest.raises(ValueError, match="unknown representation 'word3vec'"):
+        make_representation("word3vec")
+    with pytest.raises(ValueError, match="write key=value"):
+        make_representation("tfidf", ["ngram_range"])
+    with pytest.raises(ValueError, match="TfidfEmbedder: .*unexpected keyword.*help"):
+        make_representation("tfidf", ["colour=1"])

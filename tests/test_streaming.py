@@ -1,0 +1,124 @@
+"""Chunked streaming on one machine (no Dask): chunked output equals one-shot encoding, an
+interrupted or refused run leaves no output, and the shared pieces behave."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from embedkit import TfidfEmbedder, load_dataset
+from embedkit.streaming import atomic_path, embed_file, output_columns
+
+
+@pytest.fixture(scope="module")
+def trec():
+    df = load_dataset("trec")
+    df = df[df.split == "train"].iloc[:1200].reset_index(drop=True)
+    df.insert(0, "id", np.arange(len(df), dtype=np.int64) * 7 + 3)  # ids unlike positions
+    return df
+
+
+@pytest.fixture(scope="module")
+def lsa(trec):
+    return TfidfEmbedder(n_components=32).fit(trec.text)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_embed_file_chunks_equal_one_shot(fmt, lsa, trec, tmp_path):
+    data = trec[["id", "text"]].copy()
+    data.loc[5, "text"] = ""  # an empty document (an empty CSV cell) is legal
+    data.loc[6, "text"] = "NA"  # and a text that pandas would read as missing stays text
+    src = tmp_path / f"in.{fmt}"
+    {"csv": lambda: data.to_csv(src, index=False),
+     "jsonl": lambda: data.to_json(src, orient="records", lines=True),
+     "parquet": lambda: data.to_parquet(src)}[fmt]()
+
+    summary = embed_file(lsa, src, tmp_path / "out.parquet", keep="id", chunk_size=500)
+    assert summary == {"path": str(tmp_path / "out.parquet"), "rows": len(data), "chunks": 3,
+                       "dim": 32}
+    assert pq.ParquetFile(tmp_path / "out.parquet").num_row_groups == 3
+    out = pd.read_parquet(tmp_path / "out.parquet")
+    assert out["id"].tolist() == data["id"].tolist() and out["id"].dtype == np.int64
+    expected = lsa.transform(data.text.tolist())
+    np.testing.assert_allclose(out.drop(columns="id").to_numpy(), expected, rtol=1e-5, atol=1e-6)
+    assert np.allclose(out.iloc[6, 1:].to_numpy(), lsa.transform(["NA"])[0], atol=1e-6)
+    assert sorted(os.listdir(tmp_path)) == sorted([src.name, "out.parquet"])  # no temporaries
+
+
+class FailingTfidf(TfidfEmbedder):
+    """Fails on the document "boom", as a crash mid-file would."""
+
+    def _transform(self, docs):
+        if "boom" in docs:
+            raise RuntimeError("simulated crash")
+        return super()._transform(docs)
+
+
+def test_embed_file_interrupted_leaves_no_output(trec, tmp_path):
+    rep = FailingTfidf(n_components=8).fit(trec.text)
+    data = trec[["id", "text"]].copy()
+    data.loc[900, "text"] = "boom"
+    data.to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        embed_file(rep, tmp_path / "in.csv", tmp_path / "out.parquet", chunk_size=400)
+    assert os.listdir(tmp_path) == ["in.csv"]
+
+
+def test_a_missing_text_mid_file_writes_nothing(lsa, trec, tmp_path):
+    data = trec[["id", "text"]].astype({"text": object})
+    data.loc[[700, 1100], "text"] = None
+    data.to_parquet(tmp_path / "in.parquet")
+    (tmp_path / "out.parquet").write_text("an earlier output")
+    with pytest.raises(ValueError, match=r"1 row\(s\) have no text in column 'text'.*rows 700 "):
+        embed_file(lsa, tmp_path / "in.parquet", tmp_path / "out.parquet", chunk_size=500)
+    assert (tmp_path / "out.parquet").read_text() == "an earlier output"  # left as it was
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet", "out.parquet"]
+
+
+def test_embed_file_errors(lsa, trec, tmp_path):
+    trec[["id", "text"]].to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(ValueError, match="no column 'body'"):
+        embed_file(lsa, tmp_path / "in.csv", tmp_path / "o.parquet", text_column="body")
+    with pytest.raises(ValueError, match="chunk_size=0"):
+        embed_file(lsa, tmp_path / "in.csv", tmp_path / "o.parquet", chunk_size=0)
+    with pytest.raises(ValueError, match="unsupported file type"):
+        embed_file(lsa, tmp_path / "in.xlsx", tmp_path / "o.parquet")
+    with pytest.raises(ValueError, match="sparse output"):
+        embed_file(TfidfEmbedder().fit(trec.text), tmp_path / "in.csv", tmp_path / "o.parquet")
+    with pytest.raises(ValueError, match="keep= lists the text column"):
+        embed_file(lsa, tmp_path / "in.csv", tmp_path / "o.parquet", keep=["id", "text"])
+    assert sorted(os.listdir(tmp_path)) == ["in.csv"]
+
+
+def test_empty_input_gives_an_empty_output(lsa, tmp_path):
+    (tmp_path / "in.csv").write_text("id,text\n")
+    summary = embed_file(lsa, tmp_path / "in.csv", tmp_path / "out.parquet", keep="id")
+    assert summary["rows"] == 0 and summary["chunks"] == 0
+    out = pd.read_parquet(tmp_path / "out.parquet")
+    assert len(out) == 0 and out.columns.tolist() == ["id", *output_columns(lsa)]
+
+
+def test_output_columns_checks_the_representation(sentences):
+    assert output_columns(TfidfEmbedder(n_components=3).fit(sentences)) == ["lsa0", "lsa1", "lsa2"]
+    with pytest.raises(ValueError, match="not fitted"):
+        output_columns(TfidfEmbedder(n_components=3))
+    from embedkit import GloveEmbedder
+
+    with pytest.raises(ValueError, match="output='sequence'.*Use output='pooled'"):
+        output_columns(GloveEmbedder(output="sequence"))
+
+
+def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(KeyError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise KeyError("crash")
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
+    with atomic_path(target) as tmp:
+        tmp.write_text("new")
+    assert target.read_text() == "new" and os.listdir(tmp_path) == ["out.txt"]
