@@ -85,6 +85,14 @@ def _logreg():
     return make_pipeline(StandardScaler(with_mean=False), LogisticRegression(max_iter=2000))
 
 
+def _logreg_cv():
+    from sklearn.linear_model import LogisticRegressionCV
+
+    # no scaling; C picked by 3-fold inner cross-validation on the training rows
+    return LogisticRegressionCV(Cs=(0.25, 1.0, 4.0, 16.0, 64.0), cv=3, max_iter=3000,
+                                scoring="accuracy")
+
+
 REPRESENTATIONS: dict[str, Entry] = {
     "tfidf": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, max_features=20000),
                    "TF-IDF over words (sublinear tf, min_df=2, 20k terms), sparse"),
@@ -114,6 +122,12 @@ REPRESENTATIONS: dict[str, Entry] = {
     "learned": Entry(step("TokenIndexer", min_count=2, max_length=400),
                      "token ids; the head learns its embedding from scratch"),
     "passthrough": Entry(_passthrough, "raw text, for heads that own their encoder"),
+    "nbsvm": Entry(step("TfidfEmbedder", ngram_range=(1, 2), min_df=2, sublinear_tf=True,
+                        log_count_ratio=True),
+                   "NBSVM: word 1-2 gram TF-IDF times NB log-count ratios (supervised), sparse"),
+    "nbsvm-char": Entry(step("TfidfEmbedder", ngram_range=(1, 2), char_ngram_range=(2, 5),
+                             min_df=2, sublinear_tf=True, log_count_ratio=True),
+                        "NBSVM over word 1-2 grams + char 2-5 grams (supervised), sparse"),
 }
 
 HEADS: dict[str, Entry] = {
@@ -134,6 +148,18 @@ HEADS: dict[str, Entry] = {
                            "2 Transformer encoder blocks, CLS pooling"),
     "finetune": Entry(step("TransformerClassifier", fine_tune="full", epochs=2, max_length=128),
                       "MiniLM fine-tuned end to end, 2 epochs (slow on CPU)"),
+    "finetune-short": Entry(step("TransformerClassifier", fine_tune="last_k", k=6, lr=1e-4,
+                                 batch_size=32, epochs=2, max_length=64),
+                            "MiniLM fine-tuned for short texts: 2 epochs, batch 32, lr 1e-4, "
+                            "its six blocks trained, word embeddings frozen"),
+    "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling"),
+    "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
+                   "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)"),
+    "vote-finetune": Entry(step("EnsembleClassifier", method="vote",
+                                members=("passthrough:finetune-short", "nbsvm-char:logreg-cv",
+                                         "minilm:logreg-cv")),
+                           "mean probability of fine-tuned MiniLM, NBSVM (+char) + LR and "
+                           "MiniLM + LR (one fine-tuning; slow on CPU)"),
 }
 
 #: what `embedkit compare` runs when no selection is given

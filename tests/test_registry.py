@@ -56,7 +56,8 @@ def test_compatibility():
     assert fits("tfidf", "logreg") and fits("tfidf", "mlp") and not fits("tfidf", "rnn")
     assert fits("glove-seq", "rnn") and fits("glove-seq", "mlp") and not fits("glove-seq", "logreg")
     assert fits("learned", "conv") and not fits("learned", "logreg")
-    assert [h for h in HEADS if fits("passthrough", h)] == ["finetune"]
+    assert [h for h in HEADS if fits("passthrough", h)] == [
+        "finetune", "finetune-short", "stack", "vote-finetune"]  # heads that read raw text
     assert [r for r in REPRESENTATIONS if fits(r, "finetune")] == ["passthrough"]
 
 
@@ -84,7 +85,8 @@ def test_named_experiments():
     only = load_experiment("representations_only")
     assert {h for _, h in only.pairs} == {"logreg"}
     assert {r for r, _ in only.pairs} == {"tfidf", "bow", "lsa", "word2vec", "fasttext", "glove",
-                                          "glove-sif", "doc2vec", "minilm"}
+                                          "glove-sif", "doc2vec", "minilm", "nbsvm",
+                                          "nbsvm-char"}
     with pytest.raises(ValueError, match="unknown experiment 'nope'.*course_comparison.*PAIRS"):
         select(experiment="nope")
 

@@ -2,6 +2,7 @@
 
 from .attention import AttentionClassifier, AttentionRegressor
 from .conv import ConvClassifier, ConvRegressor
+from .ensemble import EnsembleClassifier
 from .finetune import TransformerClassifier, TransformerRegressor
 from .mlp import MLPClassifier, MLPRegressor
 from .rnn import RNNClassifier, RNNRegressor
@@ -9,4 +10,5 @@ from .selfattention import SelfAttentionClassifier, SelfAttentionRegressor
 
 __all__ = ["MLPClassifier", "MLPRegressor", "ConvClassifier", "ConvRegressor", "RNNClassifier",
            "RNNRegressor", "AttentionClassifier", "AttentionRegressor", "SelfAttentionClassifier",
-           "SelfAttentionRegressor", "TransformerClassifier", "TransformerRegressor"]
+           "SelfAttentionRegressor", "TransformerClassifier", "TransformerRegressor",
+           "EnsembleClassifier"]

@@ -30,6 +30,7 @@ from .._params import (
     positive_int,
     validate_params,
 )
+from ..base import CheckedKeywords, progress_bars
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 
@@ -43,7 +44,7 @@ _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSpr
 LEARNING_RATE = Interval(Real, 0, 1, closed="right")
 
 
-class NeuralHead(BaseEstimator):
+class NeuralHead(CheckedKeywords, BaseEstimator):
     """Base of every neural head: input handling, the skorch-driven training loop, prediction.
 
     Subclasses list the input forms they accept in ``_accepts`` (`embedkit.base.FORMS`) and
@@ -278,7 +279,7 @@ class NeuralHead(BaseEstimator):
             callbacks.append(("early_stopping", EarlyStopping(patience=self.patience, load_best=True)))
         batches = math.ceil(len(train) / self.batch_size)
         callbacks += self._callbacks(batches)
-        if self.verbose:
+        if progress_bars(self.verbose):
             n_valid = 0 if valid is None else len(valid)
             callbacks.append(("progress", ProgressBar(
                 batches_per_epoch=batches + math.ceil(n_valid / self.batch_size))))

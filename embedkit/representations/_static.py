@@ -3,16 +3,18 @@
 `StaticEmbedder` turns documents into pooled vectors (mean, sum, max, tfidf, sif), `Sequences`
 or `TokenIds` over a `embedkit.vectors.WordVectors` store, with one OOV policy. Pooling is a
 sparse document-term matrix times the embedding matrix (``numpy.maximum.reduceat`` over gathered
-rows for max); tokens are mapped to rows with C-level dict look-ups, never with a Python loop
-over tokens. Word queries (`~StaticEmbedder.most_similar`, ``analogy``, ``similarity``,
+rows for max). The tokenizer hands over a batch as flat ids over its distinct words
+(`embedkit.documents.TokenizedDocuments`), so the vector table and the OOV policy are consulted
+once per distinct word, and every per-token step is a numpy or scipy kernel. Word queries (`~StaticEmbedder.most_similar`, ``analogy``, ``similarity``,
 ``lookup``) apply the embedder's lowercasing and OOV policy, then ask the store.
 
-Subclasses implement ``_build_vectors(tokens, counts) -> WordVectors`` (load or train).
+Subclasses implement ``_build_vectors(tokens, counts) -> WordVectors`` (load or train), with
+``tokens`` the fit documents as `TokenizedDocuments` (``tokens.lists()`` for gensim) and
+``counts`` a `Counter` of the tokens in order of first occurrence.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 from collections import Counter
@@ -25,7 +27,7 @@ import scipy.sparse as sp
 
 from .._params import CacheSpec, Interval, StrOptions, positive_int
 from ..base import Representation
-from ..documents import Tokenizer
+from ..documents import TokenizedDocuments, Tokenizer
 from ..sequences import Sequences, TokenIds
 from ..vectors import FORMATS, WordVectors
 
@@ -35,13 +37,14 @@ __all__ = ["StaticEmbedder"]
 VECTOR_SOURCE = {"vectors": [None, str, os.PathLike], "vectors_format": [StrOptions(set(FORMATS))]}
 
 
-def _weighted_sum(doc, cols, weights, n, matrix) -> np.ndarray:
-    """``sum_t weights[t] * matrix[cols[t]]`` per document, as a CSR matrix product (``doc`` sorted)."""
-    if cols.size == 0:
-        return np.zeros((n, matrix.shape[1]), dtype=np.float32)
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(doc, minlength=n))])
-    X = sp.csr_matrix((weights, cols, indptr), shape=(n, matrix.shape[0]))
-    return np.asarray(X @ matrix, dtype=np.float32)
+def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` over consecutive segments of ``lengths`` (float64 for floats)."""
+    dtype = np.float64 if values.dtype.kind == "f" else np.int64
+    out = np.zeros(len(lengths), dtype=dtype)
+    nonempty = lengths > 0
+    if nonempty.any():
+        out[nonempty] = np.add.reduceat(values, (np.cumsum(lengths) - lengths)[nonempty], dtype=dtype)
+    return out
 
 
 class StaticEmbedder(Representation):
@@ -62,10 +65,15 @@ class StaticEmbedder(Representation):
         largest IDF). ``"sif"``: smooth inverse frequency, weights ``a / (a + p(w))`` with
         ``p`` the word's frequency in the fit documents, then (``sif_remove_pc``) the first
         principal component of the fit documents' vectors is removed.
-    oov : {"skip", "zero", "unk", "subword"}
+    oov : {"auto", "skip", "zero", "unk", "subword"}
         Tokens without a vector: dropped, a zero vector, the ``unk_vector_`` (the
         frequency-weighted mean of the fit tokens' vectors), or built from character n-grams
-        (FastText only).
+        (FastText only). ``"auto"`` is ``"unk"`` for ``"sequence"`` and ``"ids"`` output, so a
+        head still sees where a rare word, a number or a name stood (and its attention weights
+        cover every token of the text), and ``"skip"`` for ``"pooled"`` output, where one shared
+        vector would only pull every document's mean toward the corpus mean. Under ``"skip"``
+        a head's attention never sees the dropped words;
+        `embedkit.explain.attention_weights` puts them back, marked unknown, with weight 0.
     max_length : int or None
         Tokens kept per document for ``"sequence"`` and ``"ids"`` output (pooling uses all).
     """
@@ -76,7 +84,7 @@ class StaticEmbedder(Representation):
         "output": [StrOptions({"pooled", "sequence", "ids"})],
         "pooling": [StrOptions({"mean", "sum", "max", "tfidf", "sif"})],
         # "subword" needs vectors with n-grams: checked once they are loaded or trained
-        "oov": [StrOptions({"skip", "zero", "unk", "subword"})],
+        "oov": [StrOptions({"auto", "skip", "zero", "unk", "subword"})],
         "max_length": [None, positive_int()],
         "lowercase": ["boolean"],
         "sif_a": [Interval(Real, 0, None, closed="neither")],
@@ -86,8 +94,14 @@ class StaticEmbedder(Representation):
     }
 
     # -- to implement ---------------------------------------------------------------------
-    def _build_vectors(self, tokens: list[list[str]], counts: Counter) -> WordVectors:
+    def _build_vectors(self, tokens: TokenizedDocuments, counts: Counter) -> WordVectors:
         raise NotImplementedError  # pragma: no cover
+
+    def _oov_policy(self) -> str:
+        """The policy in force: ``oov="auto"`` resolved for the output form (see ``oov``)."""
+        if self.oov != "auto":
+            return self.oov
+        return "skip" if self.output == "pooled" else "unk"
 
     def _log(self, msg: str) -> None:
         if getattr(self, "verbose", False):
@@ -96,8 +110,8 @@ class StaticEmbedder(Representation):
     # -- fit ------------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
         self.tokenizer_ = Tokenizer(lowercase=self.lowercase)
-        tokens = self.tokenizer_.tokenize_all(docs)
-        counts = Counter(itertools.chain.from_iterable(tokens))
+        tokens = self.tokenizer_.tokenize_ids(docs)
+        counts = Counter(dict(zip(tokens.words, tokens.counts().tolist())))
         wv = self._build_vectors(tokens, counts)
         if self.oov == "subword" and not wv.has_subwords:
             raise ValueError(
@@ -110,7 +124,7 @@ class StaticEmbedder(Representation):
         self._log(f"fitted on {len(docs)} documents: {len(self.vocabulary_)} words with vectors, "
                   f"OOV rate {self.oov_rate_fit_:.2%} of {self.n_fit_tokens_} tokens")
 
-    def _fit_statistics(self, tokens, counts: Counter) -> None:
+    def _fit_statistics(self, tokens: TokenizedDocuments, counts: Counter) -> None:
         wv = self.word_vectors_
         words = sorted(counts, key=lambda w: (-counts[w], w))
         rows = wv.rows(words)
@@ -125,14 +139,9 @@ class StaticEmbedder(Representation):
         known_kept = vrows >= 0
         fit_vectors = np.zeros((len(vocab), wv.dim), dtype=np.float32)
         if known_kept.any():
-            fit_vectors[known_kept] = self._gather(vrows[known_kept], None)
+            fit_vectors[known_kept] = wv.vectors[vrows[known_kept]]
         if (~known_kept).any():
             fit_vectors[~known_kept] = wv.subword_vectors([w for w, k in zip(vocab, known_kept) if not k])
-        # store row -> position in vocabulary_, as sorted arrays for vectorised look-ups
-        positions = np.flatnonzero(known_kept)
-        order = np.argsort(vrows[known_kept], kind="stable")
-        self.fit_rows_ = vrows[known_kept][order]
-        self.fit_row_positions_ = positions[order]
         cnt = cnt[keep]
         n_docs = len(tokens)
         self.n_fit_docs_ = n_docs
@@ -141,8 +150,8 @@ class StaticEmbedder(Representation):
         self.word_counts_ = cnt.astype(np.int64)
         self.idf_ = None  # document frequencies cost a pass over the corpus: only for tfidf
         if self.pooling == "tfidf":
-            df_counter = Counter(itertools.chain.from_iterable(map(set, tokens)))
-            df = np.fromiter(map(df_counter.__getitem__, vocab), dtype=np.float64, count=len(vocab))
+            df_of = dict(zip(tokens.words, tokens.document_frequencies().tolist()))
+            df = np.fromiter(map(df_of.__getitem__, vocab), dtype=np.float64, count=len(vocab))
             self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
         self.idf_unseen_ = float(np.log(1.0 + n_docs) + 1.0)
         prob = cnt / total if total else cnt
@@ -151,13 +160,14 @@ class StaticEmbedder(Representation):
             np.zeros(wv.dim, dtype=np.float32)
         # rows 0 = <pad>/zero, 1 = <unk>, 2.. = the fit vocabulary (the layout of output="ids")
         matrix = np.zeros((len(vocab) + 2, wv.dim), dtype=np.float32)
-        if self.oov == "unk":
+        if self.oov in ("unk", "auto"):  # "auto": row 1 is used whenever the output is not pooled
             matrix[1] = self.unk_vector_
         matrix[2:] = fit_vectors
         self.embedding_matrix_ = matrix
         self.sif_component_ = None
         if self.pooling == "sif" and self.sif_remove_pc and n_docs > 1:
-            pooled = self._pool(*self._resolve(tokens)[:4], n_docs)
+            tokens = tokens.locate(self.word_index_)
+            pooled = self._pool(tokens, *self._resolve(tokens))
             if np.any(pooled):
                 _, _, vt = np.linalg.svd(pooled.astype(np.float64), full_matrices=False)
                 self.sif_component_ = vt[0].astype(np.float32)
@@ -165,115 +175,77 @@ class StaticEmbedder(Representation):
 
     # -- transform ------------------------------------------------------------------------------
     def _transform(self, docs):
-        tokens = self.tokenizer_.tokenize_all(docs)
+        tokens = self.tokenizer_.tokenize_ids(docs, vocabulary=self.word_index_)
         n = len(tokens)
+        vectors, positions, keep = self._resolve(tokens)
         if self.output == "pooled":
-            out = self._pool(*self._resolve(tokens)[:4], n)
+            out = self._pool(tokens, vectors, positions, keep)
             if self.pooling == "sif" and self.sif_component_ is not None:
                 u = self.sif_component_
                 out = out - np.outer(out @ u, u).astype(np.float32)
             return out
-        codes, lengths, extra, extra_fitpos, flat = self._resolve(tokens, keep_tokens=True)
-        starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
-        step = np.arange(codes.size, dtype=np.int64) - np.repeat(starts, lengths)
-        keep = step < self.max_length if self.max_length else np.ones(codes.size, bool)
-        doc = np.repeat(np.arange(n), lengths)[keep]
-        step = step[keep]
-        codes = codes[keep]
-        new_len = np.minimum(lengths, self.max_length) if self.max_length else lengths
-        width = max(int(new_len.max()) if n else 0, 1)
-        kept_tokens = np.asarray(flat, dtype=object)[keep] if flat else np.empty(0, dtype=object)
-        bounds = np.concatenate([[0], np.cumsum(new_len)])
+        kept = (tokens if keep.all() else tokens.subset(keep[tokens.ids])).truncate(self.max_length)
+        width = max(int(kept.lengths.max(initial=0)), 1)
+        at = kept.padded_index(width)
         tok = np.empty(n, dtype=object)
-        tok[:] = [kept_tokens[bounds[i]:bounds[i + 1]].tolist() for i in range(n)]
+        tok[:] = kept.lists()
         if self.output == "ids":
-            pos = self._fit_positions(codes, extra_fitpos)
-            ids = np.zeros((n, width), dtype=np.int64)
-            ids[doc, step] = np.where(pos >= 0, pos + 2, 1)
-            return TokenIds(ids, new_len, ["<pad>", "<unk>"] + self.vocabulary_,
+            out = np.zeros(n * width, dtype=np.int64)
+            out[at] = np.where(positions >= 0, positions + 2, 1)[kept.ids]
+            return TokenIds(out.reshape(n, width), kept.lengths, ["<pad>", "<unk>"] + self.vocabulary_,
                             vectors=self.embedding_matrix_, tokens=tok)
-        values = np.zeros((n, width, self.dim_), dtype=np.float32)
-        values[doc, step] = self._gather(codes, extra)
-        return Sequences(values, new_len, tokens=tok)
+        # one gather fills every step: padding points at an appended zero row
+        rows = np.full(n * width, len(vectors), dtype=np.int64)
+        rows[at] = kept.ids
+        values = np.empty((n, width, self.dim_), dtype=np.float32)
+        np.take(np.concatenate([vectors, np.zeros((1, self.dim_), np.float32)]), rows, axis=0,
+                out=values.reshape(n * width, self.dim_))
+        return Sequences(values, kept.lengths, tokens=tok)
 
-    def _resolve(self, tokens, keep_tokens: bool = False):
-        """Map every token to a vector code, applying the OOV policy (one C-level dict look-up
-        per token; only OOV tokens are touched again).
+    def _resolve(self, tokens: TokenizedDocuments):
+        """Vector, fit-vocabulary position and OOV decision of each distinct word of ``tokens``.
 
-        Returns ``(codes, lengths, extra, extra_fitpos, flat_tokens)``. ``codes`` (kept tokens,
-        document order) are rows of the word-vector matrix when ``< V`` and rows of ``extra``
-        (0: zero vector, 1: ``<unk>`` row, then subword vectors) offset by ``V`` otherwise;
-        ``lengths`` counts kept tokens per document; ``extra_fitpos`` is each extra row's position
-        in ``vocabulary_`` (-1 if none); ``flat_tokens`` the kept tokens (if ``keep_tokens``).
+        ``tokens.positions`` locate the words in ``vocabulary_`` (``tokenize_ids(docs,
+        word_index_)``), whose vectors are rows of ``embedding_matrix_``; only the words unseen
+        at fit are looked up in the vector table, once per distinct word. Returns
+        ``(vectors, positions, keep)``: ``vectors[i]`` is the vector of ``tokens.words[i]``
+        under the OOV policy, ``positions[i]`` its index in ``vocabulary_`` (-1 if unseen at
+        fit) and ``keep[i]`` False for the words ``oov="skip"`` drops. ``vectors[tokens.ids]``
+        are the token vectors.
         """
-        import pandas as pd
-
         wv = self.word_vectors_
-        V = len(wv)
-        flat = list(itertools.chain.from_iterable(tokens))
-        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        codes = wv.rows(flat)
-        extra = [self.embedding_matrix_[:2]]
-        extra_fitpos = [np.array([-1, -1], dtype=np.int64)]
-        miss = np.flatnonzero(codes < 0)
-        if miss.size:
-            if self.oov == "subword":
-                inv, uniq = pd.factorize(np.array([flat[i] for i in miss], dtype=object))
-                uniq = list(uniq)
-                fitpos = np.fromiter(map(self.word_index_.get, uniq, itertools.repeat(-1)),
-                                     dtype=np.int64, count=len(uniq))
-                vecs = np.empty((len(uniq), self.dim_), dtype=np.float32)
-                seen = fitpos >= 0
-                vecs[seen] = self.embedding_matrix_[fitpos[seen] + 2]
-                vecs[~seen] = wv.subword_vectors([w for w, s in zip(uniq, seen) if not s])
-                extra.append(vecs)
-                extra_fitpos.append(fitpos)
-                codes[miss] = V + 2 + inv
-            else:
-                codes[miss] = {"skip": -1, "zero": V, "unk": V + 1}[self.oov]
-        self.oov_rate_ = float(miss.size / len(flat)) if flat else 0.0
+        words, positions = tokens.words, tokens.positions
+        seen = positions >= 0
+        vectors = np.zeros((len(words), self.dim_), dtype=np.float32)
+        vectors[seen] = self.embedding_matrix_[positions[seen] + 2]
+        unseen = np.flatnonzero(~seen)
+        rows = wv.rows([words[i] for i in unseen])
+        vectors[unseen[rows >= 0]] = wv.vectors[rows[rows >= 0]]
+        found = np.ones(len(words), dtype=bool)  # has a row in the vector table
+        found[unseen] = rows >= 0
+        policy = self._oov_policy()
+        if policy == "subword":  # words seen at fit may have had n-gram vectors only
+            found[seen] = wv.rows([w for w, s in zip(words, seen.tolist()) if s]) >= 0
+            missing = unseen[rows < 0]
+            vectors[missing] = wv.subword_vectors([words[i] for i in missing])
+        elif policy == "unk":
+            vectors[~found] = self.unk_vector_
+        keep = found if policy == "skip" else np.ones(len(words), dtype=bool)
+        n_missing = 0 if found.all() else int(np.count_nonzero(~found[tokens.ids]))
+        self.oov_rate_ = n_missing / tokens.n_tokens if tokens.n_tokens else 0.0
         self._log(f"transformed {len(tokens)} documents: OOV rate {self.oov_rate_:.2%} of "
-                  f"{len(flat)} tokens")
-        dropped = codes < 0
-        if dropped.any():
-            doc = np.repeat(np.arange(len(tokens)), lengths)
-            lengths = lengths - np.bincount(doc[dropped], minlength=len(tokens))
-            codes = codes[~dropped]
-            if keep_tokens:
-                flat = np.asarray(flat, dtype=object)[~dropped].tolist()
-        return (codes, lengths, np.concatenate(extra), np.concatenate(extra_fitpos),
-                flat if keep_tokens else None)
+                  f"{tokens.n_tokens} tokens")
+        return vectors, positions, keep
 
-    def _gather(self, codes: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
-        """Vectors of ``codes`` (rows of the word-vector matrix, or of ``extra`` beyond it)."""
-        vectors = self.word_vectors_.vectors
-        V = vectors.shape[0]
-        out = np.empty((codes.size, vectors.shape[1]), dtype=np.float32)
-        inside = codes < V
-        if inside.all():
-            return np.asarray(vectors[codes], dtype=np.float32)
-        out[inside] = vectors[codes[inside]]
-        out[~inside] = extra[codes[~inside] - V]
-        return out
-
-    def _fit_positions(self, codes: np.ndarray, extra_fitpos: np.ndarray) -> np.ndarray:
-        """Position in ``vocabulary_`` of each code, -1 for words not seen at fit."""
-        V = len(self.word_vectors_)
-        pos = np.full(codes.size, -1, dtype=np.int64)
-        inside = codes < V
-        if self.fit_rows_.size:
-            r = codes[inside]
-            idx = np.minimum(np.searchsorted(self.fit_rows_, r), self.fit_rows_.size - 1)
-            pos[inside] = np.where(self.fit_rows_[idx] == r, self.fit_row_positions_[idx], -1)
-        pos[~inside] = extra_fitpos[codes[~inside] - V]
-        return pos
-
-    def _pool(self, codes, lengths, extra, extra_fitpos, n) -> np.ndarray:
-        """Pool kept tokens per document: a sparse (docs x words) weight matrix times the word
-        vectors for mean/sum/tfidf/sif, ``maximum.reduceat`` over gathered rows for max."""
-        d = self.dim_
-        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    def _pool(self, tokens: TokenizedDocuments, vectors, positions, keep) -> np.ndarray:
+        """Pool kept tokens per document: a sparse (documents x distinct words) weight matrix
+        times the words' vectors, with a column of ones for the kept words so the same product
+        counts them (mean/sum/tfidf/sif); ``maximum.reduceat`` over gathered rows for max."""
+        n, d = len(tokens), self.dim_
         if self.pooling == "max":
+            kept = tokens if keep.all() else tokens.subset(keep[tokens.ids])
+            ids, lengths = kept.ids, kept.lengths
+            indptr = np.concatenate([[0], np.cumsum(lengths)])
             out = np.zeros((n, d), dtype=np.float32)
             nonempty = np.flatnonzero(lengths > 0)
             chunk = 1 << 18  # bounded memory: gather at most about this many token vectors at once
@@ -282,30 +254,35 @@ class StaticEmbedder(Representation):
                 j = int(np.searchsorted(indptr[nonempty + 1], indptr[nonempty[i]] + chunk, "right"))
                 j = max(j, i + 1)
                 lo, hi = indptr[nonempty[i]], indptr[nonempty[j - 1] + 1]
-                gathered = self._gather(codes[lo:hi], extra)
-                out[nonempty[i:j]] = np.maximum.reduceat(gathered, indptr[nonempty[i:j]] - lo, axis=0)
+                out[nonempty[i:j]] = np.maximum.reduceat(vectors[ids[lo:hi]],
+                                                         indptr[nonempty[i:j]] - lo, axis=0)
                 i = j
             return out
+        # words the OOV policy drops have zero vectors, so they only need leaving out of counts
+        counted = np.concatenate([vectors, keep[:, None]], axis=1, dtype=np.float32)
         if self.pooling in ("tfidf", "sif"):
-            pos = self._fit_positions(codes, extra_fitpos)
             table, unseen = ((self.idf_, self.idf_unseen_) if self.pooling == "tfidf"
                              else (self.sif_weights_, 1.0))
-            weights = np.where(pos >= 0, table[np.maximum(pos, 0)] if table.size else unseen,
-                               unseen).astype(np.float32)
+            seen = positions >= 0
+            word_weights = np.full(len(positions), unseen, dtype=np.float32)
+            word_weights[seen] = table[positions[seen]]
+            weights = word_weights[tokens.ids]
         else:
-            weights = np.ones(codes.size, dtype=np.float32)
-        doc = np.repeat(np.arange(n), lengths)
-        vectors = self.word_vectors_.vectors
-        V = vectors.shape[0]
-        inside = codes < V
-        out = _weighted_sum(doc[inside], codes[inside], weights[inside], n, vectors)
-        if not inside.all():
-            out += _weighted_sum(doc[~inside], codes[~inside] - V, weights[~inside], n, extra)
+            weights = np.ones(tokens.n_tokens, dtype=np.float32)
+        indptr = np.concatenate([[0], np.cumsum(tokens.lengths)])
+        X = sp.csr_matrix((weights, tokens.ids, indptr), shape=(n, len(tokens.words)))
+        out = np.asarray(X @ counted, dtype=np.float32)
+        out, weight_sums = out[:, :d], out[:, d]
         if self.pooling == "sum":
-            return out
-        denom = np.bincount(doc, weights, minlength=n) if self.pooling == "tfidf" else lengths
-        out /= np.maximum(denom, 1e-12)[:, None].astype(np.float32)
-        out[lengths == 0] = 0.0
+            return np.ascontiguousarray(out)
+        denom = weight_sums  # mean: the kept tokens
+        if self.pooling == "tfidf":  # their weights, summed in float64
+            denom = _segment_sums(weights if keep.all() else weights * keep[tokens.ids],
+                                  tokens.lengths)
+        elif self.pooling == "sif":  # the mean of the weighted vectors of the kept tokens
+            denom = tokens.lengths if keep.all() else _segment_sums(keep[tokens.ids], tokens.lengths)
+        out = out / np.maximum(denom, 1e-12)[:, None].astype(np.float32)
+        out[denom == 0] = 0.0
         return out
 
     # -- word queries, answered by the store ----------------------------------------------------

@@ -26,17 +26,20 @@ import scipy.sparse as sp
 
 from .._params import SEED, Interval, Rule, positive_int
 from ..base import store_params
+from ..documents import TokenizedDocuments
 from ..vectors import WordVectors, load_word_vectors
 from ._static import VECTOR_SOURCE, StaticEmbedder
 
 __all__ = ["GloveEmbedder", "cooccurrence_matrix", "train_glove"]
 
 
-def cooccurrence_matrix(tokens: list[list[str]], vocabulary: list[str], window: int = 10) -> sp.csr_matrix:
+def cooccurrence_matrix(tokens: TokenizedDocuments | list[list[str]], vocabulary: list[str],
+                        window: int = 10) -> sp.csr_matrix:
     """Symmetric co-occurrence counts weighted by 1/distance within ``window`` tokens.
 
-    Tokens outside ``vocabulary`` are removed from the stream first (as GloVe's ``cooccur``
-    does); windows never cross document boundaries.
+    ``tokens``: `TokenizedDocuments` or one list of tokens per document. Tokens outside
+    ``vocabulary`` are removed from the stream first (as GloVe's ``cooccur`` does); windows never
+    cross document boundaries.
 
     Examples
     --------
@@ -46,10 +49,12 @@ def cooccurrence_matrix(tokens: list[list[str]], vocabulary: list[str], window: 
     """
     if int(window) < 1:
         raise ValueError(f"window={window!r} must be a positive int.")
+    if not isinstance(tokens, TokenizedDocuments):
+        tokens = TokenizedDocuments.from_lists(tokens)
     index = dict(zip(vocabulary, range(len(vocabulary))))
-    flat = list(itertools.chain.from_iterable(tokens))
-    ids = np.fromiter(map(index.get, flat, itertools.repeat(-1)), dtype=np.int64, count=len(flat))
-    doc = np.repeat(np.arange(len(tokens)), np.fromiter(map(len, tokens), np.int64, len(tokens)))
+    ids = np.fromiter(map(index.get, tokens.words, itertools.repeat(-1)), dtype=np.int64,
+                      count=len(tokens.words))[tokens.ids]
+    doc = tokens.document_index()
     keep = ids >= 0
     ids, doc = ids[keep], doc[keep]
     V = len(vocabulary)
@@ -219,7 +224,7 @@ class GloveEmbedder(StaticEmbedder):
                  vector_size: int = 50, window: int = 10, min_count: int = 5, x_max: float = 10.0,
                  alpha: float = 0.75, epochs: int = 15, learning_rate: float = 0.2,
                  batch_size: int = 8192, random_state: int = 0, output: str = "pooled",
-                 pooling: str = "mean", oov: str = "skip", max_length: int | None = 256,
+                 pooling: str = "mean", oov: str = "auto", max_length: int | None = 256,
                  lowercase: bool = True, sif_a: float = 1e-3, sif_remove_pc: bool = True,
                  verbose: bool = False, cache=None):
         store_params(self, locals())

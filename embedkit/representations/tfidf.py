@@ -1,9 +1,10 @@
 """Bag-of-words, binary and TF-IDF features over word (and optionally character) n-grams, with
-optional LSA (truncated SVD) to a dense space. Built on scikit-learn's vectorizers."""
+optional NBSVM log-count-ratio scaling (supervised) and optional LSA (truncated SVD) to a dense
+space. Built on scikit-learn's vectorizers."""
 
 from __future__ import annotations
 
-from numbers import Integral
+from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
@@ -45,8 +46,26 @@ class TfidfEmbedder(Representation):
         Use ``1 + log(tf)`` (tfidf weighting only).
     lowercase : bool, default=True
     stop_words : {"english"} or list or None, default=None
+    log_count_ratio : bool, default=False
+        Scale each term's column by its Naive Bayes log-count ratio
+        ``r = log((a + p) / |a + p|_1) - log((a + q) / |a + q|_1)``, where ``p`` and ``q`` are the
+        column sums of the features over the documents of one class and of the others, and
+        ``a = nb_alpha`` (Wang & Manning 2012, "NBSVM": a linear model on these features is NB
+        log-count ratios interpolated with a discriminative fit). Supervised: ``fit`` needs
+        ``y``. Two classes give one block of columns (the ratio of the second class in sorted
+        order); more classes give one one-vs-rest block per class, side by side, so the width
+        is ``n_classes * n_terms``.
+    nb_alpha : float, default=1.0
+        Additive smoothing of the log-count ratios (> 0).
     n_components : int or None, default=None
-        Reduce to this many dense dimensions with truncated SVD (LSA), then L2-normalise.
+        Reduce to this many dense dimensions with truncated SVD (LSA), then L2-normalise
+        (after the log-count-ratio scaling, when both are set).
+    sparse_output : bool, default=True
+        Without ``n_components`` the features are a scipy-sparse CSR matrix (one column per
+        term). ``False`` gives a dense float32 array instead, e.g. for
+        ``set_output(transform="pandas")`` or a dense-only estimator on small data; it needs
+        ``n_documents * n_terms * 4`` bytes, so cap the vocabulary with ``max_features`` or use
+        ``n_components`` on large corpora.
     random_state : int, default=0
         Seeds the SVD.
     output : {"pooled"}, default="pooled"
@@ -58,6 +77,11 @@ class TfidfEmbedder(Representation):
     ----------
     vectorizer_ : sklearn vectorizer or FeatureUnion
     svd_ : TruncatedSVD or None
+    classes_ : ndarray or None
+        With ``log_count_ratio``: the labels seen at fit, in sorted order.
+    ratios_ : ndarray of shape (n_blocks, n_terms) or None
+        With ``log_count_ratio``: the log-count ratio of every term, one row per block (one row
+        for two classes, the ratio of ``classes_[1]``; else one row per class).
     dim_ : int
         Output dimension.
 
@@ -66,6 +90,13 @@ class TfidfEmbedder(Representation):
     >>> emb = TfidfEmbedder().fit(["the cat sat", "the dog ran"])
     >>> emb.transform(["the cat ran"]).shape
     (1, 5)
+    >>> TfidfEmbedder(sparse_output=False).set_output(transform="pandas").fit_transform(
+    ...     ["the cat sat", "the dog ran"]).columns.tolist()
+    ['cat', 'dog', 'ran', 'sat', 'the']
+    >>> nb = TfidfEmbedder(log_count_ratio=True).fit(["good fun", "good film", "bad film"],
+    ...                                              ["pos", "pos", "neg"])
+    >>> nb.ratios_.shape, bool(nb.ratios_[0, nb.vectorizer_.vocabulary_["good"]] > 0)
+    ((1, 4), True)
     """
 
     _outputs = ("pooled",)
@@ -84,7 +115,10 @@ class TfidfEmbedder(Representation):
         "sublinear_tf": ["boolean"],
         "lowercase": ["boolean"],
         "stop_words": [None, StrOptions({"english"}), list],
+        "log_count_ratio": ["boolean"],  # needs y with two classes or more: checked at fit
+        "nb_alpha": [Interval(Real, 0, None, closed="neither")],
         "n_components": [None, positive_int()],  # below the vocabulary size: checked at fit
+        "sparse_output": ["boolean"],
         "random_state": [None, SEED],
         "output": [StrOptions({"pooled"})],
         "cache": [CacheSpec()],
@@ -92,16 +126,18 @@ class TfidfEmbedder(Representation):
 
     def __init__(self, weighting: str = "tfidf", ngram_range=(1, 1), char_ngram_range=None,
                  max_features: int | None = None, min_df=1, max_df=1.0, sublinear_tf: bool = False,
-                 lowercase: bool = True, stop_words=None, n_components: int | None = None,
-                 random_state: int = 0, output: str = "pooled", cache=None):
+                 lowercase: bool = True, stop_words=None, log_count_ratio: bool = False,
+                 nb_alpha: float = 1.0, n_components: int | None = None,
+                 sparse_output: bool = True, random_state: int = 0, output: str = "pooled",
+                 cache=None):
         store_params(self, locals())
 
     def _vectorizer(self, analyzer: str, ngram_range):
         from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
-        common = dict(ngram_range=tuple(ngram_range), max_features=self.max_features,
-                      min_df=self.min_df, max_df=self.max_df, lowercase=self.lowercase,
-                      dtype=np.float32)
+        common = {"ngram_range": tuple(ngram_range), "max_features": self.max_features,
+                  "min_df": self.min_df, "max_df": self.max_df, "lowercase": self.lowercase,
+                  "dtype": np.float32}
         if analyzer == "word":
             common.update(tokenizer=Tokenizer(lowercase=False, pattern=DEFAULT_TOKEN_PATTERN),
                           token_pattern=None, stop_words=self.stop_words)
@@ -127,6 +163,10 @@ class TfidfEmbedder(Representation):
                 "Lower min_df / raise max_df, drop stop_words, or check the documents are not empty."
             ) from None
         self.vectorizer_ = vec
+        self.classes_, self.ratios_ = None, None
+        if self.log_count_ratio:
+            self.classes_, self.ratios_ = log_count_ratios(matrix, y, self.nb_alpha)
+            matrix = self._scale(matrix)
         self.svd_ = None
         if self.n_components is not None:
             from sklearn.decomposition import TruncatedSVD
@@ -140,13 +180,21 @@ class TfidfEmbedder(Representation):
             self.svd_ = TruncatedSVD(k, random_state=self.random_state).fit(matrix)
         self.dim_ = matrix.shape[1] if self.svd_ is None else int(self.n_components)
 
+    def _scale(self, matrix):
+        """The features times each block's log-count ratios, blocks side by side."""
+        if self.ratios_ is None:
+            return matrix
+        matrix = sp.csr_matrix(matrix)
+        return sp.hstack([matrix.multiply(r[None, :]) for r in self.ratios_], format="csr")
+
     def _transform(self, docs):
         if not docs:  # scikit-learn's FeatureUnion and TruncatedSVD refuse zero rows
             empty = sp.csr_matrix((0, self.dim_), dtype=np.float32)
-            return empty if self.svd_ is None else np.zeros((0, self.dim_), dtype=np.float32)
-        matrix = self.vectorizer_.transform(docs)
+            return empty if self.svd_ is None and self.sparse_output else empty.toarray()
+        matrix = self._scale(self.vectorizer_.transform(docs))
         if self.svd_ is None:
-            return sp.csr_matrix(matrix, dtype=np.float32)
+            matrix = sp.csr_matrix(matrix, dtype=np.float32)
+            return matrix if self.sparse_output else matrix.toarray()
         from sklearn.preprocessing import normalize
 
         return normalize(self.svd_.transform(matrix)).astype(np.float32)
@@ -154,4 +202,39 @@ class TfidfEmbedder(Representation):
     def _feature_names(self):
         if self.svd_ is not None:
             return [f"lsa{i}" for i in range(self.dim_)]
-        return [str(n) for n in self.vectorizer_.get_feature_names_out()]
+        names = [str(n) for n in self.vectorizer_.get_feature_names_out()]
+        if self.ratios_ is None:
+            return names
+        blocks = self.classes_[1:] if len(self.classes_) == 2 else self.classes_
+        return [f"{c}:{n}" for c in blocks for n in names]
+
+
+def log_count_ratios(matrix, y, alpha: float = 1.0):
+    """``(classes, ratios)``: NBSVM log-count ratios of the columns of ``matrix`` for labels ``y``.
+
+    For each class ``c``, ``p`` and ``q`` are the column sums over the rows labelled ``c`` and
+    over the others, and ``ratios[c] = log((alpha + p) / sum(alpha + p)) - log((alpha + q) /
+    sum(alpha + q))``. With two classes only the row of ``classes[1]`` is returned (that of
+    ``classes[0]`` is its negative).
+    """
+    if y is None:
+        raise ValueError("TfidfEmbedder(log_count_ratio=True) is supervised: fit it with the "
+                         "labels, fit(X, y) (in a Pipeline, pipeline.fit(X, y) passes them on).")
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != matrix.shape[0]:
+        raise ValueError(f"TfidfEmbedder(log_count_ratio=True) needs one label per document: got "
+                         f"{matrix.shape[0]} documents and labels of shape {y.shape}.")
+    if not float(alpha) > 0:
+        raise ValueError(f"TfidfEmbedder(nb_alpha={alpha!r}) must be > 0; 1.0 is the usual value.")
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"TfidfEmbedder(log_count_ratio=True) needs at least two classes in y; "
+                         f"got only {classes.tolist()}.")
+    onehot = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)),
+                           shape=(len(codes), len(classes)))
+    inside = np.asarray((onehot.T @ sp.csr_matrix(matrix, dtype=np.float64)).todense())
+    outside = inside.sum(axis=0, keepdims=True) - inside
+    p, q = inside + alpha, outside + alpha
+    ratios = (np.log(p / p.sum(axis=1, keepdims=True))
+              - np.log(q / q.sum(axis=1, keepdims=True))).astype(np.float32)
+    return classes, ratios[1:] if len(classes) == 2 else ratios

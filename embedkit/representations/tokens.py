@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib
-from collections import Counter
-from itertools import chain
 from typing import ClassVar
 
 import numpy as np
@@ -116,8 +114,8 @@ class TokenIndexer(Representation):
 
     # -- fitting ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
-        tokens = Tokenizer(lowercase=self.lowercase).tokenize_all(docs)
-        counts = Counter(chain.from_iterable(tokens))
+        tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs)
+        counts = dict(zip(tokens.words, tokens.counts().tolist()))
         kept = sorted((w for w, c in counts.items() if c >= self.min_count),
                       key=lambda w: (-counts[w], w))
         if self.max_vocab is not None:
@@ -177,25 +175,15 @@ class TokenIndexer(Representation):
 
     # -- transform ----------------------------------------------------------------------------
     def _transform(self, docs):
-        tokens = Tokenizer(lowercase=self.lowercase).tokenize_all(docs)
-        if self.max_length is not None:
-            tokens = [t[: int(self.max_length)] for t in tokens]
-        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        flat = _index(self.vocabulary_).get_indexer(list(chain.from_iterable(tokens)))
-        flat[flat < 0] = 1  # unknown words
-        width = max(int(lengths.max()) if len(lengths) else 0, 1)
-        ids = np.zeros((len(tokens), width), dtype=np.int64)
-        rows = np.repeat(np.arange(len(tokens)), lengths)
-        starts = np.cumsum(lengths) - lengths
-        cols = np.arange(len(flat)) - np.repeat(starts, lengths)
-        ids[rows, cols] = flat
-        token_array = np.empty(len(tokens), dtype=object)
-        token_array[:] = tokens
-        return TokenIds(ids, lengths, self.vocabulary_, vectors=self.vectors_, tokens=token_array)
-
-
-def _index(vocabulary: list[str]):
-    """Hash index from word to id; ``get_indexer`` maps a whole token list in one C call."""
-    import pandas as pd
-
-    return pd.Index(vocabulary, dtype=object)
+        vocabulary = dict(zip(self.vocabulary_, range(self.vocab_size_)))
+        tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs, vocabulary=vocabulary)
+        n = len(tokens)
+        index = np.where(tokens.positions >= 0, tokens.positions, 1)  # unknown words: "<unk>"
+        tokens = tokens.truncate(self.max_length)
+        width = max(int(tokens.lengths.max(initial=0)), 1)
+        ids = np.zeros(n * width, dtype=np.int64)
+        ids[tokens.padded_index(width)] = index[tokens.ids]
+        token_array = np.empty(n, dtype=object)
+        token_array[:] = tokens.lists()
+        return TokenIds(ids.reshape(n, width), tokens.lengths, self.vocabulary_,
+                        vectors=self.vectors_, tokens=token_array)

@@ -55,7 +55,7 @@ DATASETS = ("bbc-news", "trec", "sms-spam", "rotten-tomatoes", "disaster-tweets"
 QUICK_TRAIN, QUICK_TEST = 300, 150
 SEED = 0
 #: heads that fine-tune a Transformer (minutes to hours per fit on a CPU); --skip-slow drops them
-SLOW_HEADS = ("finetune",)
+SLOW_HEADS = ("finetune", "finetune-short", "vote-finetune")
 TFIDF, MINILM, GLOVE = "plain TF-IDF + LR", "plain MiniLM + LR", "plain GloVe-mean + LR"
 BASELINES = (TFIDF, MINILM, GLOVE)
 #: registry default -> the plain baseline it must not lose to (issue 13)
@@ -70,6 +70,25 @@ def registry():
     from embedkit import registry as grids
 
     return grids
+
+
+def share_cache(directory) -> None:
+    """Make every registry representation that takes ``cache=`` use the disk cache at
+    ``directory`` (in this process), so a pretrained encoder encodes each document once across
+    datasets' pipelines, ensemble members, folds and runs. Vectors are unchanged: the cache key
+    does not depend on ``cache`` (`embedkit.cache.fingerprint`)."""
+    import functools
+
+    reg = registry()
+
+    def cached(factory):
+        step = factory()
+        if not isinstance(step, str) and "cache" in step.get_params():
+            step.set_params(cache=str(directory))
+        return step
+
+    for name, entry in list(reg.REPRESENTATIONS.items()):
+        reg.REPRESENTATIONS[name] = reg.Entry(functools.partial(cached, entry.factory), entry.about)
 
 
 # --- the plain baselines --------------------------------------------------------------------
@@ -370,6 +389,32 @@ def tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "matching": pd.DataFrame(check).T.reindex(columns=cols)}
 
 
+def best_and_cheapest(results: pd.DataFrame, within: float = 1.0) -> pd.DataFrame:
+    """Per dataset: the better plain baseline, the most accurate embedkit pipeline (registry row)
+    and the pipeline with the fewest fit seconds whose accuracy is within ``within`` points of
+    that best one."""
+    rows = {}
+    for dataset, part in results.groupby("dataset", sort=False):
+        base = part[part["pipeline"].isin([TFIDF, MINILM])]
+        pipes = part[~part["pipeline"].isin(BASELINES)]
+        if base.empty or pipes.empty:
+            continue
+        top = base.loc[base["accuracy"].idxmax()]
+        best = pipes.loc[pipes["accuracy"].idxmax()]
+        near = pipes[pipes["accuracy"] >= best["accuracy"] - within / 100]
+        cheap = near.loc[near["fit_seconds"].idxmin()]
+        both = base["pipeline"].nunique() == 2
+        rows[dataset] = {
+            "better baseline": f"{top['pipeline']} {top['accuracy']:.3f}" + ("" if both else " (one scored)"),
+            "best pipeline": best["pipeline"], "best acc": best["accuracy"],
+            "best vs baseline": (best["accuracy"] - top["accuracy"]) * 100,
+            "best fit s": best["fit_seconds"],
+            f"cheapest within {within:g} pt": cheap["pipeline"], "cheapest acc": cheap["accuracy"],
+            "cheapest fit s": cheap["fit_seconds"]}
+    cols = [c for c in dict.fromkeys([*DATASETS, *results["dataset"]]) if c in rows]
+    return pd.DataFrame(rows).T.reindex(cols)
+
+
 def _markdown(frame: pd.DataFrame, fmt) -> str:
     shown = frame.copy().astype(object)
     for c in frame.columns:
@@ -407,6 +452,12 @@ def write_report(results: pd.DataFrame, out: Path, wall_s: float | None = None) 
          "Bold: the best row of the column."), "",
         "## Datasets", "", info.to_markdown(), "",
         "## Accuracy", "", cells.to_markdown(disable_numparse=True), "",
+        "## Best pipeline and the cheapest within 1 point", "",
+        _best_table(results), "",
+        ("*best pipeline*: the most accurate embedkit (registry) row of the dataset; *vs baseline*: "
+         "its difference in points from the better of plain TF-IDF + LR and plain MiniLM + LR; "
+         "*cheapest within 1 pt*: the row with the fewest fit seconds whose accuracy is at most "
+         "1 point below the best one."), "",
         "## Macro-F1", "", _markdown(t["f1_macro"], lambda v: f"{v:.3f}"), "",
         "## Registry defaults against their matching plain baseline (points of accuracy)", "",
         _markdown(t["matching"], lambda v: f"**{v:+.1f}**" if v < -0.5 else f"{v:+.1f}"), "",
@@ -419,6 +470,10 @@ def write_report(results: pd.DataFrame, out: Path, wall_s: float | None = None) 
          "is counted in each). *predict s*: the test side from raw text. Wall-clock seconds on "
          "the machine that ran it; compare them within one run only."),
     ]
+    if "note" in results and results["note"].notna().any():
+        noted = results[results["note"].notna()]
+        lines += ["", "Rows with a note:", ""]
+        lines += [f"- {r.dataset} / {r.pipeline}: {r.note}" for r in noted.itertuples()]
     if walls:
         last = walls[-1] if wall_s is None else wall_s
         lines += ["", (f"Wall time of the completed runs that wrote {out / 'runs.jsonl'}: "
@@ -426,6 +481,17 @@ def write_report(results: pd.DataFrame, out: Path, wall_s: float | None = None) 
     paths["md"].write_text("\n".join(lines) + "\n")
     chart(acc, delta, paths["png"])
     return paths
+
+
+def _best_table(results: pd.DataFrame) -> str:
+    table = best_and_cheapest(results)
+    if table.empty:
+        return "(no dataset has both baselines and a pipeline scored yet)"
+    shown = table.copy().astype(object)
+    for col, fmt in {"best acc": "{:.3f}", "cheapest acc": "{:.3f}", "best vs baseline": "{:+.1f}",
+                     "best fit s": "{:.0f}", "cheapest fit s": "{:.0f}"}.items():
+        shown[col] = [fmt.format(v) for v in table[col]]
+    return shown.to_markdown(disable_numparse=True)
 
 
 def chart(acc: pd.DataFrame, delta: pd.DataFrame, path: Path, limit: float = 10.0) -> Path:
@@ -472,6 +538,9 @@ def main(argv=None):
                         help="leave out rows whose name contains TEXT (e.g. minilm); a later run "
                              "without it fills them in")
     parser.add_argument("--output", default="accuracy-suite", help="results folder (resumable)")
+    parser.add_argument("--cache", metavar="DIR",
+                        help="disk embedding cache shared by every registry representation that "
+                             "takes cache= (each document encoded once across runs)")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the report from every row already in OUTPUT/runs.jsonl")
     args = parser.parse_args(argv)
@@ -483,6 +552,8 @@ def main(argv=None):
     unknown = [d for d in args.datasets if d not in known]
     if unknown:
         parser.error(f"unknown dataset(s) {unknown}; choose from {sorted(known)}.")
+    if args.cache:
+        share_cache(args.cache)
     results = run(args.datasets, args.pairs, args.skip_slow, args.quick, args.output,
                   skip=args.skip)
     print(tables(results)["accuracy"].round(3).to_markdown())
