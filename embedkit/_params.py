@@ -27,7 +27,8 @@ at the start of its own ``fit``.
 
 `invalid_values` and `edge_values` derive, from a table entry, values just past and exactly at
 the edges of what it allows; the contract and hostile-input suites use them, so a new parameter
-is tested as soon as it has an entry.
+is tested as soon as it has an entry. A constraint written for one class lists its own
+(``edge_examples``, ``invalid_examples``; e.g. `embedkit.heads.ensemble.Members`).
 
 Examples
 --------
@@ -63,7 +64,7 @@ from sklearn.utils._param_validation import (
 __all__ = ["SEED", "CacheSpec", "Device", "HasMethods", "Interval", "InvalidParameterError", "Layers",
            "NgramRange", "Options", "RealNotInt", "Rule", "Sizes", "StrOptions", "as_sizes",
            "edge_values", "invalid_values", "positive_int", "validate_params",
-           "validate_pipeline_steps"]
+           "validate_pipeline_steps", "validate_steps"]
 
 
 def positive_int(low: int = 1) -> Interval:
@@ -312,10 +313,18 @@ def validate_pipeline_steps(estimator) -> None:
             owner = frame.f_locals.get("self")  # a Pipeline or a FeatureUnion
             if hasattr(owner, "steps") or hasattr(owner, "transformer_list"):
                 pipeline = owner  # keep climbing: the outermost one sees every step
-    if pipeline is None:
-        return
-    for step in pipeline.get_params(deep=True).values():
-        if step is estimator or not hasattr(type(step), "_parameter_constraints") \
+    if pipeline is not None:
+        validate_steps(pipeline, skip=estimator)
+
+
+def validate_steps(model, skip=None) -> None:
+    """Validate ``model`` and every estimator inside it (Pipeline steps, FeatureUnion and
+    ColumnTransformer parts, nested) that has a parameter table: embedkit's with
+    `validate_params`, scikit-learn's with their own ``_validate_params`` (what their ``fit``
+    runs first). ``skip``: one estimator not to check (it checks itself)."""
+    inside = model.get_params(deep=True).values() if hasattr(model, "get_params") else ()
+    for step in (model, *inside):
+        if step is skip or not hasattr(type(step), "_parameter_constraints") \
                 or not hasattr(step, "get_params"):
             continue
         if type(step).__module__.split(".")[0] == "embedkit":
@@ -332,6 +341,8 @@ _NOT_A_CHOICE = object()
 
 
 def _invalid_for(c: _Constraint) -> list:
+    if hasattr(c, "invalid_examples"):  # a constraint of one class lists its own
+        return list(c.invalid_examples)
     if isinstance(c, Interval):
         integral = c.type is Integral
         step = 1 if integral else 1e-6
@@ -382,6 +393,8 @@ def invalid_values(spec) -> list:
 
 
 def _edges_for(c: _Constraint) -> list:
+    if hasattr(c, "edge_examples"):
+        return list(c.edge_examples)
     if isinstance(c, Interval):
         out = []
         if c.left is not None:

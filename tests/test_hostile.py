@@ -51,6 +51,7 @@ CHEAP = {
     "TransformerEmbedder": {"max_length": 64},
     "TransformerClassifier": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
     "TransformerRegressor": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
+    "EnsembleClassifier": {"members": ("tfidf:logreg", "bow:logreg"), "cv": 2},
 }
 HEAD_BUDGET = {"epochs": 2, "batch_size": 8}
 

@@ -16,6 +16,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 
 from embedkit import (
     Doc2VecEmbedder,
+    EnsembleClassifier,
     FastTextEmbedder,
     GloveEmbedder,
     MLPClassifier,
@@ -205,6 +206,22 @@ def test_pipeline_reports_a_heads_bad_parameter_before_encoding(bbc, counts, rec
         with pytest.raises(InvalidParameterError, match=match):
             cross_val_score(model, docs[:20], y[:20], cv=2, error_score="raise")
     assert not counts
+
+
+def test_an_ensemble_checks_every_member_before_the_first_trains(counts):
+    """EnsembleClassifier fits its members one after another (cv + 1 times each for stacking):
+    a bad parameter in the last member is reported before the first member encodes anything."""
+    members = (("minilm", Pipeline([("features", TransformerEmbedder()),
+                                    ("head", LogisticRegression())])),
+               ("tfidf", Pipeline([("features", TfidfEmbedder()), ("head", MLPClassifier(lr=-1))])))
+    ens = EnsembleClassifier(members=members, cv=2)
+    outer = Pipeline([("features", "passthrough"), ("head", ens)])
+    for model in (ens, outer):
+        with pytest.raises(InvalidParameterError, match=r"MLPClassifier\(lr=-1\): lr must be"):
+            model.fit(["a good film", "a bad film"] * 4, [1, 0] * 4)
+    assert not counts  # MiniLM encoded nothing
+    with pytest.raises(InvalidParameterError, match=r"EnsembleClassifier\(cv=1\): cv must be"):
+        outer.set_params(head__cv=1).fit(["a good film", "a bad film"] * 4, [1, 0] * 4)
 
 
 def test_a_valid_pipeline_still_encodes_and_fits(counts):

@@ -34,7 +34,7 @@ from ..base import CheckedKeywords, progress_bars
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 
-__all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin"]
+__all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin", "encode_class_labels"]
 
 _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad"}
 
@@ -179,21 +179,10 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
 
     # -- training -----------------------------------------------------------------------------
     def _encode_targets(self, y):
-        from sklearn.utils.multiclass import check_classification_targets
-        from sklearn.utils.validation import column_or_1d
-
         name = type(self).__name__
         if self._task == "classification":
-            y = column_or_1d(y, warn=True)
-            _check_missing_labels(y, name)
-            check_classification_targets(y)
-            self.classes_, encoded = np.unique(y, return_inverse=True)
-            if len(self.classes_) < 2:
-                raise ValueError(
-                    f"y has only one class ({self.classes_[0]!r}); a classifier needs at least "
-                    "two classes in the training data."
-                )
-            return encoded.astype(np.int64), len(self.classes_)
+            self.classes_, encoded = encode_class_labels(y, name)
+            return encoded, len(self.classes_)
         y = np.asarray(y, dtype=object)
         _check_missing_labels(y.reshape(len(y), -1), name)
         try:
@@ -396,6 +385,23 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         tags.input_tags.sparse = "pooled" in self._accepts
         tags.non_deterministic = False
         return tags
+
+
+def encode_class_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes, codes)`` of a classifier's targets: one label per row, none missing (the rows
+    are named), at least two classes. ``codes`` are int64 indices into the sorted ``classes``."""
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import column_or_1d
+
+    y = column_or_1d(y, warn=True)
+    _check_missing_labels(y, name)
+    check_classification_targets(y)
+    classes, encoded = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least "
+                         "two classes in the training data." if len(classes) else
+                         "y is empty; a classifier needs labelled rows of at least two classes.")
+    return classes, encoded.astype(np.int64)
 
 
 def _check_missing_labels(y: np.ndarray, name: str) -> None:
