@@ -394,4 +394,5 @@ def make_representation(name: str, params: list[str] | None = None):
     try:
         return cls(**kwargs)
     except TypeError as err:
-        raise ValueError(f"{cls_name}: {err}; see `help(embedkit.{cls_name})` for its parameters.") from None
+        # the class names itself, the closest parameter and the list (embedkit.base.CheckedKeywords)
+        raise ValueError(f"{err} See `help(embedkit.{cls_name})` for what each one does.") from None
