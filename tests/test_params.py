@@ -183,7 +183,7 @@ def counts():
 
 
 def test_pipeline_reports_a_heads_bad_parameter_before_encoding(bbc, counts, record_property):
-    """600 BBC articles through MiniLM take seconds (`pipelines/benchmarks/fail_fast.py` measures
+    """600 BBC articles through MiniLM take seconds (`pipelines/benchmarks/bench_fail_fast.py` measures
     the ratio); the head's bad parameter is reported by the first step's fit, before its model
     is loaded and before a single document goes through the network."""
     docs, y = bbc.text[:600].tolist(), bbc.label[:600].tolist()
