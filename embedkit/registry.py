@@ -394,4 +394,4 @@ def make_representation(name: str, params: list[str] | None = None):
     try:
         return cls(**kwargs)
     except TypeError as err:
-        raise ValueError(f"{cls_name}: {err}; see `help(embedkit.{cls_name})` for its parameters.") from None
+        raise ValueError(str(err)) from None  # names the class, the closest and every parameter
