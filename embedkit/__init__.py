@@ -45,6 +45,7 @@ _EXPORTS = {
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
     "EnsembleClassifier": "embedkit.heads.ensemble",
+    "tune": "embedkit.tune",
 }
 
 __all__ = sorted(_EXPORTS)
