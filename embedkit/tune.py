@@ -25,7 +25,8 @@ The budget
 ``budget`` bounds the search and the refit of the winner on all the data. Before each candidate
 is cross-validated, its time is estimated (from its own time in the previous round, scaled by
 the documents, or in the first round from the registry ``cost``) together with the time to refit
-the current leader; a candidate that would not finish in what is left is skipped, and a round in
+the current leader (``REFIT_MARGIN`` times its time scaled linearly to all the documents); a
+candidate that would not finish in what is left is skipped, and a round in
 which no candidate fits ends the search. **Granularity: one candidate's cross-validation at one
 round's sample size** -- a candidate that has started is finished, never killed half-way, so a
 search may overrun its budget by at most the error of that estimate. Within a round, candidates
@@ -80,6 +81,9 @@ DEFAULT_PAIRS = (
 FINETUNE_HEADS = ("finetune", "finetune-short", "vote-finetune")
 #: a pair is left out when one fit on all the documents is estimated above this share of budget
 BUDGET_SHARE_PER_FIT = 0.25
+#: the leader's refit is reserved at this multiple of its time scaled linearly to all documents
+#: (iterative solvers such as LogisticRegression's take more than linear time as data grows)
+REFIT_MARGIN = 1.5
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
@@ -151,8 +155,8 @@ def candidates(pairs: Sequence[tuple[str, str]], *, per_pair: int = 3, random_st
     Examples
     --------
     >>> [(c["representation"], c["params"]) for c in candidates([("tfidf", "logreg-cv")])]
-    [('tfidf', {}), ('tfidf', {'features__min_df': 1, 'features__ngram_range': (1, 2)}), \
-('tfidf', {'features__min_df': 2, 'features__ngram_range': (1, 2)})]
+    [('tfidf', {}), ('tfidf', {'features__ngram_range': (1, 2)}), \
+('tfidf', {'features__min_df': 1, 'features__ngram_range': (1, 2)})]
     """
     from sklearn.model_selection import ParameterSampler
 
@@ -206,8 +210,9 @@ class BudgetedHalvingSearchCV(HalvingGridSearchCV):
     budget : float or None
         Seconds for the search and the refit of the winner (None: no limit).
     info : list of dict or None
-        One dict per ``param_grid`` entry (as `candidates` returns them): ``label`` and ``cost``
-        (seconds per 1,000 documents, the first-round time estimate).
+        One dict per ``param_grid`` entry: ``label``, ``cost`` (seconds per 1,000 documents,
+        the first-round time estimate) and ``pair`` (candidates of one pair share time
+        estimates until each has its own).
     progress : callable or None
         Called with one line of text after each candidate (and each skip).
 
@@ -267,7 +272,8 @@ class BudgetedHalvingSearchCV(HalvingGridSearchCV):
 
     def _info(self, i: int) -> dict:
         info = self.info[i] if self.info and 0 <= i < len(self.info) else {}
-        return {"label": info.get("label", f"candidate {i}"), "cost": info.get("cost", 0.0)}
+        return {"label": info.get("label", f"candidate {i}"), "cost": info.get("cost", 0.0),
+                "pair": info.get("pair")}
 
     def _run_search(self, evaluate_candidates, callback_ctx=None):
         budget = math.inf if self.budget is None else float(self.budget)
@@ -280,9 +286,14 @@ class BudgetedHalvingSearchCV(HalvingGridSearchCV):
         say = self.progress or (lambda line: None)
 
         def estimate(key: int, n_resources: int) -> float:
-            if key in timing:
-                per_fold, docs = timing[key]
-                return per_fold * n_splits * n_resources / max(docs, 1)
+            """Its own time in the last round it ran, else the slowest measured time of its
+            pair (same representation and head, other settings), else the registry cost."""
+            pair = self._info(key)["pair"]
+            known = ([timing[key]] if key in timing else
+                     [t for k, t in timing.items() if pair and self._info(k)["pair"] == pair])
+            if known:
+                return max(per_fold * n_splits * n_resources / max(docs, 1)
+                           for per_fold, docs in known)
             return self._info(key)["cost"] * n_resources / 1000 * n_splits
 
         def refit_reserve() -> float:
@@ -292,7 +303,8 @@ class BudgetedHalvingSearchCV(HalvingGridSearchCV):
             last = max(r for r, _ in scores.values())
             leader = max((s, k) for k, (r, s) in scores.items() if r == last)[1]
             per_fold, docs = timing[leader]
-            return per_fold * n_samples / max(docs * (n_splits - 1) / n_splits, 1)
+            linear = per_fold * n_samples / max(docs * (n_splits - 1) / n_splits, 1)
+            return REFIT_MARGIN * linear
 
         def budgeted(candidate_params, cv=None, more_results=None, **_):
             itr = more_results["iter"][0]
@@ -529,7 +541,8 @@ def tune(X, y, budget: str | float = "15m", *, pairs: Sequence[tuple[str, str]] 
     search = BudgetedHalvingSearchCV(
         Pipeline([("features", first["features"][0]), ("head", first["head"][0])]),
         [c["grid"] for c in cands], budget=seconds,
-        info=[{"label": _label(c), "cost": c["cost"]} for c in cands], progress=say,
+        info=[{"label": _label(c), "cost": c["cost"], "pair": f"{c['representation']} + "
+               f"{c['head']}"} for c in cands], progress=say,
         factor=factor, min_resources=min_resources, cv=folds, scoring=scoring, refit=True,
         error_score=np.nan, return_train_score=False, random_state=random_state, n_jobs=n_jobs)
     say(f"tune: {len(cands)} candidates from {len(kept)} pairs, {n:,} documents, {cv} folds, "
@@ -695,11 +708,15 @@ def run_tune_cli(file: str | Path | None = None, text_column: str = "text",
             print(f"tune: the data has an official split; tuning on its {len(df):,} train rows",
                   file=sys.stderr, flush=True)
     search = tune(df["text"], df["label"], seconds, cv=cv, random_state=seed, finetune=finetune,
-                  output=output, progress=progress)
+                  progress=progress)
     board = search.leaderboard_
     metric = next(c for c in board.columns if c.endswith("_std"))[: -len("_std")]
     print(board.head(15)[["rank", "pipeline", "kind", "documents", metric, "fit_seconds",
                           "pick"]].to_string(index=False, float_format="{:.3f}".format))
+    paths = write_leaderboard(board, output, title=f"embedkit tune ({len(df):,} documents, "
+                              f"budget {budget})")
+    print("wrote " + ", ".join(str(p) for p in paths))
+    print(f"saved the model to {save_model(search.best_estimator_, Path(output) / 'model')}")
     return search
 
 
