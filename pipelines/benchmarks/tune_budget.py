@@ -55,7 +55,7 @@ def run_one(name: str, budget: str, cache, output: Path, quick: bool = False) ->
     search = embedkit.tune(X_train, y_train, budget=budget, baselines=False)
     tune_s = time.perf_counter() - start
     write_leaderboard(search.leaderboard_, output / name,
-                      title=f"embedkit tune on {name} (train side, budget {budget})")
+                      title=f"tune on {name}, budget {budget}")
     pick = search.leaderboard_[search.leaderboard_["pick"]].iloc[0]
     row = {"dataset": name, "protocol": protocol, "n_train": len(train), "n_test": len(test),
            "budget_s": parse_budget(budget), "tune_s": tune_s,
