@@ -46,6 +46,7 @@ _EXPORTS = {
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
     "EnsembleClassifier": "embedkit.heads.ensemble",
+    "tune": "embedkit.tune",
 }
 
 __all__ = sorted(_EXPORTS)
