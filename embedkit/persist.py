@@ -34,7 +34,6 @@ import hashlib
 import importlib
 import json
 import os
-import shutil
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -188,7 +187,7 @@ class _Writer:
         self.keep.append(obj)
         return ref, False
 
-    def encode(self, obj, where: str):  # noqa: C901, PLR0911, PLR0912 - one dispatch table
+    def encode(self, obj, where: str):
         import scipy.sparse as sp
 
         if obj is None or isinstance(obj, (bool, str)):
@@ -459,13 +458,13 @@ class _Reader:
                              "the package that provides it (e.g. `pip install 'embedkit[all]'`)."
                              ) from None
 
-    def decode(self, node):  # noqa: C901, PLR0911, PLR0912 - one dispatch table
+    def decode(self, node):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
         if isinstance(node, list):
             return [self.decode(v) for v in node]
         if not isinstance(node, dict):
-            raise ValueError(f"{self.root}: malformed manifest.json entry {node!r}.")
+            raise ValueError(f"{self.root}: malformed manifest.json entry {node!r}.")  # noqa: TRY004
         if "ref" in node:
             if node["ref"] not in self.memo:
                 raise ValueError(f"{self.root}: manifest.json refers to an unknown object "
@@ -643,7 +642,7 @@ def load(path, *, trusted: Iterable[str] = ()):
 # -------------------------------------------------------------------------------------------
 # prediction over files
 # -------------------------------------------------------------------------------------------
-def predict_file(model_dir, input, output, text_column: str = "text",  # noqa: A002
+def predict_file(model_dir, input, output, text_column: str = "text",
                  id_column: str | None = None, chunksize: int = 10_000,
                  progress: bool = False) -> dict:
     """Predict every row of a CSV/TSV/JSONL/parquet file with a saved model, in bounded memory.
@@ -737,7 +736,7 @@ def predict_file(model_dir, input, output, text_column: str = "text",  # noqa: A
             bar.update(len(chunk))
         if not rows:
             empty = {**({id_column: []} if id_column else {}),
-                     **({"label": []} if proba else {"prediction": []}), **dict.fromkeys(names, [])}
+                     **({"label": []} if proba else {"prediction": []}), **{name: [] for name in names}}
             writer.write(pd.DataFrame(empty))
     return {"path": str(output), "rows": rows, "chunks": chunks,
             "classes": None if classes is None else np.asarray(classes).tolist()}
@@ -747,6 +746,3 @@ def folder_size(path) -> int:
     """Bytes of all files in a model folder (``du`` without block rounding)."""
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
-
-def _remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

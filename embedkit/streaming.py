@@ -103,7 +103,7 @@ class FrameWriter:
         self._stack = contextlib.ExitStack()
         self._handle = self._parquet = None
 
-    def __enter__(self) -> FrameWriter:
+    def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self._stack.enter_context(atomic_path(self.path))
         return self
