@@ -92,29 +92,42 @@ def _in_fresh_process(folders: dict, docs: list, tmp: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def contract(trec_slice, tmp_path_factory):
-    """Every pair fitted, saved, and loaded again in one fresh process: (expected, loaded, sizes)."""
+    """Every pair fitted and saved, then loaded in this process and in one fresh process:
+    ``(expected, loaded here, loaded there, folder sizes)``."""
     X, y, docs = trec_slice
     tmp = tmp_path_factory.mktemp("contract")
-    fitted, expected, folders, sizes = {}, {}, {}, {}
+    fitted, expected, here, folders, sizes = {}, {}, {}, {}, {}
     for rep, head in PAIRS:
         pipe = _pipeline(rep, head, fitted, X, y)
         name = f"{rep}:{head}"
         folders[name] = str(save(pipe, tmp / name.replace(":", "+")))
         expected[name] = pipe.predict_proba(docs)
         sizes[name] = folder_size(folders[name])
-    return expected, _in_fresh_process(folders, docs, tmp), sizes
+    for name, folder in folders.items():
+        here[name] = load(folder).predict_proba(docs)
+    return expected, here, _in_fresh_process(folders, docs, tmp), sizes
+
+
+#: recurrent heads: a fresh process may differ from this one in the last float32 bit (1 ULP, in
+#: 1 value of 62, a different pair each run; never within a process, never for the weights):
+#: the BLAS kernels of the recurrence are not bit-reproducible across processes
+RECURRENT = {"rnn", "gru"}
 
 
 @pytest.mark.parametrize("pair", [f"{r}:{h}" for r, h in PAIRS])
 def test_registry_pair_predicts_identically_after_load_in_a_fresh_process(contract, pair):
-    expected, loaded, _ = contract
-    assert loaded[pair].shape == expected[pair].shape
-    np.testing.assert_array_equal(loaded[pair], expected[pair])
+    expected, here, there, _ = contract
+    np.testing.assert_array_equal(here[pair], expected[pair])
+    assert there[pair].shape == expected[pair].shape
+    if pair.split(":")[1] in RECURRENT:
+        np.testing.assert_allclose(there[pair], expected[pair], rtol=0, atol=1e-7)
+    else:
+        np.testing.assert_array_equal(there[pair], expected[pair])
 
 
 def test_packaged_resources_are_stored_by_name(contract):
     """GloVe (400k x 50) and MiniLM (90 MB) are named, not copied: those folders stay small."""
-    _, _, sizes = contract
+    sizes = contract[-1]
     for name in ("glove:logreg", "glove-seq:conv", "minilm:logreg", "minilm-tokens:attention"):
         assert sizes[name] < 2_000_000, (name, sizes[name])
 
@@ -327,4 +340,5 @@ def test_cli_predict(small_model, tmp_path):
     assert got.id.tolist() == [1, 2]
     assert got.label.tolist() == pipe.predict(["the cat sat", "rates rose"]).tolist()
     result = CliRunner().invoke(app, ["predict", str(tmp_path), str(tmp_path / "in.csv")])
-    assert result.exit_code != 0 and "not an embedkit model folder" in result.output
+    words = " ".join(result.output.replace("│", " ").split())  # rich wraps the error in a box
+    assert result.exit_code == 2 and "is not an embedkit model folder" in words, result.output
