@@ -39,6 +39,7 @@ _EXPORTS = {
     "SelfAttentionClassifier": "embedkit.heads.selfattention",
     "SelfAttentionRegressor": "embedkit.heads.selfattention",
     "attention_heatmap": "embedkit.plots",
+    **dict.fromkeys(["attention_weights", "TokenAttention"], "embedkit.explain"),
     "history_chart": "embedkit.plots",
     **dict.fromkeys(["extract_features", "write_parquet", "dask_backend"], "embedkit.distributed"),
     "embed_file": "embedkit.streaming",

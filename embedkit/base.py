@@ -8,6 +8,9 @@ Heavy libraries (torch, skorch) are imported inside the methods that need them, 
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -18,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from .documents import validate_documents
 from .sequences import Sequences
 
-__all__ = ["FORMS", "OUTPUTS", "Representation", "store_params"]
+__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "progress_bars", "store_params"]
 
 #: The forms features take between the two contracts: one vocabulary for a representation's
 #: ``output=`` (``_outputs``), a head's ``_accepts`` and the registry's compatibility.
@@ -28,6 +31,16 @@ __all__ = ["FORMS", "OUTPUTS", "Representation", "store_params"]
 FORMS = ("pooled", "sequence", "ids", "text")
 #: the forms a representation can output
 OUTPUTS = FORMS[:3]
+
+
+def progress_bars(verbose) -> bool:
+    """Whether a ``verbose`` estimator draws progress bars: ``verbose >= 2`` always; ``1`` only
+    when stderr is a terminal, so logs, CI output and notebooks get plain lines, not bar redraws.
+    """
+    import sys
+
+    level = int(verbose or 0)
+    return level >= 2 or (level == 1 and sys.stderr.isatty())
 
 
 def store_params(estimator, params: dict) -> None:
@@ -41,7 +54,48 @@ def store_params(estimator, params: dict) -> None:
             setattr(estimator, name, value)
 
 
-class Representation(TransformerMixin, BaseEstimator):
+class CheckedKeywords:
+    """Mixin: a misspelt constructor keyword raises a `TypeError` naming the public class, the
+    closest parameter and the full list, instead of Python's bare "unexpected keyword argument".
+
+    Each subclass's own ``__init__`` is wrapped once, at class creation; the wrapper keeps the
+    signature (``functools.wraps`` sets ``__wrapped__``, which `inspect.signature` follows), so
+    scikit-learn's ``get_params``, ``set_params`` and ``clone`` see the same parameters.
+
+    Examples
+    --------
+    >>> from embedkit import GloveEmbedder
+    >>> GloveEmbedder(poolng="sif")
+    Traceback (most recent call last):
+        ...
+    TypeError: GloveEmbedder has no parameter 'poolng'; did you mean 'pooling'? ...
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_checks_keywords", False):
+            return
+        names = [name for name in inspect.signature(init).parameters if name != "self"]
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            unknown = [name for name in kwargs if name not in names]
+            if unknown:
+                raise TypeError(_unknown_keyword(type(self).__name__, unknown[0], names))
+            init(self, *args, **kwargs)
+
+        __init__._checks_keywords = True
+        cls.__init__ = __init__
+
+
+def _unknown_keyword(owner: str, name: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else "."
+    return f"{owner} has no parameter {name!r}{hint} Its parameters: {', '.join(sorted(names))}."
+
+
+class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
     """Base class of every text representation.
 
     Subclasses keep ``__init__`` to storing arguments (one of them ``output``), list the output
@@ -128,7 +182,22 @@ class Representation(TransformerMixin, BaseEstimator):
 
     def _checked(self, out):
         _check_finite(out, type(self).__name__)
+        if sp.issparse(out):
+            from sklearn.utils._set_output import _get_output_config
+
+            if _get_output_config("transform", self)["dense"] != "default":
+                raise ValueError(self._sparse_table_message())
         return out
+
+    def _sparse_table_message(self) -> str:
+        params = self.get_params(deep=False)
+        fixes = [f"{name}={value}" for name, value in
+                 (("sparse_output", False), ("n_components", 300)) if name in params]
+        return (f"{type(self).__name__} gives a scipy-sparse matrix, which "
+                "set_output(transform='pandas') cannot turn into a table. Pass "
+                f"{' (a dense array, fine on small data) or '.join(fixes) or 'a dense output'}"
+                f"{' (a dense LSA projection)' if len(fixes) == 2 else ''}, or call "
+                "set_output(transform='default').")
 
     #: parameters that do not change the vectors, beyond `embedkit.cache.NEUTRAL_PARAMS`
     _cache_exclude: tuple[str, ...] = ()

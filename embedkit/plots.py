@@ -83,14 +83,20 @@ def time_chart(results, path, title: str = "", metric: str = "accuracy"):
     return _save(plt, fig, ax, path, title)
 
 
-def attention_heatmap(words, weights, path=None, *, title: str | None = None,
-                      cmap: str = "Reds", max_words_per_row: int = 20):
+def attention_heatmap(words, weights=None, path=None, *, title: str | None = None,
+                      cmap: str = "Reds", max_words_per_row: int = 20, unknown=None):
     """Draw attention weights over the words of one or more documents.
+
+    Each document is coloured on its own scale, from its smallest weight (lightest) to its
+    largest (darkest): weights sum to one per document, so on one shared scale a long
+    document's words would all look alike. Compare shades within a document, not across.
 
     Parameters
     ----------
-    words : list of str, or list of list of str
-        The tokens of one document, or of several (one heatmap row block per document).
+    words : list of str, list of list of str, or list of TokenAttention
+        The tokens of one document, or of several (one block of rows per document), or what
+        `embedkit.explain.attention_weights` returns (then ``weights`` and ``unknown`` come
+        from it).
     weights : array-like of shape (n_words,), or list of such arrays
         One weight per word, e.g. one entry of ``head.attention_weights(X)``.
     path : str or Path, optional
@@ -99,7 +105,9 @@ def attention_heatmap(words, weights, path=None, *, title: str | None = None,
     cmap : str, default="Reds"
         Matplotlib colormap; each word's cell is shaded by its weight.
     max_words_per_row : int, default=20
-        Long documents wrap onto several rows.
+        Long documents wrap onto several rows, labelled with the word positions they hold.
+    unknown : bool array-like (or list of them), optional
+        Tokens the representation had no vector for: drawn grey, in italics.
 
     Returns
     -------
@@ -109,52 +117,78 @@ def attention_heatmap(words, weights, path=None, *, title: str | None = None,
     --------
     >>> fig = attention_heatmap(["not", "good"], [0.7, 0.3], "attention.png")  # doctest: +SKIP
     """
-    # an explicit Agg canvas: draws off-screen without touching the global pyplot backend
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    if len(words) and all(hasattr(w, "unknown") and hasattr(w, "tokens") for w in words):
+        words, weights, unknown = ([list(w.tokens) for w in words], [w.weights for w in words],
+                                   [w.unknown for w in words])
+    if weights is None:
+        raise ValueError("pass weights, or the list that embedkit.explain.attention_weights returns.")
     if words and isinstance(words[0], str) or len(words) == 0:
         words, weights = [list(words)], [weights]
+        unknown = None if unknown is None else [unknown]
     if len(words) != len(weights):
         raise ValueError(f"got {len(words)} documents of words but {len(weights)} of weights.")
-    docs: list[tuple[list[str], np.ndarray]] = []
-    for i, (w, a) in enumerate(zip(words, weights)):
+    if unknown is None:
+        unknown = [np.zeros(len(w), dtype=bool) for w in words]
+    docs: list[tuple[list[str], np.ndarray, np.ndarray]] = []
+    for i, (w, a, u) in enumerate(zip(words, weights, unknown)):
         a = np.asarray(a, dtype=float).ravel()
-        if len(w) != len(a):
+        u = np.asarray(u, dtype=bool).ravel()
+        if len(w) != len(a) or len(u) != len(a):
             raise ValueError(
-                f"document {i}: {len(w)} words but {len(a)} weights; pass the tokens the "
-                "representation produced (e.g. attention_weights(X, return_tokens=True))."
-            )
+                f"document {i}: {len(w)} words but {len(a)} weights"
+                f"{'' if len(u) == len(a) else f' and {len(u)} unknown flags'}; pass the tokens the "
+                "representation produced (e.g. attention_weights(X, return_tokens=True)).")
         if not np.isfinite(a).all():
             raise ValueError(f"document {i}: weights contain NaN or infinity.")
-        docs.append((list(map(str, w)), a))
+        docs.append((list(map(str, w)), a, u))
     width = max(1, int(max_words_per_row))
-    rows = [(d, s) for d, (w, _) in enumerate(docs) for s in range(0, max(len(w), 1), width)]
-    vmax = max([a.max() for _, a in docs if a.size] or [1.0]) or 1.0
-    cols = min(width, max([len(w) for w, _ in docs] or [1]) or 1)
+    rows = [(d, s) for d, (w, _, _) in enumerate(docs) for s in range(0, max(len(w), 1), width)]
+    cols = min(width, max([len(w) for w, _, _ in docs] or [1]) or 1)
 
-    fig = Figure(figsize=(1.0 + 0.9 * cols, 0.5 + 0.45 * len(rows)))
+    fig = Figure(figsize=(1.0 + 0.9 * cols, 0.7 + 0.45 * len(rows)))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     grid = np.full((len(rows), cols), np.nan)
+    labels = []
     for r, (d, start) in enumerate(rows):
-        w, a = docs[d]
-        chunk = a[start: start + width]
-        grid[r, : len(chunk)] = chunk
+        w, a, u = docs[d]
+        seen = a[~u] if (~u).any() else a
+        low, high = (float(seen.min()), float(seen.max())) if seen.size else (0.0, 1.0)
+        scaled = (a - low) / (high - low) if high > low else np.ones_like(a)
+        chunk, gone = scaled[start: start + width], u[start: start + width]
+        grid[r, : len(chunk)] = np.where(gone, np.nan, np.clip(chunk, 0.0, 1.0))
         for c, word in enumerate(w[start: start + width]):
+            if gone[c]:
+                ax.add_patch(_cell(c, r, "#d9d9d9"))
             ax.text(c, r, word, ha="center", va="center", fontsize=8,
-                    color="white" if chunk[c] > 0.6 * vmax else "black")
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
+                    style="italic" if gone[c] else "normal",
+                    color="#555555" if gone[c] else "white" if chunk[c] > 0.6 else "black")
+        wraps = len(w) > width
+        labels.append(f"doc {d}" + (f" · {start + 1}-{min(start + width, len(w))}" if wraps else ""))
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks([])
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"doc {d}" if s == 0 else "" for d, s in rows], fontsize=8)
-    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.01, label="attention")
+    ax.set_yticklabels(labels, fontsize=8)
+    bar = fig.colorbar(image, ax=ax, fraction=0.03, pad=0.01, ticks=[0, 1])
+    bar.ax.set_yticklabels(["doc min", "doc max"], fontsize=7)
+    bar.set_label("attention, per document", fontsize=8)
+    if any(u.any() for _, _, u in docs):
+        ax.set_xlabel("grey italics: no vector for the word (unknown)", fontsize=8)
     if title:
         ax.set_title(title)
     fig.tight_layout()
     if path is not None:
         fig.savefig(Path(path), dpi=120)
     return fig
+
+
+def _cell(col: int, row: int, colour: str):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((col - 0.5, row - 0.5), 1.0, 1.0, facecolor=colour, edgecolor="none", zorder=0.5)
 
 
 def history_chart(history, path=None, ax=None, *, title: str = ""):

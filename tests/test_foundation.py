@@ -122,6 +122,17 @@ def test_tfidf_weightings_chars_and_lsa(sentences):
     assert list(frame.columns)[:2] == ["lsa0", "lsa1"]
 
 
+def test_tfidf_pandas_output_dense_or_a_named_way_out(sentences):
+    sparse = TfidfEmbedder().fit(sentences)
+    dense = TfidfEmbedder(sparse_output=False).set_output(transform="pandas").fit(sentences)
+    frame = dense.transform(sentences[:3])
+    assert list(frame.columns) == list(sparse.get_feature_names_out())
+    np.testing.assert_array_equal(frame.to_numpy(), sparse.transform(sentences[:3]).toarray())
+    with pytest.raises(ValueError, match=r"TfidfEmbedder gives a scipy-sparse matrix.*"
+                                         r"sparse_output=False.*n_components=300"):
+        TfidfEmbedder().set_output(transform="pandas").fit_transform(sentences)
+
+
 def test_tfidf_errors(sentences):
     with pytest.raises(ValueError, match="found no terms.*min_df"):
         TfidfEmbedder().fit(["", "  "])

@@ -81,3 +81,18 @@ def test_history_chart_puts_the_validation_metric_on_a_second_axis():
     assert metric.lines[0].get_ydata().tolist() == [0.5, 0.75] and metric.get_ylabel() == "valid_acc"
     with pytest.raises(ValueError, match="history is empty"):
         history_chart([])
+
+
+@pytest.mark.parametrize(("verbose", "tty", "bar"), [(1, False, False), (1, True, True), (2, False, True)])
+def test_progress_bars_only_on_a_terminal_or_when_asked(verbose, tty, bar, capsys, monkeypatch):
+    """verbose=1 in a log or notebook prints one plain line per epoch, no bar redraws."""
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)).astype(np.float32)
+    MLPClassifier(epochs=3, batch_size=8, verbose=verbose).fit(X, (X[:, 0] > 0).astype(int))
+    out, err = capsys.readouterr()
+    epochs = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [line.split()[0] for line in epochs] == ["1", "2", "3"]
+    assert ("it/s" in err or "batch" in err.lower()) is bar

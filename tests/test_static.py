@@ -133,13 +133,16 @@ def test_empty_and_unknown_documents_are_finite_zero(glove, pooling, oov):
 
 def test_sequence_output_consistent_with_pooled(glove):
     pooled = glove.transform(DOCS)
-    seq = clone(glove).set_params(output="sequence").fit(DOCS).transform(DOCS)
+    seq = clone(glove).set_params(output="sequence", oov="skip").fit(DOCS).transform(DOCS)
     assert isinstance(seq, Sequences)
     np.testing.assert_allclose(seq.pool("mean"), pooled, rtol=1e-5, atol=1e-6)
     assert seq.tokens[0] == ["the", "cat", "sat", "on", "the", "mat", "."]
     assert seq.lengths.tolist() == [7, 9, 10, 0, 0]  # unknown words skipped
+    # the default (oov="auto") keeps them in sequences, as the shared unknown vector
+    kept = clone(glove).set_params(output="sequence").fit(DOCS).transform(DOCS)
+    assert kept.lengths.tolist() == [7, 9, 10, 0, 2]
     short = clone(glove).set_params(output="sequence", max_length=3).fit(DOCS).transform(DOCS)
-    assert short.lengths.tolist() == [3, 3, 3, 0, 0]
+    assert short.lengths.tolist() == [3, 3, 3, 0, 2]
     np.testing.assert_allclose(short.values[:3], seq.values[:3, :3])
 
 

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ..base import CheckedKeywords, progress_bars
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 
@@ -26,7 +27,7 @@ __all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin"]
 _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad"}
 
 
-class NeuralHead(BaseEstimator):
+class NeuralHead(CheckedKeywords, BaseEstimator):
     """Base of every neural head: input handling, the skorch-driven training loop, prediction.
 
     Subclasses list the input forms they accept in ``_accepts`` (`embedkit.base.FORMS`) and
@@ -229,7 +230,7 @@ class NeuralHead(BaseEstimator):
             callbacks.append(("early_stopping", EarlyStopping(patience=self.patience, load_best=True)))
         batches = math.ceil(len(train) / self.batch_size)
         callbacks += self._callbacks(batches)
-        if self.verbose:
+        if progress_bars(self.verbose):
             n_valid = 0 if valid is None else len(valid)
             callbacks.append(("progress", ProgressBar(
                 batches_per_epoch=batches + math.ceil(n_valid / self.batch_size))))

@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import store_params
+from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
 
 __all__ = ["EnsembleClassifier"]
@@ -21,7 +21,7 @@ __all__ = ["EnsembleClassifier"]
 METHODS = ("stack", "vote")
 
 
-class EnsembleClassifier(ClassifierMixin, BaseEstimator):
+class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
     """Stack (or average) the class probabilities of several text pipelines.
 
     Parameters

@@ -102,7 +102,8 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
         Seeds initialisation, shuffling and the validation split; two fits on CPU are identical.
     device : {"cpu", "cuda", "mps", "auto"}, default="cpu"
     verbose : int, default=0
-        1 shows a progress bar and a per-epoch log.
+        1: one line per epoch (loss, validation score), plus a progress bar when stderr is a
+        terminal; 2: the progress bar always.
 
     Examples
     --------

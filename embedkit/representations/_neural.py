@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._batching import length_sorted_batches, pad_rows, resolve_device
-from ..base import Representation
+from ..base import Representation, progress_bars
 
 __all__ = ["NeuralEncoder"]
 
@@ -137,7 +137,7 @@ class NeuralEncoder(Representation):
         results = []
         counts = type(self).forward_counts
         with _threads(self.num_threads), torch.inference_mode(), tqdm(
-            total=len(items), disable=not self.verbose, unit="text",
+            total=len(items), disable=not progress_bars(self.verbose), unit="text",
             desc=type(self).__name__, leave=False,
         ) as bar:
             for idx in length_sorted_batches(lengths, batch_size, budget):

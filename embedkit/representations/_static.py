@@ -30,7 +30,7 @@ from ..vectors import WordVectors
 __all__ = ["OOV_POLICIES", "POOLINGS", "StaticEmbedder"]
 
 POOLINGS = ("mean", "sum", "max", "tfidf", "sif")
-OOV_POLICIES = ("skip", "zero", "unk", "subword")
+OOV_POLICIES = ("auto", "skip", "zero", "unk", "subword")
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -61,10 +61,15 @@ class StaticEmbedder(Representation):
         largest IDF). ``"sif"``: smooth inverse frequency, weights ``a / (a + p(w))`` with
         ``p`` the word's frequency in the fit documents, then (``sif_remove_pc``) the first
         principal component of the fit documents' vectors is removed.
-    oov : {"skip", "zero", "unk", "subword"}
+    oov : {"auto", "skip", "zero", "unk", "subword"}
         Tokens without a vector: dropped, a zero vector, the ``unk_vector_`` (the
         frequency-weighted mean of the fit tokens' vectors), or built from character n-grams
-        (FastText only).
+        (FastText only). ``"auto"`` is ``"unk"`` for ``"sequence"`` and ``"ids"`` output, so a
+        head still sees where a rare word, a number or a name stood (and its attention weights
+        cover every token of the text), and ``"skip"`` for ``"pooled"`` output, where one shared
+        vector would only pull every document's mean toward the corpus mean. Under ``"skip"``
+        a head's attention never sees the dropped words;
+        `embedkit.explain.attention_weights` puts them back, marked unknown, with weight 0.
     max_length : int or None
         Tokens kept per document for ``"sequence"`` and ``"ids"`` output (pooling uses all).
     """
@@ -87,6 +92,12 @@ class StaticEmbedder(Representation):
             raise ValueError(f"{name}(max_length={self.max_length!r}); use a positive int or None.")
         if self.pooling == "sif" and not float(self.sif_a) > 0:
             raise ValueError(f"{name}(sif_a={self.sif_a!r}) must be > 0, e.g. 1e-3.")
+
+    def _oov_policy(self) -> str:
+        """The policy in force: ``oov="auto"`` resolved for the output form (see ``oov``)."""
+        if self.oov != "auto":
+            return self.oov
+        return "skip" if self.output == "pooled" else "unk"
 
     def _log(self, msg: str) -> None:
         if getattr(self, "verbose", False):
@@ -146,7 +157,7 @@ class StaticEmbedder(Representation):
             np.zeros(wv.dim, dtype=np.float32)
         # rows 0 = <pad>/zero, 1 = <unk>, 2.. = the fit vocabulary (the layout of output="ids")
         matrix = np.zeros((len(vocab) + 2, wv.dim), dtype=np.float32)
-        if self.oov == "unk":
+        if self.oov in ("unk", "auto"):  # "auto": row 1 is used whenever the output is not pooled
             matrix[1] = self.unk_vector_
         matrix[2:] = fit_vectors
         self.embedding_matrix_ = matrix
@@ -209,13 +220,14 @@ class StaticEmbedder(Representation):
         vectors[unseen[rows >= 0]] = wv.vectors[rows[rows >= 0]]
         found = np.ones(len(words), dtype=bool)  # has a row in the vector table
         found[unseen] = rows >= 0
-        if self.oov == "subword":  # words seen at fit may have had n-gram vectors only
+        policy = self._oov_policy()
+        if policy == "subword":  # words seen at fit may have had n-gram vectors only
             found[seen] = wv.rows([w for w, s in zip(words, seen.tolist()) if s]) >= 0
             missing = unseen[rows < 0]
             vectors[missing] = wv.subword_vectors([words[i] for i in missing])
-        elif self.oov == "unk":
-            vectors[~found] = self.embedding_matrix_[1]
-        keep = found if self.oov == "skip" else np.ones(len(words), dtype=bool)
+        elif policy == "unk":
+            vectors[~found] = self.unk_vector_
+        keep = found if policy == "skip" else np.ones(len(words), dtype=bool)
         n_missing = 0 if found.all() else int(np.count_nonzero(~found[tokens.ids]))
         self.oov_rate_ = n_missing / tokens.n_tokens if tokens.n_tokens else 0.0
         self._log(f"transformed {len(tokens)} documents: OOV rate {self.oov_rate_:.2%} of "

@@ -200,7 +200,7 @@ class GloveEmbedder(StaticEmbedder):
                  vector_size: int = 50, window: int = 10, min_count: int = 5, x_max: float = 10.0,
                  alpha: float = 0.75, epochs: int = 15, learning_rate: float = 0.2,
                  batch_size: int = 8192, random_state: int = 0, output: str = "pooled",
-                 pooling: str = "mean", oov: str = "skip", max_length: int | None = 256,
+                 pooling: str = "mean", oov: str = "auto", max_length: int | None = 256,
                  lowercase: bool = True, sif_a: float = 1e-3, sif_remove_pc: bool = True,
                  verbose: bool = False, cache=None):
         store_params(self, locals())

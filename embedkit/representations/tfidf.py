@@ -47,6 +47,12 @@ class TfidfEmbedder(Representation):
     n_components : int or None, default=None
         Reduce to this many dense dimensions with truncated SVD (LSA), then L2-normalise
         (after the log-count-ratio scaling, when both are set).
+    sparse_output : bool, default=True
+        Without ``n_components`` the features are a scipy-sparse CSR matrix (one column per
+        term). ``False`` gives a dense float32 array instead, e.g. for
+        ``set_output(transform="pandas")`` or a dense-only estimator on small data; it needs
+        ``n_documents * n_terms * 4`` bytes, so cap the vocabulary with ``max_features`` or use
+        ``n_components`` on large corpora.
     random_state : int, default=0
         Seeds the SVD.
     output : {"pooled"}, default="pooled"
@@ -71,6 +77,9 @@ class TfidfEmbedder(Representation):
     >>> emb = TfidfEmbedder().fit(["the cat sat", "the dog ran"])
     >>> emb.transform(["the cat ran"]).shape
     (1, 5)
+    >>> TfidfEmbedder(sparse_output=False).set_output(transform="pandas").fit_transform(
+    ...     ["the cat sat", "the dog ran"]).columns.tolist()
+    ['cat', 'dog', 'ran', 'sat', 'the']
     >>> nb = TfidfEmbedder(log_count_ratio=True).fit(["good fun", "good film", "bad film"],
     ...                                              ["pos", "pos", "neg"])
     >>> nb.ratios_.shape, bool(nb.ratios_[0, nb.vectorizer_.vocabulary_["good"]] > 0)
@@ -87,7 +96,8 @@ class TfidfEmbedder(Representation):
                  max_features: int | None = None, min_df=1, max_df=1.0, sublinear_tf: bool = False,
                  lowercase: bool = True, stop_words=None, log_count_ratio: bool = False,
                  nb_alpha: float = 1.0, n_components: int | None = None,
-                 random_state: int = 0, output: str = "pooled", cache=None):
+                 sparse_output: bool = True, random_state: int = 0, output: str = "pooled",
+                 cache=None):
         store_params(self, locals())
 
     def _vectorizer(self, analyzer: str, ngram_range):
@@ -150,7 +160,8 @@ class TfidfEmbedder(Representation):
     def _transform(self, docs):
         matrix = self._scale(self.vectorizer_.transform(docs))
         if self.svd_ is None:
-            return sp.csr_matrix(matrix, dtype=np.float32)
+            matrix = sp.csr_matrix(matrix, dtype=np.float32)
+            return matrix if self.sparse_output else matrix.toarray()
         from sklearn.preprocessing import normalize
 
         return normalize(self.svd_.transform(matrix)).astype(np.float32)

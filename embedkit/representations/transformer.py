@@ -131,7 +131,7 @@ class TransformerEmbedder(NeuralEncoder):
     trust_remote_code : bool, default=False
         Run model code shipped with a hub model. Off unless you trust its author.
     verbose : int, default=0
-        Show a progress bar.
+        1: a progress bar when stderr is a terminal; 2: always.
     cache : None, "memory", "disk" or path, default=None
         Embedding cache (`embedkit.cache`): with it, each document is encoded once across
         clones, folds, grid-search candidates and runs (disk).

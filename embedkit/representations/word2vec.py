@@ -81,7 +81,7 @@ class Word2VecEmbedder(StaticEmbedder):
         gensim's ``seed``.
     output, pooling, oov, max_length, lowercase, sif_a, sif_remove_pc, verbose, cache
         See `StaticEmbedder`: ``output`` in {"pooled", "sequence", "ids"}, ``pooling`` in
-        {"mean", "sum", "max", "tfidf", "sif"}, ``oov`` in {"skip", "zero", "unk"}.
+        {"mean", "sum", "max", "tfidf", "sif"}, ``oov`` in {"auto", "skip", "zero", "unk"}.
 
     Attributes
     ----------
@@ -108,7 +108,7 @@ class Word2VecEmbedder(StaticEmbedder):
                  window: int = 5, min_count: int = 1, sg: int = 0, hs: int = 0, negative: int = 5,
                  sample: float = 1e-3, alpha: float = 0.025, epochs: int = 5, workers: int = 1,
                  random_state: int = 0, output: str = "pooled", pooling: str = "mean",
-                 oov: str = "skip", max_length: int | None = 256, lowercase: bool = True,
+                 oov: str = "auto", max_length: int | None = 256, lowercase: bool = True,
                  sif_a: float = 1e-3, sif_remove_pc: bool = True, verbose: bool = False, cache=None):
         store_params(self, locals())
 

@@ -332,7 +332,8 @@ _PARAMS_DOC = """
         What ``transform`` returns: pooled float32 features ``(n_docs, hidden)`` or a
         `Sequences` of the fine-tuned token vectors with their word pieces.
     verbose : int, default=0
-        1 shows a progress bar and a per-epoch table.
+        1: one line per epoch (loss, validation score), plus a progress bar when stderr is a
+        terminal; 2: the progress bar always.
 
     Attributes
     ----------
