@@ -266,6 +266,7 @@ class _Writer:
             return {"ref": ref}
         cls = type(obj)
         name = _name_of(cls, self.trusted, "the type", where)
+        _check_no_remote_code(obj, where)
         node: dict[str, Any] = {"object": name, "id": ref}
         if isinstance(obj, numpy.random.RandomState):
             node["state"] = self.encode(obj.get_state(legacy=True), f"{where}.state")
@@ -554,8 +555,17 @@ class _Reader:
                 out.__setstate__(state)
             else:
                 out.__dict__.update(state)
+        _check_no_remote_code(out, f"{self.root}: {node['object']}")
         self.memo[node["id"]] = out
         return out
+
+
+def _check_no_remote_code(obj, where: str) -> None:
+    """Model folders never run code shipped with a model (``trust_remote_code=True``)."""
+    if getattr(obj, "__dict__", {}).get("trust_remote_code", False) is not False:
+        raise ValueError(f"{where} has trust_remote_code={obj.trust_remote_code!r}; embedkit model "
+                         "folders never run code shipped with a model, so they hold only "
+                         "estimators with trust_remote_code=False.")
 
 
 def _read_manifest(path: Path) -> dict:

@@ -342,3 +342,27 @@ def test_cli_predict(small_model, tmp_path):
     result = CliRunner().invoke(app, ["predict", str(tmp_path), str(tmp_path / "in.csv")])
     words = " ".join(result.output.replace("│", " ").split())  # rich wraps the error in a box
     assert result.exit_code == 2 and "is not an embedkit model folder" in words, result.output
+
+
+
+
+def test_remote_code_is_refused_at_save_and_at_load(tmp_path):
+    """No model folder runs code shipped with a model: an estimator with trust_remote_code=True
+    is refused at save, and a manifest edited to ask for it is refused at load (before any model
+    is loaded). The embedder needs no fitting for this: a Pipeline counts as fitted when its
+    last step is."""
+    from sklearn.linear_model import LogisticRegression
+
+    head = LogisticRegression().fit(np.eye(2), [0, 1])
+    risky = Pipeline([("features", embedkit.TransformerEmbedder(trust_remote_code=True)),
+                      ("head", head)])
+    with pytest.raises(ValueError, match="trust_remote_code=True; embedkit model folders never"):
+        save(risky, tmp_path / "risky")
+    assert not (tmp_path / "risky").exists()
+    folder = save(risky.set_params(features__trust_remote_code=False), tmp_path / "model")
+    text = (folder / "manifest.json").read_text()
+    assert '"trust_remote_code": false' in text
+    (folder / "manifest.json").write_text(text.replace('"trust_remote_code": false',
+                                                       '"trust_remote_code": true'))
+    with pytest.raises(ValueError, match="trust_remote_code=True; embedkit model folders never"):
+        load(folder)
