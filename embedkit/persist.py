@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT_VERSION", "MANIFEST", "TRUSTED_FUNCTIONS", "TRUSTED_TYPES", "load",
-           "predict_file", "save"]
+__all__ = ["FORMAT_VERSION", "MANIFEST", "TRUSTED_FUNCTIONS", "TRUSTED_TYPES",
+           "UntrustedTypeError", "folder_size", "load", "predict_file", "save"]
 
 FORMAT = "embedkit-model"
 #: the model-folder format this embedkit writes (and the newest it reads)
@@ -646,7 +646,12 @@ def load(path, *, trusted: Iterable[str] = ()):
         raise _not_a_model(path, f"its {MANIFEST} lists no files or no model")
     _check_files(path, files)
     reader = _Reader(path, TRUSTED_TYPES | TRUSTED_FUNCTIONS | frozenset(trusted))
-    return reader.decode(manifest["root"])
+    try:
+        return reader.decode(manifest["root"])
+    except (KeyError, IndexError, TypeError, AttributeError) as err:
+        raise ValueError(f"{path}: could not rebuild the model from its {MANIFEST} "
+                         f"({type(err).__name__}: {err}); the folder is malformed, or needs the "
+                         f"library versions it was saved with ({manifest.get('versions')}).") from None
 
 
 # -------------------------------------------------------------------------------------------
