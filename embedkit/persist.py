@@ -133,14 +133,14 @@ def _resolve(name: str):
     raise ImportError(name)
 
 
-_NAMES: dict[int, str] = {}
+_NAMES: dict[int, tuple[Any, str]] = {}  # id -> (object, trusted name), a look-up cache
 
 
 def _name_of(obj, trusted: frozenset[str], what: str, where: str) -> str:
     """The trusted name ``obj`` (a class or function) is saved under, or a clear error."""
     known = _NAMES.get(id(obj))
-    if known is not None and known in trusted:
-        return known
+    if known is not None and known[0] is obj and known[1] in trusted:
+        return known[1]
     module = getattr(obj, "__module__", None) or ("numpy" if type(obj).__name__ == "ufunc" else "")
     qual = getattr(obj, "__qualname__", getattr(obj, "__name__", type(obj).__name__))
     tail = qual.rsplit(".", 1)[-1]
@@ -148,7 +148,7 @@ def _name_of(obj, trusted: frozenset[str], what: str, where: str) -> str:
         if name in trusted:
             try:
                 if _resolve(name) is obj:
-                    _NAMES[id(obj)] = name
+                    _NAMES[id(obj)] = (obj, name)
                     return name
             except (ImportError, AttributeError):
                 continue
