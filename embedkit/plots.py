@@ -1,86 +1,235 @@
-"""Charts: comparison bars for reports, attention heatmaps over words.
+"""Charts: comparison bars and score-versus-time for reports, attention heatmaps over words.
 
-matplotlib is imported inside each function with the non-interactive Agg backend, so these
-work on servers and in CI.
+Every chart is a `matplotlib.figure.Figure` drawn on its own Agg canvas, without pyplot: no
+global state, no open-figure leaks, works on servers and in CI, and Jupyter shows the returned
+figure inline. Representation families (TF-IDF/BoW/LSA, Word2Vec, FastText, GloVe, Doc2Vec,
+Transformer encoders, learned embeddings, fine-tuned Transformers, baselines) have one colour
+each, from `FAMILIES`, in every chart the package draws.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-__all__ = ["score_chart", "time_chart", "attention_heatmap"]
+__all__ = [
+    "FAMILIES",
+    "attention_heatmap",
+    "family_colour",
+    "representation_family",
+    "score_chart",
+    "time_chart",
+]
+
+#: representation family -> (legend label, colour, pattern matched against a representation's
+#: name, lowercased). The first family whose pattern matches wins, so the order matters:
+#: ``TransformerClassifier`` is fine-tuned before it is a Transformer, ``minilm-tokens`` is a
+#: Transformer before it is token ids. Colours are matplotlib's tab10, one per family.
+FAMILIES: dict[str, tuple[str, str, str]] = {
+    "finetuned": ("fine-tuned Transformer", "#e377c2", r"passthrough|fine.?tun|transformerclassifier"),
+    "baseline": ("baseline", "#7f7f7f", r"baseline|dummy|majority"),
+    "transformer": ("Transformer encoder", "#d62728", r"minilm|transformer|bert|sentence"),
+    "glove": ("GloVe", "#2ca02c", r"glove"),
+    "fasttext": ("FastText", "#8c564b", r"fast.?text"),
+    "word2vec": ("Word2Vec", "#ff7f0e", r"word2vec|w2v|skip.?gram|cbow"),
+    "doc2vec": ("Doc2Vec", "#9467bd", r"doc2vec|paragraph"),
+    "sparse": ("TF-IDF / BoW / LSA", "#1f77b4", r"tf.?idf|\bbow\b|bag.of.words|count|lsa"),
+    "learned": ("learned embedding", "#17becf", r"learned|tokenindexer|token.?ids"),
+    "other": ("other", "#bcbd22", r""),
+}
+
+_METRICS = {"accuracy": "accuracy", "f1_macro": "macro-F1"}
 
 
-def _pyplot():
+def representation_family(name: str) -> str:
+    """The family (a key of `FAMILIES`) of a representation, from its name.
+
+    Registry names (``"glove-sif"``), class names (``"TfidfEmbedder"``) and notebook labels
+    (``"glove mean"``) all work; a name that matches no family is ``"other"``.
+
+    Examples
+    --------
+    >>> representation_family("glove-seq"), representation_family("TransformerEmbedder")
+    ('glove', 'transformer')
+    """
+    low = str(name).lower()
+    return next(f for f, (_, _, pattern) in FAMILIES.items() if re.search(pattern, low))
+
+
+def family_colour(name: str) -> str:
+    """The hex colour of a representation's family (or of a family, given its key)."""
+    family = name if name in FAMILIES else representation_family(name)
+    return FAMILIES[family][1]
+
+
+def _figure(width: float, height: float):
     try:
-        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError:
         raise ImportError("plots need matplotlib: `pip install 'embedkit[plots]'`.") from None
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
 
 
-def score_chart(results, path, title: str = "", metric: str = "accuracy"):
+def _finish(fig, path):
+    if path is not None:
+        fig.savefig(Path(path), dpi=120)
+    return fig
+
+
+def _title(results, title: str, metric: str) -> str:
+    """The given title (or dataset, size and protocol from ``results.attrs``) over the metric."""
+    if not title:
+        meta = getattr(results, "attrs", {}) or {}
+        parts = [str(meta["dataset"]) if meta.get("dataset") else "",
+                 f"{meta['n_docs']} documents" if meta.get("n_docs") else "",
+                 str(meta.get("protocol") or "")]
+        title = ", ".join(p for p in parts if p)
+    splits = results["n_splits"].max() if "n_splits" in results else None
+    over = {None: "", 1: " on one held-out split"}.get(splits, f" (mean ± std over {splits} splits)")
+    line = f"{_METRICS.get(metric, metric)}{over}"
+    return f"{title}\n{line}" if title else line
+
+
+def _family_legend(fig, representations) -> None:
+    from matplotlib.patches import Patch
+
+    found = {representation_family(r) for r in representations}
+    present = [f for f in FAMILIES if f in found]  # always in palette order
+    handles = [Patch(color=FAMILIES[f][1], label=FAMILIES[f][0]) for f in present]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4),
+               fontsize=8, frameon=False)
+
+
+def _score_text(mean: float, std: float, n_splits) -> str:
+    if n_splits == 1 or not np.isfinite(std):
+        return f"{mean:.3f}"
+    return f"{mean:.3f} ± {std:.3f}"
+
+
+def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
     """Horizontal bars of ``<metric>_mean`` with ``<metric>_std`` error bars, one per pipeline.
+
+    Bars are coloured by representation family (`FAMILIES`), best pipeline on top; each score is
+    printed in a column right of the plot, clear of every error bar.
 
     Parameters
     ----------
     results : DataFrame
-        Columns ``representation``, ``head``, ``<metric>_mean``, ``<metric>_std``.
-    path : str or Path
-        PNG to write.
+        Columns ``representation``, ``head``, ``<metric>_mean``, ``<metric>_std`` (and
+        optionally ``n_splits``); ``results.attrs`` may hold ``dataset``, ``n_docs`` and
+        ``protocol`` (what ``embedkit compare`` returns).
+    path : str or Path, optional
+        Where to save the chart (PNG, or any format matplotlib writes, from the suffix).
     title : str, default=""
+        First title line; by default dataset, size and protocol from ``results.attrs``. A
+        second line always names the metric.
     metric : str, default="accuracy"
 
     Returns
     -------
-    Path of the written PNG.
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = score_chart(results, "results.png")  # doctest: +SKIP
     """
-    plt = _pyplot()
-    data = results.sort_values(f"{metric}_mean")
-    labels = [f"{r} + {h}" for r, h in zip(data.representation, data["head"])]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(data) + 1.5))
-    ax.barh(labels, data[f"{metric}_mean"], xerr=data[f"{metric}_std"], color="#4C72B0", capsize=3)
-    low = max(0.0, float((data[f"{metric}_mean"] - data[f"{metric}_std"]).min()) - 0.05)
-    ax.set_xlim(low, 1.0)
-    ax.set_xlabel(metric)
-    for y, v in enumerate(data[f"{metric}_mean"]):
-        ax.text(v, y, f" {v:.3f}", va="center", fontsize=8)
-    return _save(plt, fig, ax, path, title)
+    data = results.sort_values(f"{metric}_mean").reset_index(drop=True)
+    means = data[f"{metric}_mean"].to_numpy(dtype=float)
+    stds = np.nan_to_num(data[f"{metric}_std"].to_numpy(dtype=float))
+    splits = data["n_splits"] if "n_splits" in data else [None] * len(data)
+    fig = _figure(8, 0.4 * len(data) + 2.2)
+    ax = fig.add_subplot()
+    y = np.arange(len(data))
+    one_split = "n_splits" in data and (data["n_splits"] == 1).all()  # no spread to show
+    ax.barh(y, means, xerr=None if one_split else stds, color=[family_colour(r) for r in data.representation],
+            height=0.7, error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1})
+    ax.set_yticks(y, [f"{r} + {h}" for r, h in zip(data.representation, data["head"])], fontsize=8)
+    ax.set_ylim(-0.6, len(data) - 0.4)
+    high = float((means + stds).max()) if len(data) else 1.0
+    low = max(0.0, float((means - stds).min()) - 0.05) if len(data) else 0.0
+    ax.set_xlim(low, 1.0 if high <= 1.0 else high * 1.02)
+    ax.set_xlabel(_METRICS.get(metric, metric))
+    ax.grid(axis="x", alpha=0.3)
+    for row, (m, s, n) in enumerate(zip(means, stds, splits)):
+        # x in axes coordinates (1 = the right edge), y in data: a column beside the plot
+        ax.annotate(_score_text(m, s, n), (1.0, row), xycoords=ax.get_yaxis_transform(),
+                    xytext=(6, 0), textcoords="offset points", va="center", fontsize=8,
+                    annotation_clip=False)
+    ax.set_title(_title(results, title, metric), fontsize=10)
+    _family_legend(fig, data.representation)
+    return _finish(fig, path)
 
 
-def _save(plt, fig, ax, path, title: str) -> Path:
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+def _seconds(value: float, _pos=None) -> str:
+    """A tick label in plain seconds: ``0.05 s``, ``2 s``, ``300 s``."""
+    return f"{value:g} s"
 
 
-def time_chart(results, path, title: str = "", metric: str = "accuracy"):
-    """Fit seconds (log scale) against ``<metric>_mean``, one labelled point per pipeline.
+def _log_limits(low: float, high: float, steps) -> tuple[float, float]:
+    """Axis limits on the tick grid ``steps x 10^k`` just outside ``[low, high]``, so both ends
+    carry a labelled tick (at least two ticks, however narrow the range)."""
+    exps = range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 2)
+    grid = sorted(s * 10.0**e for e in exps for s in steps)
+    return (max(g for g in grid if g <= low / 1.15), min(g for g in grid if g >= high * 1.15))
 
-    Same arguments as `score_chart`; ``results`` also needs ``fit_seconds``. Returns the PNG's path.
+
+def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
+               seconds: str = "fit_seconds"):
+    """Seconds (log scale, plain-second ticks) against ``<metric>_mean``, one labelled point per
+    pipeline, coloured by representation family.
+
+    Same arguments as `score_chart`, plus ``seconds``: the timing column for the x axis. Each
+    point's marker carries the SVG id ``pipeline-<i>``, ``i`` its row position in ``results``
+    (the HTML report attaches a tooltip to it). Returns the `matplotlib.figure.Figure`.
     """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    seconds = np.maximum(results["fit_seconds"].to_numpy(dtype=float), 1e-3)
-    ax.errorbar(seconds, results[f"{metric}_mean"], yerr=results[f"{metric}_std"], fmt="o",
-                color="#4C72B0", capsize=3)
-    for x, y, r, h in zip(seconds, results[f"{metric}_mean"], results.representation, results["head"]):
-        ax.annotate(f"{r} + {h}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    x = np.maximum(results[seconds].to_numpy(dtype=float), 1e-3)
+    means = results[f"{metric}_mean"].to_numpy(dtype=float)
+    stds = np.nan_to_num(results[f"{metric}_std"].to_numpy(dtype=float))
+    colours = [family_colour(r) for r in results.representation]
+    fig = _figure(8, 5.5)
+    ax = fig.add_subplot()
+    ax.vlines(x, means - stds, means + stds, colors=colours, linewidth=1.2, alpha=0.7)
+    for i, (xi, yi, c) in enumerate(zip(x, means, colours)):
+        ax.plot([xi], [yi], "o", color=c, markeredgecolor="white", markersize=8, zorder=3,
+                gid=f"pipeline-{i}")
     ax.set_xscale("log")
-    ax.set_xlabel("fit seconds per fold (log scale)")
-    ax.set_ylabel(metric)
-    ax.grid(alpha=0.3)
-    return _save(plt, fig, ax, path, title)
+    decades = math.log10(x.max() / x.min()) if len(x) else 0.0
+    steps = (1.0, 2.0, 5.0) if decades <= 2 else (1.0,)
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=steps))
+    ax.xaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    if len(x):
+        ax.set_xlim(*_log_limits(float(x.min()), float(x.max()), steps))
+        pad = max(0.01, 0.08 * float(np.ptp(means)))
+        ax.set_ylim(float((means - stds).min()) - pad, float((means + stds).max()) + pad)
+    ax.set_xlabel(f"{seconds.replace('_', ' ')} per split (log scale)")
+    ax.set_ylabel(_METRICS.get(metric, metric))
+    ax.grid(alpha=0.3, which="major")
+    _label_points(fig, ax, x, means, [f"{r} + {h}" for r, h in zip(results.representation, results["head"])])
+    ax.set_title(_title(results, title, metric), fontsize=10)
+    _family_legend(fig, results.representation)
+    return _finish(fig, path)
+
+
+def _label_points(fig, ax, x, y, labels) -> None:
+    """Name each point, moving labels apart (adjustText) so none hides another."""
+    from adjustText import adjust_text
+
+    # a light box keeps a label readable where it crosses another point's error bar
+    box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8}
+    texts = [ax.text(xi, yi, label, fontsize=7, bbox=box, zorder=2.5)  # under the markers
+             for xi, yi, label in zip(x, y, labels)]
+    if texts:
+        fig.canvas.draw()  # lay the figure out first: adjustText works in display coordinates
+        adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6), arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
 
 
 def attention_heatmap(words, weights=None, path=None, *, title: str | None = None,

@@ -241,7 +241,23 @@ class WordVectors:
         """Cosine similarity of two words."""
         return float(self._known([w1, w2]).similarity(w1, w2))
 
-    # -- pickling -------------------------------------------------------------------------------
+    # -- pickling and model folders -------------------------------------------------------------
+    def _to_state(self, folder) -> dict:
+        """State for `embedkit.save`: a named resource by its name (loaded again at `load`, never
+        copied), any other store by value (words, vectors, n-gram vectors)."""
+        from .resources import RESOURCES
+
+        if self.source is not None and str(self.source[0]) in RESOURCES:
+            return {"resource": str(self.source[0]), "format": self.source[1]}
+        return {"words": self.words, "vectors": np.asarray(self.vectors), "subwords": self.subwords}
+
+    @classmethod
+    def _from_state(cls, state: dict, folder) -> WordVectors:
+        """Inverse of `_to_state`."""
+        if "resource" in state:
+            return load_word_vectors(state["resource"], state["format"])
+        return cls(state["words"], state["vectors"], state["subwords"])
+
     def __reduce__(self):
         if self.source is not None:
             return (load_word_vectors, self.source)

@@ -1,67 +1,102 @@
-"""Write the course notebooks from the cell lists below and execute them in place.
+"""Write the course notebooks from the cell lists below, execute them and check what they show.
 
     python notebooks/build.py            # write + execute all (outputs saved in the .ipynb)
     python notebooks/build.py 02         # only notebooks whose name starts with 02
+    python notebooks/build.py --figures DIR   # the saved notebooks' images, as PNG files
 
 Edit the cells here, not in the .ipynb files, so the notebooks stay reviewable as code.
-Set EMBEDKIT_QUICK=1 to execute on small slices (what CI does with nbmake).
+Set EMBEDKIT_QUICK=1 to execute on small slices (what CI does, in notebooks/test_notebooks.py).
+
+A cell made with `figure(...)` must show at least one ``image/png`` output, one made with
+`table(...)` an HTML table; `problems` checks that, and that no output carries an error, a
+warning, stderr text or a path of the machine that ran it. A notebook that fails the check is
+not written.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 HERE = Path(__file__).parent
+ROOT = HERE.parent
 
-SETUP = """\
-import os
-import numpy as np
-import pandas as pd
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import cross_val_score, train_test_split
-from sklearn.pipeline import make_pipeline, Pipeline
-import embedkit
-from embedkit import load_dataset
+FIGURE, TABLE = "figure", "table"  # cell tags
+
+
+def figure(source: str) -> dict:
+    """A code cell whose output must include an image (a chart drawn inline)."""
+    return {"source": source, "tags": [FIGURE]}
+
+
+def table(source: str) -> dict:
+    """A code cell whose output must include an HTML table (a DataFrame)."""
+    return {"source": source, "tags": [TABLE]}
+
+
+def setup(imports: str) -> str:
+    """A notebook's first code cell: inline figures, its imports, the QUICK switch."""
+    return f"""\
+%matplotlib inline
+{imports}
 
 QUICK = os.environ.get("EMBEDKIT_QUICK", "") not in ("", "0")  # CI runs the notebooks small
 pd.set_option("display.precision", 3)"""
 
+
 NOTEBOOKS = {
     "01_representations": [
-        "# 1. Text representations\n\nFrom bag-of-words to static word vectors, each one a "
-        "scikit-learn transformer. We use BBC News (2,225 articles, 5 topics).",
-        SETUP,
-        """\
+        ("# 1. Text representations\n\nFrom bag-of-words to static word vectors, each one a "
+        "scikit-learn transformer. We use BBC News (2,225 articles, 5 topics)."),
+        setup("""\
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart, time_chart"""),
+        table("""\
 bbc = load_dataset("bbc-news")
 if QUICK:
     bbc = bbc.groupby("label").head(40)
-bbc.label.value_counts()""",
-        "## Bag-of-words and TF-IDF\n\nSparse, one column per word; TF-IDF weighs words by how "
-        "rare they are across documents.",
-        """\
+bbc.label.value_counts().to_frame("articles")"""),
+        ("## Bag-of-words and TF-IDF\n\nSparse, one column per word; TF-IDF weighs words by how "
+        "rare they are across documents."),
+        table("""\
 from embedkit import TfidfEmbedder
 
 tfidf = TfidfEmbedder(sublinear_tf=True, min_df=2).fit(bbc.text)
 X = tfidf.transform(bbc.text)
 print(X.shape, f"{X.nnz / np.prod(X.shape):.2%} non-zero")
 row = X[0].toarray().ravel()
-names = tfidf.get_feature_names_out()
-print("top words of document 0:", list(names[np.argsort(row)[::-1][:8]]))""",
-        "## Pretrained GloVe (6B tokens, 50 dims)\n\nThe packaged vectors load memory-mapped in "
-        "about a second. Analogies are vector arithmetic: *king - man + woman*.",
-        """\
+top = np.argsort(row)[::-1][:8]
+pd.DataFrame({"word": tfidf.get_feature_names_out()[top], "tf-idf": row[top]}).rename_axis("top words of document 0")"""),
+        ("## Pretrained GloVe (6B tokens, 50 dims)\n\nThe packaged vectors load memory-mapped in "
+        "about a second. Analogies are vector arithmetic: *king - man + woman*."),
+        table("""\
 from embedkit import GloveEmbedder
 
 glove = GloveEmbedder().fit(bbc.text)
-print(glove.analogy("man", "king", "woman", topn=3))
-print(glove.most_similar("football", topn=5))""",
-        "## Training Word2Vec and FastText on our corpus\n\nFastText builds vectors from character "
-        "n-grams, so a misspelt word still gets a sensible vector; Word2Vec does not know it.",
-        """\
+analogies = [("man", "king", "woman"), ("france", "paris", "italy"), ("good", "better", "bad"),
+             ("walk", "walked", "swim")]
+pd.DataFrame([{"a : b :: c : ?": f"{a} : {b} :: {c} : ?", "best": words[0][0], "cosine": words[0][1],
+               "runners-up": ", ".join(w for w, _ in words[1:])}
+              for a, b, c in analogies for words in [glove.analogy(a, b, c, topn=3)]])"""),
+        table("""\
+neighbours = {word: [w for w, _ in glove.most_similar(word, topn=5)]
+              for word in ["football", "bank", "film", "election"]}
+pd.DataFrame(neighbours, index=pd.RangeIndex(1, 6, name="rank"))"""),
+        ("## Training Word2Vec and FastText on our corpus\n\nFastText builds vectors from character "
+        "n-grams, so a misspelt word still gets a sensible vector; Word2Vec does not know it."),
+        table("""\
 from embedkit import FastTextEmbedder, Word2VecEmbedder
 
 epochs = 2 if QUICK else 5
@@ -69,26 +104,41 @@ w2v = Word2VecEmbedder(sg=1, epochs=epochs, min_count=2).fit(bbc.text)
 ft = FastTextEmbedder(epochs=epochs, min_count=2).fit(bbc.text)
 for model in (w2v, ft):
     vectors, found = model.lookup(["government", "governmnet"])
-    print(type(model).__name__, "knows:", found.tolist())
-print("FastText neighbours of the typo:", ft.most_similar("governmnet", topn=5))""",
-        "## A 2-D map of word vectors (PCA of GloVe)",
-        """\
-import matplotlib.pyplot as plt
+    print(type(model).__name__, "knows:", dict(zip(["government", "governmnet"], found.tolist())))
+pd.DataFrame(ft.most_similar("governmnet", topn=5), columns=["FastText neighbour of 'governmnet'", "cosine"])"""),
+        ("## A 2-D map of word vectors (PCA of GloVe)\n\nWords of one topic land together: the "
+        "first two principal components already separate royalty, places, sport, finance and arts."),
+        figure("""\
+from adjustText import adjust_text
 from sklearn.decomposition import PCA
 
-words = ["king", "queen", "man", "woman", "paris", "france", "london", "england",
-         "football", "tennis", "goal", "bank", "market", "shares", "film", "music"]
+groups = {"people": ["king", "queen", "man", "woman", "prince"],
+          "places": ["paris", "france", "london", "england", "rome"],
+          "sport": ["football", "tennis", "goal", "match", "coach"],
+          "finance": ["bank", "market", "shares", "profit", "tax"],
+          "arts": ["film", "music", "album", "actor", "director"]}
+words = [w for ws in groups.values() for w in ws]
 vecs, _ = glove.lookup(words)
 xy = PCA(2, random_state=0).fit_transform(vecs)
-fig, ax = plt.subplots(figsize=(6, 5))
-ax.scatter(xy[:, 0], xy[:, 1])
-for (x, y), w in zip(xy, words):
-    ax.annotate(w, (x, y), fontsize=9)
-ax.set_title("GloVe 50d, first two principal components")
-plt.show()""",
-        "## Every representation + logistic regression\n\nSame head, same folds: only the "
-        "representation changes (on 150 articles per topic, to keep the notebook quick on a CPU).",
-        """\
+fig, ax = plt.subplots(figsize=(7, 5.5))
+start = 0
+for (group, ws), colour in zip(groups.items(), plt.cm.tab10.colors):
+    ax.scatter(xy[start: start + len(ws), 0], xy[start: start + len(ws), 1], color=colour, label=group)
+    start += len(ws)
+labels = [ax.text(x, y, w, fontsize=9) for (x, y), w in zip(xy, words)]
+adjust_text(labels, x=xy[:, 0], y=xy[:, 1], ax=ax,  # move labels apart where words crowd
+            arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
+ax.set_xlabel("first principal component")
+ax.set_ylabel("second principal component")
+ax.legend(frameon=False)
+ax.set_title("GloVe 6B 50d word vectors, first two principal components")
+plt.show()"""),
+        ("## Every representation + logistic regression\n\nSame head, same folds: only the "
+        "representation changes (on 150 articles per topic, to keep the notebook quick on a CPU)."),
+        table("""\
+from sklearn.model_selection import cross_validate
+from sklearn.preprocessing import StandardScaler
+
 from embedkit import Doc2VecEmbedder, TransformerEmbedder
 
 sample = bbc.groupby("label").head(150)
@@ -101,32 +151,56 @@ reps = {
     "doc2vec": Doc2VecEmbedder(dm=0, epochs=epochs, min_count=2),
     "minilm": TransformerEmbedder(max_length=128 if QUICK else 256, cache="memory"),
 }
-from sklearn.preprocessing import StandardScaler
-
-head = make_pipeline(StandardScaler(with_mean=False), LogisticRegression(max_iter=2000))
-scores = {name: cross_val_score(make_pipeline(rep, head), sample.text, sample.label, cv=3).mean()
-          for name, rep in reps.items()}
-pd.Series(scores, name="3-fold accuracy").sort_values(ascending=False).to_frame()""",
-        "## Why the trained vectors trail\n\nWord2Vec, FastText and Doc2Vec learn from only ~500 articles per fold here, far too "
-        "little text to learn good vectors; pretrained GloVe and MiniLM bring knowledge from "
-        "billions of words. Trained on more text (WikiText-2, or all of BBC News) they close "
-        "much of the gap: see `pipelines/benchmarks/static_quality.py`.",
+# lbfgs needs more than 2,000 iterations on Doc2Vec vectors trained on this little text
+head = make_pipeline(StandardScaler(with_mean=False), LogisticRegression(max_iter=5000))
+rows = []
+for name, rep in reps.items():
+    cv = cross_validate(make_pipeline(rep, head), sample.text, sample.label, cv=3)
+    rows.append({"representation": name, "head": "logreg", "accuracy_mean": cv["test_score"].mean(),
+                 "accuracy_std": cv["test_score"].std(), "fit_seconds": cv["fit_time"].mean(),
+                 "n_splits": 3})
+results = pd.DataFrame(rows).sort_values("accuracy_mean", ascending=False, ignore_index=True)
+results.attrs.update(dataset="BBC News", n_docs=len(sample), protocol="3-fold CV")
+results"""),
+        figure("""\
+score_chart(results)"""),
+        figure("""\
+time_chart(results)"""),
+        ("## Why the trained vectors trail\n\nWord2Vec, FastText and Doc2Vec learn from only ~500 "
+        "articles per fold here, far too little text to learn good vectors; pretrained GloVe and "
+        "MiniLM bring knowledge from billions of words. Trained on more text (WikiText-2, or all "
+        "of BBC News) they close much of the gap: see `pipelines/benchmarks/static_quality.py`."),
     ],
     "02_heads": [
-        "# 2. Neural heads\n\nDeep averaging network, Conv1D, RNNs with different poolings, and "
-        "attention, on TREC-6 questions (official 500-question test split).",
-        SETUP,
+        ("# 2. Neural heads\n\nDeep averaging network, Conv1D, RNNs with different poolings, and "
+        "attention, on TREC-6 questions (official 500-question test split)."),
+        setup("""\
+import os
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from sklearn.pipeline import make_pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart"""),
         """\
 trec = load_dataset("trec")
 train, test = trec[trec.split == "train"], trec[trec.split == "test"]
 train = train.groupby("label").head(40) if QUICK else train.sample(2500, random_state=0)
 print(len(train), "train /", len(test), "test questions")""",
-        "## One representation, many heads\n\n`TokenIndexer` emits token ids; each head learns its "
-        "own embedding (a DAN is the MLP head over ids: embed, average, classify).",
-        """\
+        ("## One representation, many heads\n\n`TokenIndexer` emits token ids; each head learns its "
+        "own embedding (a DAN is the MLP head over ids: embed, average, classify)."),
+        table("""\
 import time
-from embedkit import (AttentionClassifier, ConvClassifier, MLPClassifier, RNNClassifier,
-                      SelfAttentionClassifier, TokenIndexer)
+
+from embedkit import (
+    AttentionClassifier,
+    ConvClassifier,
+    MLPClassifier,
+    RNNClassifier,
+    SelfAttentionClassifier,
+    TokenIndexer,
+)
 
 epochs = 3 if QUICK else 8
 heads = {
@@ -138,15 +212,38 @@ heads = {
     "attention (learned query)": AttentionClassifier(epochs=epochs),
     "self-attention (2 blocks)": SelfAttentionClassifier(num_layers=2, epochs=epochs),
 }
-rows = []
+rows, fitted = [], {}
 for name, head in heads.items():
     pipe = make_pipeline(TokenIndexer(min_count=1), head)
     start = time.perf_counter()
     pipe.fit(train.text, train.label)
-    rows.append((name, (pipe.predict(test.text) == test.label).mean(), time.perf_counter() - start))
-pd.DataFrame(rows, columns=["head", "test accuracy", "fit s"]).set_index("head")""",
-        "## Frozen GloVe vectors as the sequence\n\nThe same heads read pretrained vectors when the "
-        "representation emits `output=\"sequence\"`.",
+    fitted[name] = pipe
+    rows.append({"representation": "learned", "head": name,
+                 "accuracy_mean": (pipe.predict(test.text) == test.label).mean(), "accuracy_std": 0.0,
+                 "fit_seconds": time.perf_counter() - start, "n_splits": 1})
+results = pd.DataFrame(rows).sort_values("accuracy_mean", ascending=False, ignore_index=True)
+results.attrs.update(dataset="TREC-6", n_docs=len(train), protocol="official 500-question test split")
+results[["head", "accuracy_mean", "fit_seconds"]].rename(
+    columns={"accuracy_mean": "test accuracy", "fit_seconds": "fit s"}).set_index("head")"""),
+        figure("""\
+score_chart(results, title=f"TREC-6: {len(train)} training questions, official test split")"""),
+        ("## Training histories\n\nThe loss per epoch of each head (skorch records it; with 1,000 "
+        "questions or more the heads hold out a validation split and stop early)."),
+        figure("""\
+fig, ax = plt.subplots(figsize=(7, 4))
+for (name, pipe), colour in zip(fitted.items(), plt.cm.tab10.colors):
+    history = pd.DataFrame(pipe[-1].history_)
+    ax.plot(history.epoch, history.train_loss, "o-", color=colour, label=name)
+    if "valid_loss" in history:
+        ax.plot(history.epoch, history.valid_loss, "--", color=colour, alpha=0.7)
+ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+ax.set_xlabel("epoch")
+ax.set_ylabel("cross-entropy loss")
+ax.set_title("TREC-6: loss per epoch (solid: training, dashed: validation)")
+ax.legend(fontsize=8, frameon=False)
+plt.show()"""),
+        ("## Frozen GloVe vectors as the sequence\n\nThe same heads read pretrained vectors when the "
+        "representation emits `output=\"sequence\"`."),
         """\
 from embedkit import GloveEmbedder
 
@@ -154,8 +251,9 @@ glove_lstm = make_pipeline(GloveEmbedder(output="sequence", max_length=40),
                            RNNClassifier(cell="lstm", bidirectional=True, pooling="max", epochs=epochs))
 glove_lstm.fit(train.text, train.label)
 print("GloVe + BiLSTM(max):", (glove_lstm.predict(test.text) == test.label).mean())""",
-        "## Where does attention look?",
-        """\
+        ("## Where does attention look?\n\nThe attention head's weight on each word of three test "
+        "questions (darker: more weight), with the class it predicts."),
+        figure("""\
 from embedkit import attention_heatmap
 
 att = make_pipeline(TokenIndexer(min_count=1), AttentionClassifier(epochs=epochs))
@@ -164,14 +262,22 @@ questions = ["How far is it from Denver to Aspen ?", "Who was Galileo ?",
              "What does NASA stand for ?"]
 ids = att[0].transform(questions)
 pairs = att[-1].attention_weights(ids, return_tokens=True)   # (tokens, weights) per question
-print(att.predict(questions))
 tokens, weights = zip(*pairs)
-attention_heatmap(list(tokens), list(weights))""",
+predicted = ", ".join(f"doc {i}: {label}" for i, label in enumerate(att.predict(questions)))
+attention_heatmap(list(tokens), list(weights), title=f"predicted {predicted}")"""),
     ],
     "03_transfer_learning": [
-        "# 3. Transfer learning\n\nA frozen pretrained encoder with a linear classifier on top, "
-        "versus fine-tuning the whole encoder on TREC-6.",
-        SETUP,
+        ("# 3. Transfer learning\n\nA frozen pretrained encoder with a linear classifier on top, "
+        "versus fine-tuning the whole encoder on TREC-6."),
+        setup("""\
+import os
+
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart"""),
         """\
 trec = load_dataset("trec")
 train, test = trec[trec.split == "train"], trec[trec.split == "test"]
@@ -181,16 +287,18 @@ len(train), len(test)""",
         "## Frozen MiniLM + logistic regression",
         """\
 import time
+
 from embedkit import TransformerEmbedder
 
 start = time.perf_counter()
 frozen = make_pipeline(TransformerEmbedder(max_length=48), LogisticRegression(max_iter=2000, C=10))
 frozen.fit(train.text, train.label)
 frozen_acc = (frozen.predict(test.text) == test.label).mean()
-print(f"frozen: {frozen_acc:.3f} in {time.perf_counter() - start:.0f} s")""",
-        "## Fine-tuned MiniLM\n\n`TransformerClassifier` reads raw text, so in a pipeline it sits "
-        "after a `\"passthrough\"` features step.",
-        """\
+frozen_s = time.perf_counter() - start
+print(f"frozen: {frozen_acc:.3f} in {frozen_s:.0f} s")""",
+        ("## Fine-tuned MiniLM\n\n`TransformerClassifier` reads raw text, so in a pipeline it sits "
+        "after a `\"passthrough\"` features step. Its training history: loss per epoch."),
+        figure("""\
 from embedkit import TransformerClassifier
 
 start = time.perf_counter()
@@ -199,18 +307,33 @@ tuned = Pipeline([("features", "passthrough"),
                                                  max_length=48, batch_size=16))])
 tuned.fit(train.text, train.label)
 tuned_acc = (tuned.predict(test.text) == test.label).mean()
-print(f"fine-tuned: {tuned_acc:.3f} in {time.perf_counter() - start:.0f} s")
-tuned[-1].plot_history()""",
+tuned_s = time.perf_counter() - start
+print(f"fine-tuned: {tuned_acc:.3f} in {tuned_s:.0f} s")
+tuned[-1].plot_history()"""),
+        "## Frozen versus fine-tuned",
+        figure("""\
+results = pd.DataFrame({"representation": ["minilm (frozen)", "passthrough"],
+                        "head": ["logistic regression", "MiniLM fine-tuned"],
+                        "accuracy_mean": [frozen_acc, tuned_acc], "accuracy_std": [0.0, 0.0],
+                        "fit_seconds": [frozen_s, tuned_s], "n_splits": 1})
+score_chart(results, title=f"TREC-6: {len(train)} training questions, official test split")"""),
         "## Reusing what it learned\n\nThe fine-tuned encoder is a feature extractor too.",
         """\
 features = tuned[-1].transform(test.text[:5].tolist())
 features.shape""",
     ],
     "04_grid_search": [
-        "# 4. One grid over every representation\n\n`embedkit.search.make_search` pairs each "
+        ("# 4. One grid over every representation\n\n`embedkit.search.make_search` pairs each "
         "representation only with heads that accept what it produces, and caches embeddings so "
-        "each document is encoded once per fitted representation.",
-        SETUP,
+        "each document is encoded once per fitted representation."),
+        setup("""\
+import os
+
+import pandas as pd
+from sklearn.pipeline import Pipeline
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart, time_chart"""),
         """\
 from embedkit.search import make_search
 
@@ -219,43 +342,142 @@ reps = ["tfidf", "glove", "learned"] if QUICK else ["tfidf", "glove", "minilm", 
 heads = ["logreg", "mlp", "conv"]
 search, X, y = make_search(data, representations=reps, heads=heads, cv=3)
 print(sum(len(g["head"]) for g in search.param_grid), "pipelines x 3 folds")
-search.fit(X, y)""",
-        """\
+search.fit(X, y);""",
+        table("""\
 res = pd.DataFrame(search.cv_results_)
-name = lambda est: type(est[-1] if isinstance(est, Pipeline) else est).__name__  # noqa: E731
+def name(step):
+    return type(step[-1] if isinstance(step, Pipeline) else step).__name__
+
 res["representation"] = [name(p["features"]) + ("" if getattr(p["features"], "output", "pooled") == "pooled"
                                                 else f"({p['features'].output})") for p in res.params]
 res["head"] = [name(p["head"]) for p in res.params]
-table = res[["representation", "head", "mean_test_accuracy", "std_test_accuracy", "mean_fit_time"]]
-table.sort_values("mean_test_accuracy", ascending=False)""",
-        """\
-from embedkit.plots import score_chart
-
-chart = table.rename(columns={"mean_test_accuracy": "accuracy_mean", "std_test_accuracy": "accuracy_std"})
-import tempfile
-path = score_chart(chart, os.path.join(tempfile.mkdtemp(), "grid.png"), title="BBC News slice, 3-fold CV")
-from IPython.display import Image
-Image(str(path))""",
+results = (res.rename(columns={"mean_test_accuracy": "accuracy_mean", "std_test_accuracy": "accuracy_std",
+                               "mean_fit_time": "fit_seconds"})
+           .assign(n_splits=3)
+           [["representation", "head", "accuracy_mean", "accuracy_std", "fit_seconds", "n_splits"]]
+           .sort_values("accuracy_mean", ascending=False, ignore_index=True))
+results.attrs.update(dataset="BBC News", n_docs=len(data), protocol="3-fold CV")
+results"""),
+        ("## Scores and fit times\n\nBars and points are coloured by representation family, with "
+        "the same colours in every chart embedkit draws (`embedkit.plots.FAMILIES`)."),
+        figure("""\
+score_chart(results)"""),
+        figure("""\
+time_chart(results)"""),
     ],
 }
 
 
-def build(name: str, cells: list[str], execute: bool = True) -> Path:
+def notebook(name: str) -> nbformat.NotebookNode:
+    """The notebook ``name`` built from its cell list, not executed."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    for src in cells:  # markdown cells start with a heading
-        markdown = src.startswith(("# ", "## "))
-        nb.cells.append(nbformat.v4.new_markdown_cell(src) if markdown else nbformat.v4.new_code_cell(src))
+    for item in NOTEBOOKS[name]:
+        cell = item if isinstance(item, dict) else {"source": item, "tags": []}
+        src = cell["source"]
+        if src.startswith(("# ", "## ")):  # markdown cells start with a heading
+            nb.cells.append(nbformat.v4.new_markdown_cell(src))
+        else:
+            code = nbformat.v4.new_code_cell(src)
+            if cell["tags"]:
+                code.metadata["tags"] = list(cell["tags"])
+            nb.cells.append(code)
+    return nb
+
+
+def execute(nb: nbformat.NotebookNode, timeout: int = 900) -> nbformat.NotebookNode:
+    """Run every cell in a fresh kernel (cwd: notebooks/, this checkout first on the path)."""
+    from nbclient import NotebookClient
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(HERE)}}).execute()
+    return nb
+
+
+def _machine_paths() -> list[str]:
+    """Paths that would tie a saved output to the machine that ran it."""
+    paths = {sys.prefix, sys.base_prefix, str(ROOT.resolve()), str(Path.home()), "site-packages"}
+    return sorted(p for p in paths if p and p != "/")
+
+
+def problems(nb: nbformat.NotebookNode) -> list[str]:
+    """What is wrong with an executed notebook's outputs, one line each (empty: nothing)."""
+    found = []
+    paths = _machine_paths()
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        where = f"cell {i} ({cell.source.splitlines()[0][:50]!r})"
+        outputs = cell.get("outputs", [])
+        tags = cell.metadata.get("tags", [])
+        kinds = {kind for out in outputs for kind in out.get("data", {})}
+        if FIGURE in tags and "image/png" not in kinds:
+            found.append(f"{where} draws a figure but shows no image/png output")
+        if TABLE in tags and "text/html" not in kinds:
+            found.append(f"{where} should show a table but has no text/html output")
+        for out in outputs:
+            data = out.get("data", {})
+            text = str(out.get("text", "")) + str(data.get("text/plain", "")) + str(data.get("text/html", ""))
+            if out.get("output_type") == "error":
+                found.append(f"{where} raised {out.get('ename')}: {out.get('evalue')}")
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                found.append(f"{where} wrote to stderr: {text.strip()[:200]!r}")
+            if re.search(r"\w+Warning\b", text):
+                found.append(f"{where} shows a warning: {text.strip()[:200]!r}")
+            if "<Figure size" in text and "image/png" not in data:
+                found.append(f"{where} shows {text.strip()[:40]!r} instead of the figure")
+            leaked = [p for p in paths if p in text]
+            if leaked:
+                found.append(f"{where} shows a machine path {leaked[0]!r}")
+    return found
+
+
+def build(name: str, execute_cells: bool = True) -> Path:
+    """Write notebooks/<name>.ipynb, executed; refuse to write one whose outputs fail `problems`."""
+    nb = notebook(name)
+    if execute_cells:
+        execute(nb, timeout=7200)  # full mode on a busy 2-core machine: some cells take long
+        wrong = problems(nb)
+        if wrong:
+            raise ValueError(f"{name}: not written, its outputs have problems:\n  " + "\n  ".join(wrong))
     path = HERE / f"{name}.ipynb"
-    if execute:
-        NotebookClient(nb, timeout=1800, kernel_name="python3",
-                       resources={"metadata": {"path": str(HERE)}}).execute()
     nbformat.write(nb, path)
     return path
 
 
+def export_figures(folder) -> list[Path]:
+    """Write each image of the saved notebooks to ``folder/<notebook>_cell<i>[_<k>].png``, to
+    look at the figures without Jupyter."""
+    import base64
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in NOTEBOOKS:
+        nb = nbformat.read(HERE / f"{name}.ipynb", as_version=4)
+        for i, cell in enumerate(nb.cells):
+            images = [out["data"]["image/png"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+            for k, image in enumerate(images):
+                path = folder / f"{name}_cell{i}{f'_{k}' if k else ''}.png"
+                path.write_bytes(base64.b64decode(image))
+                written.append(path)
+    return written
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--figures"]:  # python notebooks/build.py --figures DIR
+        for path in export_figures(sys.argv[2]):
+            print("wrote", path)
+        raise SystemExit
     prefix = sys.argv[1] if len(sys.argv) > 1 else ""
-    for name, cells in NOTEBOOKS.items():
+    failed = []
+    for name in NOTEBOOKS:
         if name.startswith(prefix):
-            print("wrote", build(name, cells))
+            try:
+                print("wrote", build(name), flush=True)
+            except ValueError as error:  # the others are still worth building
+                print(error, flush=True)
+                failed.append(name)
+    if failed:
+        raise SystemExit(f"not written: {failed}")

@@ -132,7 +132,5 @@ def test_make_representation_by_class_name():
         make_representation("word3vec")
     with pytest.raises(ValueError, match="write key=value"):
         make_representation("tfidf", ["ngram_range"])
-    with pytest.raises(ValueError, match=r"^TfidfEmbedder has no parameter 'colour'\. Its "
-                                         r"parameters: cache, .*, weighting\. See "
-                                         r"`help\(embedkit\.TfidfEmbedder\)`"):
+    with pytest.raises(ValueError, match="TfidfEmbedder has no parameter 'colour'.*ngram_range"):
         make_representation("tfidf", ["colour=1"])

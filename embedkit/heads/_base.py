@@ -257,6 +257,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         seed = 0 if self.random_state is None else int(self.random_state)
         torch.manual_seed(seed)
         module = self._build_module(inputs, n_outputs)
+        self._module_spec = {**inputs.spec(), "n_outputs": int(n_outputs)}  # see _to_state
         criterion, extra = self._criterion(y_enc)
         dataset, collate = self._dataset(inputs, y_enc)
         train, valid, callbacks = dataset, None, []
@@ -321,6 +322,44 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
             f"lr={float(self.lr) / 10:g}), clip gradients (gradient_clip=1.0), or scale the input "
             "features if they hold very large values."
         )
+
+    # -- model folders (embedkit.persist) -------------------------------------------------------
+    def _to_state(self, folder):
+        """State for `embedkit.save`: the attributes but the skorch net, whose module's weights
+        go to ``folder/module.safetensors`` with what rebuilds it (`HeadInput.spec`)."""
+        state = dict(self.__getstate__())  # a copy: object.__getstate__ gives __dict__ itself
+        net = state.pop("net_", None)
+        if net is not None:
+            from safetensors.torch import save_file
+
+            if "_module_spec" not in state:
+                raise ValueError(f"{type(self).__name__} was fitted by an older embedkit; fit it "
+                                 "again before embedkit.save.")
+            save_file({k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()},
+                      str(folder / "module.safetensors"))
+        return state
+
+    @classmethod
+    def _from_state(cls, state: dict, folder):
+        """Inverse of `_to_state`: rebuild the module from its spec, load its weights (strict),
+        and wrap it in a skorch net for prediction."""
+        self = cls.__new__(cls)
+        self.__setstate__(state)
+        if folder is not None and (folder / "module.safetensors").is_file():
+            import torch
+            from safetensors.torch import load_file
+            from skorch import NeuralNet
+
+            from ._data import collate
+
+            spec = self._module_spec
+            module = self._build_module(HeadInput.stub(spec), int(spec["n_outputs"]))
+            module.load_state_dict(load_file(str(folder / "module.safetensors")), strict=True)
+            self.net_ = NeuralNet(module=module, criterion=torch.nn.MSELoss,
+                                  batch_size=self.batch_size, iterator_valid__collate_fn=collate,
+                                  device=self._device()).initialize()
+            self.net_.module_.eval()
+        return self
 
     # -- prediction ---------------------------------------------------------------------------
     def _forward(self, X) -> np.ndarray:

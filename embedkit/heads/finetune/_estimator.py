@@ -259,6 +259,28 @@ class _FineTune(TransformerMixin, NeuralHead):
 
         return load_pretrained(cls, path, device)
 
+    def _to_state(self, folder):
+        """State for `embedkit.save`: the model folder of `save_pretrained`, written to ``folder``."""
+        check_is_fitted(self, "module_")
+        self.save_pretrained(folder)
+        return {"model": self.model, "device": self.device}
+
+    @classmethod
+    def _from_state(cls, state: dict, folder):
+        """Inverse of `_to_state`: `load` the model folder, with the original ``model``/``device``.
+
+        A folder whose parameters ask for ``trust_remote_code`` is refused before anything loads.
+        """
+        import json
+
+        params = json.loads((folder / "embedkit.json").read_text()).get("params", {})
+        if params.get("trust_remote_code", False) is not False:
+            raise ValueError(f"{folder} asks for trust_remote_code; embedkit model folders never "
+                             "run code shipped with a model.")
+        est = cls.load(folder, device=state["device"])
+        est.model = state["model"]  # a refit starts again from the pretrained model
+        return est
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False

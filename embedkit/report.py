@@ -1,0 +1,268 @@
+"""One self-contained HTML page for a comparison: ``report.html``.
+
+The page holds a sortable results table, the score chart, the score-versus-time chart (hover a
+point to see its pipeline and numbers), the dataset summary, the exact parameters of every
+pipeline and the versions of embedkit and its key dependencies. It loads nothing at view time:
+the charts are matplotlib SVG written into the page, the only script is the table sorter of the
+template (``embedkit/templates/report.html.j2``, rendered by Jinja2).
+
+Why matplotlib SVG rather than Plotly or Altair: matplotlib already draws the package's charts
+(one palette, one code path for the PNGs and the page), an SVG chart is about 40 kB, and the
+browser shows a ``<title>`` tooltip without any script; embedding plotly.js would add ~3.5 MB to
+every report and a new dependency, Altair needs vega scripts from a CDN or a converter.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import platform
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .plots import (
+    FAMILIES,
+    family_colour,
+    representation_family,
+    score_chart,
+    time_chart,
+)
+
+__all__ = ["write_html_report"]
+
+#: distributions whose versions the report lists (missing ones are shown as "not installed")
+KEY_PACKAGES = ("embedkit", "numpy", "scipy", "scikit-learn", "pandas", "torch", "skorch",
+                "transformers", "tokenizers", "gensim", "matplotlib", "jinja2")
+
+_SVG = "http://www.w3.org/2000/svg"
+
+# results column -> (table header, how to show it); absent columns are left out
+_COLUMNS = {
+    "accuracy": ("accuracy", "score"),
+    "f1_macro": ("macro-F1", "score"),
+    "fit_seconds": ("fit s", "seconds"),
+    "transform_seconds": ("transform s", "seconds"),
+    "predict_seconds": ("predict s", "seconds"),
+    "peak_mb": ("peak MB", "megabytes"),
+}
+
+
+def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | None = None,
+                      representations: Mapping[str, Any] | None = None,
+                      heads: Mapping[str, Any] | None = None, metric: str = "accuracy",
+                      title: str | None = None) -> Path:
+    """Write one self-contained ``report.html`` for a comparison's results.
+
+    Parameters
+    ----------
+    results : DataFrame
+        One row per pipeline, as ``embedkit compare`` returns it: ``representation``,
+        ``head``, ``<metric>_mean`` / ``<metric>_std`` for accuracy and macro-F1,
+        ``fit_seconds``, ``transform_seconds``, ``predict_seconds``, ``peak_mb``,
+        ``n_splits``; ``results.attrs`` may hold ``dataset``, ``protocol``, ``n_docs`` and
+        ``wall_seconds``.
+    path : str or Path
+        The HTML file to write (its folder must exist).
+    dataset : DataFrame, optional
+        The documents the pipelines were scored on: ``text``, ``label`` and optionally
+        ``split``; summarised as size, classes and the words-per-document distribution.
+    representations, heads : mapping of str to estimator, optional
+        What each name in ``results.representation`` / ``results.head`` stands for: an
+        unfitted estimator (its ``get_params`` are shown, nested pipelines step by step), the
+        string ``"passthrough"``, or a mapping of parameters.
+    metric : str, default="accuracy"
+        The metric of the charts (``"accuracy"`` or ``"f1_macro"``).
+    title : str, optional
+        The page heading; by default from ``results.attrs``.
+
+    Returns
+    -------
+    Path of the written file.
+
+    Examples
+    --------
+    >>> from embedkit.report import write_html_report
+    >>> write_html_report(results, "out/report.html", dataset=df,
+    ...                   representations={"tfidf": TfidfEmbedder()},
+    ...                   heads={"mlp": MLPClassifier()})  # doctest: +SKIP
+    """
+    try:
+        import jinja2
+    except ImportError:
+        raise ImportError("the HTML report needs Jinja2: `pip install 'embedkit[plots]'`.") from None
+    if len(results) == 0:
+        raise ValueError("results has no rows; run at least one pipeline before writing a report.")
+    missing = {"representation", "head", f"{metric}_mean", f"{metric}_std"} - set(results.columns)
+    if missing:
+        raise ValueError(f"results lacks the columns {sorted(missing)}; pass the DataFrame that "
+                         f"`embedkit compare` returns (metric={metric!r}).")
+    if dataset is not None and "text" not in dataset:
+        raise ValueError(f"dataset has columns {list(dataset.columns)}; the report needs a 'text' "
+                         "column (and 'label'), the documents the pipelines were scored on.")
+    results = results.reset_index(drop=True)
+    meta = {"dataset": None, "protocol": None, "n_docs": None, "wall_seconds": None, **results.attrs}
+    heading = title or " · ".join(str(p) for p in (meta.get("dataset"), meta.get("protocol")) if p) \
+        or "embedkit comparison"
+    labels = [f"{r} + {h}" for r, h in zip(results.representation, results["head"])]
+    tooltips = {f"pipeline-{i}": _tooltip(row, label, metric)
+                for i, (label, row) in enumerate(zip(labels, results.itertuples(index=False)))}
+    env = jinja2.Environment(loader=jinja2.PackageLoader("embedkit", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    page = env.get_template("report.html.j2").render(
+        heading=heading,
+        meta=meta,
+        written=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        columns=[(c, *_COLUMNS[c]) for c in _COLUMNS
+                 if f"{c}_mean" in results or c in results],
+        rows=_rows(results, labels),
+        families=[(FAMILIES[f][0], FAMILIES[f][1]) for f in FAMILIES
+                  if f in {representation_family(r) for r in results.representation}],
+        score_svg=_svg(score_chart(results, metric=metric), "score"),
+        time_svg=_svg(time_chart(results, metric=metric), "time", tooltips)
+        if "fit_seconds" in results else None,
+        dataset=_dataset_summary(dataset),
+        pipelines=[{"label": label, "anchor": f"params-{i}",
+                    "representation": _describe(r, representations),
+                    "head": _describe(h, heads)}
+                   for i, (label, r, h) in enumerate(zip(labels, results.representation, results["head"]))],
+        versions=_versions(),
+    )
+    path = Path(path)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _tooltip(row, label: str, metric: str) -> str:
+    mean, std = getattr(row, f"{metric}_mean"), getattr(row, f"{metric}_std")
+    text = f"{label}\n{metric}: {mean:.3f} ± {std:.3f}"
+    if hasattr(row, "fit_seconds"):
+        text += f"\nfit: {row.fit_seconds:.2f} s per split"
+    return text
+
+
+def _rows(results: pd.DataFrame, labels: list[str]) -> list[dict]:
+    rows = []
+    for i, label in enumerate(labels):
+        record = results.iloc[i]
+        cells = []
+        for column, (_, kind) in _COLUMNS.items():
+            if kind == "score" and f"{column}_mean" in results:
+                mean, std = float(record[f"{column}_mean"]), float(record[f"{column}_std"])
+                single = int(record.get("n_splits", 2) or 2) == 1 or not np.isfinite(std)
+                cells.append((mean, f"{mean:.3f}" if single else f"{mean:.3f} ± {std:.3f}"))
+            elif kind != "score" and column in results:
+                value = float(record[column])
+                shown = "" if not np.isfinite(value) else (
+                    f"{value:.0f}" if kind == "megabytes" else f"{value:.2f}")
+                cells.append((value if np.isfinite(value) else "", shown))
+        rows.append({"label": label, "representation": record.representation, "head": record["head"],
+                     "colour": family_colour(record.representation), "anchor": f"params-{i}",
+                     "cells": cells})
+    return rows
+
+
+def _svg(fig, salt: str, tooltips: Mapping[str, str] | None = None) -> str:
+    """The figure as an inline ``<svg>`` element, a ``<title>`` tooltip on each element whose id
+    is a key of ``tooltips``. Ids are salted per chart so two charts in one page never share one."""
+    import xml.etree.ElementTree as ET
+
+    import matplotlib
+
+    buffer = io.StringIO()
+    # text stays text: half the size of glyph paths, and a page search finds a pipeline's name
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    ET.register_namespace("", _SVG)
+    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    root = ET.fromstring(buffer.getvalue())
+    for node in root.findall(f"{{{_SVG}}}metadata"):  # RDF boilerplate, nothing to show
+        root.remove(node)
+    if tooltips:
+        for node in root.iter(f"{{{_SVG}}}g"):
+            text = tooltips.get(node.get("id", ""))
+            if text is not None:
+                tip = ET.Element(f"{{{_SVG}}}title")
+                tip.text = text
+                node.insert(0, tip)
+                node.set("class", "point")
+    root.set("role", "img")
+    root.set("width", "100%")  # scale to the page; the viewBox keeps the aspect ratio
+    root.attrib.pop("height", None)
+    return ET.tostring(root, encoding="unicode")
+
+
+def _dataset_summary(df: pd.DataFrame | None) -> dict | None:
+    if df is None:
+        return None
+    from .documents import DEFAULT_TOKEN_PATTERN
+
+    words = df["text"].astype(str).str.count(DEFAULT_TOKEN_PATTERN)
+    quantiles = words.quantile([0.0, 0.25, 0.5, 0.75, 0.9, 1.0]).round().astype(int)
+    counts = df["label"].value_counts() if "label" in df else pd.Series(dtype=int)
+    splits = df["split"].value_counts().to_dict() if "split" in df else {}
+    return {
+        "n_docs": len(df),
+        "n_classes": len(counts),
+        "classes": [(str(k), int(v), 100.0 * v / max(len(df), 1)) for k, v in counts.items()],
+        "splits": {str(k): int(v) for k, v in splits.items()},
+        "quantiles": dict(zip(["min", "25%", "median", "75%", "90%", "max"], quantiles.tolist())),
+        "mean_words": float(words.mean()) if len(words) else 0.0,
+        "lengths_svg": _svg(_length_histogram(words), "lengths"),
+    }
+
+
+def _length_histogram(words: pd.Series):
+    from .plots import _figure
+
+    fig = _figure(8, 2.8)
+    ax = fig.add_subplot()
+    # a long tail would squeeze the bulk into a few bins: the longest 1% share the last bin
+    top = float(words.quantile(0.99))
+    ax.hist(words.clip(upper=top), bins=min(40, max(5, words.nunique())), color="#555555")
+    ax.axvline(words.median(), color="#d62728", linestyle="--", linewidth=1,
+               label=f"median {words.median():.0f}")
+    tail = int((words > top).sum())
+    ax.set_xlabel("words per document" + (f" (the {tail} longer than {top:.0f}, up to {words.max()}, "
+                                          "counted in the last bin)" if tail else ""))
+    ax.set_ylabel("documents")
+    ax.legend(frameon=False, fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _describe(name: str, given: Mapping[str, Any] | None) -> dict:
+    """Class and parameters of the estimator behind a representation or head name."""
+    if given is None or name not in given:
+        return {"name": name, "kind": "parameters not given to the report", "params": []}
+    item = given[name]
+    if isinstance(item, str):
+        return {"name": name, "kind": repr(item), "params": []}
+    if isinstance(item, Mapping):
+        return {"name": name, "kind": "parameters", "params": sorted((str(k), repr(v)) for k, v in item.items())}
+    params = item.get_params(deep=True)
+    # nested estimators (pipeline steps) are listed through their own `step__param` entries
+    shown = sorted((k, repr(v)) for k, v in params.items()
+                   if not hasattr(v, "get_params") and k != "steps")
+    kind = type(item).__name__
+    if hasattr(item, "steps"):
+        kind += "(" + ", ".join(type(step).__name__ for _, step in item.steps) + ")"
+    return {"name": name, "kind": kind, "params": shown}
+
+
+def _versions() -> list[tuple[str, str]]:
+    from . import __version__
+
+    out = [("python", platform.python_version()), ("embedkit", __version__)]
+    for dist in KEY_PACKAGES[1:]:
+        try:
+            out.append((dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            out.append((dist, "not installed"))
+    out.append(("platform", platform.platform(terse=True)))
+    return out
