@@ -43,9 +43,11 @@ _EXPORTS = {
     "history_chart": "embedkit.plots",
     **dict.fromkeys(["extract_features", "write_parquet", "dask_backend"], "embedkit.distributed"),
     "embed_file": "embedkit.streaming",
+    **dict.fromkeys(["save", "load", "predict_file"], "embedkit.persist"),
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
     "EnsembleClassifier": "embedkit.heads.ensemble",
+    "tune": "embedkit.tune",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -98,14 +98,22 @@ def _unknown_keyword(owner: str, name: str, names: list[str]) -> str:
 class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
     """Base class of every text representation.
 
-    Subclasses keep ``__init__`` to storing arguments (one of them ``output``), list the output
-    forms they can produce in ``_outputs``, and implement ``_fit(docs, y)`` (which sets
-    ``dim_``, the vector dimension) and ``_transform(docs)``. The public methods are this
-    class's and are not overridden: they validate the input, check the output form and the
-    fitted state, reset the cache key's fitted-state digest at every fit, check outputs are
-    finite, and name features for ``set_output(transform="pandas")``. A representation whose
-    training yields vectors of its training documents implements `_training_features`.
+    Subclasses keep ``__init__`` to storing arguments (one of them ``output``), declare every
+    one of them in ``_parameter_constraints`` (see `embedkit._params`), list the output forms
+    they can produce in ``_outputs``, and implement ``_fit(docs, y)`` (which sets ``dim_``, the
+    vector dimension) and ``_transform(docs)``. The public methods are this class's and are not
+    overridden: they check the parameters (once, before any data work; inside a scikit-learn
+    Pipeline, every step's), validate the input, check the output form and the fitted state,
+    reset the cache key's fitted-state digest at every fit, check outputs are finite, and name
+    features for ``set_output(transform="pandas")``. A representation whose training yields
+    vectors of its training documents implements `_training_features`.
     """
+
+    #: the constructor parameters and what each allows (`embedkit._params`); ``output``'s entry
+    #: lists the forms of ``_outputs``
+    _parameter_constraints: ClassVar[dict] = {}
+    #: checks relating several parameters (`embedkit._params.Rule`)
+    _parameter_rules: tuple = ()
 
     #: output forms this representation can produce
     _outputs: tuple[str, ...] = ("pooled",)
@@ -142,8 +150,10 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Encode documents in the form chosen by ``output``."""
+        from ._params import validate_params
+
         check_is_fitted(self)
-        self._check_output()
+        validate_params(self, only=("output",))  # the one parameter read again after fit
         docs = validate_documents(X)
         return self._checked(self._encode(docs))
 
@@ -161,8 +171,12 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
         return self._checked(self._training_features(docs))
 
     def _fit_documents(self, X, y) -> list[str]:
-        """Validate ``X``, fit on it and reset the cached fitted-state digest; returns the documents."""
-        self._check_output()
+        """Check the parameters (this estimator's, and inside a Pipeline every step's), validate
+        ``X``, fit on it and reset the cached fitted-state digest; returns the documents."""
+        from ._params import validate_params, validate_pipeline_steps
+
+        validate_params(self)
+        validate_pipeline_steps(self)
         docs = validate_documents(X)
         self._fit(docs, y)
         self._cache_state = None  # fitted state changed: its digest is recomputed when needed
@@ -235,15 +249,9 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
             names = [f"{prefix}_{self._feature_prefix}{i}" for i in range(self.dim_)]
         return np.asarray(names, dtype=object)
 
-    def _check_output(self) -> None:
-        output = getattr(self, "output", "pooled")
-        if output not in self._outputs:
-            allowed = ", ".join(repr(o) for o in self._outputs)
-            note = f" {self._outputs_note}" if self._outputs_note else ""
-            raise ValueError(
-                f"{type(self).__name__}(output={output!r}) is not available; it supports "
-                f"output in ({allowed}).{note}"
-            )
+    def _parameter_hint(self, name: str) -> str:
+        """A sentence added to a parameter's error: why an output form is missing."""
+        return self._outputs_note if name == "output" else ""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

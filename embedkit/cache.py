@@ -5,11 +5,18 @@ Every representation takes ``cache=``:
 * ``None`` (default): no caching.
 * ``"memory"``: one bounded in-process store (LRU by bytes). Each worker process of
   ``GridSearchCV(n_jobs=k)`` has its own, so only the documents a worker already encoded are hits.
-* a directory path (or ``"disk"`` for ``$EMBEDKIT_HOME/embeddings``): a SQLite database in WAL
-  mode, safe for several threads and processes at once, bounded in size (least recently used
-  entries are evicted), each entry checksummed so a corrupt entry is detected, dropped and
-  recomputed, never returned.
+* ``"disk"`` (``$EMBEDKIT_HOME/embeddings``) or a folder path (a ``pathlib.Path``, or a str with
+  a path separator such as ``"./cache"``; a bare word such as ``"memroy"`` is refused as a typo):
+  a SQLite database in WAL mode, safe for several threads and processes at once, bounded in size
+  (least recently used entries are evicted), each entry checksummed so a corrupt entry is
+  detected, dropped and recomputed, never returned.
 * an `EmbeddingCache` object (`MemoryCache` / `DiskCache`), to choose the size bound.
+
+A cache never changes results, and its faults never stop a transform: a database file that
+SQLite reports as corrupted is moved aside (``embeddings.sqlite.corrupt-<time>``) and rebuilt,
+with one warning naming the file; a cache the process may not write to (permissions, read-only
+file system) serves its entries and stores nothing new, with one warning; `DiskCache.clear`
+deletes a corrupted file outright.
 
 The key of an entry is ``(representation fingerprint, document hash)``. The fingerprint
 (`fingerprint`) covers the class, the parameters that change vectors (not ``cache``,
@@ -26,6 +33,8 @@ the unique documents of the call and nothing is stored.
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import hashlib
 import json
 import os
@@ -33,6 +42,7 @@ import pickle
 import sqlite3
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -42,7 +52,7 @@ import numpy as np
 from .sequences import Sequences
 
 __all__ = ["EmbeddingCache", "MemoryCache", "DiskCache", "get_cache", "fingerprint",
-           "cached_encode", "default_dir", "DEFAULT_MAX_BYTES"]
+           "cached_encode", "cache_spec_problem", "default_dir", "DEFAULT_MAX_BYTES"]
 
 #: default size bound of a cache (bytes of stored vectors)
 DEFAULT_MAX_BYTES = int(os.environ.get("EMBEDKIT_CACHE_MAX_BYTES", 2 * 1024**3))
@@ -280,6 +290,11 @@ def _retry_busy(operation, seconds: float = 60.0):
 class DiskCache(EmbeddingCache):
     """SQLite (WAL) store in ``directory``: process-safe, size-bounded (LRU eviction), checksummed.
 
+    Faults are handled, never passed on to a transform: a database SQLite reports as corrupted
+    is moved aside and rebuilt (one warning naming the file), and a database this process may
+    not write to is read only (one warning): hits are served, new entries and access times are
+    not stored.
+
     Parameters
     ----------
     directory : str or Path
@@ -304,6 +319,9 @@ class DiskCache(EmbeddingCache):
         self.max_bytes = int(max_bytes)
         self._conn = None
         self._pid = None
+        self._inode = None
+        self._readonly = False
+        self._ignored = False  # corrupted and read-only: neither readable nor replaceable
         self._lock = threading.RLock()
 
     def __getstate__(self):
@@ -319,24 +337,106 @@ class DiskCache(EmbeddingCache):
     def path(self) -> Path:
         return self.directory / self.FILENAME
 
-    def _connect(self) -> sqlite3.Connection:
+    @property
+    def readonly(self) -> bool:
+        """True once this process found it may not write the database (it then only reads)."""
+        return self._readonly
+
+    # -- connection and faults ----------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection | None:
+        """The open connection (None: read-only and no database file to read)."""
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        self.directory.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
-                               isolation_level=None)
-        try:
-            _retry_busy(lambda: _initialise(conn))
-        except BaseException:
-            conn.close()
-            raise
+        if not self._readonly and not self._writable():
+            self._go_readonly("the folder or the database file is not writable")
+        if self._readonly:
+            if not self.path.exists():
+                return None
+            # immutable: no locks, no -shm/-wal files (which a read-only folder cannot hold)
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                   timeout=60, check_same_thread=False, isolation_level=None)
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # a corrupt file fails here
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
+                                   isolation_level=None)
+            try:
+                _retry_busy(lambda: _initialise(conn))
+            except BaseException:
+                conn.close()
+                raise
+        self._inode = _inode(self.path)
         self._conn, self._pid = conn, os.getpid()
         return conn
 
-    def get_many(self, rep_key, keys):
-        found, corrupt = {}, []
+    def _writable(self) -> bool:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return False
+        return os.access(self.directory, os.W_OK) and (
+            not self.path.exists() or os.access(self.path, os.W_OK))
+
+    def close(self) -> None:
+        """Close this process's connection (the next operation reopens it)."""
         with self._lock:
-            conn = self._connect()
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = self._pid = None
+
+    def _go_readonly(self, why: str) -> None:
+        self.close()
+        self._readonly = True
+        _warn_once(self.path, "read-only", f"embedkit cache {self.path} is read-only ({why}): "
+                   "cached vectors are served from it, new ones are not stored. Make the folder "
+                   "writable, or pass another cache folder, to store them again.")
+
+    def _recover(self, err: sqlite3.DatabaseError) -> bool:
+        """Handle a database fault; True when the operation can be retried."""
+        if _is_readonly_error(err) and not self._readonly:
+            self._go_readonly(str(err))
+            return True
+        if not _is_corrupt(err):
+            return False
+        opened = self._inode
+        self.close()
+        if self._readonly:  # cannot move it aside: read nothing from it
+            _warn_once(self.path, "corrupt", f"embedkit cache {self.path} is corrupted ({err}) "
+                       "and read-only; it is ignored: every document is encoded afresh.")
+            self._ignored = True
+            return True
+        current = _inode(self.path)
+        if current is not None and (opened is None or current == opened):  # not yet replaced
+            aside = self.path.with_name(f"{self.FILENAME}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"
+                                        f"-{os.getpid()}")
+            os.replace(self.path, aside)
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+            _warn_once(self.path, "corrupt", f"embedkit cache {self.path} is corrupted ({err}); "
+                       f"moved it aside to {aside.name} and started an empty cache there. Results "
+                       "are unaffected (missing vectors are recomputed); delete the moved file "
+                       "once you no longer need it, or run `embedkit cache clear`.")
+        return True
+
+    def _run(self, operation, default=None):
+        """``operation(conn)`` under the lock, recovering from database faults (`_recover`)."""
+        with self._lock:
+            for attempt in range(3):  # e.g. read-only found first, then corruption
+                if self._ignored:
+                    return default
+                try:
+                    conn = self._connect()
+                    return default if conn is None else operation(conn)
+                except sqlite3.DatabaseError as err:
+                    if attempt == 2 or not self._recover(err):
+                        raise
+            return default  # pragma: no cover - the loop returns or raises
+
+    # -- the store ----------------------------------------------------------------------------
+    def get_many(self, rep_key, keys):
+        def read(conn):
+            found, corrupt = {}, []
             for start in range(0, len(keys), 500):
                 chunk = keys[start:start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -351,19 +451,16 @@ class DiskCache(EmbeddingCache):
                         found[doc] = _deserialize(blob)
                     except Exception:  # corrupt entry: drop it, recompute the document
                         corrupt.append(doc)
-            if found or corrupt:
+            if (found or corrupt) and not self._readonly:
                 now = time.time()
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with _transaction(conn):
                     conn.executemany("UPDATE entries SET atime=? WHERE rep=? AND doc=?",
                                      [(now, rep_key, d) for d in found])
                     conn.executemany("DELETE FROM entries WHERE rep=? AND doc=?",
                                      [(rep_key, d) for d in corrupt])
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-        return found
+            return found
+
+        return self._run(read, default={})
 
     def put_many(self, rep_key, records, label=""):
         if not records:
@@ -373,19 +470,18 @@ class DiskCache(EmbeddingCache):
         for doc, (arr, tokens) in records.items():
             blob = _serialize(arr, tokens)
             rows.append((rep_key, doc, blob, _checksum(blob), len(blob), now))
-        with self._lock:
-            conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+
+        def write(conn):
+            if self._readonly:
+                return
+            with _transaction(conn):
                 conn.execute("INSERT OR IGNORE INTO reps VALUES (?, ?, ?)", (rep_key, label, now))
                 conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", rows)
                 total = conn.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0]
                 if total > self.max_bytes:
                     self._evict(conn, total)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+
+        self._run(write)
 
     def _evict(self, conn, total: int) -> None:
         target = int(self.max_bytes * 0.9)
@@ -399,34 +495,133 @@ class DiskCache(EmbeddingCache):
         conn.executemany("DELETE FROM entries WHERE rep=? AND doc=?", doomed)
 
     def info(self) -> dict:
-        with self._lock:
-            conn = self._connect()
+        def read(conn):
             entries, size = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM entries").fetchone()
             reps = conn.execute(
                 "SELECT e.rep, COALESCE(r.label, ''), COUNT(*), SUM(e.size) FROM entries e "
                 "LEFT JOIN reps r ON r.rep = e.rep GROUP BY e.rep ORDER BY 4 DESC").fetchall()
+            return entries, size, reps
+
+        entries, size, reps = self._run(read, default=(0, 0, []))
         file_bytes = sum(p.stat().st_size for p in self.directory.glob(self.FILENAME + "*"))
         return {"kind": "disk", "path": str(self.path), "entries": entries, "bytes": size,
-                "file_bytes": file_bytes, "max_bytes": self.max_bytes,
+                "file_bytes": file_bytes, "max_bytes": self.max_bytes, "readonly": self._readonly,
                 "representations": [{"fingerprint": r, "label": lab, "entries": n, "bytes": b}
                                     for r, lab, n, b in reps]}
 
-    def clear(self) -> None:
+    def clear(self) -> int:
+        """Delete every entry and return how many there were.
+
+        A database SQLite reports as corrupted is deleted whole (its entries cannot be counted:
+        0 is returned), as are corrupted files moved aside earlier
+        (``embeddings.sqlite.corrupt-*``). A read-only cache cannot be cleared (ValueError).
+        """
         with self._lock:
-            conn = self._connect()
-            conn.execute("DELETE FROM entries")
-            conn.execute("DELETE FROM reps")
-            conn.execute("VACUUM")
+            if self._readonly or not self._writable():
+                raise ValueError(f"cannot clear the embedding cache {self.path}: this process may "
+                                 "not write to it; make the folder writable first.")
+            try:
+                conn = self._connect()
+                (n,) = conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+                conn.execute("DELETE FROM entries")
+                conn.execute("DELETE FROM reps")
+                conn.execute("VACUUM")
+            except sqlite3.DatabaseError as err:
+                if not _is_corrupt(err):
+                    raise
+                self.close()
+                n = 0
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.path}{suffix}")
+            for aside in self.directory.glob(self.FILENAME + ".corrupt-*"):
+                aside.unlink()
+            return int(n)
+
+
+@contextlib.contextmanager
+def _transaction(conn):
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _sqlite_error_name(err: sqlite3.Error) -> str:
+    return getattr(err, "sqlite_errorname", "") or ""  # Python >= 3.11
+
+
+def _is_corrupt(err: sqlite3.Error) -> bool:
+    text = str(err).lower()
+    return (_sqlite_error_name(err).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+            or "malformed" in text or "not a database" in text)
+
+
+def _is_readonly_error(err: sqlite3.Error) -> bool:
+    return _sqlite_error_name(err).startswith("SQLITE_READONLY") or "readonly" in str(err).lower()
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_once(path: Path, kind: str, message: str) -> None:
+    """One warning per cache file and kind of fault per process."""
+    key = (str(path), kind)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
 _MEMORY: MemoryCache | None = None
 _DISKS: dict[str, DiskCache] = {}
 _REGISTRY_LOCK = threading.Lock()
+_WORDS = ("memory", "disk")
+
+
+def cache_spec_problem(spec) -> str | None:
+    """What is wrong with a ``cache=`` value, or None when it is valid.
+
+    Valid: None, ``"memory"``, ``"disk"``, an `EmbeddingCache`, a ``pathlib.Path`` (any
+    ``os.PathLike``) or a str containing a path separator (``"./cache"``, ``"~/cache"``) that is
+    not an existing file. A bare word is taken for a typo, not a folder name.
+
+    Examples
+    --------
+    >>> cache_spec_problem("memroy")
+    "cache='memroy' is neither 'memory', 'disk' nor a folder path. Did you mean 'memory'? To use a folder of that name, pass './memroy' or pathlib.Path('memroy')."
+    """
+    if spec is None or isinstance(spec, EmbeddingCache) or (isinstance(spec, str) and spec in _WORDS):
+        return None
+    if isinstance(spec, str) and not any(sep and sep in spec for sep in ("/", os.sep, os.altsep)):
+        close = difflib.get_close_matches(spec, _WORDS, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return (f"cache={spec!r} is neither 'memory', 'disk' nor a folder path.{hint} To use a "
+                f"folder of that name, pass './{spec}' or pathlib.Path({spec!r}).")
+    if isinstance(spec, (str, os.PathLike)):
+        path = Path(spec).expanduser()
+        if path.exists() and not path.is_dir():
+            return (f"cache={str(spec)!r} is a file; pass a directory for the disk cache, "
+                    "'memory', or None.")
+        return None
+    return (f"cache={spec!r}; use None, 'memory', 'disk', a directory path, or an "
+            "embedkit.cache.MemoryCache / DiskCache object.")
 
 
 def get_cache(spec) -> EmbeddingCache | None:
     """Resolve a ``cache=`` parameter to a store (one per process per directory).
+
+    Raises a ValueError naming the fix for a value `cache_spec_problem` refuses.
 
     Examples
     --------
@@ -434,27 +629,22 @@ def get_cache(spec) -> EmbeddingCache | None:
     (True, 'MemoryCache')
     """
     global _MEMORY
-    if spec is None or spec is False:
-        return None
-    if isinstance(spec, EmbeddingCache):
+    problem = cache_spec_problem(spec)
+    if problem:
+        raise ValueError(problem)
+    if spec is None or isinstance(spec, EmbeddingCache):
         return spec
-    if isinstance(spec, (str, os.PathLike)):
-        if spec == "memory":
-            with _REGISTRY_LOCK:
-                if _MEMORY is None:
-                    _MEMORY = MemoryCache()
-                return _MEMORY
-        path = default_dir() if spec == "disk" else Path(spec).expanduser()
-        key = str(path.resolve())
+    if spec == "memory":
         with _REGISTRY_LOCK:
-            if key not in _DISKS:
-                if path.exists() and not path.is_dir():
-                    raise ValueError(f"cache={str(spec)!r} is a file; pass a directory for the "
-                                     "disk cache, 'memory', or None.")
-                _DISKS[key] = DiskCache(path)
-            return _DISKS[key]
-    raise ValueError(f"cache={spec!r}; use None, 'memory', 'disk', a directory path, or an "
-                     "embedkit.cache.MemoryCache / DiskCache object.")
+            if _MEMORY is None:
+                _MEMORY = MemoryCache()
+            return _MEMORY
+    path = default_dir() if spec == "disk" else Path(spec).expanduser()
+    key = str(path.resolve())
+    with _REGISTRY_LOCK:
+        if key not in _DISKS:
+            _DISKS[key] = DiskCache(path)
+        return _DISKS[key]
 
 
 # ---------------------------------------------------------------------------------------------

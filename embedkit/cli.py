@@ -340,5 +340,37 @@ def datasets():
         typer.echo(f"{row.name:<10} {row.about}")
 
 
+@app.command()
+def predict(
+    ctx: typer.Context,
+    model_dir: Path = typer.Argument(..., help="Model folder written by embedkit.save or `embedkit tune`."),
+    input: Path = typer.Argument(..., help="CSV/TSV, parquet or JSON Lines file with a text column."),
+    output: Path = typer.Option(Path("predictions.csv"), "--output", "-o",
+                                help="Where to write: .csv, .tsv, .jsonl or .parquet."),
+    text_column: str = typer.Option("text", help="Column holding the documents."),
+    id_column: str | None = typer.Option(None, help="Column copied to the output (e.g. an id)."),
+    chunk_size: int = typer.Option(10_000, min=1, help="Rows read, predicted and written at a time."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Predict every row of INPUT with a saved model: the label and one probability per class.
+
+    INPUT is streamed in chunks (`embedkit.predict_file`), so memory stays bounded however long
+    it is; OUTPUT appears only when every row is written. Example:
+    `embedkit predict my-model/ new.csv -o predictions.csv --id-column id`.
+    """
+    from .persist import load, predict_file
+
+    try:
+        model = load(model_dir)
+    except (ValueError, FileNotFoundError) as err:
+        raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="MODEL_DIR") from None
+    try:
+        info = predict_file(model, input, output, text_column=text_column, id_column=id_column,
+                            chunksize=chunk_size, progress=progress)
+    except (ValueError, FileNotFoundError) as err:
+        raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="INPUT") from None
+    typer.echo(f"wrote {info['rows']} predictions to {output}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -94,8 +94,36 @@ def validate_documents(X: Any, *, name: str = "X") -> list[str]:
             f"{shown}{more}. Fill or drop them first, e.g. series.fillna('') or "
             "series.dropna(); decode bytes with .decode('utf-8')."
         )
-    # numpy str_ is a str subclass; normalise so hashing and pickling see plain str
-    return [d if type(d) is str else str(d) for d in docs]
+    docs = [d if type(d) is str else str(d) for d in docs]  # numpy str_ -> plain str
+    _check_unicode(docs, name)
+    return docs
+
+
+def _check_unicode(docs: list[str], name: str) -> None:
+    """Refuse lone surrogates ("\\ud800"): they are not Unicode text (no encoding can write them)
+    and only arise from a decoding mistake upstream, so they are reported, not passed on.
+
+    ``str.isascii`` is O(1) in CPython, so only non-ASCII documents are encoded to check them
+    (about 1 ms per MB of such text)."""
+    bad = [i for i, d in enumerate(docs) if not d.isascii() and not _encodes(d)]
+    if not bad:
+        return
+    shown = ", ".join(map(str, bad[:_MAX_ROWS_SHOWN]))
+    more = f" and {len(bad) - _MAX_ROWS_SHOWN} more" if len(bad) > _MAX_ROWS_SHOWN else ""
+    raise ValueError(
+        f"{name} holds text that is not valid Unicode (lone surrogate code points such as "
+        f"'\\ud800') in {len(bad)} row(s), at positions {shown}{more}. They come from decoding "
+        "bytes with errors='surrogateescape' or from broken JSON escapes: decode with "
+        "errors='replace', or clean the text with d.encode('utf-8', 'replace').decode('utf-8')."
+    )
+
+
+def _encodes(doc: str) -> bool:
+    try:
+        doc.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class TokenizedDocuments:

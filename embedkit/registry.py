@@ -28,6 +28,7 @@ head.epochs=3``), resolved against the estimator's own parameters and checked be
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import functools
 import importlib
@@ -77,10 +78,20 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Entry:
-    """A named step: ``factory()`` builds a fresh estimator; ``about`` says what it is."""
+    """A named step: ``factory()`` builds a fresh estimator; ``about`` says what it is.
+
+    ``space`` lists the values `embedkit.tune` may try for the step's key hyperparameters
+    (parameter name -> list of values, the default among them; small on purpose: the search
+    multiplies them). ``cost`` is a rough fit time in seconds per 1,000 short training documents
+    on 2 CPU cores (from `pipelines/benchmarks/accuracy_suite.py` runs); `embedkit.tune` orders
+    candidates by it and leaves out steps the budget cannot pay for. For a representation
+    with a cache (a pretrained encoder), it is the first encoding's cost.
+    """
 
     factory: Callable[[], Any]
     about: str
+    space: Mapping[str, list] = field(default_factory=dict, compare=False)
+    cost: float = 1.0
 
 
 def _build(name: str, **params):
@@ -279,79 +290,103 @@ def _logreg_cv():
     from sklearn.linear_model import LogisticRegressionCV
 
     # no scaling; C picked by 3-fold inner cross-validation on the training rows
-    return LogisticRegressionCV(Cs=(0.25, 1.0, 4.0, 16.0, 64.0), cv=3, max_iter=3000,
-                                scoring="accuracy")
+    model = LogisticRegressionCV(Cs=(0.25, 1.0, 4.0, 16.0, 64.0), cv=3, max_iter=3000,
+                                 scoring="accuracy")
+    if "use_legacy_attributes" in model.get_params():  # scikit-learn >= 1.9: the same L2 model,
+        # without the two FutureWarnings every fit prints (they flood `embedkit tune`'s progress)
+        model.set_params(l1_ratios=(0.0,), use_legacy_attributes=False)
+    return model
 
+
+_NGRAMS = [(1, 1), (1, 2)]
 
 REPRESENTATIONS: dict[str, Entry] = {
     "tfidf": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, max_features=20000),
-                   "TF-IDF over words (sublinear tf, min_df=2, 20k terms), sparse"),
+                   "TF-IDF over words (sublinear tf, min_df=2, 20k terms), sparse",
+                   {"ngram_range": _NGRAMS, "sublinear_tf": [True, False]}, cost=0.5),
     "bow": Entry(step("TfidfEmbedder", weighting="count", min_df=2),
-                 "bag-of-words counts (min_df=2), sparse"),
+                 "bag-of-words counts (min_df=2), sparse", {"ngram_range": _NGRAMS}, cost=0.5),
     "lsa": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, n_components=200),
-                 "TF-IDF reduced to 200 dense dims by truncated SVD"),
+                 "TF-IDF reduced to 200 dense dims by truncated SVD",
+                 {"n_components": [100, 200, 300]}, cost=3),
     "word2vec": Entry(step("Word2VecEmbedder", sg=1, vector_size=100, epochs=5, min_count=2,
                            cache="memory"),
-                      "skip-gram Word2Vec trained on the fold, mean-pooled"),
+                      "skip-gram Word2Vec trained on the fold, mean-pooled",
+                      {"vector_size": [100, 200], "epochs": [5, 10]}, cost=4),
     "fasttext": Entry(step("FastTextEmbedder", sg=1, vector_size=100, epochs=5, min_count=2,
                            cache="memory"),
-                      "skip-gram FastText (char 3-6 grams) trained on the fold, mean-pooled"),
-    "glove": Entry(step("GloveEmbedder", cache="memory"), "pretrained GloVe 6B 50d, mean-pooled"),
+                      "skip-gram FastText (char 3-6 grams) trained on the fold, mean-pooled",
+                      {"vector_size": [100, 200], "epochs": [5, 10]}, cost=8),
+    "glove": Entry(step("GloveEmbedder", cache="memory"), "pretrained GloVe 6B 50d, mean-pooled",
+                   cost=1),
     "glove-sif": Entry(step("GloveEmbedder", pooling="sif", cache="memory"),
-                       "pretrained GloVe 6B 50d, SIF-weighted"),
+                       "pretrained GloVe 6B 50d, SIF-weighted", cost=1),
     "glove-seq": Entry(step("GloveEmbedder", output="sequence", max_length=256, cache="memory"),
-                       "pretrained GloVe 6B 50d word vectors (256 max)"),
+                       "pretrained GloVe 6B 50d word vectors (256 max)", cost=2),
     "doc2vec": Entry(step("Doc2VecEmbedder", dm=0, vector_size=100, epochs=20, min_count=2,
                           cache="memory"),
-                     "Doc2Vec PV-DBOW, 100 dims, trained on the fold"),
+                     "Doc2Vec PV-DBOW, 100 dims, trained on the fold",
+                     {"vector_size": [100, 200], "epochs": [20, 40]}, cost=6),
     "minilm": Entry(step("TransformerEmbedder", normalize=True, max_length=256, cache="memory"),
                     "frozen all-MiniLM-L6-v2, mean-pooled and L2-normalised as "
-                    "sentence-transformers encodes, 384 dims (cached)"),
+                    "sentence-transformers encodes, 384 dims (cached)", cost=40),
     "minilm-tokens": Entry(step("TransformerEmbedder", output="sequence", max_length=128,
                                 cache="memory"),
-                           "frozen MiniLM word-piece vectors (128 max)"),
+                           "frozen MiniLM word-piece vectors (128 max)", cost=35),
     "learned": Entry(step("TokenIndexer", min_count=2, max_length=400),
-                     "token ids; the head learns its embedding from scratch"),
-    "passthrough": Entry(_passthrough, "raw text, for heads that own their encoder"),
+                     "token ids; the head learns its embedding from scratch",
+                     {"min_count": [1, 2]}, cost=0.5),
+    "passthrough": Entry(_passthrough, "raw text, for heads that own their encoder", cost=0),
     "nbsvm": Entry(step("TfidfEmbedder", ngram_range=(1, 2), min_df=2, sublinear_tf=True,
                         log_count_ratio=True),
-                   "NBSVM: word 1-2 gram TF-IDF times NB log-count ratios (supervised), sparse"),
+                   "NBSVM: word 1-2 gram TF-IDF times NB log-count ratios (supervised), sparse",
+                   {"ngram_range": [(1, 2), (1, 3)], "nb_alpha": [0.5, 1.0]},
+                   cost=1),
     "nbsvm-char": Entry(step("TfidfEmbedder", ngram_range=(1, 2), char_ngram_range=(2, 5),
                              min_df=2, sublinear_tf=True, log_count_ratio=True),
-                        "NBSVM over word 1-2 grams + char 2-5 grams (supervised), sparse"),
+                        "NBSVM over word 1-2 grams + char 2-5 grams (supervised), sparse", cost=30),
 }
 
 HEADS: dict[str, Entry] = {
     "mlp": Entry(step("MLPClassifier", hidden_layer_sizes=(128,), epochs=10),
-                 "MLP, one hidden layer of 128, 10 epochs (torch/skorch)"),
+                 "MLP, one hidden layer of 128, 10 epochs (torch/skorch)",
+                 {"hidden_layer_sizes": [(128,), (256,)], "epochs": [10, 20]}, cost=20),
     "linear": Entry(step("MLPClassifier", hidden_layer_sizes=(), epochs=30, lr=3e-3),
-                    "softmax regression trained with skorch"),
+                    "softmax regression trained with skorch", {"lr": [1e-3, 3e-3]}, cost=10),
+    # no search space: the head picks C (and scaling of dense input) by its own inner CV
     "logreg": Entry(logreg_head, "logistic regression, C and scaling of dense input chosen "
-                                 "by inner 3-fold CV (LogisticRegressionHead)"),
+                                 "by inner 3-fold CV (LogisticRegressionHead)", cost=2),
     "conv": Entry(step("ConvClassifier", kernel_sizes=(2, 3, 4), filters=64, epochs=10),
-                  "Conv1D, kernels 2/3/4 x 64 filters, max over time"),
+                  "Conv1D, kernels 2/3/4 x 64 filters, max over time", {"filters": [64, 128]},
+                  cost=20),
     "rnn": Entry(step("RNNClassifier", cell="lstm", bidirectional=True, pooling="max", epochs=10),
-                 "bidirectional LSTM, max pooling over time"),
+                 "bidirectional LSTM, max pooling over time", {"hidden_size": [64, 128]},
+                 cost=40),
     "gru": Entry(step("RNNClassifier", cell="gru", pooling="last", epochs=10),
-                 "GRU acceptor (last step)"),
+                 "GRU acceptor (last step)", {"hidden_size": [64, 128]}, cost=30),
     "attention": Entry(step("AttentionClassifier", epochs=10),
-                       "attention pooling with a learned query + MLP"),
+                       "attention pooling with a learned query + MLP", {"epochs": [10, 20]},
+                       cost=15),
     "selfattention": Entry(step("SelfAttentionClassifier", num_layers=2, epochs=10),
-                           "2 Transformer encoder blocks, CLS pooling"),
+                           "2 Transformer encoder blocks, CLS pooling", {"num_layers": [1, 2]},
+                           cost=40),
     "finetune": Entry(step("TransformerClassifier", fine_tune="full", epochs=2, max_length=128),
-                      "MiniLM fine-tuned end to end, 2 epochs (slow on CPU)"),
+                      "MiniLM fine-tuned end to end, 2 epochs (slow on CPU)",
+                      {"lr": [3e-5, 5e-5]}, cost=75),
     "finetune-short": Entry(step("TransformerClassifier", fine_tune="last_k", k=6, lr=1e-4,
                                  batch_size=32, epochs=2, max_length=64),
                             "MiniLM fine-tuned for short texts: 2 epochs, batch 32, lr 1e-4, "
-                            "its six blocks trained, word embeddings frozen"),
-    "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling"),
+                            "its six blocks trained, word embeddings frozen",
+                            {"lr": [5e-5, 1e-4]}, cost=40),
+    "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling", cost=2),
     "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
-                   "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)"),
+                   "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)",
+                   cost=70),
     "vote-finetune": Entry(step("EnsembleClassifier", method="vote",
                                 members=("passthrough:finetune-short", "nbsvm-char:logreg-cv",
                                          "minilm:logreg-cv")),
                            "mean probability of fine-tuned MiniLM, NBSVM (+char) + LR and "
-                           "MiniLM + LR (one fine-tuning; slow on CPU)"),
+                           "MiniLM + LR (one fine-tuning; slow on CPU)", cost=120),
 }
 
 #: what `embedkit compare` runs when no selection is given
@@ -703,7 +738,7 @@ class Experiment:
             entry = where[name]
             factory = functools.partial(_configured, entry.factory, values, name)
             factory()  # checks the values now
-            where[name] = Entry(factory, entry.about)
+            where[name] = dataclasses.replace(entry, factory=factory)
         return Experiment(self.pairs, reps, heads, self.about)
 
 

@@ -204,12 +204,7 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
         source = str(resource_path(model))
     elif Path(model).expanduser().exists():
         source = str(Path(model).expanduser().resolve())
-        if not any(Path(source).glob("*.safetensors")):
-            raise ResourceNotFound(
-                f"{source} has no .safetensors weights; embedkit does not unpickle .bin weights. "
-                "Convert them once with transformers: AutoModel.from_pretrained(path)"
-                ".save_pretrained(path, safe_serialization=True)."
-            )
+        _check_model_folder(Path(source))
     elif _looks_like_path(model):
         raise ResourceNotFound(
             f"model folder {model!r} does not exist. Pass an existing Hugging Face model folder "
@@ -232,7 +227,15 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
                     raise
                 tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
                 encoder = AutoModel.from_pretrained(source, use_safetensors=True, **kwargs)
-    except OSError as err:
+    except Exception as err:  # transformers raises assorted errors on bad folders
+        if local:
+            raise ValueError(
+                f"could not load the model folder {source} ({type(err).__name__}: "
+                f"{str(err).splitlines()[0][:300]}). It must hold a Hugging Face model saved with "
+                "save_pretrained: config.json, *.safetensors weights and tokenizer files."
+            ) from None
+        if not isinstance(err, OSError):
+            raise
         raise ResourceNotFound(
             f"could not load transformer {model!r}: it is not a named resource ({known}), not a "
             f"local folder, and the Hugging Face hub cannot serve it here "
@@ -241,7 +244,57 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
             "packaged MiniLM (model='all-minilm-l6-v2')."
         ) from None
     encoder.eval()
+    _check_finite_weights(encoder, source)
     return tokenizer, encoder, source
+
+
+def _check_finite_weights(encoder, source: str) -> None:
+    """A ValueError naming the model when its weights hold NaN or infinity (a damaged file whose
+    header is intact), instead of NaN vectors later. One pass over the weights (milliseconds)."""
+    import torch
+
+    with torch.no_grad():  # one pass per tensor: NaN and infinity survive a sum
+        names, sums = zip(*((name, p.sum()) for name, p in encoder.named_parameters()))
+        finite = torch.isfinite(torch.stack(sums).float())
+    bad = [name for name, ok in zip(names, finite.tolist()) if not ok]
+    if bad:
+        raise ValueError(f"the weights of {source} hold NaN or infinity ({len(bad)} tensor(s), e.g. "
+                         f"{bad[0]}): the weights file is damaged; download or save the model again.")
+
+
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model",
+                    "sentencepiece.bpe.model", "tokenizer.model")
+
+
+def _check_model_folder(folder: Path) -> None:
+    """A ResourceNotFound naming what a local model folder lacks, or the weights file that is
+    corrupt, before transformers fails on it with an unrelated message."""
+    fix = ("A model folder is what save_pretrained writes: config.json, *.safetensors weights and "
+           "the tokenizer's files (tokenizer.json or vocab.txt, ...).")
+    weights = sorted(folder.glob("*.safetensors"))
+    if not weights:
+        raise ResourceNotFound(
+            f"{folder} has no .safetensors weights; embedkit does not unpickle .bin weights. "
+            "Convert them once with transformers: AutoModel.from_pretrained(path)"
+            ".save_pretrained(path, safe_serialization=True)."
+        )
+    if not (folder / "config.json").is_file():
+        raise ResourceNotFound(f"{folder} has no config.json, so it is not a Hugging Face model "
+                               f"folder. {fix}")
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise ResourceNotFound(f"{folder} has no tokenizer files (none of "
+                               f"{', '.join(_TOKENIZER_FILES)}). {fix}")
+    from safetensors import safe_open
+
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="numpy"):
+                pass  # reads and checks the header: enough to catch a corrupt or truncated file
+        except Exception as err:  # noqa: BLE001 - safetensors raises its own error type
+            raise ValueError(
+                f"the weights file {path} is corrupt or truncated ({err}); download or save the "
+                "model again."
+            ) from None
 
 
 def _looks_like_path(model: str) -> bool:

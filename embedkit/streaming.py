@@ -13,7 +13,9 @@ partition to a float32 frame) and `atomic_path` (a file appears whole or not at 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
+import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,15 +26,17 @@ import scipy.sparse as sp
 
 from .io import read_chunks
 
-__all__ = ["atomic_path", "embed_file", "encode_frame", "keep_columns", "output_columns"]
+__all__ = ["FrameWriter", "atomic_path", "embed_file", "encode_frame", "keep_columns", "output_columns"]
 
 
 @contextlib.contextmanager
 def atomic_path(path) -> Iterator[Path]:
     """A hidden temporary path next to ``path``, renamed to ``path`` when the block succeeds.
 
-    Readers see the whole file or none: on an error (or a crash) the temporary file is
-    removed and ``path`` is left as it was. The temporary name is ``.{name}.{random}.tmp``.
+    Readers see the whole file (or folder) or none: on an error (or a crash) the temporary file
+    or folder is removed and ``path`` is left as it was. The temporary name is
+    ``.{name}.{random}.tmp``; the block creates the file or folder there. A folder replacing an
+    existing folder moves the old one aside first and removes it after the rename.
 
     Examples
     --------
@@ -47,10 +51,92 @@ def atomic_path(path) -> Iterator[Path]:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         yield tmp
-        os.replace(tmp, path)  # atomic on POSIX
+        if tmp.is_dir() and path.is_dir() and not path.is_symlink():
+            old = path.with_name(f".{path.name}.{uuid.uuid4().hex}.old")
+            os.replace(path, old)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(old, path)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)  # atomic on POSIX
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+class FrameWriter:
+    """Append pandas frames to one CSV/TSV/JSON Lines/parquet file that appears whole or not at all.
+
+    A context manager: frames are written to a temporary file next to ``path`` (`atomic_path`)
+    and it is renamed to ``path`` when the block ends without error. Parquet gets one row group
+    per frame (later frames are cast to the first one's schema); CSV/TSV get the header once
+    (``.gz`` names are gzip-compressed).
+
+    Parameters
+    ----------
+    path : str or Path
+    kind : {"csv", "tsv", "jsonl", "parquet"}, optional
+        Defaults to the format of ``path``'s name (`embedkit.io.file_format`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "rows.csv"
+    >>> with FrameWriter(out) as writer:
+    ...     writer.write(pd.DataFrame({"a": [1, 2]}))
+    ...     writer.write(pd.DataFrame({"a": [3]}))
+    >>> pd.read_csv(out)["a"].tolist()
+    [1, 2, 3]
+    """
+
+    def __init__(self, path, kind: str | None = None):
+        from .io import file_format
+
+        self.path = Path(path)
+        self.kind = kind or file_format(self.path)
+        self._stack = contextlib.ExitStack()
+        self._handle = self._parquet = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = self._stack.enter_context(atomic_path(self.path))
+        return self
+
+    def write(self, frame: pd.DataFrame) -> None:
+        """Append the rows of ``frame`` (its index is not written)."""
+        if self.kind == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self._tmp, table.schema)
+                self._stack.callback(self._parquet.close)
+            elif table.schema != self._parquet.schema:
+                table = table.cast(self._parquet.schema)
+            self._parquet.write_table(table)
+            return
+        first = self._handle is None
+        if first:
+            opener = gzip.open if self.path.name.lower().endswith(".gz") else open
+            self._handle = self._stack.enter_context(
+                opener(self._tmp, "wt", encoding="utf-8", newline=""))
+        if self.kind == "jsonl":
+            if len(frame):
+                text = frame.to_json(orient="records", lines=True, force_ascii=False)
+                self._handle.write(text if text.endswith("\n") else text + "\n")
+        else:
+            frame.to_csv(self._handle, sep="\t" if self.kind == "tsv" else ",", index=False,
+                         header=first)
+
+    def __exit__(self, *exc) -> bool:
+        return self._stack.__exit__(*exc)
 
 
 def _sparse_message(model, dim: int) -> str:
@@ -195,8 +281,6 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
     >>> pd.read_parquet(f"{folder}/out.parquet").columns.tolist()
     ['id', 'lsa0', 'lsa1']
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     from tqdm.auto import tqdm
 
     if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
@@ -204,29 +288,16 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
     names = output_columns(representation, densify)
     keep = keep_columns(keep, text_column, names)
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
     rows = chunks = 0
-    with (atomic_path(out_path) as tmp,
+    with (FrameWriter(out_path, "parquet") as writer,
           tqdm(unit="docs", desc=f"embedding {Path(in_path).name}", disable=not progress) as bar):
-        writer = None
-        try:
-            for chunk in read_chunks(in_path, [text_column, *keep], chunk_size):
-                frame = encode_frame(chunk[text_column], representation, names, densify,
-                                     chunk[keep], f"rows {rows}-{rows + len(chunk) - 1}")
-                table = pa.Table.from_pandas(frame, preserve_index=False)
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, table.schema)
-                elif table.schema != writer.schema:
-                    table = table.cast(writer.schema)
-                writer.write_table(table)
-                rows += len(chunk)
-                chunks += 1
-                bar.update(len(chunk))
-            if writer is None:  # an empty input still gets a valid, empty output
-                empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in keep})
-                empty = pd.concat([empty, pd.DataFrame({c: np.float32([]) for c in names})], axis=1)
-                writer = pq.ParquetWriter(tmp, pa.Table.from_pandas(empty, preserve_index=False).schema)
-        finally:
-            if writer is not None:
-                writer.close()
+        for chunk in read_chunks(in_path, [text_column, *keep], chunk_size):
+            writer.write(encode_frame(chunk[text_column], representation, names, densify,
+                                      chunk[keep], f"rows {rows}-{rows + len(chunk) - 1}"))
+            rows += len(chunk)
+            chunks += 1
+            bar.update(len(chunk))
+        if not chunks:  # an empty input still gets a valid, empty output
+            empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in keep})
+            writer.write(pd.concat([empty, pd.DataFrame({c: np.float32([]) for c in names})], axis=1))
     return {"path": str(out_path), "rows": rows, "chunks": chunks, "dim": len(names)}

@@ -36,6 +36,7 @@ import gzip
 import itertools
 import os
 import re
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -92,6 +93,9 @@ class WordVectors:
         self.subwords = subwords
         self.source = source
         self.index = index if index is not None else dict(zip(self.words, range(len(self.words))))
+        if len(self.index) != len(self.words):
+            raise ValueError(f"{len(self.words) - len(self.index)} word(s) appear more than once, "
+                             f"e.g. {_first_duplicate(self.words)[1]!r}; each word needs one vector.")
         self._kv = None
 
     @classmethod
@@ -237,7 +241,23 @@ class WordVectors:
         """Cosine similarity of two words."""
         return float(self._known([w1, w2]).similarity(w1, w2))
 
-    # -- pickling -------------------------------------------------------------------------------
+    # -- pickling and model folders -------------------------------------------------------------
+    def _to_state(self, folder) -> dict:
+        """State for `embedkit.save`: a named resource by its name (loaded again at `load`, never
+        copied), any other store by value (words, vectors, n-gram vectors)."""
+        from .resources import RESOURCES
+
+        if self.source is not None and str(self.source[0]) in RESOURCES:
+            return {"resource": str(self.source[0]), "format": self.source[1]}
+        return {"words": self.words, "vectors": np.asarray(self.vectors), "subwords": self.subwords}
+
+    @classmethod
+    def _from_state(cls, state: dict, folder) -> WordVectors:
+        """Inverse of `_to_state`."""
+        if "resource" in state:
+            return load_word_vectors(state["resource"], state["format"])
+        return cls(state["words"], state["vectors"], state["subwords"])
+
     def __reduce__(self):
         if self.source is not None:
             return (load_word_vectors, self.source)
@@ -412,6 +432,7 @@ def _load_npy(path: Path) -> WordVectors:
             f"mismatched dimensions: {npys[0]} has shape {vectors.shape} but {vocab} lists "
             f"{len(words)} words; they must match row for row."
         )
+    words, vectors = _keep_first(vocab, words, vectors, first_line=1)
     return WordVectors(words, vectors)
 
 
@@ -446,8 +467,16 @@ def _read_line(path: Path, number: int) -> str:
     try:
         with _open_text(path) as fh:
             return next(itertools.islice(fh, number - 1, number), "")
-    except (UnicodeDecodeError, OSError, EOFError) as err:
+    except UnicodeDecodeError as err:
         raise ValueError(f"{path}: line {number}: cannot be read as UTF-8 text ({err}).") from None
+    except (EOFError, zlib.error, OSError) as err:
+        raise _damaged(path, err) from None
+
+
+def _damaged(path: Path, err: BaseException) -> ValueError:
+    """The error for a file that ends early or fails to decompress."""
+    return ValueError(f"{path}: the file is truncated or damaged ({type(err).__name__}: {err}); "
+                      "download or write it again.")
 
 
 def _load_text(path: Path, kind: str) -> WordVectors:
@@ -482,6 +511,8 @@ def _load_text(path: Path, kind: str) -> WordVectors:
                 na_filter=False, keep_default_na=False, engine="c", dtype={0: object},
                 names=list(range(dim + 2)), index_col=False, encoding="utf-8",
             )
+    except (EOFError, zlib.error, OSError) as err:  # a truncated or damaged .gz / .bz2 file
+        raise _damaged(path, err) from None
     except pd.errors.ParserError as err:
         m = re.search(r"line (\d+), saw (\d+)", str(err))
         where = f"line {m.group(1)}" if m else "a line"
@@ -527,7 +558,37 @@ def _load_text(path: Path, kind: str) -> WordVectors:
                          f"file has {len(words)}.")
     if not words:
         raise ValueError(f"{path}: no word vectors found.")
+    words, values = _keep_first(path, words, values, first_line=skip + 1)
     return WordVectors(words, values)
+
+
+def _first_duplicate(words: list[str]) -> tuple[int, str]:
+    """Position and word of the first repeated word (-1, "" when none)."""
+    seen = set()
+    for i, w in enumerate(words):
+        if w in seen:
+            return i, w
+        seen.add(w)
+    return -1, ""
+
+
+def _keep_first(path: Path, words: list[str], vectors: np.ndarray, first_line: int):
+    """Drop repeated words, keeping each word's first vector (as gensim does), with a warning
+    that names the file and the first repeat's lines."""
+    import warnings
+
+    import pandas as pd
+
+    repeated = pd.Series(words, dtype=object).duplicated(keep="first").to_numpy()
+    if not repeated.any():
+        return words, vectors
+    i, word = _first_duplicate(words)
+    first = words.index(word)
+    warnings.warn(f"{path}: {int(repeated.sum())} word(s) appear more than once, e.g. {word!r} on "
+                  f"line {i + first_line} (first on line {first + first_line}); kept the first "
+                  "vector of each, as gensim does.", UserWarning, stacklevel=2)
+    keep = np.flatnonzero(~repeated)
+    return [words[k] for k in keep], np.ascontiguousarray(vectors[keep])
 
 
 # ---------------------------------------------------------------------------------------

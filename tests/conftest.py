@@ -93,3 +93,20 @@ def _torch_threads():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The hostile-input suite's counts per estimator, when it ran."""
+    import sys
+
+    hostile = sys.modules.get("test_hostile") or sys.modules.get("tests.test_hostile")
+    stats = getattr(hostile, "STATS", None)
+    if not stats:
+        return
+    keys = ("cases", "finite outputs", "clear errors", "unexpected")
+    terminalreporter.section("hostile-input cases per estimator")
+    terminalreporter.write_line(f"{'estimator':<26}" + "".join(f"{k:>16}" for k in keys))
+    for name in sorted(stats):
+        terminalreporter.write_line(f"{name:<26}" + "".join(f"{stats[name][k]:>16}" for k in keys))
+    total = {k: sum(s[k] for s in stats.values()) for k in keys}
+    terminalreporter.write_line(f"{'total':<26}" + "".join(f"{total[k]:>16}" for k in keys))

@@ -58,14 +58,19 @@ def test_cli_compare_quick_end_to_end(tmp_path):
     (["-r", "glove-seqs"], "unknown representation 'glove-seqs'. Did you mean 'glove-seq'?"),
     (["-H", "lstm"], "unknown head 'lstm'."),
     (["-r", "tfidf", "-H", "mlp", "-p", "head.epoch=3"], "Did you mean 'epochs'?"),
-    (["-r", "tfidf", "-H", "logreg", "-p", "logreg.scale=maybe"], "'scale' parameter"),
+    (["-r", "tfidf", "-H", "logreg", "-p", "logreg.scale=maybe"],
+     "LogisticRegressionHead(scale='maybe'): scale must be"),
+    (["-r", "tfidf", "-H", "mlp", "-p", "head.epochs=-1"],
+     "mlp: MLPClassifier(epochs=-1): epochs must be an int in the range [1, inf)"),
+    (["-r", "glove", "-H", "logreg", "-p", "pooling=sif2"],
+     "pooling must be one of 'max', 'mean', 'sif', 'sum', 'tfidf'. Did you mean 'sif'?"),
     (["-r", "tfidf", "-p", "epochs"], "-p 'epochs': write [step.]name=value"),
     (["-r", "tfidf", "--metric", "acuracy"], "unknown metric 'acuracy'. Did you mean 'accuracy'?"),
     (["-r", "tfidf", "--holdout", "1.5"], "error: --holdout 1.5; use a fraction between 0 and 1"),
     (["-d", "bbc-nws"], "unknown dataset 'bbc-nws'. Did you mean 'bbc-news'?"),
     (["-d", "trec", "-r", "tfidf", "--metric", "f1"], "this dataset has 6 classes. Use f1_macro"),
-    (["-r", "tfidf", "-e", "course_comparison"], ("either an experiment (-e) or a representation/head "
-                                                 "selection (-r/-H)")),
+    (["-r", "tfidf", "-e", "course_comparison"],
+     "either an experiment (-e) or a representation/head selection (-r/-H)"),
 ])
 def test_cli_compare_errors_speak_in_flags_and_suggest(tmp_path, args, message):
     out = tmp_path / "report"
@@ -78,7 +83,7 @@ def test_cli_compare_errors_speak_in_flags_and_suggest(tmp_path, args, message):
 
 def test_help_on_every_command():
     commands = [[], ["compare"], ["embed"], ["cache"], ["cache", "info"], ["cache", "clear"],
-                ["neighbors"], ["analogy"], ["datasets"]]
+                ["neighbors"], ["analogy"], ["datasets"], ["predict"]]
     for command in commands:
         for flag in ("-h", "--help"):
             result = run(*command, flag)

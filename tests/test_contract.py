@@ -3,12 +3,17 @@
 Representations and heads are discovered from the packages' ``__all__``, so a new component
 is checked as soon as it is exported. Text-input representations get scikit-learn's data-free
 checks by name plus the input contract; heads that take numeric 2-D input get scikit-learn's
-full `parametrize_with_checks`, sequence-only heads the data-free checks plus their own inputs.
+full `parametrize_with_checks`, sequence-only heads the data-free checks plus the checks of
+`check_estimator` that matter, run on `Sequences` input. Every constructor parameter has an entry
+in its class's parameter table, and every value just past an entry's edges (generated from the
+table, so a new parameter is covered as soon as it is declared) fails at the start of ``fit``.
 """
 
 from __future__ import annotations
 
 import pickle
+import re
+import traceback
 
 import numpy as np
 import pandas as pd
@@ -25,6 +30,7 @@ from sklearn.utils.estimator_checks import (
 
 import embedkit.heads
 import embedkit.representations
+from embedkit._params import InvalidParameterError, invalid_values, validate_params
 from embedkit.base import Representation
 from embedkit.sequences import Sequences, TokenIds
 
@@ -152,6 +158,24 @@ def test_representation_bad_input(cls, fitted, sentences):
         est.transform([b"bytes", "text", 3])
     with pytest.raises(ValueError, match="2 columns"):
         est.transform(pd.DataFrame({"a": ["x"], "b": ["y"]}))
+    # a lone surrogate is not Unicode text: refused by validation, naming the row
+    with pytest.raises(ValueError, match=r"not valid Unicode .* at positions 1\. "):
+        est.transform(["fine", "lone \ud800 here"])
+    with pytest.raises(ValueError, match=r"at positions 0\. "):
+        clone(est).fit(["lone \udfff here"] + sentences)
+
+
+@pytest.mark.parametrize("cls,output", rep_outputs, ids=rep_output_ids)
+def test_representation_empty_input(cls, output, fitted):
+    """No documents in, no rows out, in the same form and width as any other transform."""
+    est = fitted(cls, output)
+    out = est.transform([])
+    values, lengths = _as_array(out)
+    assert values.shape[0] == 0 and type(out) is type(est.transform(["a cat"]))
+    if output == "pooled":
+        assert values.shape == (0, est.dim_)
+    else:
+        assert lengths.shape == (0,)
 
 
 @pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)
@@ -169,11 +193,70 @@ def test_representation_accepts_containers(cls, fitted, sentences):
 @pytest.mark.parametrize("cls", REPRESENTATIONS, ids=rep_ids)
 def test_representation_unavailable_output_named(cls, sentences):
     missing = [o for o in ("pooled", "sequence", "ids") if o not in cls._outputs]
+    allowed = ", ".join(repr(o) for o in sorted(cls._outputs))
     for output in missing:
-        with pytest.raises(ValueError, match=rf"output='{output}'.*supports"):
+        with pytest.raises(ValueError, match=rf"output='{output}'\): output must be one of "
+                                             rf"{allowed}\. {re.escape(cls._outputs_note[:20])}"):
             _make(cls, output=output).fit(sentences)
     with pytest.raises(ValueError, match="output='nonsense'"):
         _make(cls, output="nonsense").fit(sentences)
+    # the table's entry for output lists exactly the forms the class declares
+    assert cls._parameter_constraints["output"][0].options == set(cls._outputs)
+
+
+# ---------------------------------------------------------------- the parameter table
+ESTIMATORS = REPRESENTATIONS + HEADS
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=[c.__name__ for c in ESTIMATORS])
+def test_every_parameter_has_one_table_entry(cls):
+    """The table lists exactly the constructor's parameters, and the defaults satisfy it."""
+    params = cls().get_params(deep=False)
+    assert set(cls._parameter_constraints) == set(params)
+    for rule in getattr(cls, "_parameter_rules", ()):  # optional
+        assert set(rule.names) <= set(params) and rule.bad
+    validate_params(cls())
+
+
+def _bad_values(cls):
+    """(parameter overrides, name, value): every value just past an entry's edges, and each
+    rule's counterexample."""
+    out = []
+    for name, entry in cls._parameter_constraints.items():
+        out += [({name: value}, name, value) for value in invalid_values(entry)]
+    for rule in getattr(cls, "_parameter_rules", ()):  # optional
+        out.append((dict(rule.bad), rule.names[0], rule.bad[rule.names[0]]))
+    return out
+
+
+BAD = [(cls, params, name, value) for cls in ESTIMATORS for params, name, value in _bad_values(cls)]
+
+
+def _fit_data(cls):
+    """Small data of the kind ``cls`` fits on."""
+    docs = ["the cat sat on the mat", "the dog sat on the log"] * 3
+    if cls in REPRESENTATIONS:
+        return (docs,)
+    y = [0, 1] * 3
+    if "text" in cls._accepts:
+        return docs, y
+    if "pooled" in cls._accepts:
+        return np.ones((6, 3)), y
+    return _toy_sequences(n=6)[0], y
+
+
+@pytest.mark.parametrize("cls, params, name, value", BAD,
+                         ids=[f"{c.__name__}-{n}={v!r}" for c, _, n, v in BAD])
+def test_a_value_past_the_edge_fails_before_any_fitting(cls, params, name, value):
+    est = cls(**params)
+    with pytest.raises(InvalidParameterError) as err:
+        est.fit(*_fit_data(cls))
+    message = str(err.value)
+    assert message.startswith(f"{cls.__name__}(") and f"{name}={value!r}" in message
+    assert any(word in message for word in (" must ", " use ", "Did you mean"))  # what is allowed
+    # raised by the table check itself, the first thing fit does: nothing was fitted
+    assert traceback.extract_tb(err.value.__traceback__)[-1].filename.endswith("_params.py")
+    assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]
 
 
 # ---------------------------------------------------------------------------- heads
@@ -212,6 +295,52 @@ def test_head_data_free_and_sequence_pickle(cls):
     if hasattr(est, "predict_proba"):
         np.testing.assert_allclose(again.predict_proba(X), est.predict_proba(X), atol=1e-6)
         assert np.isfinite(est.predict_proba(X)).all()
+
+
+def _predictions(est, X):
+    return est.predict_proba(X) if hasattr(est, "predict_proba") else est.predict(X)
+
+
+@pytest.mark.parametrize("cls", SEQUENCE_HEADS, ids=[c.__name__ for c in SEQUENCE_HEADS])
+def test_sequence_head_sklearn_checks_on_sequences(cls, tmp_path):
+    """The checks of `check_estimator` that matter, on the input these heads take (`Sequences`;
+    they refuse 2-D arrays by design): fit idempotence, subset and sample-order invariance,
+    read-only memory-mapped input, float32 / float64 / int input, ``n_features_in_``, no
+    parameter overwritten by fit, no public attribute set without a trailing underscore."""
+    X, y = _toy_sequences(n=40, T=6, d=4)
+    if getattr(cls(), "_estimator_type", "") == "regressor":
+        y = y.astype(float) + X.values.mean(axis=(1, 2))
+    est = _make(cls, epochs=3)
+    before = est.get_params(deep=False)
+    public = {k for k in vars(est) if not k.startswith("_")}
+    est.fit(X, y)
+    ref = _predictions(est, X)
+    assert np.isfinite(ref).all()
+    # no parameter overwritten, no public attribute without a trailing "_"
+    after = est.get_params(deep=False)
+    assert all(after[k] is v or after[k] == v for k, v in before.items())
+    assert not [k for k in vars(est) if not k.startswith("_") and not k.endswith("_")
+                and k not in public]
+    assert est.n_features_in_ == 4
+    # idempotent: a second fit gives the same model
+    np.testing.assert_array_equal(_predictions(est.fit(X, y), X), ref)
+    # subset and sample-order invariance
+    np.testing.assert_allclose(_predictions(est, X[:7]), ref[:7], rtol=1e-6, atol=1e-6)
+    order = np.random.default_rng(1).permutation(len(X))
+    np.testing.assert_allclose(_predictions(est, X[order]), ref[order], rtol=1e-6, atol=1e-6)
+    # float64 and integer vectors are accepted (as float32)
+    as64 = Sequences(X.values.astype(np.float64), X.lengths)
+    np.testing.assert_array_equal(_predictions(clone(est).fit(as64, y), as64), ref)
+    ints = Sequences(np.rint(X.values * 3).astype(np.int64), X.lengths)
+    assert np.isfinite(_predictions(clone(est).fit(ints, y), ints)).all()
+    # read-only memory-mapped input: fit and predict never write into it
+    path = tmp_path / "values.npy"
+    np.save(path, X.values)
+    mapped = Sequences(np.load(path, mmap_mode="r"), X.lengths)
+    assert not mapped.values.flags.writeable
+    np.testing.assert_array_equal(_predictions(clone(est).fit(mapped, y), mapped), ref)
+    # pickling keeps the predictions
+    np.testing.assert_array_equal(_predictions(pickle.loads(pickle.dumps(est)), X), ref)
 
 
 @pytest.mark.parametrize("cls", SEQUENCE_HEADS, ids=[c.__name__ for c in SEQUENCE_HEADS])

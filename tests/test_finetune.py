@@ -40,10 +40,11 @@ def fitted():
 
 @pytest.fixture(scope="session")
 def untrained():
-    """Same seed, frozen encoder and zero learning rates: the untrained head on raw MiniLM;
-    pandas categorical labels."""
+    """Same seed, frozen encoder and learning rates too small to move the head (a rate must be
+    > 0): the untrained head on raw MiniLM; pandas categorical labels."""
     y = pd.Series(pd.Categorical(LABELS))
-    return TransformerClassifier(fine_tune="none", epochs=1, lr=0.0, head_lr=0.0, **SMALL).fit(DOCS, y)
+    return TransformerClassifier(fine_tune="none", epochs=1, lr=1e-12, head_lr=1e-12,
+                                 **SMALL).fit(DOCS, y)
 
 
 @pytest.fixture(scope="session")

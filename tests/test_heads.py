@@ -300,7 +300,7 @@ def test_frozen_pretrained_embedding_stays_fixed(labels):
 
 
 @pytest.mark.parametrize("head, match", [
-    (ConvClassifier(pooling="attention"), "pooling='attention' is not supported"),
+    (ConvClassifier(pooling="attention"), r"pooling='attention'\): pooling must be one of 'max', 'mean'"),
     (ConvClassifier(kernel_sizes=()), "kernel_sizes"),
     (RNNClassifier(cell="transformer"), "cell="),
     (RNNClassifier(pooling="cls"), "pooling="),

@@ -91,7 +91,7 @@ def test_empty_vocabulary_after_min_count_is_a_clear_error():
 @pytest.mark.parametrize("params, match", [(dict(min_count=0), "min_count=0"),
                                            (dict(max_vocab=0), "max_vocab=0"),
                                            (dict(max_length=-1), "max_length=-1"),
-                                           (dict(pretrained="glove-6b-500d"), "not a known name"),
+                                           (dict(pretrained="glove-6b-500d"), "Did you mean 'glove-6b-50d'"),
                                            (dict(pretrained=7), "pretrained=7"),
                                            (dict(output="pooled"), "output='pooled'")])
 def test_bad_params_name_the_parameter(params, match):

@@ -178,6 +178,47 @@ def test_missing_model_names_what_to_install(monkeypatch):
         TransformerEmbedder(model="./no/such/model/folder").fit(["x"])
 
 
+def _model_folder(tmp_path, weights: bytes | None = None, config=True, tokenizer=True):
+    """A copy of the packaged MiniLM's small files, with the given weights file content."""
+    import shutil
+
+    src, folder = resource_path("all-minilm-l6-v2"), tmp_path / "model"
+    folder.mkdir(parents=True)
+    for name in (["config.json"] if config else []) + (
+            ["tokenizer.json", "tokenizer_config.json", "vocab.txt"] if tokenizer else []):
+        shutil.copy(src / name, folder / name)
+    if weights is None:
+        shutil.copy(src / "model.safetensors", folder / "model.safetensors")
+    else:
+        (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+def test_a_broken_model_folder_names_what_is_wrong(tmp_path):
+    """Formerly: a folder of junk suggested installing sentencepiece, a corrupt weights file
+    named no file. Each problem is named, with the folder or file."""
+    real = (resource_path("all-minilm-l6-v2") / "model.safetensors").read_bytes()
+    cases = [
+        ({"weights": b"junk" * 100, "config": False, "tokenizer": False}, ResourceNotFound,
+         r"model has no config.json, so it is not a Hugging Face model folder"),
+        ({"tokenizer": False}, ResourceNotFound, r"model has no tokenizer files"),
+        ({"weights": b"junk" * 100}, ValueError,
+         r"the weights file .*model.safetensors is corrupt or truncated"),
+        ({"weights": real[: len(real) // 3]}, ValueError,  # truncated download
+         r"the weights file .*model.safetensors is corrupt or truncated .*incomplete metadata"),
+    ]
+    for i, (kwargs, error, match) in enumerate(cases):
+        folder = _model_folder(tmp_path / str(i), **kwargs)
+        with pytest.raises(error, match=match):
+            TransformerEmbedder(model=str(folder)).fit(["x"])
+    # weights whose header is intact but whose values are damaged (NaN): named, never NaN vectors
+    middle = len(real) // 2  # inside the encoder's weights, far from the header
+    damaged = real[:middle] + b"\xff" * 4096 + real[middle + 4096:]
+    folder = _model_folder(tmp_path / "nan", weights=damaged)
+    with pytest.raises(ValueError, match=r"weights of .*nan/model hold NaN or infinity"):
+        TransformerEmbedder(model=str(folder)).fit(["x"])
+
+
 def test_forward_counter_and_verbose(minilm, capsys):
     import collections
 

@@ -175,6 +175,37 @@ def test_bad_vectors_file_names_file_and_line(tmp_path, content, line, what):
     assert what in str(err.value)
 
 
+def test_a_repeated_word_keeps_its_first_vector_with_a_warning(tmp_path):
+    """Formerly the last line won, silently. Now, as gensim does, the first wins and a warning
+    names the file and both lines; text files and .npy folders alike."""
+    path = tmp_path / "dup.txt"
+    path.write_text("a 1.0 2.0\nb 3.0 4.0\na 5.0 6.0\nc 7.0 8.0\nb 0.0 0.0\n")
+    with pytest.warns(UserWarning, match=r"dup.txt: 2 word\(s\) appear more than once, e.g. 'a' on "
+                                         r"line 3 \(first on line 1\); kept the first"):
+        wv = load_word_vectors(path)
+    assert wv.words == ["a", "b", "c"]
+    np.testing.assert_array_equal(wv.vectors, [[1, 2], [3, 4], [7, 8]])
+    np.save(tmp_path / "m.npy", np.arange(6, dtype=np.float32).reshape(3, 2))
+    (tmp_path / "m_vocab.txt").write_text("x\ny\nx\n")
+    with pytest.warns(UserWarning, match=r"'x' on line 3 \(first on line 1\)"):
+        folder = load_word_vectors(tmp_path / "m.npy")
+    assert folder.words == ["x", "y"] and folder.vectors.tolist() == [[0, 1], [2, 3]]
+    with pytest.raises(ValueError, match="1 word\\(s\\) appear more than once, e.g. 'a'"):
+        WordVectors(["a", "b", "a"], np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("opener, suffix", [(gzip.open, ".gz"), (bz2.open, ".bz2")])
+def test_truncated_compressed_file_names_the_file(tmp_path, write_glove_text, opener, suffix):
+    words = [f"w{i}" for i in range(3000)]
+    vectors = np.random.default_rng(0).normal(size=(3000, 8))
+    full = write_glove_text(tmp_path / f"full.txt{suffix}", words, vectors, opener)
+    cut = tmp_path / f"cut.txt{suffix}"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
+    with pytest.raises(ValueError, match=rf"cut.txt\{suffix}: the file is truncated or damaged "
+                                         r"\(EOFError"):
+        load_word_vectors(cut)
+
+
 def test_unknown_resource_and_missing_file_errors():
     with pytest.raises(ValueError, match="glove-6b-50d.*pip install"):
         load_word_vectors("glove-840b")

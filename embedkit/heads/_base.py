@@ -1,30 +1,47 @@
 """The head contract: `NeuralHead`, the skorch training assembly every head shares, and the
 classifier / regressor mixins.
 
-``NeuralHead.fit`` is a template: it validates the input and targets, seeds, splits off the
-validation rows, assembles skorch's ``NeuralNet`` and trains it. A head customises hooks
-(``_build_module``, ``_dataset``, ``_train_iterator``, ``_optimizer``, ``_callbacks``,
-``_valid_scoring``, ``_net_class``, ``_fitted``), never ``fit`` itself. torch and skorch are
-imported inside the methods that need them.
+``NeuralHead.fit`` is a template: it checks the parameters against the class's table (before
+anything else), validates the input and targets, seeds, splits off the validation rows,
+assembles skorch's ``NeuralNet``, trains it and checks the training did not diverge. A head
+customises hooks (``_build_module``, ``_dataset``, ``_train_iterator``, ``_optimizer``,
+``_callbacks``, ``_valid_scoring``, ``_net_class``, ``_fitted``), never ``fit`` itself. torch
+and skorch are imported inside the methods that need them.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from .._params import (
+    SEED,
+    Device,
+    Interval,
+    RealNotInt,
+    StrOptions,
+    positive_int,
+    validate_params,
+)
 from ..base import CheckedKeywords, progress_bars
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 
-__all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin"]
+__all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin", "encode_class_labels"]
 
 _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad"}
+
+#: learning rates: above 1 no optimizer here trains (Adam's default is 1e-3, SGD's usual range
+#: 0.01-0.5), so a larger value is a typo (1e6 for 1e-6); within the range a training run whose
+#: loss or weights stop being finite is reported by the divergence check in `NeuralHead.fit`.
+LEARNING_RATE = Interval(Real, 0, 1, closed="right")
 
 
 class NeuralHead(CheckedKeywords, BaseEstimator):
@@ -36,17 +53,34 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
     sequences, ``(B, T)`` ids) and, for sequences and ids, ``lengths``. They define the common
     training parameters in their ``__init__``: lr, epochs, batch_size, optimizer, weight_decay,
     early_stopping, validation_fraction, patience, class_weight, gradient_clip, random_state,
-    device, verbose. A head with another way to train (e.g. the fine-tuning head) overrides the
-    other hooks of `fit`.
+    device, verbose, and declare every parameter in ``_parameter_constraints`` (extending this
+    class's table of the training ones; see `embedkit._params`), which `fit` checks first. A
+    head with another way to train (e.g. the fine-tuning head) overrides the other hooks of `fit`.
     """
 
     _accepts: tuple[str, ...] = ("pooled", "sequence", "ids")
     _task: str = "classification"
 
-    # -- hooks --------------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        """Parameter checks run first in `fit` (none by default)."""
+    #: the training parameters every head shares; each head adds its own (`embedkit._params`)
+    _parameter_constraints: ClassVar[dict] = {
+        "lr": [LEARNING_RATE],
+        "epochs": [positive_int()],
+        "batch_size": [positive_int()],
+        "optimizer": [StrOptions(set(_OPTIMIZERS))],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "validation_fraction": [Interval(RealNotInt, 0, 1, closed="neither")],
+        "patience": [positive_int()],
+        "class_weight": [None, StrOptions({"balanced"}), dict],
+        "gradient_clip": [None, Interval(Real, 0, None, closed="neither")],
+        "random_state": [None, SEED],
+        "device": [Device()],
+        "verbose": ["verbose"],
+    }
+    #: checks relating several parameters (`embedkit._params.Rule`)
+    _parameter_rules: tuple = ()
 
+    # -- hooks --------------------------------------------------------------------------------
     def _build_module(self, inputs: HeadInput, n_outputs: int):  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -64,17 +98,15 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         """The optimizer's net settings: class, its parameters and the learning rate."""
         import torch
 
-        optimizer = _OPTIMIZERS.get(self.optimizer)
-        if optimizer is None:
-            raise ValueError(f"optimizer={self.optimizer!r}; choose one of {sorted(_OPTIMIZERS)}.")
-        return {"optimizer": getattr(torch.optim, optimizer),
+        return {"optimizer": getattr(torch.optim, _OPTIMIZERS[self.optimizer]),
                 "optimizer__weight_decay": self.weight_decay, "lr": self.lr}
 
     def _callbacks(self, batches_per_epoch: int) -> list:
         """Training callbacks besides early stopping and the progress bar."""
         from skorch.callbacks import GradientNormClipping
 
-        return [("clip", GradientNormClipping(self.gradient_clip))] if self.gradient_clip else []
+        clip = self.gradient_clip
+        return [] if clip is None else [("clip", GradientNormClipping(clip))]
 
     def _valid_scoring(self) -> list:
         """Callbacks scoring the validation rows each epoch, before early stopping (none)."""
@@ -105,12 +137,19 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
                     f"{name} received raw text. Put a representation first, e.g. "
                     f"Pipeline([('features', TfidfEmbedder()), ('head', {name}())])."
                 )
-            data = validate_data(
-                self, X, reset=reset, accept_sparse="csr", dtype=(np.float32, np.float64)
-            )
+            data = validate_data(self, X, reset=reset, accept_sparse="csr",
+                                 dtype=(np.float32, np.float64), ensure_min_samples=int(reset))
             form, dim = "pooled", data.shape[1]
+            values = data.data if sp.issparse(data) else data
+            if values.dtype == np.float64 and values.size and \
+                    np.abs(values).max() > np.finfo(np.float32).max:
+                raise ValueError(f"{name} computes in float32, but X holds values beyond its range "
+                                 "(about 3.4e38); scale the features first.")
         if form not in self._accepts:
             raise ValueError(self._wrong_input_message(form, data))
+        if form == "sequence" and not np.isfinite(data.values).all():
+            raise ValueError(f"{name} received vectors with NaN or infinity; the representation "
+                             "before it must give finite values.")
         if reset:
             self.input_form_ = form
             if form in ("sequence", "ids"):
@@ -140,20 +179,16 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
 
     # -- training -----------------------------------------------------------------------------
     def _encode_targets(self, y):
-        from sklearn.utils.multiclass import check_classification_targets
-        from sklearn.utils.validation import column_or_1d
-
+        name = type(self).__name__
         if self._task == "classification":
-            y = column_or_1d(y, warn=True)
-            check_classification_targets(y)
-            self.classes_, encoded = np.unique(y, return_inverse=True)
-            if len(self.classes_) < 2:
-                raise ValueError(
-                    f"y has only one class ({self.classes_[0]!r}); a classifier needs at least "
-                    "two classes in the training data."
-                )
-            return encoded.astype(np.int64), len(self.classes_)
-        y = np.asarray(y, dtype=np.float32)
+            self.classes_, encoded = encode_class_labels(y, name)
+            return encoded, len(self.classes_)
+        y = np.asarray(y, dtype=object)
+        _check_missing_labels(y.reshape(len(y), -1), name)
+        try:
+            y = y.astype(np.float32)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} is a regressor: y must hold numbers ({err}).") from None
         if not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinity; drop or impute those rows first.")
         self._y_ndim = y.ndim
@@ -184,11 +219,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
 
     def _use_early_stopping(self, n: int) -> bool:
         es = self.early_stopping
-        if es == "auto":
-            return n >= 1000
-        if es not in (True, False):
-            raise ValueError(f"early_stopping={es!r}; use True, False or 'auto'.")
-        return es
+        return n >= 1000 if isinstance(es, str) else bool(es)
 
     def fit(self, X, y):
         """Build the network for the shape of ``X`` and train it on ``(X, y)``.
@@ -207,17 +238,26 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         from skorch.dataset import ValidSplit
         from skorch.helper import predefined_split
 
+        validate_params(self)
+        name = type(self).__name__
         if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
-        self._check_params()
+            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
         device = self._device()
         inputs = self._as_input(X, reset=True)
+        if len(inputs) == 0:
+            raise ValueError(f"{name}.fit received no rows: X is empty; fit needs training data.")
+        try:
+            n_y = _num_samples(y)
+        except TypeError:
+            raise ValueError(f"y must be an array-like of targets, got {type(y).__name__}.") from None
+        if n_y != len(inputs):
+            raise ValueError(f"X has {len(inputs)} rows but y has {n_y}; they must match row for "
+                             "row.")
         y_enc, n_outputs = self._encode_targets(y)
-        if len(y_enc) != len(inputs):
-            raise ValueError(f"X has {len(inputs)} rows but y has {len(y_enc)}.")
         seed = 0 if self.random_state is None else int(self.random_state)
         torch.manual_seed(seed)
         module = self._build_module(inputs, n_outputs)
+        self._module_spec = {**inputs.spec(), "n_outputs": int(n_outputs)}  # see _to_state
         criterion, extra = self._criterion(y_enc)
         dataset, collate = self._dataset(inputs, y_enc)
         train, valid, callbacks = dataset, None, []
@@ -259,7 +299,66 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
             {k: v for k, v in epoch.items() if k != "batches"} for epoch in net.history
         ]
         self.n_epochs_ = len(self.history_)
+        self._check_converged(net)
+        self.n_outputs_ = n_outputs
         self._fitted(net, n_outputs)
+        return self
+
+    def _check_converged(self, net) -> None:
+        """Raise when training diverged: a non-finite loss in any epoch, or non-finite weights."""
+        import torch
+
+        bad = next(((i + 1, key, e[key]) for i, e in enumerate(self.history_)
+                    for key in ("train_loss", "valid_loss")
+                    if key in e and not np.isfinite(e[key])), None)
+        trained = [p.detach().sum() for p in net.module_.parameters() if p.requires_grad]
+        # one pass per tensor: NaN and infinity survive a sum (frozen weights cannot change)
+        if bad is None and (not trained or bool(torch.isfinite(torch.stack(trained)).all())):
+            return
+        where = (f"the {bad[1].replace('_', ' ')} became {bad[2]} at epoch {bad[0]}" if bad
+                 else "the weights became non-finite")
+        raise ValueError(
+            f"{type(self).__name__} training diverged: {where} (lr={self.lr!r}). Lower lr (e.g. "
+            f"lr={float(self.lr) / 10:g}), clip gradients (gradient_clip=1.0), or scale the input "
+            "features if they hold very large values."
+        )
+
+    # -- model folders (embedkit.persist) -------------------------------------------------------
+    def _to_state(self, folder):
+        """State for `embedkit.save`: the attributes but the skorch net, whose module's weights
+        go to ``folder/module.safetensors`` with what rebuilds it (`HeadInput.spec`)."""
+        state = dict(self.__getstate__())  # a copy: object.__getstate__ gives __dict__ itself
+        net = state.pop("net_", None)
+        if net is not None:
+            from safetensors.torch import save_file
+
+            if "_module_spec" not in state:
+                raise ValueError(f"{type(self).__name__} was fitted by an older embedkit; fit it "
+                                 "again before embedkit.save.")
+            save_file({k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()},
+                      str(folder / "module.safetensors"))
+        return state
+
+    @classmethod
+    def _from_state(cls, state: dict, folder):
+        """Inverse of `_to_state`: rebuild the module from its spec, load its weights (strict),
+        and wrap it in a skorch net for prediction."""
+        self = cls.__new__(cls)
+        self.__setstate__(state)
+        if folder is not None and (folder / "module.safetensors").is_file():
+            import torch
+            from safetensors.torch import load_file
+            from skorch import NeuralNet
+
+            from ._data import collate
+
+            spec = self._module_spec
+            module = self._build_module(HeadInput.stub(spec), int(spec["n_outputs"]))
+            module.load_state_dict(load_file(str(folder / "module.safetensors")), strict=True)
+            self.net_ = NeuralNet(module=module, criterion=torch.nn.MSELoss,
+                                  batch_size=self.batch_size, iterator_valid__collate_fn=collate,
+                                  device=self._device()).initialize()
+            self.net_.module_.eval()
         return self
 
     # -- prediction ---------------------------------------------------------------------------
@@ -271,6 +370,8 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         check_is_fitted(self, "net_")
         inputs = self._as_input(X, reset=False)
         n, size = len(inputs), int(self.batch_size)
+        if n == 0:
+            return np.zeros((0, self.n_outputs_), dtype=np.float32)
         # The last, partial batch is padded with copies of its first row: float32 matrix
         # products of one row take another kernel than those of many, so without this a row's
         # output would depend on how many rows came with it (sklearn's subset-invariance check).
@@ -285,7 +386,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         with torch.inference_mode():
             for part in parts:
                 outs.append(self.net_.forward(HeadDataset(part), training=False))
-        return torch.cat(outs)[:n].float().cpu().numpy()
+        return _finite_outputs(torch.cat(outs)[:n].float().cpu().numpy(), type(self).__name__)
 
     # -- history ------------------------------------------------------------------------------
     def plot_history(self, path=None, ax=None, title: str | None = None):
@@ -323,6 +424,46 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         tags.input_tags.sparse = "pooled" in self._accepts
         tags.non_deterministic = False
         return tags
+
+
+def encode_class_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes, codes)`` of a classifier's targets: one label per row, none missing (the rows
+    are named), at least two classes. ``codes`` are int64 indices into the sorted ``classes``."""
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import column_or_1d
+
+    y = column_or_1d(y, warn=True)
+    _check_missing_labels(y, name)
+    check_classification_targets(y)
+    classes, encoded = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least "
+                         "two classes in the training data." if len(classes) else
+                         "y is empty; a classifier needs labelled rows of at least two classes.")
+    return classes, encoded.astype(np.int64)
+
+
+def _check_missing_labels(y: np.ndarray, name: str) -> None:
+    """Name the rows whose target is missing (None, NaN, pandas NA), before numpy sorts them."""
+    import pandas as pd
+
+    missing = np.asarray(pd.isna(y))
+    missing = missing.reshape(len(missing), -1).any(axis=1) if missing.ndim > 1 else missing
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        shown = ", ".join(map(str, rows[:5])) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+        raise ValueError(f"y has {len(rows)} missing label(s) (None or NaN) at positions {shown}; "
+                         f"{name} needs a label for every row: drop those rows or fill them.")
+
+
+def _finite_outputs(out: np.ndarray, name: str) -> np.ndarray:
+    if not np.isfinite(out).all():
+        rows = np.flatnonzero(~np.isfinite(out).all(axis=1))
+        raise ValueError(
+            f"{name} produced non-finite outputs for {len(rows)} row(s) (first: {rows[0]}): the "
+            "input holds values too large for float32 arithmetic; scale the features first."
+        )
+    return out
 
 
 class NeuralClassifierMixin:

@@ -46,6 +46,35 @@ class HeadInput:
     def vectors(self):
         return self.data.vectors if self.form == "ids" else None
 
+    def spec(self) -> dict:
+        """What a head's module is built from, without the data: form, dimension, sparsity,
+        vocabulary size and the shape of the token ids' vectors (`stub` rebuilds an input)."""
+        vectors = self.vectors
+        return {"form": self.form, "dim": int(self.dim), "sparse": bool(self.sparse),
+                "vocab_size": int(self.vocab_size),
+                "vectors": None if vectors is None else [int(n) for n in vectors.shape]}
+
+    @classmethod
+    def stub(cls, spec: dict) -> HeadInput:
+        """A one-row input of the form `spec` describes, to rebuild a module whose weights are
+        then loaded (its values do not matter)."""
+        from ..sequences import Sequences, TokenIds
+
+        form, dim = spec["form"], int(spec["dim"])
+        if form == "pooled":
+            data = (sp.csr_matrix((1, dim), dtype=np.float32) if spec["sparse"]
+                    else np.zeros((1, dim), dtype=np.float32))
+        elif form == "sequence":
+            data = Sequences(np.zeros((1, 1, dim), dtype=np.float32), np.ones(1, dtype=np.int64))
+        elif form == "ids":
+            vectors = spec["vectors"]
+            data = TokenIds(np.zeros((1, 1), dtype=np.int64), np.ones(1, dtype=np.int64),
+                            [""] * int(spec["vocab_size"]),
+                            vectors=None if vectors is None else np.zeros(vectors, np.float32))
+        else:
+            raise ValueError(f"cannot rebuild a head input of form {form!r}.")
+        return cls(form, data, dim)
+
     def __getitem__(self, i: int):
         """Row ``i`` as `collate` expects it: a pooled row, or ``(form, steps, length)``."""
         d = self.data

@@ -4,17 +4,19 @@ a ``(B, T, D)`` tensor plus mask, MLP blocks, masked attention and pooling."""
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
 import torch
 from torch import nn
 
+from .._params import Interval, Sizes, StrOptions, as_sizes, positive_int
 from ..sequences import masked_pool
 from ._data import HeadDataset, HeadInput, collate
 
 __all__ = [
     "ACTIVATIONS",
-    "SCORINGS",
+    "ARCHITECTURE",
     "AttentionPooling",
     "AttentionWeightsMixin",
     "SequenceInput",
@@ -27,6 +29,16 @@ __all__ = [
 
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
                "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}
+
+#: table entries (`embedkit._params`) of the parameters the torch heads share
+ARCHITECTURE = {
+    "activation": [StrOptions(set(ACTIVATIONS))],
+    "dropout": [Interval(Real, 0, 1, closed="left")],
+    "hidden_layer_sizes": [Sizes()],
+    "embedding_dim": [positive_int()],
+    "freeze": ["boolean"],
+    "scoring": [StrOptions({"dot", "scaled_dot", "additive"})],
+}
 
 
 class SequenceInput(nn.Module):
@@ -67,13 +79,12 @@ class SequenceInput(nn.Module):
         return x, mask
 
 
-def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str = "relu",
+def mlp(in_dim: int, hidden, out_dim: int, activation: str = "relu",
         dropout: float = 0.0) -> nn.Sequential:
-    """``Linear -> activation -> dropout`` per hidden size, then a final ``Linear``."""
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation={activation!r}; choose one of {sorted(ACTIVATIONS)}.")
+    """``Linear -> activation -> dropout`` per hidden size (an int or a tuple of them), then a
+    final ``Linear``."""
     layers: list[nn.Module] = []
-    for width in hidden:
+    for width in as_sizes(hidden):
         layers += [nn.Linear(in_dim, int(width)), ACTIVATIONS[activation](), nn.Dropout(dropout)]
         in_dim = int(width)
     layers.append(nn.Linear(in_dim, out_dim))
@@ -83,8 +94,6 @@ def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str = "r
 # ---------------------------------------------------------------------------------------------
 # Masked attention and pooling shared by the sequence heads
 # ---------------------------------------------------------------------------------------------
-
-SCORINGS = ("dot", "scaled_dot", "additive")
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -117,8 +126,6 @@ class AttentionPooling(nn.Module):
 
     def __init__(self, dim: int, scoring: str = "scaled_dot", attention_dim: int = 64):
         super().__init__()
-        if scoring not in SCORINGS:
-            raise ValueError(f"scoring={scoring!r}; choose one of {SCORINGS}.")
         self.scoring = scoring
         self.scale = 1.0 / math.sqrt(dim) if scoring == "scaled_dot" else 1.0
         if scoring == "additive":
@@ -147,12 +154,6 @@ def pool_steps(h: torch.Tensor, mask: torch.Tensor, how: str, attention: Attenti
     if how == "attention":
         return attention(h, mask)[0]
     return masked_pool(h, mask, how)
-
-
-def check_choice(name: str, value, allowed) -> None:
-    """Clear ValueError for a parameter outside its allowed values."""
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not supported; choose one of {tuple(allowed)}.")
 
 
 class AttentionWeightsMixin:

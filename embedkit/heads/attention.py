@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
+from .._params import Sizes, as_sizes, positive_int
 from ..base import store_params
 from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
 from ._data import HeadInput
 from ._torch import (
     ACTIVATIONS,
-    SCORINGS,
+    ARCHITECTURE,
     AttentionPooling,
     AttentionWeightsMixin,
     SequenceInput,
-    check_choice,
     mlp,
 )
 
@@ -29,13 +31,13 @@ class AttentionModule(nn.Module):
         self.sequence = SequenceInput(inputs, embedding_dim, freeze)
         layers: list[nn.Module] = []
         dim = self.sequence.dim
-        for width in encoder_layer_sizes:  # applied to every token independently
+        for width in as_sizes(encoder_layer_sizes):  # applied to every token independently
             layers += [nn.Linear(dim, int(width)), ACTIVATIONS[activation](), nn.Dropout(dropout)]
             dim = int(width)
         self.encoder = nn.Sequential(*layers)
         self.attention_pool = AttentionPooling(dim, scoring, attention_dim)
         self.dropout = nn.Dropout(dropout)
-        self.out = mlp(dim, tuple(hidden), n_outputs, activation, dropout)
+        self.out = mlp(dim, hidden, n_outputs, activation, dropout)
 
     def _encode(self, x, lengths):
         h, mask = self.sequence(x, lengths)
@@ -51,6 +53,13 @@ class AttentionModule(nn.Module):
 
 class _AttentionHead(AttentionWeightsMixin, NeuralHead):
     _accepts = ("sequence", "ids")
+    _parameter_constraints: ClassVar[dict] = {
+        **NeuralHead._parameter_constraints,
+        **{k: ARCHITECTURE[k] for k in ("hidden_layer_sizes", "activation", "dropout",
+                                        "embedding_dim", "freeze", "scoring")},
+        "encoder_layer_sizes": [Sizes()],
+        "attention_dim": [positive_int()],
+    }
 
     def __init__(self, encoder_layer_sizes=(128,), scoring="scaled_dot", attention_dim=64,
                  hidden_layer_sizes=(128,), activation="relu", dropout=0.2, embedding_dim=100,
@@ -60,9 +69,7 @@ class _AttentionHead(AttentionWeightsMixin, NeuralHead):
         store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
-        check_choice("scoring", self.scoring, SCORINGS)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        return AttentionModule(inputs, n_outputs, tuple(self.encoder_layer_sizes), self.scoring,
+        return AttentionModule(inputs, n_outputs, self.encoder_layer_sizes, self.scoring,
                                int(self.attention_dim), self.hidden_layer_sizes, self.activation,
                                self.dropout, self.embedding_dim, self.freeze)
 

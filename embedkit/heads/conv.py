@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 from torch.nn import functional as F
 
+from .._params import Sizes, StrOptions, as_sizes, positive_int
 from ..base import store_params
 from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
 from ._data import HeadInput
-from ._torch import ACTIVATIONS, SequenceInput, check_choice, masked_pool, mlp
+from ._torch import ACTIVATIONS, ARCHITECTURE, SequenceInput, masked_pool, mlp
 
 __all__ = ["ConvClassifier", "ConvRegressor"]
-
-CONV_POOLINGS = ("max", "mean")
 
 
 class ConvModule(nn.Module):
@@ -40,7 +41,7 @@ class ConvModule(nn.Module):
             self.branches.append(layers)
             self.specs.append(specs)
         self.dropout = nn.Dropout(dropout)
-        self.out = mlp(filters * len(kernel_sizes), tuple(hidden), n_outputs, activation, dropout)
+        self.out = mlp(filters * len(kernel_sizes), hidden, n_outputs, activation, dropout)
 
     def _conv(self, conv: nn.Conv1d, x: torch.Tensor, kernel: int, dil: int) -> torch.Tensor:
         # same-length output; zeros beyond the sequence (which the mask guarantees) act exactly
@@ -64,6 +65,17 @@ class ConvModule(nn.Module):
 
 class _ConvHead(NeuralHead):
     _accepts = ("sequence", "ids")
+    _parameter_constraints: ClassVar[dict] = {
+        **NeuralHead._parameter_constraints,
+        **{k: ARCHITECTURE[k] for k in ("hidden_layer_sizes", "activation", "dropout",
+                                        "embedding_dim", "freeze")},
+        "kernel_sizes": [Sizes(empty=False)],
+        "filters": [positive_int()],
+        "num_layers": [positive_int()],
+        "dilation": [positive_int()],
+        "causal": ["boolean"],
+        "pooling": [StrOptions({"max", "mean"})],
+    }
 
     def __init__(self, kernel_sizes=(3, 4, 5), filters=100, num_layers=1, dilation=1,
                  causal=False, activation="relu", pooling="max", hidden_layer_sizes=(),
@@ -74,15 +86,8 @@ class _ConvHead(NeuralHead):
         store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
-        check_choice("pooling", self.pooling, CONV_POOLINGS)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        kernels = (self.kernel_sizes,) if isinstance(self.kernel_sizes, int) else tuple(self.kernel_sizes)
-        if not kernels or any(int(k) < 1 for k in kernels):
-            raise ValueError(f"kernel_sizes={self.kernel_sizes!r}; give one or more sizes >= 1, e.g. (3, 4, 5).")
-        for name in ("filters", "num_layers", "dilation"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; it must be an integer >= 1.")
-        return ConvModule(inputs, n_outputs, kernels, int(self.filters), int(self.num_layers),
+        return ConvModule(inputs, n_outputs, as_sizes(self.kernel_sizes), int(self.filters),
+                          int(self.num_layers),
                           int(self.dilation), self.causal, self.activation, self.pooling,
                           self.hidden_layer_sizes, self.dropout, self.embedding_dim, self.freeze)
 
@@ -98,8 +103,8 @@ class ConvClassifier(NeuralClassifierMixin, ClassifierMixin, _ConvHead):
 
     Parameters
     ----------
-    kernel_sizes : tuple of int, default=(3, 4, 5)
-        Width of the filters of each branch.
+    kernel_sizes : int or tuple of int, default=(3, 4, 5)
+        Width of the filters of each branch (at least one branch).
     filters : int, default=100
         Filters (output channels) per convolution.
     num_layers : int, default=1

@@ -9,16 +9,60 @@ ensemble takes raw text: in a `Pipeline` it follows a ``"passthrough"`` features
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import _Constraint
 from sklearn.utils.validation import check_is_fitted
 
+from .._params import SEED, Interval, StrOptions, validate_params, validate_steps
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
+from ._base import encode_class_labels
 
 __all__ = ["EnsembleClassifier"]
 
-METHODS = ("stack", "vote")
+
+class Members(_Constraint):
+    """At least two member pipelines, with distinct names: registry pairs
+    ``"representation:head"`` and/or ``(name, estimator)`` pairs."""
+
+    #: values at and past the edges, for the test suites (`embedkit._params.edge_values`)
+    edge_examples = (("tfidf:logreg", "bow:logreg"),)
+    invalid_examples = ("tfidf:logreg", ("tfidf:logreg",), ("tfidf:logreg", "tfidf:logreg"),
+                        ("tfidf:nope", "bow:logreg"), ("tfidf:logreg", 3))
+
+    def is_satisfied_by(self, val):
+        return self.explain(val) is None
+
+    def explain(self, val) -> str | None:
+        from .. import registry
+
+        if not isinstance(val, (list, tuple)) or len(val) < 2:
+            return ("members must be a list of at least two pipelines, e.g. "
+                    "('nbsvm:logreg-cv', 'minilm:logreg-cv').")
+        names = []
+        for member in val:
+            if isinstance(member, str):
+                rep, sep, head = member.partition(":")
+                if not sep or rep not in registry.REPRESENTATIONS or head not in registry.HEADS:
+                    return (f"member {member!r} is not a registry pair 'representation:head': "
+                            f"the representation must be one of {sorted(registry.REPRESENTATIONS)}"
+                            f" and the head one of {sorted(registry.HEADS)}.")
+                names.append(f"{rep}+{head}")
+            elif isinstance(member, (list, tuple)) and len(member) == 2 and hasattr(member[1], "fit"):
+                names.append(str(member[0]))
+            else:
+                return (f"member {member!r} must be a registry pair such as 'tfidf:logreg' or a "
+                        "(name, estimator) pair.")
+        if len(set(names)) != len(names):
+            return f"members {names} repeat a name; each must be distinct."
+        return None
+
+    def __str__(self):
+        return "a list of at least two registry pairs 'representation:head' or (name, estimator) pairs"
 
 
 class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
@@ -68,6 +112,13 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
     """
 
     _accepts = ("text",)
+    _parameter_constraints: ClassVar[dict] = {
+        "members": [Members()],
+        "method": [StrOptions({"stack", "vote"})],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "random_state": [None, SEED],
+    }
 
     def __init__(self, members=("nbsvm:logreg-cv", "minilm:logreg-cv"), method: str = "stack",
                  cv: int = 5, C: float = 1.0, random_state: int = 0):
@@ -78,29 +129,13 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
         from .. import registry
 
-        name = type(self).__name__
-        members = list(self.members) if isinstance(self.members, (list, tuple)) else None
-        if not members or len(members) < 2:
-            raise ValueError(f"{name}(members={self.members!r}) needs a list of at least two "
-                             "pipelines, e.g. ('nbsvm:logreg-cv', 'minilm:logreg-cv').")
         out = []
-        for member in members:
+        for member in self.members:  # checked by the table (Members) at the start of fit
             if isinstance(member, str):
-                rep, sep, head = member.partition(":")
-                if not sep or rep not in registry.REPRESENTATIONS or head not in registry.HEADS:
-                    raise ValueError(
-                        f"{name}: member {member!r} is not a registry pair 'representation:head'; "
-                        f"representations: {sorted(registry.REPRESENTATIONS)}; heads: "
-                        f"{sorted(registry.HEADS)}.")
+                rep, _, head = member.partition(":")
                 out.append((f"{rep}+{head}", registry.make_pipeline(rep, head)))
-            elif isinstance(member, (list, tuple)) and len(member) == 2 and hasattr(member[1], "fit"):
-                out.append((str(member[0]), clone(member[1])))
             else:
-                raise ValueError(f"{name}: member {member!r} must be a registry pair such as "
-                                 "'tfidf:logreg' or a (name, estimator) pair.")
-        names = [n for n, _ in out]
-        if len(set(names)) != len(names):
-            raise ValueError(f"{name}: members {names} repeat a name; each must be distinct.")
+                out.append((str(member[0]), clone(member[1])))
         return out
 
     @staticmethod
@@ -120,15 +155,15 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold
 
-        name = type(self).__name__
-        if self.method not in METHODS:
-            raise ValueError(f"{name}(method={self.method!r}) is not valid; choose one of {METHODS}.")
-        if not isinstance(self.cv, (int, np.integer)) or isinstance(self.cv, bool) or self.cv < 2:
-            raise ValueError(f"{name}(cv={self.cv!r}) must be an integer >= 2.")
-        if not float(self.C) > 0:
-            raise ValueError(f"{name}(C={self.C!r}) must be > 0.")
+        validate_params(self)
         docs = self._documents(X)
+        if not len(docs):
+            raise ValueError(f"{type(self).__name__}.fit received no rows: X is empty; fit needs "
+                             "training data.")
+        encode_class_labels(y, type(self).__name__)  # missing labels named, two classes or more
         estimators = self._estimators()
+        for _, member in estimators:  # every member's parameters, before the first one trains
+            validate_steps(member)
         if self.method == "stack":
             folds = StratifiedKFold(int(self.cv), shuffle=True, random_state=self.random_state)
             model = StackingClassifier(estimators, cv=folds, stack_method="predict_proba",
@@ -143,11 +178,15 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, columns in ``classes_`` order."""
         check_is_fitted(self, "model_")
-        return self.model_.predict_proba(self._documents(X))
+        docs = self._documents(X)
+        if not len(docs):  # scikit-learn's ensembles refuse zero rows
+            return np.zeros((0, len(self.classes_)))
+        return self.model_.predict_proba(docs)
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each document."""
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        proba = self.predict_proba(X)  # before classes_: unfitted is a NotFittedError
+        return self.classes_[proba.argmax(axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

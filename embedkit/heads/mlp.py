@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
+from .._params import StrOptions
 from ..base import store_params
 from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
 from ._data import HeadInput
-from ._torch import SequenceInput, masked_pool, mlp
+from ._torch import ARCHITECTURE, SequenceInput, masked_pool, mlp
 
 __all__ = ["MLPClassifier", "MLPRegressor"]
 
@@ -34,7 +37,7 @@ class MLPModule(nn.Module):
             self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
             self.register_buffer("scale", torch.as_tensor(np.where(scale > 0, scale, 1.0),
                                                           dtype=torch.float32))
-        self.body = mlp(in_dim, tuple(hidden), n_outputs, activation, dropout)
+        self.body = mlp(in_dim, hidden, n_outputs, activation, dropout)
 
     def forward(self, x, lengths=None):
         if self.sequence is not None:
@@ -46,6 +49,14 @@ class MLPModule(nn.Module):
 
 
 class _MLPHead(NeuralHead):
+    _parameter_constraints: ClassVar[dict] = {
+        **NeuralHead._parameter_constraints,
+        **{k: ARCHITECTURE[k] for k in ("hidden_layer_sizes", "activation", "dropout",
+                                        "embedding_dim", "freeze")},
+        "pooling": [StrOptions({"mean", "max", "sum"})],
+        "standardize": ["boolean"],
+    }
+
     def __init__(self, hidden_layer_sizes=(256,), activation="relu", dropout=0.2, pooling="mean",
                  embedding_dim=100, freeze=False, standardize=True, lr=1e-3, epochs=20,
                  batch_size=32, optimizer="adam", weight_decay=0.0, early_stopping="auto",
@@ -68,8 +79,9 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
 
     Parameters
     ----------
-    hidden_layer_sizes : tuple of int, default=(256,)
-        Widths of the hidden layers; ``()`` gives a linear (softmax-regression) model.
+    hidden_layer_sizes : int or tuple of int, default=(256,)
+        Widths of the hidden layers (an int is one layer, as in scikit-learn); ``()`` gives a
+        linear (softmax-regression) model.
     activation : {"relu", "gelu", "tanh", "sigmoid", "leaky_relu", "elu"}, default="relu"
     dropout : float, default=0.2
     pooling : {"mean", "max", "sum"}, default="mean"
@@ -84,7 +96,9 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
         share one large common direction and small, uneven scales; standardizing lifted a
         10-epoch MLP on BBC News from 0.86 to 0.94 over Word2Vec. Sparse input (TF-IDF) is
         left as it is: centring would densify it, and scaling it cost 3 points.
-    lr : float, default=1e-3
+    lr : float in (0, 1], default=1e-3
+        Above 1 no optimizer here trains; a run whose loss or weights stop being finite raises
+        a ValueError that says to lower it.
     epochs : int, default=20
         Maximum number of epochs.
     batch_size : int, default=32
@@ -96,8 +110,8 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
     validation_fraction : float, default=0.1
     patience : int, default=3
     class_weight : None, "balanced" or dict, default=None
-    gradient_clip : float or None, default=None
-        Clip the gradient norm to this value.
+    gradient_clip : float > 0 or None, default=None
+        Clip the gradient norm to this value; None does not clip.
     random_state : int, default=0
         Seeds initialisation, shuffling and the validation split; two fits on CPU are identical.
     device : {"cpu", "cuda", "mps", "auto"}, default="cpu"

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from numbers import Real
+from typing import ClassVar
+
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from .._params import Interval, StrOptions, positive_int
 from ..base import store_params
 from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
 from ._data import HeadInput
 from ._torch import (
-    ACTIVATIONS,
-    SCORINGS,
+    ARCHITECTURE,
     AttentionPooling,
     AttentionWeightsMixin,
     SequenceInput,
-    check_choice,
     masked_pool,
     mlp,
 )
@@ -24,7 +26,6 @@ from ._torch import (
 __all__ = ["RNNClassifier", "RNNRegressor"]
 
 CELLS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
-RNN_POOLINGS = ("last", "mean", "max", "attention")
 
 
 def _remember_by_default(rnn: nn.Module, cell: str, gate_bias: float) -> None:
@@ -59,7 +60,7 @@ class RNNModule(nn.Module):
         out_dim = hidden_size * (2 if bidirectional else 1)
         self.attention_pool = AttentionPooling(out_dim, scoring) if pooling == "attention" else None
         self.dropout = nn.Dropout(dropout)
-        self.out = mlp(out_dim, tuple(hidden), n_outputs, activation, dropout)
+        self.out = mlp(out_dim, hidden, n_outputs, activation, dropout)
 
     def encode(self, x, lengths):
         """Per-step outputs ``(B, T, H*dirs)`` (zero on padding), final hidden state, mask."""
@@ -99,6 +100,18 @@ class RNNModule(nn.Module):
 
 class _RNNHead(AttentionWeightsMixin, NeuralHead):
     _accepts = ("sequence", "ids")
+    _parameter_constraints: ClassVar[dict] = {
+        **NeuralHead._parameter_constraints,
+        **{k: ARCHITECTURE[k] for k in ("hidden_layer_sizes", "activation", "dropout",
+                                        "embedding_dim", "freeze", "scoring")},
+        "cell": [StrOptions(set(CELLS))],
+        "hidden_size": [positive_int()],
+        "num_layers": [positive_int()],
+        "bidirectional": ["boolean"],
+        "nonlinearity": [StrOptions({"tanh", "relu"})],
+        "gate_bias": [Interval(Real, -20, 20, closed="both")],
+        "pooling": [StrOptions({"last", "mean", "max", "attention"})],
+    }
 
     def __init__(self, cell="lstm", hidden_size=128, num_layers=1, bidirectional=False,
                  nonlinearity="tanh", gate_bias=1.0, pooling="last", scoring="scaled_dot",
@@ -109,14 +122,6 @@ class _RNNHead(AttentionWeightsMixin, NeuralHead):
         store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
-        check_choice("cell", self.cell, CELLS)
-        check_choice("nonlinearity", self.nonlinearity, ("tanh", "relu"))
-        check_choice("pooling", self.pooling, RNN_POOLINGS)
-        check_choice("scoring", self.scoring, SCORINGS)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        for name in ("hidden_size", "num_layers"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; it must be an integer >= 1.")
         return RNNModule(inputs, n_outputs, self.cell, int(self.hidden_size), int(self.num_layers),
                          self.bidirectional, self.nonlinearity, self.gate_bias, self.pooling,
                          self.scoring,
@@ -144,6 +149,7 @@ class RNNClassifier(NeuralClassifierMixin, ClassifierMixin, _RNNHead):
         input gate ``-b``; GRU update gate ``+b``). Information is kept for roughly
         ``exp(gate_bias)`` steps at the start of training: raise it (e.g. 3 to 4) when the
         label depends on tokens ~100 steps before the end; 0 gives torch's plain initialisation.
+        Between -20 and 20 (beyond, the gates saturate in float32).
     pooling : {"last", "mean", "max", "attention"}, default="last"
         ``"last"`` is the acceptor: the state after the last real step (and, when bidirectional,
         the backward state after reading back to the first step); ``"mean"`` / ``"max"`` pool

@@ -4,31 +4,27 @@ token vectors or ids, with positional encodings, padding/causal masks and masked
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from torch import nn
 
+from .._params import Rule, StrOptions, positive_int
 from ..base import store_params
 from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
 from ._data import HeadInput
 from ._torch import (
-    ACTIVATIONS,
-    SCORINGS,
+    ARCHITECTURE,
     AttentionPooling,
     AttentionWeightsMixin,
     SequenceInput,
-    check_choice,
     last_step,
     masked_pool,
     mlp,
 )
 
 __all__ = ["SelfAttentionClassifier", "SelfAttentionRegressor"]
-
-SA_POOLINGS = ("cls", "mean", "max", "attention", "last")
-POSITIONALS = ("sinusoidal", "learned", "none")
-NORMS = ("pre", "post")
 
 
 def sinusoidal(length: int, dim: int, device=None) -> torch.Tensor:
@@ -69,7 +65,7 @@ class SelfAttentionModule(nn.Module):
         self.final_norm = nn.LayerNorm(d_model) if norm == "pre" else nn.Identity()
         self.attention_pool = AttentionPooling(d_model, scoring) if pooling == "attention" else None
         self.dropout = nn.Dropout(dropout)
-        self.out = mlp(d_model, tuple(hidden), n_outputs, activation, dropout)
+        self.out = mlp(d_model, hidden, n_outputs, activation, dropout)
 
     def _prepare(self, x, lengths):
         """Input stream ``(B, T', d)``, real-step mask ``(B, T')`` (incl. CLS), masks for torch."""
@@ -143,6 +139,29 @@ class SelfAttentionModule(nn.Module):
 
 class _SelfAttentionHead(AttentionWeightsMixin, NeuralHead):
     _accepts = ("sequence", "ids")
+    _parameter_constraints: ClassVar[dict] = {
+        **NeuralHead._parameter_constraints,
+        **{k: ARCHITECTURE[k] for k in ("hidden_layer_sizes", "activation", "dropout",
+                                        "embedding_dim", "freeze", "scoring")},
+        "d_model": [positive_int()],
+        "nhead": [positive_int()],
+        "num_layers": [positive_int()],
+        "dim_feedforward": [positive_int()],
+        "norm": [StrOptions({"pre", "post"})],
+        "positional": [StrOptions({"sinusoidal", "learned", "none"})],
+        "max_length": [positive_int()],
+        "causal": ["boolean"],
+        "pooling": [StrOptions({"cls", "mean", "max", "attention", "last"})],
+        "transformer_activation": [StrOptions({"relu", "gelu"})],
+    }
+    _parameter_rules = (
+        Rule(("d_model", "nhead"), lambda d, h: d % h == 0,
+             "d_model must be a multiple of nhead (each head gets d_model // nhead dimensions)",
+             bad={"d_model": 10, "nhead": 4}),
+        Rule(("causal", "pooling"), lambda causal, pooling: not (causal and pooling == "cls"),
+             "with causal=True the CLS token comes first and sees only itself; use pooling="
+             "'last', 'mean', 'max' or 'attention'", bad={"causal": True, "pooling": "cls"}),
+    )
 
     def __init__(self, d_model=64, nhead=4, num_layers=2, dim_feedforward=128, norm="pre",
                  positional="sinusoidal", max_length=512, causal=False, pooling="cls",
@@ -154,25 +173,7 @@ class _SelfAttentionHead(AttentionWeightsMixin, NeuralHead):
         store_params(self, locals())
 
     def _build_module(self, inputs, n_outputs):
-        check_choice("pooling", self.pooling, SA_POOLINGS)
-        check_choice("positional", self.positional, POSITIONALS)
-        check_choice("norm", self.norm, NORMS)
-        check_choice("scoring", self.scoring, SCORINGS)
-        check_choice("transformer_activation", self.transformer_activation, ("relu", "gelu"))
-        check_choice("activation", self.activation, ACTIVATIONS)
         d_model, nhead = int(self.d_model), int(self.nhead)
-        if nhead < 1 or d_model < 1 or d_model % nhead:
-            raise ValueError(
-                f"d_model={self.d_model!r} must be a positive multiple of nhead={self.nhead!r} "
-                "(each head gets d_model // nhead dimensions)."
-            )
-        if int(self.num_layers) < 1:
-            raise ValueError(f"num_layers={self.num_layers!r}; it must be an integer >= 1.")
-        if self.causal and self.pooling == "cls":
-            raise ValueError(
-                "pooling='cls' with causal=True: the CLS token comes first, so a causal mask lets "
-                "it see only itself; use pooling='last', 'mean', 'max' or 'attention'."
-            )
         max_length = None
         if self.positional == "learned":
             max_length = int(self.max_length)

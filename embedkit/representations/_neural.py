@@ -38,8 +38,6 @@ def _threads(n: int | None):
     if n is None:
         yield
         return
-    if int(n) < 1:
-        raise ValueError(f"num_threads={n!r}; use a positive int or None (torch's default).")
     before = torch.get_num_threads()
     torch.set_num_threads(int(n))
     try:
@@ -128,10 +126,6 @@ class NeuralEncoder(Representation):
         from tqdm.auto import tqdm
 
         batch_size, budget = int(self.batch_size), self.max_tokens_per_batch
-        if batch_size < 1:
-            raise ValueError(f"batch_size={self.batch_size!r}; use a positive int.")
-        if budget is not None and int(budget) < 1:
-            raise ValueError(f"max_tokens_per_batch={budget!r}; use a positive int or None.")
         device = resolve_device(self.device)
         lengths = np.fromiter((len(x) for x in items), dtype=np.int64, count=len(items))
         results = []

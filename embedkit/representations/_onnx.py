@@ -259,8 +259,8 @@ def _export(model, layers, dtype: str, folder: Path) -> dict:
 
     def check(path: Path) -> float:
         session = ort.InferenceSession(str(path), _options(1), providers=["CPUExecutionProvider"])
-        return min(_min_token_cosine(session.run(None, {"input_ids": i, "attention_mask": m})[0],
-                                     want, m) for i, m, want in checks)
+        return min(_min_token_cosine(session.run(None, _feeds(session, i, m))[0], want, m)
+                   for i, m, want in checks)
 
     record = {"fused": False}
     chosen = raw
@@ -412,6 +412,13 @@ def _options(threads: int):
     return options
 
 
+def _feeds(session, ids: np.ndarray, mask: np.ndarray) -> dict:
+    """The inputs the graph declares: the exporter drops an unused one (layers=[0], the
+    embedding layer, never reads the attention mask)."""
+    names = {i.name for i in session.get_inputs()}
+    return {k: v for k, v in (("input_ids", ids), ("attention_mask", mask)) if k in names}
+
+
 def _session(path: Path, threads: int):
     import onnxruntime as ort
 
@@ -450,7 +457,8 @@ class EncoderRunner:
         ids = np.ascontiguousarray(input_ids, dtype=np.int64)
         mask = (np.ones_like(ids) if attention_mask is None
                 else np.ascontiguousarray(attention_mask, dtype=np.int64))
-        out = _session(self.path, threads).run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        session = _session(self.path, threads)
+        out = session.run(None, _feeds(session, ids, mask))[0]
         return out if out.dtype == np.float32 else out.astype(np.float32)
 
     def __repr__(self) -> str:

@@ -15,22 +15,26 @@ Subclasses implement ``_build_vectors(tokens, counts) -> WordVectors`` (load or 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import CacheSpec, Interval, StrOptions, positive_int
 from ..base import Representation
 from ..documents import TokenizedDocuments, Tokenizer
 from ..sequences import Sequences, TokenIds
-from ..vectors import WordVectors
+from ..vectors import FORMATS, WordVectors
 
-__all__ = ["OOV_POLICIES", "POOLINGS", "StaticEmbedder"]
+__all__ = ["StaticEmbedder"]
 
-POOLINGS = ("mean", "sum", "max", "tfidf", "sif")
-OOV_POLICIES = ("auto", "skip", "zero", "unk", "subword")
+#: table entries of where pretrained vectors come from (`embedkit.vectors.load_word_vectors`)
+VECTOR_SOURCE = {"vectors": [None, str, os.PathLike], "vectors_format": [StrOptions(set(FORMATS))]}
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -75,23 +79,23 @@ class StaticEmbedder(Representation):
     """
 
     _outputs = ("pooled", "sequence", "ids")
+    #: the parameters every static embedder shares (`embedkit._params`)
+    _parameter_constraints: ClassVar[dict] = {
+        "output": [StrOptions({"pooled", "sequence", "ids"})],
+        "pooling": [StrOptions({"mean", "sum", "max", "tfidf", "sif"})],
+        # "subword" needs vectors with n-grams: checked once they are loaded or trained
+        "oov": [StrOptions({"auto", "skip", "zero", "unk", "subword"})],
+        "max_length": [None, positive_int()],
+        "lowercase": ["boolean"],
+        "sif_a": [Interval(Real, 0, None, closed="neither")],
+        "sif_remove_pc": ["boolean"],
+        "verbose": ["verbose"],
+        "cache": [CacheSpec()],
+    }
 
     # -- to implement ---------------------------------------------------------------------
     def _build_vectors(self, tokens: TokenizedDocuments, counts: Counter) -> WordVectors:
         raise NotImplementedError  # pragma: no cover
-
-    # -- parameters -------------------------------------------------------------------------
-    def _check_common(self) -> None:
-        name = type(self).__name__
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"{name}(pooling={self.pooling!r}); choose one of {POOLINGS}.")
-        if self.oov not in OOV_POLICIES:
-            raise ValueError(f"{name}(oov={self.oov!r}); choose one of {OOV_POLICIES}.")
-        if self.max_length is not None and (not isinstance(self.max_length, (int, np.integer))
-                                            or self.max_length < 1):
-            raise ValueError(f"{name}(max_length={self.max_length!r}); use a positive int or None.")
-        if self.pooling == "sif" and not float(self.sif_a) > 0:
-            raise ValueError(f"{name}(sif_a={self.sif_a!r}) must be > 0, e.g. 1e-3.")
 
     def _oov_policy(self) -> str:
         """The policy in force: ``oov="auto"`` resolved for the output form (see ``oov``)."""
@@ -105,7 +109,6 @@ class StaticEmbedder(Representation):
 
     # -- fit ------------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
-        self._check_common()
         self.tokenizer_ = Tokenizer(lowercase=self.lowercase)
         tokens = self.tokenizer_.tokenize_ids(docs)
         counts = Counter(dict(zip(tokens.words, tokens.counts().tolist())))

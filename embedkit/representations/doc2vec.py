@@ -6,9 +6,12 @@ import copy
 import hashlib
 from collections import Counter
 from itertools import chain
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 
+from .._params import SEED, CacheSpec, Interval, Options, StrOptions, positive_int
 from ..base import Representation, store_params
 from ..documents import Tokenizer
 
@@ -112,6 +115,26 @@ class Doc2VecEmbedder(Representation):
         "TransformerEmbedder(output='sequence') or TokenIndexer()."
     )
 
+    _parameter_constraints: ClassVar[dict] = {
+        "dm": [Options(Integral, {0, 1})],
+        "vector_size": [positive_int()],
+        "window": [positive_int()],
+        "min_count": [positive_int()],
+        "epochs": [positive_int()],
+        "infer_epochs": [None, positive_int()],
+        "negative": [positive_int()],  # trained with negative sampling (hs=0)
+        "dm_mean": ["boolean"],
+        "dm_concat": ["boolean"],
+        "dbow_words": ["boolean"],
+        "sample": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "lowercase": ["boolean"],
+        "random_state": [SEED],
+        "workers": [positive_int()],
+        "output": [StrOptions({"pooled"})],
+        "cache": [CacheSpec()],
+    }
+
     def __init__(self, dm: int = 1, vector_size: int = 100, window: int = 5, min_count: int = 1,
                  epochs: int = 20, infer_epochs: int | None = None, negative: int = 5,
                  dm_mean: bool = False, dm_concat: bool = False, dbow_words: bool = False,
@@ -119,31 +142,12 @@ class Doc2VecEmbedder(Representation):
                  random_state: int = 0, workers: int = 1, output: str = "pooled", cache=None):
         store_params(self, locals())
 
-    # -- parameters ---------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        if self.dm not in (0, 1):
-            raise ValueError(f"dm={self.dm!r}; use dm=1 (PV-DM) or dm=0 (PV-DBOW).")
-        for name in ("vector_size", "window", "min_count", "epochs", "workers"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r}; expected an integer >= 1.")
-        if self.infer_epochs is not None and (
-            not isinstance(self.infer_epochs, (int, np.integer)) or self.infer_epochs < 1
-        ):
-            raise ValueError(f"infer_epochs={self.infer_epochs!r}; expected None or an integer >= 1.")
-        if not isinstance(self.negative, (int, np.integer)) or self.negative < 1:
-            raise ValueError(
-                f"negative={self.negative!r}; expected an integer >= 1 (embedkit trains Doc2Vec "
-                "with negative sampling)."
-            )
-        if not 0 < float(self.alpha) < 1:
-            raise ValueError(f"alpha={self.alpha!r}; expected a learning rate in (0, 1).")
-
     # -- fitting ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
         from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
-        self._check_params()
+        from .word2vec import check_trained
+
         if not docs:
             raise ValueError("Doc2VecEmbedder needs at least one training document; X is empty.")
         tokens = Tokenizer(lowercase=self.lowercase).tokenize_all(docs)
@@ -165,6 +169,8 @@ class Doc2VecEmbedder(Representation):
                 "(non-empty) documents."
             )
         model.train(corpus, total_examples=len(corpus), epochs=model.epochs)
+        check_trained("Doc2Vec", model.dv.vectors, "alpha", self.alpha)
+        check_trained("Doc2Vec", model.wv.vectors, "alpha", self.alpha)
         self.model_ = model
         self.dim_ = int(self.vector_size)
         self.n_train_docs_ = len(docs)

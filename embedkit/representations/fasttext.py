@@ -3,9 +3,12 @@ vectors from their subwords. Trained on the ``fit`` documents or loaded from a F
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from .._params import Rule, positive_int
 from ..base import store_params
-from ._static import StaticEmbedder
-from .word2vec import Word2VecEmbedder
+from ._static import VECTOR_SOURCE, StaticEmbedder
+from .word2vec import GENSIM_RULES, GENSIM_TRAINING, Word2VecEmbedder
 
 __all__ = ["FastTextEmbedder"]
 
@@ -32,7 +35,7 @@ class FastTextEmbedder(StaticEmbedder):
     epochs : int, default=5
     min_n, max_n : int, default=3, 6
         Character n-gram lengths (words are wrapped in ``<`` ``>``).
-    bucket : int, default=200000
+    bucket : int >= 1, default=200000
         Hash buckets for n-gram vectors (gensim's default is 2,000,000: ``bucket * vector_size``
         floats of memory, 800 MB at 100 dimensions; 200k keeps a fitted model at 80 MB).
     workers : int, default=1
@@ -60,6 +63,13 @@ class FastTextEmbedder(StaticEmbedder):
     """
 
     _gensim_model = "FastText"
+    _parameter_constraints: ClassVar[dict] = {**StaticEmbedder._parameter_constraints, **VECTOR_SOURCE,
+                              **GENSIM_TRAINING, "min_n": [positive_int()],
+                              "max_n": [positive_int()], "bucket": [positive_int()]}
+    _parameter_rules = GENSIM_RULES + (
+        Rule(("min_n", "max_n"), lambda lo, hi: lo <= hi, "min_n must be <= max_n",
+             bad={"min_n": 5, "max_n": 3}),
+    )
 
     def __init__(self, vectors=None, vectors_format: str = "auto", vector_size: int = 100,
                  window: int = 5, min_count: int = 1, sg: int = 0, hs: int = 0, negative: int = 5,
@@ -71,9 +81,6 @@ class FastTextEmbedder(StaticEmbedder):
         store_params(self, locals())
 
     def _gensim_params(self) -> dict:
-        if not 1 <= int(self.min_n) <= int(self.max_n):
-            raise ValueError(f"FastTextEmbedder(min_n={self.min_n}, max_n={self.max_n}) needs "
-                             "1 <= min_n <= max_n.")
         # the Word2Vec parameters, read the same way, plus the subword ones
         return Word2VecEmbedder._gensim_params(self) | dict(
             min_n=int(self.min_n), max_n=int(self.max_n), bucket=int(self.bucket))

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import SEED, Interval, Rule, positive_int
 from ..base import store_params
 from ..documents import TokenizedDocuments
 from ..vectors import WordVectors, load_word_vectors
-from ._static import StaticEmbedder
+from ._static import VECTOR_SOURCE, StaticEmbedder
 
 __all__ = ["GloveEmbedder", "cooccurrence_matrix", "train_glove"]
 
@@ -166,8 +169,8 @@ class GloveEmbedder(StaticEmbedder):
         Symmetric context window for co-occurrence counts (1/distance weighting).
     min_count : int, default=5
         Vocabulary cut-off for training.
-    x_max : float, default=10.0
-    alpha : float, default=0.75
+    x_max : float > 0, default=10.0
+    alpha : float > 0, default=0.75
         The weighting ``f(x) = min(1, (x / x_max) ** alpha)``. The paper's ``x_max=100`` suits
         billions of tokens; on a corpus of a few million it gives almost every pair a weight
         near 0 (wordsim353 0.12 instead of 0.31 on WikiText-2).
@@ -196,6 +199,27 @@ class GloveEmbedder(StaticEmbedder):
     'queen'
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        **StaticEmbedder._parameter_constraints, **VECTOR_SOURCE,
+        "train": ["boolean"],
+        "vector_size": [positive_int()],
+        "window": [positive_int()],
+        "min_count": [positive_int()],
+        "x_max": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "epochs": [positive_int()],
+        # AdaGrad steps are bounded; a run that still diverges raises a ValueError
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [positive_int()],
+        "random_state": [SEED],
+    }
+    _parameter_rules = (
+        Rule(("vectors", "train"), lambda vectors, train: vectors is not None or train,
+             "vectors must name the vectors to load unless train=True: pass "
+             "vectors='glove-6b-50d' (the default), a path, or train=True",
+             bad={"vectors": None, "train": False}),
+    )
+
     def __init__(self, vectors="glove-6b-50d", vectors_format: str = "auto", train: bool = False,
                  vector_size: int = 50, window: int = 10, min_count: int = 5, x_max: float = 10.0,
                  alpha: float = 0.75, epochs: int = 15, learning_rate: float = 0.2,
@@ -207,16 +231,10 @@ class GloveEmbedder(StaticEmbedder):
 
     def _build_vectors(self, tokens, counts: Counter) -> WordVectors:
         if not self.train:
-            if self.vectors is None:
-                raise ValueError("GloveEmbedder(vectors=None, train=False) has no vectors; pass "
-                                 "vectors='glove-6b-50d' (default), a path, or train=True.")
             return load_word_vectors(self.vectors, self.vectors_format)
         from .word2vec import check_min_count
 
         check_min_count(type(self).__name__, counts, self.min_count)
-        for name in ("vector_size", "epochs", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"GloveEmbedder({name}={getattr(self, name)!r}) must be >= 1.")
         vocab = sorted((w for w, c in counts.items() if c >= self.min_count),
                        key=lambda w: (-counts[w], w))
         cooc = cooccurrence_matrix(tokens, vocab, self.window)

@@ -4,15 +4,28 @@ space. Built on scikit-learn's vectorizers."""
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+from typing import ClassVar
+
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import (
+    SEED,
+    CacheSpec,
+    Interval,
+    NgramRange,
+    RealNotInt,
+    StrOptions,
+    positive_int,
+)
 from ..base import Representation, store_params
 from ..documents import DEFAULT_TOKEN_PATTERN, Tokenizer
 
 __all__ = ["TfidfEmbedder"]
 
-_WEIGHTINGS = ("tfidf", "count", "binary")
+#: a document-frequency cut-off, as scikit-learn's vectorizers take it: a share or a count
+_DOC_FREQUENCY = [Interval(RealNotInt, 0, 1, closed="both"), Interval(Integral, 0, None, closed="left")]
 
 
 class TfidfEmbedder(Representation):
@@ -25,10 +38,10 @@ class TfidfEmbedder(Representation):
         Word n-gram sizes.
     char_ngram_range : tuple of int or None, default=None
         Also add character n-grams inside word boundaries, e.g. ``(2, 4)``.
-    max_features : int or None, default=None
+    max_features : int >= 1 or None, default=None
         Keep the most frequent terms (per analyzer).
-    min_df, max_df : int or float, default=1, 1.0
-        Document-frequency cut-offs, as in scikit-learn.
+    min_df, max_df : int >= 0 or float in [0, 1], default=1, 1.0
+        Document-frequency cut-offs, as in scikit-learn: a count of documents or a share.
     sublinear_tf : bool, default=False
         Use ``1 + log(tf)`` (tfidf weighting only).
     lowercase : bool, default=True
@@ -92,6 +105,25 @@ class TfidfEmbedder(Representation):
         "GloveEmbedder(output='sequence'), TransformerEmbedder(output='sequence') or TokenIndexer()."
     )
 
+    _parameter_constraints: ClassVar[dict] = {
+        "weighting": [StrOptions({"tfidf", "count", "binary"})],
+        "ngram_range": [NgramRange()],
+        "char_ngram_range": [None, NgramRange()],
+        "max_features": [None, positive_int()],
+        "min_df": _DOC_FREQUENCY,
+        "max_df": _DOC_FREQUENCY,
+        "sublinear_tf": ["boolean"],
+        "lowercase": ["boolean"],
+        "stop_words": [None, StrOptions({"english"}), list],
+        "log_count_ratio": ["boolean"],  # needs y with two classes or more: checked at fit
+        "nb_alpha": [Interval(Real, 0, None, closed="neither")],
+        "n_components": [None, positive_int()],  # below the vocabulary size: checked at fit
+        "sparse_output": ["boolean"],
+        "random_state": [None, SEED],
+        "output": [StrOptions({"pooled"})],
+        "cache": [CacheSpec()],
+    }
+
     def __init__(self, weighting: str = "tfidf", ngram_range=(1, 1), char_ngram_range=None,
                  max_features: int | None = None, min_df=1, max_df=1.0, sublinear_tf: bool = False,
                  lowercase: bool = True, stop_words=None, log_count_ratio: bool = False,
@@ -118,8 +150,6 @@ class TfidfEmbedder(Representation):
     def _fit(self, docs, y=None):
         from sklearn.pipeline import FeatureUnion
 
-        if self.weighting not in _WEIGHTINGS:
-            raise ValueError(f"weighting={self.weighting!r}; choose one of {_WEIGHTINGS}.")
         word = self._vectorizer("word", self.ngram_range)
         if self.char_ngram_range is not None:
             vec = FeatureUnion([("word", word), ("char", self._vectorizer("char", self.char_ngram_range))])
@@ -158,6 +188,9 @@ class TfidfEmbedder(Representation):
         return sp.hstack([matrix.multiply(r[None, :]) for r in self.ratios_], format="csr")
 
     def _transform(self, docs):
+        if not docs:  # scikit-learn's FeatureUnion and TruncatedSVD refuse zero rows
+            empty = sp.csr_matrix((0, self.dim_), dtype=np.float32)
+            return empty if self.svd_ is None and self.sparse_output else empty.toarray()
         matrix = self._scale(self.vectorizer_.transform(docs))
         if self.svd_ is None:
             matrix = sp.csr_matrix(matrix, dtype=np.float32)

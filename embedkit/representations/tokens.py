@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+from typing import ClassVar
 
 import numpy as np
 
+from .._params import SEED, CacheSpec, HasMethods, StrOptions, positive_int
 from ..base import Representation, store_params
 from ..documents import Tokenizer
 from ..sequences import TokenIds
@@ -93,24 +95,25 @@ class TokenIndexer(Representation):
         "vector representation, e.g. GloveEmbedder(output='pooled' or 'sequence')."
     )
 
+    _parameter_constraints: ClassVar[dict] = {
+        "min_count": [positive_int()],
+        "max_vocab": [None, positive_int()],
+        "lowercase": ["boolean"],
+        "max_length": [None, positive_int()],
+        # a representation with lookup(words) once fitted: checked when it is fitted
+        "pretrained": [None, StrOptions(set(_PRETRAINED)), HasMethods(["fit", "get_params"])],
+        "random_state": [None, SEED],
+        "output": [StrOptions({"ids"})],
+        "cache": [CacheSpec()],
+    }
+
     def __init__(self, min_count: int = 1, max_vocab: int | None = None, lowercase: bool = True,
                  max_length: int | None = None, pretrained=None, random_state: int = 0,
                  output: str = "ids", cache=None):
         store_params(self, locals())
 
-    def _check_params(self) -> None:
-        for name, low, optional in (("min_count", 1, False), ("max_vocab", 1, True),
-                                    ("max_length", 1, True)):
-            value = getattr(self, name)
-            if value is None and optional:
-                continue
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-                allowed = "None or an integer >= 1" if optional else "an integer >= 1"
-                raise ValueError(f"{name}={value!r}; expected {allowed}.")
-
     # -- fitting ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
-        self._check_params()
         tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs)
         counts = dict(zip(tokens.words, tokens.counts().tolist()))
         kept = sorted((w for w, c in counts.items() if c >= self.min_count),
@@ -137,18 +140,8 @@ class TokenIndexer(Representation):
 
         spec = self.pretrained
         if isinstance(spec, str):
-            if spec not in _PRETRAINED:
-                raise ValueError(
-                    f"pretrained={spec!r} is not a known name; use one of {sorted(_PRETRAINED)}, "
-                    "or pass a representation such as Word2VecEmbedder()."
-                )
             module, name = _PRETRAINED[spec]
             return getattr(importlib.import_module(module), name)()
-        if not hasattr(spec, "fit") or not hasattr(spec, "get_params"):
-            raise ValueError(
-                f"pretrained={spec!r}; expected None, a name such as 'glove-6b-50d', or an "
-                "embedkit word representation such as GloveEmbedder()."
-            )
         return clone(spec)
 
     def _align(self, docs, y):

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from .._batching import resolve_device
+from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
 from ..sequences import Sequences, masked_pool
 from . import _onnx
 from ._neural import NeuralEncoder, onednn_linears
 
 __all__ = ["TransformerEmbedder"]
-
-_POOLINGS = ("mean", "cls", "max")
-_LONG = ("truncate", "window")
-_WORD_POOLINGS = (None, "mean", "first")
-_DTYPES = ("float32", "bfloat16", "int8")
 
 # Loaded models are shared by every embedder of the process (clones in a grid search, folds):
 # inference only, never trained in place, so sharing is safe; the two most recent stay loaded.
@@ -174,6 +172,37 @@ class TransformerEmbedder(NeuralEncoder):
     _feature_prefix = "dim"
     # the weights digest identifies the model; both backends give the same vectors (see backend)
     _cache_exclude = ("model", "trust_remote_code", "backend")
+    _parameter_constraints: ClassVar[dict] = {
+        "model": [str, os.PathLike],
+        "pooling": [StrOptions({"mean", "cls", "max"})],
+        "layers": [StrOptions({"last"}), Layers()],  # against the model's depth: at fit
+        "normalize": ["boolean"],
+        "max_length": [positive_int(4)],  # room for the special tokens; the model's limit at fit
+        "long_documents": [StrOptions({"truncate", "window"})],
+        "stride": [None, positive_int(0)],  # below the window's text tokens: checked at transform
+        "output": [StrOptions({"pooled", "sequence"})],
+        "word_pooling": [None, StrOptions({"mean", "first"})],
+        "batch_size": [positive_int()],
+        "max_tokens_per_batch": [None, positive_int()],
+        "device": [Device()],
+        "num_threads": [None, positive_int()],
+        "dtype": [StrOptions({"float32", "bfloat16", "int8"})],
+        "backend": [StrOptions({"auto", "torch", "onnx"})],  # against device: at fit
+        "trust_remote_code": ["boolean"],
+        "verbose": ["verbose"],
+        "cache": [CacheSpec()],
+    }
+    _parameter_rules = (
+        Rule(("word_pooling", "output"), lambda wp, output: wp is None or output == "sequence",
+             "word_pooling must be None unless output='sequence' (it pools the word pieces of "
+             "each word into one vector)", bad={"word_pooling": "mean", "output": "pooled"}),
+        Rule(("dtype", "backend"), lambda dtype, backend: dtype != "int8" or backend != "torch",
+             "int8 runs on ONNX Runtime only; use backend='onnx' (or 'auto'), or dtype='float32'",
+             bad={"dtype": "int8", "backend": "torch"}),
+        Rule(("backend", "dtype"), lambda backend, dtype: backend != "onnx" or dtype != "bfloat16",
+             "the ONNX backend runs float32 or int8; use backend='torch' for bfloat16",
+             bad={"backend": "onnx", "dtype": "bfloat16"}),
+    )
 
     def __init__(self, model: str = "all-minilm-l6-v2", pooling: str = "mean", layers="last",
                  normalize: bool = False, max_length: int = 256, long_documents: str = "truncate",
@@ -182,25 +211,6 @@ class TransformerEmbedder(NeuralEncoder):
                  device: str = "auto", num_threads: int | None = None, dtype: str = "float32",
                  backend: str = "auto", trust_remote_code: bool = False, verbose: int = 0, cache=None):
         store_params(self, locals())
-
-    # -- parameters -------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        for param, allowed in (("pooling", _POOLINGS), ("long_documents", _LONG),
-                               ("word_pooling", _WORD_POOLINGS), ("dtype", _DTYPES)):
-            if getattr(self, param) not in allowed:
-                raise ValueError(f"{name}({param}={getattr(self, param)!r}); choose one of {allowed}.")
-        if not isinstance(self.max_length, (int, np.integer)) or self.max_length < 4:
-            raise ValueError(f"{name}(max_length={self.max_length!r}); use an int >= 4.")
-        if self.layers != "last":
-            if isinstance(self.layers, (int, np.integer)):
-                raise ValueError(f"{name}(layers={self.layers!r}); pass a list, e.g. layers=[-1], "
-                                 "or 'last'.")
-            if not len(list(self.layers)):
-                raise ValueError(f"{name}(layers=[]); list at least one layer or use 'last'.")
-        if self.word_pooling is not None and self.output != "sequence":
-            raise ValueError(f"{name}(word_pooling={self.word_pooling!r}) only applies to "
-                             "output='sequence'; set word_pooling=None for pooled output.")
 
     def _layer_indices(self) -> list[int] | None:
         if self.layers == "last":
@@ -216,7 +226,6 @@ class TransformerEmbedder(NeuralEncoder):
 
     # -- model ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
-        self._check_params()
         device = resolve_device(self.device)
         backend = _onnx.resolve_backend(self.backend, device, self.dtype)
         tokenizer, network, source = _load(self.model, bool(self.trust_remote_code), device,
@@ -298,7 +307,6 @@ class TransformerEmbedder(NeuralEncoder):
     def _transform(self, docs):
         import torch
 
-        self._check_params()
         sequence = self.output == "sequence"
         if not docs:
             empty = np.zeros((0, 1, self.dim_) if sequence else (0, self.dim_), dtype=np.float32)

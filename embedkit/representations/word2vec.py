@@ -4,12 +4,38 @@ into document vectors or served as sequences / token ids by the shared `StaticEm
 from __future__ import annotations
 
 from collections import Counter
+from numbers import Integral, Real
+from typing import ClassVar
 
+import numpy as np
+
+from .._params import SEED, Interval, Options, Rule, positive_int
 from ..base import store_params
 from ..vectors import WordVectors, load_word_vectors
-from ._static import StaticEmbedder
+from ._static import VECTOR_SOURCE, StaticEmbedder
 
 __all__ = ["Word2VecEmbedder"]
+
+#: table entries of the gensim training parameters Word2Vec and FastText share
+GENSIM_TRAINING = {
+    "vector_size": [positive_int()],
+    "window": [positive_int()],  # gensim's worker thread dies on window < 1 and fit never returns
+    "min_count": [positive_int()],
+    "sg": [Options(Integral, {0, 1})],
+    "hs": [Options(Integral, {0, 1})],
+    "negative": [positive_int(0)],
+    "sample": [Interval(Real, 0, None, closed="left")],
+    "alpha": [Interval(Real, 0, 1, closed="right")],
+    "epochs": [positive_int()],
+    "workers": [positive_int()],
+    "random_state": [None, SEED],
+}
+#: with neither hierarchical softmax nor negative sampling gensim trains nothing
+GENSIM_RULES = (
+    Rule(("hs", "negative"), lambda hs, negative: bool(hs) or negative > 0,
+         "with hs=0 (no hierarchical softmax) negative must be >= 1, or nothing is trained",
+         bad={"hs": 0, "negative": 0}),
+)
 
 
 def _gensim():
@@ -21,8 +47,6 @@ def _gensim():
 
 def check_min_count(name: str, counts: Counter, min_count: int) -> None:
     """Clear error before gensim fails deep inside with an empty vocabulary."""
-    if not isinstance(min_count, (int,)) or min_count < 1:
-        raise ValueError(f"{name}(min_count={min_count!r}) must be a positive int.")
     if not counts:
         raise ValueError(f"{name} found no tokens in the training documents; they are all empty.")
     top = max(counts.values())
@@ -44,7 +68,15 @@ def train_gensim(cls, tokens: list[list[str]], counts: Counter, params: dict):
     model.train(corpus_iterable=tokens, total_examples=model.corpus_count,
                 total_words=model.corpus_total_words, epochs=model.epochs, start_alpha=model.alpha,
                 end_alpha=model.min_alpha, compute_loss=model.compute_loss)
+    check_trained(cls.__name__, model.wv.vectors, "alpha", params["alpha"])
     return model
+
+
+def check_trained(what: str, vectors: np.ndarray, rate: str, value) -> None:
+    """A ValueError naming the learning rate when training left non-finite vectors."""
+    if not np.isfinite(vectors).all():
+        raise ValueError(f"{what} training diverged (non-finite vectors) with {rate}={value!r}; "
+                         f"lower it, e.g. {rate}={float(value) / 10:g}.")
 
 
 class Word2VecEmbedder(StaticEmbedder):
@@ -59,21 +91,21 @@ class Word2VecEmbedder(StaticEmbedder):
         files). See `load_word_vectors`.
     vectors_format : str, default="auto"
         Force a file format (see `load_word_vectors`).
-    vector_size : int, default=100
-    window : int, default=5
-    min_count : int, default=1
+    vector_size : int >= 1, default=100
+    window : int >= 1, default=5
+    min_count : int >= 1, default=1
         Ignore words rarer than this (gensim's default is 5; 1 lets tiny corpora fit).
     sg : {0, 1}, default=0
         1 for skip-gram, 0 for CBOW.
     hs : {0, 1}, default=0
-        1 for hierarchical softmax; with 0, ``negative`` > 0 uses negative sampling.
-    negative : int, default=5
-    sample : float, default=1e-3
-        Down-sampling threshold for frequent words.
-    alpha : float, default=0.025
-        Initial learning rate.
-    epochs : int, default=5
-    workers : int, default=1
+        1 for hierarchical softmax; with 0, ``negative`` must be >= 1 (negative sampling).
+    negative : int >= 0, default=5
+    sample : float >= 0, default=1e-3
+        Down-sampling threshold for frequent words (0: none).
+    alpha : float in (0, 1], default=0.025
+        Initial learning rate; a run that diverges (non-finite vectors) raises a ValueError.
+    epochs : int >= 1, default=5
+    workers : int >= 1, default=1
         gensim worker threads. Training is reproducible with ``random_state`` only with
         ``workers=1`` (thread scheduling reorders updates); gensim's docs also ask for a fixed
         ``PYTHONHASHSEED`` for reproducibility across interpreter launches.
@@ -103,6 +135,9 @@ class Word2VecEmbedder(StaticEmbedder):
     """
 
     _gensim_model = "Word2Vec"  # the gensim.models class that trains it
+    _parameter_constraints: ClassVar[dict] = {**StaticEmbedder._parameter_constraints, **VECTOR_SOURCE,
+                              **GENSIM_TRAINING}
+    _parameter_rules = GENSIM_RULES
 
     def __init__(self, vectors=None, vectors_format: str = "auto", vector_size: int = 100,
                  window: int = 5, min_count: int = 1, sg: int = 0, hs: int = 0, negative: int = 5,

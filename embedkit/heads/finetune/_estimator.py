@@ -12,8 +12,11 @@ fine-tuned encoder's features, so what the model learned can feed other heads, a
 from __future__ import annotations
 
 import math
+import os
 from functools import partial
+from numbers import Real
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -21,19 +24,22 @@ from sklearn.base import ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..._batching import length_sorted_batches
+from ..._params import Interval, StrOptions, positive_int, validate_params
 from ...base import store_params
 from ...documents import validate_documents
 from ...sequences import Sequences
-from .._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from .._base import (
+    LEARNING_RATE,
+    NeuralClassifierMixin,
+    NeuralHead,
+    NeuralRegressorMixin,
+    _finite_outputs,
+)
 from .._data import HeadDataset, HeadInput
 from ._data import collate_token_ids, pad_token_ids
 from ._module import FineTuneModule, freeze_encoder
 
 __all__ = ["TransformerClassifier", "TransformerRegressor"]
-
-FINE_TUNE = ("full", "last_k", "none")
-HEADS = ("linear", "mlp", "attention")
-POOLINGS = ("cls", "mean")
 
 
 def _torch_at_least(major: int, minor: int) -> bool:
@@ -43,6 +49,22 @@ def _torch_at_least(major: int, minor: int) -> bool:
 
 class _FineTune(TransformerMixin, NeuralHead):
     _accepts = ("text",)
+    _parameter_constraints: ClassVar[dict] = {
+        **{k: v for k, v in NeuralHead._parameter_constraints.items()
+           if k not in ("optimizer", "gradient_clip")},  # AdamW, no clipping: not parameters here
+        "model": [str, os.PathLike],
+        "fine_tune": [StrOptions({"full", "last_k", "none"})],
+        "k": [positive_int()],  # against the model's depth: checked when it is loaded
+        "head": [StrOptions({"linear", "mlp", "attention"})],
+        "pooling": [StrOptions({"cls", "mean"})],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "head_lr": [LEARNING_RATE],
+        "warmup_ratio": [Interval(Real, 0, 1, closed="left")],
+        "gradient_accumulation": [positive_int()],
+        "max_length": [positive_int(4)],  # room for the special tokens; the model's limit at load
+        "trust_remote_code": ["boolean"],
+        "output": [StrOptions({"pooled", "sequence"})],
+    }
 
     def __init__(self, model: str = "all-minilm-l6-v2", fine_tune: str = "full", k: int = 2,
                  head: str = "linear", pooling: str = "mean", dropout: float = 0.1,
@@ -53,25 +75,6 @@ class _FineTune(TransformerMixin, NeuralHead):
                  class_weight=None, random_state: int | None = 0, device: str = "auto",
                  trust_remote_code: bool = False, output: str = "pooled", verbose: int = 0):
         store_params(self, locals())
-
-    # -- checks (the device is checked by `_device`, i.e. `embedkit._batching.resolve_device`) --
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        choices = {"fine_tune": FINE_TUNE, "head": HEADS, "pooling": POOLINGS,
-                   "output": ("pooled", "sequence")}
-        for param, allowed in choices.items():
-            value = getattr(self, param)
-            if value not in allowed:
-                raise ValueError(f"{name}({param}={value!r}) is not valid; choose one of {allowed}.")
-        for param in ("epochs", "batch_size", "gradient_accumulation", "max_length", "k", "patience"):
-            value = getattr(self, param)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}({param}={value!r}) must be an integer >= 1.")
-        if not 0.0 <= float(self.warmup_ratio) < 1.0:
-            raise ValueError(f"{name}(warmup_ratio={self.warmup_ratio!r}) must lie in [0, 1).")
-        if not 0.0 < float(self.validation_fraction) < 1.0:
-            raise ValueError(
-                f"{name}(validation_fraction={self.validation_fraction!r}) must lie in (0, 1).")
 
     def _as_input(self, X, *, reset: bool) -> HeadInput:
         if isinstance(X, Sequences) or hasattr(X, "lengths") or (
@@ -182,7 +185,7 @@ class _FineTune(TransformerMixin, NeuralHead):
     # -- inference ----------------------------------------------------------------------------
     def _run(self, docs: list[str], what: str):
         """Run the fitted module over ``docs`` in length-sorted, dynamically padded batches."""
-        ids = self._tokenize(docs)
+        ids = self._tokenize(docs) if docs else []
         lengths = np.fromiter((len(r) for r in ids), dtype=np.int64, count=len(ids))
         device = next(self.module_.parameters()).device
         pad_id = self.tokenizer_.pad_token_id
@@ -210,7 +213,8 @@ class _FineTune(TransformerMixin, NeuralHead):
 
     def _forward(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
-        return self._run(self._as_input(X, reset=False).data, "logits")
+        return _finite_outputs(self._run(self._as_input(X, reset=False).data, "logits"),
+                               type(self).__name__)
 
     def transform(self, X):
         """The fine-tuned encoder's features of ``X``.
@@ -220,7 +224,7 @@ class _FineTune(TransformerMixin, NeuralHead):
         `Sequences` of token vectors (special tokens included) with the word pieces attached.
         """
         check_is_fitted(self, "module_")
-        self._check_params()
+        validate_params(self, only=("output",))  # the one parameter read again after fit
         docs = self._as_input(X, reset=False).data
         return self._run(docs, "sequence" if self.output == "sequence" else "pooled")
 
@@ -255,6 +259,28 @@ class _FineTune(TransformerMixin, NeuralHead):
 
         return load_pretrained(cls, path, device)
 
+    def _to_state(self, folder):
+        """State for `embedkit.save`: the model folder of `save_pretrained`, written to ``folder``."""
+        check_is_fitted(self, "module_")
+        self.save_pretrained(folder)
+        return {"model": self.model, "device": self.device}
+
+    @classmethod
+    def _from_state(cls, state: dict, folder):
+        """Inverse of `_to_state`: `load` the model folder, with the original ``model``/``device``.
+
+        A folder whose parameters ask for ``trust_remote_code`` is refused before anything loads.
+        """
+        import json
+
+        params = json.loads((folder / "embedkit.json").read_text()).get("params", {})
+        if params.get("trust_remote_code", False) is not False:
+            raise ValueError(f"{folder} asks for trust_remote_code; embedkit model folders never "
+                             "run code shipped with a model.")
+        est = cls.load(folder, device=state["device"])
+        est.model = state["model"]  # a refit starts again from the pretrained model
+        return est
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
@@ -283,9 +309,9 @@ _PARAMS_DOC = """
         The first token's vector, or the masked mean of the token vectors.
     dropout : float, default=0.1
         Dropout on the pooled vector (and in the MLP head).
-    lr : float, default=5e-5
+    lr : float in (0, 1], default=5e-5
         Learning rate of the encoder.
-    head_lr : float, default=1e-3
+    head_lr : float in (0, 1], default=1e-3
         Learning rate of the head (and attention pooling).
     warmup_ratio : float, default=0.1
         Fraction of the optimizer steps with a linear warm-up from 0; the rate then decays
@@ -298,8 +324,9 @@ _PARAMS_DOC = """
     batch_size : int, default=16
     gradient_accumulation : int, default=1
         Update the weights every this many batches (effective batch ``batch_size * this``).
-    max_length : int, default=128
-        Documents are truncated to this many word pieces (special tokens included).
+    max_length : int >= 4, default=128
+        Documents are truncated to this many word pieces (special tokens included); at most
+        the model's position limit.
     early_stopping : bool or "auto", default="auto"
         Hold out ``validation_fraction`` (stratified for classification), record the validation
         loss and metric per epoch, stop after ``patience`` epochs without improvement of the

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._params import validate_params
+
 __all__ = ["load_pretrained", "save_pretrained"]
 
 _META = "embedkit.json"
@@ -59,7 +61,7 @@ def load_pretrained(cls, path, device: str = "auto"):
         params["class_weight"] = {_hashable(k): v for k, v in params["class_weight"]["pairs"]}
     params.update(model=str(path.resolve()), device=device)
     est = cls(**params)
-    est._check_params()
+    validate_params(est)
     device = est._device()
     est.tokenizer_, encoder, est.source_ = est._load()
     module = est._build(encoder, int(meta["n_outputs"]), device)

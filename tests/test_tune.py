@@ -1,0 +1,218 @@
+"""embedkit.tune: budget parsing, the registry's search spaces, a real budgeted search on a TREC
+slice (the pick beats a dummy on held-out questions, the baselines sit on the leaderboard), and
+budgets too small for any candidate."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.dummy import DummyClassifier
+from sklearn.metrics import accuracy_score
+from sklearn.pipeline import Pipeline
+
+import embedkit
+from embedkit.registry import HEADS, REPRESENTATIONS
+from embedkit.tune import (
+    MINILM_BASELINE,
+    TFIDF_BASELINE,
+    BudgetedHalvingSearchCV,
+    BudgetError,
+    candidates,
+    parse_budget,
+    run_tune_cli,
+    tune,
+)
+
+PAIRS = [("tfidf", "logreg"), ("bow", "logreg")]
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("15m", 900), ("1h", 3600),
+                                           ("1h30m", 5400), (" 2m30s ", 150), ("45", 45),
+                                           (12.5, 12.5), ("10min", 600)])
+def test_budget_strings_parse(text, seconds):
+    assert parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["15 minutes", "", "m", "0s", "-5", "1d", "abc", 0, float("nan")])
+def test_bad_budgets_are_refused_with_the_accepted_forms(bad):
+    with pytest.raises(ValueError, match=r"budget=.*90s, 15m, 1h"):
+        parse_budget(bad)
+
+
+def test_budget_of_a_wrong_type_is_refused():
+    with pytest.raises(TypeError, match=r"budget=True"):
+        parse_budget(True)
+    with pytest.raises(TypeError, match=r"budget=\[60\] \(list\)"):
+        parse_budget([60])
+
+
+def test_every_space_is_valid_and_holds_the_default():
+    for registry in (REPRESENTATIONS, HEADS):
+        for name, entry in registry.items():
+            assert entry.cost >= 0, name
+            if not entry.space:
+                continue
+            step = entry.factory()
+            params = step.get_params()
+            for key, values in entry.space.items():
+                assert key in params, (name, key)
+                assert params[key] in values, (name, key, params[key])  # defaults stay reachable
+                for value in values:
+                    step.set_params(**{key: value})
+
+
+def test_candidates_start_from_the_defaults_and_run_cheap_first():
+    cands = candidates([("minilm", "logreg-cv"), ("tfidf", "logreg-cv"),
+                        ("passthrough", "finetune")], per_pair=3)
+    names = [(c["representation"], c["head"]) for c in cands]
+    assert names[0] == ("tfidf", "logreg-cv") and names[-1] == ("passthrough", "finetune")
+    assert [c["cost"] for c in cands] == sorted(c["cost"] for c in cands)
+    tfidf = [c for c in cands if c["representation"] == "tfidf"]
+    assert tfidf[0]["params"] == {} and len(tfidf) == 3
+    space = REPRESENTATIONS["tfidf"].space
+    for c in tfidf[1:]:
+        assert c["params"] and all(v in space[k.split("__")[1]] for k, v in c["params"].items())
+    assert sum(c["head"] == "finetune" for c in cands) == 1  # costly pairs: their default only
+    # the embedding cache is on for every representation that takes one
+    minilm = next(c for c in cands if c["representation"] == "minilm")
+    assert minilm["grid"]["features"][0].cache == "memory"
+
+
+@pytest.fixture(scope="session")
+def trec_slice():
+    from sklearn.model_selection import train_test_split
+
+    df = embedkit.load_dataset("trec")
+    train = df[df["split"] == "train"]
+    test = df[df["split"] == "test"]
+    train, _ = train_test_split(train, train_size=300, stratify=train["label"], random_state=0)
+    return train.reset_index(drop=True), test.reset_index(drop=True)
+
+
+@pytest.fixture(scope="session")
+def tuned(trec_slice):
+    train, _ = trec_slice
+    lines = []
+    search = embedkit.tune(train["text"], train["label"], budget="60s", pairs=PAIRS, per_pair=2,
+                           progress=lines.append)
+    return search, lines
+
+
+def test_tune_returns_a_refit_pipeline_that_beats_a_dummy(tuned, trec_slice):
+    search, lines = tuned
+    train, test = trec_slice
+    assert isinstance(search, BudgetedHalvingSearchCV)
+    assert isinstance(search.best_estimator_, Pipeline)
+    pred = search.predict(test["text"])
+    dummy = DummyClassifier(strategy="most_frequent").fit(train["text"], train["label"])
+    acc, floor = accuracy_score(test["label"], pred), accuracy_score(test["label"],
+                                                                    dummy.predict(test["text"]))
+    assert acc > floor + 0.2, (acc, floor)
+    assert search.best_estimator_.named_steps["head"].n_features_in_ > 0  # refit on the data
+    assert any("round 1" in line for line in lines) and any("baseline" in line for line in lines)
+
+
+def test_leaderboard_holds_the_candidates_and_both_baselines(tuned, trec_slice):
+    search, _ = tuned
+    board = search.leaderboard_
+    assert set(board.loc[board["kind"] == "baseline", "pipeline"]) == {TFIDF_BASELINE,
+                                                                       MINILM_BASELINE}
+    base = board[board["kind"] == "baseline"]
+    assert base["all_data"].all() and (base["documents"] == 300).all()
+    assert base["accuracy"].between(0.3, 1.0).all()
+    cands = board[board["kind"] == "candidate"]
+    assert len(cands) == len(search.candidates_) - len({s["label"] for s in search.skipped_
+                                                        if s["round"] == 0})
+    assert board["pick"].sum() == 1
+    pick = board[board["pick"]].iloc[0]
+    assert pick["kind"] == "candidate" and pick["pipeline"].split(" (")[0] in {
+        f"{r} + {h}" for r, h in PAIRS}
+    # the pick is the best candidate of the last round reached (scikit-learn's halving rule)
+    last = cands[cands["round"] == cands["round"].max()]
+    assert pick["accuracy"] == last["accuracy"].max()
+    assert np.isfinite(board["accuracy"]).all() and list(board["rank"]) == list(
+        range(1, len(board) + 1))
+    # the baselines are scored on the search's folds: re-scoring one on them gives its numbers
+    from sklearn.model_selection import cross_val_score
+
+    from embedkit.tune import baseline_pipelines
+
+    train, _ = trec_slice
+    again = cross_val_score(baseline_pipelines()[TFIDF_BASELINE], train["text"], train["label"],
+                            cv=search.cv)
+    np.testing.assert_allclose(search.baselines_[TFIDF_BASELINE]["scores"], again)
+
+
+def test_leaderboard_files_and_the_model_folder(tuned, tmp_path):
+    from embedkit.tune import save_model, write_leaderboard
+
+    search, _ = tuned
+    paths = write_leaderboard(search.leaderboard_, tmp_path, title="TREC slice")
+    assert [p.name for p in paths] == ["leaderboard.csv", "leaderboard.md", "leaderboard.png"]
+    back = pd.read_csv(paths[0])
+    assert list(back["pipeline"]) == list(search.leaderboard_["pipeline"])
+    text = paths[1].read_text()
+    assert "# TREC slice" in text and TFIDF_BASELINE in text and "**pick**" in text
+    assert paths[2].stat().st_size > 5000
+    if importlib.util.find_spec("embedkit.persist") is None:  # until persist.py lands
+        with pytest.raises(ImportError, match=r"needs embedkit.persist.*best_estimator_"):
+            save_model(search.best_estimator_, tmp_path / "model")
+        assert not (tmp_path / "model").exists()
+    else:
+        path = save_model(search.best_estimator_, tmp_path / "model")
+        from embedkit.persist import load
+
+        docs = ["What is the capital of France ?", "Who wrote Hamlet ?"]
+        assert list(load(path).predict(docs)) == list(search.best_estimator_.predict(docs))
+        assert sorted(p.name for p in tmp_path.iterdir()
+                      if p.name.startswith(".model")) == []  # no staging folder left
+
+
+def test_a_budget_too_small_for_any_pair_is_a_clear_error(trec_slice):
+    train, _ = trec_slice
+    with pytest.raises(BudgetError, match=r"budget of 0.001 s is too small.*cheapest.*Give at"):
+        tune(train["text"], train["label"], budget=0.001, pairs=PAIRS, progress=False)
+
+
+def test_a_search_that_scores_nothing_is_a_clear_error(trec_slice):
+    # the plan let the pair in, but the budget runs out before the first candidate can run
+    train, _ = trec_slice
+    cands = candidates(PAIRS, per_pair=1)
+    first = cands[0]["grid"]
+    search = BudgetedHalvingSearchCV(
+        Pipeline([("features", first["features"][0]), ("head", first["head"][0])]),
+        [c["grid"] for c in cands], budget=1e-6, cv=3,
+        info=[{"label": "tfidf + logreg", "cost": 1.5}, {"label": "bow + logreg", "cost": 1.5}])
+    with pytest.raises(BudgetError, match=r"ran out before any candidate was scored.*cheapest"):
+        search.fit(train["text"], train["label"])
+
+
+def test_bad_input_gets_clear_errors(trec_slice):
+    train, _ = trec_slice
+    X, y = train["text"], train["label"]
+    with pytest.raises(ValueError, match=r"one label per document"):
+        tune(X, y[:10], budget="1m", pairs=PAIRS)
+    with pytest.raises(ValueError, match=r"fewer than cv=3"):
+        tune(X[:5], ["a", "a", "a", "a", "b"], budget="1m", pairs=PAIRS)
+    with pytest.raises(ValueError, match=r"finetune='yes'"):
+        tune(X, y, budget="1m", finetune="yes")
+    with pytest.raises(ValueError, match=r"unknown head"):
+        tune(X, y, budget="1m", pairs=[("tfidf", "nope")])
+
+
+def test_the_command_refuses_a_bad_budget_before_loading_data(tmp_path):
+    with pytest.raises(ValueError, match=r"budget='15 minutes' is not a duration"):
+        run_tune_cli(file=tmp_path / "missing.csv", budget="15 minutes")
+    with pytest.raises(ValueError, match=r"either --file"):
+        run_tune_cli(budget="1m")
+
+
+def test_embedkit_tune_is_callable_after_importing_the_module():
+    import embedkit.tune as module
+
+    assert embedkit.tune is tune or embedkit.tune is module
+    with pytest.raises(ValueError, match=r"budget="):
+        embedkit.tune(["a"], ["x"], budget="soon")
