@@ -11,21 +11,31 @@ import embedkit.compare as compare_module
 from embedkit.compare import _splits, run_compare
 
 
-def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def sms_slice():
+    """120 SMS messages, 100 ham and 20 spam (seed 0): small, imbalanced, short."""
+    from embedkit.datasets import load_dataset
+
+    df = load_dataset("sms-spam")
+    parts = [df[df.label == "ham"].sample(100, random_state=0),
+             df[df.label == "spam"].sample(20, random_state=0)]
+    return pd.concat(parts).reset_index(drop=True)[["text", "label"]]
+
+
+def test_compare_shares_the_fit_and_scores_like_the_pipeline(sms_slice, tmp_path, monkeypatch):
     from sklearn.model_selection import StratifiedKFold, cross_validate
 
-    from embedkit.datasets import load_dataset, stratified_sample
     from embedkit.registry import make_pipeline
 
     fast = ["linear.epochs=5"]
-    got = run_compare("bbc-news", ["tfidf"], ["logreg", "linear"], quick=True, output=tmp_path,
-                      progress=False, baselines=False, n_jobs=1, params=fast)
-    sample = stratified_sample(load_dataset("bbc-news"), 300, 0).reset_index(drop=True)
+    kwargs = {"representations": ["tfidf"], "heads": ["logreg", "linear"], "folds": 3,
+              "output": tmp_path, "progress": False, "baselines": False, "n_jobs": 1}
+    got = run_compare(sms_slice, params=fast, **kwargs)
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     for head in ("logreg", "linear"):
         want = cross_validate(make_pipeline("tfidf", head, fast if head == "linear" else ()),
-                              sample.text.to_numpy(object),
-                              sample.label, cv=cv)["test_score"]
+                              sms_slice.text.to_numpy(object), sms_slice.label,
+                              cv=cv)["test_score"]
         row = got.set_index("head").loc[head]
         assert row.accuracy_mean == pytest.approx(want.mean(), abs=1e-12)
         assert row.accuracy_std == pytest.approx(want.std(), abs=1e-12)
@@ -42,11 +52,14 @@ def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path, monkeypat
         return real(rep, heads, *data)
 
     monkeypatch.setattr(compare_module, "_score_fold", counting)
-    again = run_compare("bbc-news", ["tfidf"], ["logreg", "linear"], quick=True, output=tmp_path,
-                        progress=False, baselines=False, n_jobs=1, params=fast)
+    again = run_compare(sms_slice, params=fast, **kwargs)
     assert calls == [["linear", "logreg"]]
     timings = ["fit_seconds", "transform_seconds", "predict_seconds", "peak_mb"]
     pd.testing.assert_frame_equal(again.drop(columns=timings), got.drop(columns=timings))
+    # another setting is another result, never one recorded for the old setting
+    calls.clear()
+    run_compare(sms_slice, params=["linear.epochs=4"], **kwargs)
+    assert calls == [["linear"]] * 3
 
 
 def test_compare_holdout_split():
@@ -58,17 +71,6 @@ def test_compare_holdout_split():
         _splits(df, 5, 0, holdout=1.5)
     official = df.assign(split=["train"] * 90 + ["test"] * 10)
     assert _splits(official, 5, 0, holdout=0.2)[1] == "official test split"
-
-
-@pytest.fixture(scope="module")
-def sms_slice():
-    """120 SMS messages, 100 ham and 20 spam (seed 0): small, imbalanced, short."""
-    from embedkit.datasets import load_dataset
-
-    df = load_dataset("sms-spam")
-    parts = [df[df.label == "ham"].sample(100, random_state=0),
-             df[df.label == "spam"].sample(20, random_state=0)]
-    return pd.concat(parts).reset_index(drop=True)[["text", "label"]]
 
 
 def test_compare_in_parallel_equals_one_job(sms_slice, tmp_path):
