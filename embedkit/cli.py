@@ -3,17 +3,21 @@
 Examples
 --------
     embedkit compare                              # every default pipeline on BBC News
-    embedkit compare --quick                      # a one-minute smoke run
-    embedkit compare -d trec -r tfidf -r lsa -h mlp
+    embedkit compare --quick                      # a smoke run: 300 documents, 3 folds
+    embedkit compare -d trec -r tfidf -r lsa -H mlp -p head.epochs=3
+    embedkit compare -d sms-spam --metric f1 --metric accuracy   # spam F1 first
     embedkit compare --file my.csv --text-column review --label-column stars
     embedkit compare -e pipelines/experiments/tfidf_variants.py   # an experiment file
-    embedkit embed corpus.csv vectors.parquet -r transformer --id-column id
+    embedkit embed corpus.csv vectors.parquet -r minilm --id-column id
     embedkit cache info
     embedkit datasets
+
+``-h`` / ``--help`` is help on every command.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -21,13 +25,59 @@ import typer
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    context_settings={"help_option_names": ["--help"]},
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="embedkit: compare text representations and neural heads as scikit-learn pipelines.",
 )
 
 
+def _in_flags(message: str, ctx: typer.Context | None = None) -> str:
+    """An error message in the running command's terms: ``text_column=`` becomes
+    ``--text-column``, and "(text_column=, ...; on the command line --text-column, ...)" keeps
+    only the command-line part."""
+    message = re.sub(r"\(([^();]*); on the command line ([^()]*)\)", r"(\2)", message)
+    if ctx is None:
+        return message
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params
+             if p.param_type_name == "option" and p.name}
+    return re.sub(r"(?<![\w.\-])([a-z][a-z_]*)=(?=\S)",
+                  lambda m: f"{flags[m.group(1)]} " if m.group(1) in flags else m.group(0), message)
+
+
+def _fail(err: Exception, ctx: typer.Context | None = None) -> typer.Exit:
+    typer.secho(f"error: {_in_flags(str(err), ctx)}", fg=typer.colors.RED, err=True)
+    return typer.Exit(2)
+
+
+def _listing() -> None:
+    from . import registry
+
+    known = registry.aliases()
+
+    def also(kind, name):
+        names = [a for a, target in known[kind].items() if target == name]
+        return f" (also: {', '.join(names)})" if names else ""
+
+    typer.echo("representations (-r NAME):")
+    for name, entry in registry.REPRESENTATIONS.items():
+        typer.echo(f"  {name:<14} [{registry.representation_form(entry)}]  {entry.about}"
+                   f"{also('representation', name)}")
+    typer.echo("heads (-H NAME):")
+    for name, entry in registry.HEADS.items():
+        typer.echo(f"  {name:<14} [{', '.join(registry.head_forms(entry))}]  {entry.about}"
+                   f"{also('head', name)}")
+    typer.echo("baselines (in every report; --no-baselines leaves them out):")
+    base = registry.BASELINES
+    for rep, head in base.pairs:
+        typer.echo(f"  {rep} + {head}: {base.representations[rep].about}; "
+                   f"{base.heads[head].about}")
+    typer.echo("experiments (-e NAME, or the path of your own .py file):")
+    for name, about in registry.experiments().items():
+        typer.echo(f"  {name:<22} {about}")
+
+
 @app.command()
 def compare(
+    ctx: typer.Context,
     dataset: str = typer.Option("bbc-news", "--dataset", "-d",
                                 help="Built-in dataset (see `embedkit datasets`)."),
     file: Path | None = typer.Option(None, "--file", "-f",
@@ -37,36 +87,46 @@ def compare(
     representations: list[str] | None = typer.Option(
         None, "--representation", "-r", help="Representation name; repeat for several. Default: the standard set."),
     heads: list[str] | None = typer.Option(
-        None, "--head", "-h", help="Head name; repeat for several. Default: the standard set."),
+        None, "--head", "-H", help="Head name; repeat for several. Default: the standard set."),
+    param: list[str] | None = typer.Option(
+        None, "--param", "-p",
+        help="Step parameter [step.]name=value, repeatable: -p head.epochs=3, "
+             "-p features.pooling=sif, -p glove.pooling=sif (one step). Checked before any work."),
+    metric: list[str] | None = typer.Option(
+        None, "--metric", "-m",
+        help="scikit-learn scorer name, repeatable; the first ranks the table and is charted. "
+             "Default: accuracy and f1_macro. On two classes `f1` scores the minority class "
+             "(see --pos-label)."),
+    pos_label: str | None = typer.Option(
+        None, help="Positive class of f1/precision/recall/... on a two-class dataset (default: "
+                   "the minority class)."),
+    baselines: bool = typer.Option(
+        True, "--baselines/--no-baselines",
+        help="Add the majority-class, plain TF-IDF + LR and plain MiniLM + LR rows."),
     experiment: str | None = typer.Option(
         None, "--experiment", "-e",
         help="A built-in experiment (see --list), e.g. course_comparison, or the path of an "
-             "experiment file (.py with PAIRS); instead of -r/-h."),
+             "experiment file (.py with PAIRS); instead of -r/-H."),
     folds: int = typer.Option(5, min=2, help="Cross-validation folds (datasets without an official split)."),
     holdout: float | None = typer.Option(
         None, help="Score on one stratified held-out fraction (e.g. 0.2) instead of CV: for slow experiments."),
     output: Path = typer.Option(Path("embedkit-results"), "--output", "-o", help="Folder for the report."),
     seed: int = typer.Option(0, help="Seed for splits and every model."),
-    quick: bool = typer.Option(False, "--quick", help="300-document sample, 3 folds, small selection: about a minute."),
-    list_: bool = typer.Option(False, "--list", help="List the representation and head names, then exit."),
+    quick: bool = typer.Option(False, "--quick", help="A smoke run: a 300-document sample, 3 folds, TF-IDF with logreg and mlp (and the baselines)."),
+    list_: bool = typer.Option(False, "--list", help="List the representation, head, baseline and experiment names, then exit."),
     scheduler: str | None = typer.Option(None, help="Dask scheduler address: run the folds on that cluster."),
     dask_workers: int | None = typer.Option(None, help="Start a local Dask cluster with N worker processes."),
-    n_jobs: int | None = typer.Option(None, help="Folds in parallel on this machine (joblib)."),
+    progress: bool = typer.Option(True, help="Progress bar (on a terminal only)."),
+    n_jobs: int | None = typer.Option(
+        None, "--n-jobs", "-j", min=1,
+        help="Jobs (representation x fold) at once, each with cores / n-jobs threads. "
+             "Default: every core; 1 runs them one after another."),
 ):
     """Score representation x head pipelines and write results.csv, results.md and results.png."""
     from . import compare as runner
-    from . import registry
 
     if list_:
-        typer.echo("representations:")
-        for name, entry in registry.REPRESENTATIONS.items():
-            typer.echo(f"  {name:<14} [{registry.representation_form(entry)}]  {entry.about}")
-        typer.echo("heads:")
-        for name, entry in registry.HEADS.items():
-            typer.echo(f"  {name:<14} [{', '.join(registry.head_forms(entry))}]  {entry.about}")
-        typer.echo("experiments (--experiment NAME, or the path of your own .py file):")
-        for name, about in registry.experiments().items():
-            typer.echo(f"  {name:<22} {about}")
+        _listing()
         raise typer.Exit()
     try:
         if file is not None:
@@ -86,26 +146,34 @@ def compare(
         with context:
             results = runner.run_compare(data, representations, heads, folds=folds, output=output,
                                          seed=seed, quick=quick, dataset_name=name, n_jobs=n_jobs,
-                                         experiment=experiment, holdout=holdout)
+                                         experiment=experiment, holdout=holdout, params=param or (),
+                                         metrics=metric or runner.DEFAULT_METRICS,
+                                         pos_label=pos_label, baselines=baselines,
+                                         progress=progress)
     except (ValueError, FileNotFoundError) as err:
-        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+        raise _fail(err, ctx) from None
     meta = results.attrs
     typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}\n")
     typer.echo(runner.format_table(results).to_markdown(index=False))
+    if meta.get("pos_label") is not None:
+        typer.echo(f"\nPositive class of {', '.join(m for m in meta['metrics'] if m in runner._POSITIVE_CLASS)}: "
+                   f"{meta['pos_label']!r} (--pos-label to change).")
     typer.echo(f"\nWall time {meta['wall_seconds']:.0f} s. Wrote {output / 'results.csv'}, "
                f"{output / 'results.md'}, {output / 'results.png'} and {output / 'results_time.png'}")
 
 
 @app.command()
 def embed(
+    ctx: typer.Context,
     input: Path = typer.Argument(..., help="CSV/TSV, parquet or JSON Lines file with a text column."),
     output: Path = typer.Argument(..., help="Where to write: .parquet (id + vector columns) or .npy "
                                             "(vectors; ids go to <name>.ids.txt)."),
-    representation: str = typer.Option("transformer", "--representation", "-r",
-                                       help="Representation class or short name."),
+    representation: str = typer.Option("minilm", "--representation", "-r",
+                                       help="Representation name, as in `embedkit compare --list` "
+                                            "(class names and short names are aliases)."),
     param: list[str] | None = typer.Option(None, "--param", "-p",
-                                           help="Representation parameter key=value (repeatable)."),
+                                           help="Representation parameter name=value (repeatable), "
+                                                "e.g. -p pooling=cls."),
     text_column: str = typer.Option("text", help="Column holding the documents."),
     id_column: str | None = typer.Option(None, help="Column of ids to write (default: row number)."),
     cache: str | None = typer.Option(None, help="Embedding cache: 'memory', 'disk' or a folder."),
@@ -122,26 +190,27 @@ def embed(
     (a JSON or parquet null) is an error that names it; an empty CSV cell is an empty document.
     """
     from .io import read_chunks
-    from .registry import make_representation
+    from .registry import make_representation, parse_params
     from .streaming import embed_file
 
     suffix = output.suffix.lower()
     if suffix not in (".parquet", ".npy"):
-        raise typer.BadParameter(f"output {output} must end in .parquet or .npy", param_hint="OUTPUT")
+        raise typer.BadParameter(f"{output} must end in .parquet or .npy", param_hint="OUTPUT")
     try:
-        rep = make_representation(representation, param)
+        rep = make_representation(representation, param or ())
+        if "cache" in rep.get_params() and all(p.name != "cache" for p in parse_params(param)):
+            rep.set_params(cache=cache)  # the registry's in-memory cache is no use to one pass
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--representation/--param") from None
+        raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="--representation/--param") from None
     if getattr(rep, "output", "pooled") != "pooled":
-        raise typer.BadParameter("embed writes one vector per document; use output=pooled.",
-                                 param_hint="--param")
-    if cache is not None:
-        rep.set_params(cache=cache)
+        raise typer.BadParameter(f"embed writes one vector per document; {representation!r} gives "
+                                 f"output={rep.output!r}: pick a pooled representation or pass "
+                                 "-p output=pooled.", param_hint="--param")
     columns = [text_column] + ([id_column] if id_column else [])
     try:  # the first chunk only: checks the columns and gives the documents to fit on
         first = next(read_chunks(input, columns, max(fit_rows, 1)), None)
     except (ValueError, FileNotFoundError) as err:
-        raise typer.BadParameter(str(err), param_hint="INPUT") from None
+        raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="INPUT") from None
     rep.fit([] if first is None or fit_rows == 0 else first[text_column].tolist())
     del first
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +219,7 @@ def embed(
         info = embed_file(rep, input, target, text_column=text_column, keep=id_column,
                           chunk_size=chunk_size, densify=True, progress=progress)
     except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
+        raise typer.BadParameter(_in_flags(str(err), ctx)) from None
     if suffix == ".npy":
         _parquet_to_npy(target, output, id_column, info["rows"], info["dim"])
     typer.echo(f"wrote {info['rows']} x {info['dim']} vectors from {type(rep).__name__} to {output}")
@@ -237,8 +306,7 @@ def _print_words(query) -> None:
     try:
         found = query()
     except (ValueError, FileNotFoundError) as err:
-        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+        raise _fail(err) from None
     for other, score in found:
         typer.echo(f"{other:<20} {score:.3f}")
 

@@ -1,14 +1,27 @@
 """`embedkit compare`: score representation x head pipelines on one dataset and write a report.
 
 Cross-validates (stratified k-fold) on datasets without an official split, and trains on
-``train`` / scores on ``test`` where the dataset defines one (TREC). Scores of each finished
-fold are kept in ``<output>/folds.jsonl`` and of each finished pipeline in ``runs.jsonl``, so
-an interrupted run resumes where it stopped, losing at most the fold in progress.
+``train`` / scores on ``test`` where the dataset defines one (TREC). Every report carries the
+baselines a user would write in five lines (`embedkit.registry.BASELINES`: the majority class,
+plain TF-IDF + LogisticRegression, plain MiniLM + LogisticRegression), scored on the same splits.
+
+The run uses the whole machine: each (representation, fold) is one job, and ``n_jobs`` of them
+(all cores by default) run at once in worker processes, each limited to ``cores // n_jobs``
+BLAS/OpenMP/torch threads so the cores are not oversubscribed. A representation whose vectors
+do not depend on the training fold (a pretrained Transformer) is encoded once, in this process,
+into a run-scoped disk cache that every worker reads; nothing is encoded twice. Scores equal
+those of ``n_jobs=1``: the same jobs run on the same data, and gensim trains with ``workers=1``
+(the registry's setting; more gensim workers reorder updates and change vectors run to run).
+
+Scores of each finished fold are kept in ``<output>/folds.jsonl`` and of each finished pipeline
+in ``runs.jsonl``, so an interrupted run resumes where it stopped, losing at most the folds in
+progress.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -16,6 +29,31 @@ import numpy as np
 import pandas as pd
 
 from . import registry
+
+#: the metrics of a report unless ``metrics=`` says otherwise; the first one ranks the rows
+DEFAULT_METRICS = ("accuracy", "f1_macro")
+
+#: scorer names that score one positive class of a two-class target: their function, the
+#: prediction method they read and whether greater is better (see `scorers`)
+_POSITIVE_CLASS = {
+    "f1": ("f1_score", "predict", True),
+    "precision": ("precision_score", "predict", True),
+    "recall": ("recall_score", "predict", True),
+    "jaccard": ("jaccard_score", "predict", True),
+    "average_precision": ("average_precision_score", ("decision_function", "predict_proba"), True),
+    "neg_brier_score": ("brier_score_loss", "predict_proba", False),
+}
+#: two-class-only scorers without a positive class to choose, and their multi-class forms
+_TWO_CLASS_ONLY = {"roc_auc": "roc_auc_ovr"}
+_PRETTY = {"accuracy": "accuracy", "f1_macro": "macro-F1"}
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 class _PeakRSS:
@@ -55,47 +93,152 @@ class _PeakRSS:
         self.peak = max(self.peak, self._proc.memory_info().rss)
 
 
-def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test) -> dict:
+class _Threads:
+    """Limit BLAS/OpenMP (threadpoolctl) and torch intra-op threads to ``n`` inside the block."""
+
+    def __init__(self, n: int | None):
+        self.n = n
+
+    def __enter__(self):
+        if self.n is None:
+            return self
+        import importlib.util
+
+        from threadpoolctl import threadpool_limits
+
+        self._limits = threadpool_limits(limits=self.n)
+        self._torch = None
+        if importlib.util.find_spec("torch") is not None:
+            import torch
+
+            self._torch = torch.get_num_threads()
+            torch.set_num_threads(self.n)
+        return self
+
+    def __exit__(self, *exc):
+        if self.n is None:
+            return
+        if self._torch is not None:
+            import torch
+
+            torch.set_num_threads(self._torch)
+        self._limits.restore_original_limits()
+
+
+def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None) -> tuple[dict, object]:
+    """scikit-learn scorers for ``metrics`` and the positive class they use (or None).
+
+    Any scorer name of `sklearn.metrics.get_scorer_names` is accepted. The names that score one
+    positive class of a two-class target (``f1``, ``precision``, ``recall``, ``jaccard``,
+    ``average_precision``, ``neg_brier_score``) take ``pos_label``; by default it is the
+    **minority class** of ``y`` (spam in ham/spam: the class a user usually cares about), ties
+    going to the greater label as in scikit-learn (``classes_[1]``). ``roc_auc`` needs no
+    positive class (it is symmetric). On more than two classes these names are refused with the
+    averaged forms to use instead (``f1_macro``, ``roc_auc_ovr``, ...).
+
+    Returns
+    -------
+    (dict of name -> scorer, positive class or None)
+
+    Examples
+    --------
+    >>> found, positive = scorers(["f1", "accuracy"], ["ham"] * 8 + ["spam"] * 2)
+    >>> sorted(found), positive
+    (['accuracy', 'f1'], 'spam')
+    """
+    from sklearn import metrics as skm
+
+    metrics = list(metrics or DEFAULT_METRICS)
+    names = skm.get_scorer_names()
+    for name in metrics:
+        if name not in names:
+            raise ValueError(f"unknown metric {name!r}.{registry.did_you_mean(name, names)} Use a "
+                             "scikit-learn scorer name, e.g. --metric accuracy --metric f1_macro "
+                             "(all of them: sklearn.metrics.get_scorer_names()).")
+    if len(set(metrics)) != len(metrics):
+        raise ValueError(f"--metric lists {metrics}; name each metric once.")
+    labels = pd.Series(np.asarray(y)) if y is not None else None
+    classes = sorted(labels.unique()) if labels is not None else []
+    two_class = [m for m in metrics if m in _POSITIVE_CLASS or m in _TWO_CLASS_ONLY]
+    if two_class and len(classes) > 2:
+        m = two_class[0]
+        instead = _TWO_CLASS_ONLY.get(m) or f"{m}_macro, {m}_weighted or {m}_micro"
+        raise ValueError(f"--metric {m} scores one positive class of a two-class target; this "
+                         f"dataset has {len(classes)} classes. Use {instead}.")
+    positive = None
+    if any(m in _POSITIVE_CLASS for m in metrics) and classes:
+        if pos_label is None:
+            counts = labels.value_counts()
+            rarest = counts[counts == counts.min()].index
+            positive = max(rarest)
+        else:
+            match = [c for c in classes if c == pos_label or str(c) == str(pos_label)]
+            if not match:
+                raise ValueError(f"--pos-label {pos_label!r} is not a class of this dataset; "
+                                 f"its classes are {classes}."
+                                 f"{registry.did_you_mean(pos_label, map(str, classes))}")
+            positive = match[0]
+        positive = positive.item() if hasattr(positive, "item") else positive
+    out = {}
+    for m in metrics:
+        if m in _POSITIVE_CLASS and positive is not None:
+            func, method, greater = _POSITIVE_CLASS[m]
+            out[m] = skm.make_scorer(getattr(skm, func), response_method=method,
+                                     greater_is_better=greater, pos_label=positive)
+        else:
+            out[m] = skm.get_scorer(m)
+    return out, positive
+
+
+def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
+                scoring: dict | None = None, threads: int | None = None) -> dict:
     """Fit ``representation`` once on one fold, then every head on its features.
 
     Scores equal those of ``Pipeline([representation, head])`` fitted on the fold; sharing the
     representation's fit between heads is what makes a multi-head comparison affordable.
     Returns ``{head name: scores and timings}``; ``fit_seconds`` is the pipeline's (the
     representation's ``fit_transform`` plus the head's ``fit``), ``transform_seconds`` the
-    representation on the test documents, ``peak_mb`` the growth of peak resident memory over
-    the fold's start.
+    representation on the test documents, ``predict_seconds`` the head's predictions on those
+    features and their scoring, ``peak_mb`` the growth of peak resident memory over the fold's
+    start. ``threads`` bounds BLAS/OpenMP/torch threads (None: leave them).
     """
     from sklearn.base import clone
-    from sklearn.metrics import accuracy_score, f1_score
+    from sklearn.metrics import check_scoring
 
-    with _PeakRSS() as rep_mem:
-        start = time.perf_counter()
-        if isinstance(representation, str) and representation == "passthrough":
-            train_features, fit_s = X_train, 0.0
-            test_features, transform_s = X_test, 0.0
-        else:
-            rep = clone(representation)
-            train_features = rep.fit_transform(X_train, y_train)
-            fit_s = time.perf_counter() - start
+    scoring = scoring or scorers()[0]
+    with _Threads(threads):
+        with _PeakRSS() as rep_mem:
             start = time.perf_counter()
-            test_features = rep.transform(X_test)
-            transform_s = time.perf_counter() - start
-    out = {}
-    for name, head in heads.items():
-        with _PeakRSS() as head_mem:
-            model = clone(head)
-            start = time.perf_counter()
-            model.fit(train_features, y_train)
-            head_fit_s = time.perf_counter() - start
-            start = time.perf_counter()
-            pred = model.predict(test_features)
-            predict_s = time.perf_counter() - start
-        peak = max(rep_mem.peak, head_mem.peak) - rep_mem.start
-        out[name] = {"accuracy": accuracy_score(y_test, pred),
-                     "f1_macro": f1_score(y_test, pred, average="macro"),
-                     "fit_seconds": fit_s + head_fit_s, "transform_seconds": transform_s,
-                     "predict_seconds": predict_s, "peak_mb": peak / 2**20}
+            if isinstance(representation, str) and representation == "passthrough":
+                train_features, fit_s = X_train, 0.0
+                test_features, transform_s = X_test, 0.0
+            else:
+                rep = clone(representation)
+                train_features = rep.fit_transform(X_train, y_train)
+                fit_s = time.perf_counter() - start
+                start = time.perf_counter()
+                test_features = rep.transform(X_test)
+                transform_s = time.perf_counter() - start
+        out = {}
+        for name, head in heads.items():
+            with _PeakRSS() as head_mem:
+                model = clone(head)
+                start = time.perf_counter()
+                model.fit(train_features, y_train)
+                head_fit_s = time.perf_counter() - start
+                start = time.perf_counter()
+                scores = check_scoring(model, scoring=scoring)(model, test_features, y_test)
+                predict_s = time.perf_counter() - start
+            peak = max(rep_mem.peak, head_mem.peak) - rep_mem.start
+            out[name] = {**{m: float(v) for m, v in scores.items()},
+                         "fit_seconds": fit_s + head_fit_s, "transform_seconds": transform_s,
+                         "predict_seconds": predict_s, "peak_mb": peak / 2**20}
     return out
+
+
+def _job(task: int, representation, heads, X_train, y_train, X_test, y_test, scoring, threads):
+    return task, _score_fold(representation, heads, X_train, y_train, X_test, y_test, scoring,
+                             threads)
 
 
 def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = None):
@@ -117,12 +260,65 @@ def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = Non
     return list(cv.split(df["text"], df["label"])), f"{folds}-fold stratified CV"
 
 
+def _signature(step) -> str:
+    """Short digest of a step's parameters: part of a result's key, so a changed setting
+    (``-p``, a new default) is never served a result recorded for another."""
+    from .cache import fingerprint
+
+    if isinstance(step, str):
+        return step
+    return fingerprint(step, fitted=False)[:10]
+
+
+def _fold_independent(rep, X, store) -> bool:
+    """True when ``rep``'s vectors do not depend on the documents it is fitted on (pretrained
+    encoders): two fits on different documents give the same cache fingerprint. Only a class
+    whose cache identity is its weights (it overrides ``_cache_identity``) can qualify; the
+    others' identity is their fitted state, which follows the documents. Cheap: each fit sees
+    16 documents."""
+    from sklearn.base import clone
+
+    from .base import Representation
+    from .cache import fingerprint
+
+    if not isinstance(rep, Representation) or "cache" not in rep.get_params(deep=False):
+        return False
+    if type(rep)._cache_identity is Representation._cache_identity:
+        return False
+    if registry.output_form(rep) not in ("pooled", "sequence") or len(X) < 32:
+        return False
+    a = clone(rep).set_params(cache=store).fit(X[:16])
+    b = clone(rep).set_params(cache=store).fit(X[16:32])
+    return fingerprint(a) == fingerprint(b)
+
+
+def _encode_once(rep, X, store, chunk: int = 1024) -> float:
+    """Encode every document of ``X`` into ``store`` (in chunks, bounding memory); seconds."""
+    from sklearn.base import clone
+
+    start = time.perf_counter()
+    fitted = clone(rep).set_params(cache=store).fit(X[:16])
+    for begin in range(0, len(X), chunk):
+        fitted.transform(X[begin:begin + chunk])
+    return time.perf_counter() - start
+
+
+def _check_dataset(name: str) -> None:
+    from .datasets import DATASETS
+
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}.{registry.did_you_mean(name, DATASETS)} "
+                         f"Choose from {', '.join(DATASETS)} (`embedkit datasets`), or pass your "
+                         "own file with --file.")
+
+
 def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, heads=None,
                 folds: int = 5, output: str | Path = "embedkit-results", seed: int = 0,
                 quick: bool = False, progress: bool = True, dataset_name: str | None = None,
                 n_jobs: int | None = None, experiment: str | None = None,
-                holdout: float | None = None):
-    """Score every compatible (representation, head) pair and write the report.
+                holdout: float | None = None, params=(), metrics=DEFAULT_METRICS,
+                pos_label=None, baselines: bool = True):
+    """Score every compatible (representation, head) pair and the baselines; write the report.
 
     Each representation is fitted once per fold and its features feed every head paired with
     it (the scores are those of the corresponding `Pipeline`).
@@ -132,7 +328,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     dataset : str or DataFrame, default="bbc-news"
         A built-in dataset name or a DataFrame with ``text`` and ``label`` (and ``split``).
     representations, heads : list of str, optional
-        Names from `embedkit.registry.REPRESENTATIONS` / `HEADS`; defaults when None.
+        Names or aliases from `embedkit.registry.REPRESENTATIONS` / `HEADS`; defaults when None.
     folds : int, default=5
     output : path, default="embedkit-results"
         Folder for results.csv, results.md, results.png and results_time.png.
@@ -140,9 +336,11 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     quick : bool, default=False
         A stratified sample of 300 documents, 3 folds and the quick selection: a smoke run.
     progress : bool, default=True
+        A progress bar, on a terminal only (never in a log file).
     n_jobs : int, optional
-        Folds run in parallel through joblib; inside ``embedkit.distributed.dask_backend`` they
-        run on a Dask cluster.
+        Jobs (one per representation and fold) run at once; None means every core this process
+        may use (`available_cores`), 1 runs them one after another in this process. Inside
+        ``embedkit.distributed.dask_backend`` pass -1: they run on the Dask cluster.
     experiment : str or Path, optional
         A built-in experiment (``course_comparison``, ``representations_only``) or an
         experiment file (`embedkit.registry.load_experiment`) instead of a representation x
@@ -150,17 +348,49 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     holdout : float, optional
         Score on one stratified held-out fraction (e.g. 0.2) instead of k-fold CV, for slow
         experiments; ignored where the dataset has an official test split.
+    params : list of str, optional
+        Step parameters ``"[step.]name=value"``, e.g. ``["head.epochs=3",
+        "features.pooling=sif"]`` (`embedkit.registry.Experiment.with_params`); checked before
+        any work.
+    metrics : list of str, default=("accuracy", "f1_macro")
+        scikit-learn scorer names; the first ranks the rows and is charted (`scorers`).
+    pos_label : optional
+        The positive class of ``f1`` / ``precision`` / ``recall`` / ... on a two-class dataset;
+        the minority class by default.
+    baselines : bool, default=True
+        Add the rows of `embedkit.registry.BASELINES` (majority class, plain TF-IDF + LR,
+        plain MiniLM + LR), marked ``kind="baseline"``.
 
     Returns
     -------
-    pandas.DataFrame, one row per pipeline, best first.
+    pandas.DataFrame, one row per pipeline, best first by the first metric.
     """
+    import shutil
+
+    from sklearn.base import clone
     from tqdm.auto import tqdm
 
+    from .cache import DiskCache
     from .datasets import load_dataset, stratified_sample
 
     wall = time.perf_counter()
+    metrics = list(metrics or DEFAULT_METRICS)
+    scorers(metrics)  # names checked before any work
+    chosen = registry.select(representations, heads, quick=quick, experiment=experiment,
+                             params=params)
+    rows_wanted = [("pipeline", r, h) for r, h in chosen.pairs]
+    reps, hds = dict(chosen.representations), dict(chosen.heads)
+    if baselines:
+        base = registry.BASELINES
+        clash = (set(base.representations) & set(reps)) | (set(base.heads) & set(hds))
+        if clash:
+            raise ValueError(f"the experiment names steps {sorted(clash)} that the baselines use; "
+                             "rename them.")
+        reps.update(base.representations)
+        hds.update(base.heads)
+        rows_wanted += [("baseline", r, h) for r, h in base.pairs]
     if isinstance(dataset, str):
+        _check_dataset(dataset)
         dataset_name = dataset_name or dataset
         df = load_dataset(dataset)
     else:
@@ -169,127 +399,216 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     if quick:
         df = stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
-    chosen = registry.select(representations, heads, quick=quick, experiment=experiment)
-    selection = chosen.pairs
+    X, y = df["text"].to_numpy(dtype=object), df["label"].to_numpy()
+    scoring, positive = scorers(metrics, y, pos_label)
     splits, protocol = _splits(df, folds, seed, holdout)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    runs_path = out / "runs.jsonl"
+
+    built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
+    built_heads = {name: hds[name].factory() for name in dict.fromkeys(h for _, _, h in rows_wanted)}
+    scored = "|".join(metrics) + (f"|pos={positive}" if positive is not None else "")
+
+    def key(rep, head):
+        return (f"{dataset_name}|{len(df)}|{rep}|{head}|{protocol}|{seed}|"
+                f"{_signature(built_reps[rep])}|{_signature(built_heads[head])}")
+
+    def complete(scores: dict) -> bool:
+        return all(m in scores for m in metrics)
+
+    # finished pipelines, and per-fold scores so an interruption loses at most the folds running
+    runs_path, folds_path = out / "runs.jsonl", out / "folds.jsonl"
     done = {}
     if runs_path.exists():
         for line in runs_path.read_text().splitlines():
             row = json.loads(line)
-            done[row["key"]] = row
-    X, y = df["text"].to_numpy(dtype=object), df["label"].to_numpy()
-
-    def key(rep, head):
-        return f"{dataset_name}|{len(df)}|{rep}|{head}|{protocol}|{seed}"
-
-    # per-fold scores, so an interruption loses at most the fold in progress
-    folds_path = out / "folds.jsonl"
+            if row.get("scored") == scored:
+                done[row["key"]] = row
     fold_done = {}
     if folds_path.exists():
         for line in folds_path.read_text().splitlines():
             row = json.loads(line)
-            fold_done[(row["key"], row["fold"])] = row["scores"]
+            if complete(row["scores"]):
+                fold_done[(row["key"], row["fold"])] = row["scores"]
     by_rep: dict[str, list[str]] = {}
-    for rep, head in selection:
+    for _, rep, head in rows_wanted:
         if key(rep, head) not in done:
             by_rep.setdefault(rep, []).append(head)
-    bar = tqdm(total=len(by_rep) * len(splits), disable=not progress, unit="fold")
+
+    # representations whose vectors do not depend on the fold: encoded once, shared by all jobs
+    store = DiskCache(out / "embedding-cache")
+    shared: dict[str, float] = {}  # representation -> encoding seconds per document
+    encoded: dict[str, float] = {}  # cache fingerprint -> seconds per document
+    tasks = []
     for rep, head_names in by_rep.items():
-        bar.set_description(f"{rep} + {', '.join(head_names)}")
-        representation = chosen.representations[rep].factory()
-        todo = {i: {h: chosen.heads[h].factory() for h in head_names if (key(rep, h), i) not in fold_done}
+        todo = {i: [h for h in head_names if (key(rep, h), i) not in fold_done]
                 for i in range(len(splits))}
-        todo = {i: heads_ for i, heads_ in todo.items() if heads_}
-        bar.update(len(splits) - len(todo))
+        todo = {i: hs for i, hs in todo.items() if hs}
+        if not todo:
+            continue
+        step = built_reps[rep]
+        if _fold_independent(step, X, store):
+            from .cache import fingerprint
 
-        def record(i, scores):
-            with open(folds_path, "a") as fh:
-                for h, sc in scores.items():
-                    fold_done[(key(rep, h), i)] = sc
-                    fh.write(json.dumps({"key": key(rep, h), "fold": i, "scores": sc}) + "\n")
+            probe = clone(step).set_params(cache=store).fit(X[:16])
+            fp = fingerprint(probe)
+            if fp not in encoded:
+                encoded[fp] = _encode_once(step, X, store) / len(X)
+            shared[rep] = encoded[fp]
+            step = clone(step).set_params(cache=store)
+        elif not isinstance(step, str) and "cache" in step.get_params(deep=False):
+            step = clone(step).set_params(cache=None)  # a fold's features are used once
+        for i, hs in todo.items():
+            tasks.append((rep, i, step, hs))
+    tasks.sort(key=lambda t: t[0] in shared)  # the slow, fold-trained ones first
 
-        if n_jobs in (None, 1):
-            for i, heads_ in todo.items():
-                train, test = splits[i]
-                record(i, _score_fold(representation, heads_, X[train], y[train], X[test], y[test]))
-                bar.update(1)
-        elif todo:
-            from joblib import Parallel, delayed
+    jobs = available_cores() if n_jobs is None else int(n_jobs)
+    if jobs == 0 or jobs < -1:
+        raise ValueError(f"n_jobs={n_jobs!r}; use a positive number of jobs, -1 for every worker, "
+                         "or None for every core.")
+    local = jobs > 0
+    jobs = min(jobs, len(tasks)) if local else jobs
+    threads = max(1, available_cores() // max(jobs, 1)) if local else None
 
-            outs = Parallel(n_jobs=n_jobs)(
-                delayed(_score_fold)(representation, heads_, X[splits[i][0]], y[splits[i][0]],
-                                     X[splits[i][1]], y[splits[i][1]])
-                for i, heads_ in todo.items())
-            for i, scores in zip(todo, outs):
-                record(i, scores)
-            bar.update(len(todo))
-        for head in head_names:
-            frame = pd.DataFrame([fold_done[(key(rep, head), i)] for i in range(len(splits))])
-            row = {"key": key(rep, head), "representation": rep, "head": head,
-                   "accuracy_mean": frame.accuracy.mean(), "accuracy_std": frame.accuracy.std(ddof=0),
-                   "f1_macro_mean": frame.f1_macro.mean(), "f1_macro_std": frame.f1_macro.std(ddof=0),
-                   "fit_seconds": frame.fit_seconds.mean(),
-                   "transform_seconds": frame.transform_seconds.mean(),
-                   "predict_seconds": frame.predict_seconds.mean(), "peak_mb": frame.peak_mb.max(),
-                   "n_splits": len(frame)}
-            with open(runs_path, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
-            done[row["key"]] = row
+    def record(task_index: int, scores: dict):
+        rep, i, _, _ = tasks[task_index]
+        n_train, n_test = len(splits[i][0]), len(splits[i][1])
+        with open(folds_path, "a") as fh:
+            for h, sc in scores.items():
+                if rep in shared:  # its share of the run's one encoding pass
+                    sc["fit_seconds"] += shared[rep] * n_train
+                    sc["transform_seconds"] += shared[rep] * n_test
+                fold_done[(key(rep, h), i)] = sc
+                fh.write(json.dumps({"key": key(rep, h), "fold": i, "scores": sc}) + "\n")
+
+    def arguments(t):
+        _, i, step, hs = t
+        train, test = splits[i]
+        return (step, {h: built_heads[h] for h in hs}, X[train], y[train], X[test], y[test],
+                scoring, threads)
+
+    bar = tqdm(total=len(tasks), disable=None if progress else True, unit="fold")  # None: a terminal only
+    if local and jobs <= 1:
+        for n, t in enumerate(tasks):
+            bar.set_description(f"{t[0]} + {', '.join(t[3])}")
+            record(n, _score_fold(*arguments(t)))
+            bar.update(1)
+    elif tasks:
+        from joblib import Parallel, delayed
+
+        bar.set_description(f"{len(tasks)} jobs, {jobs if local else 'all'} at a time")
+        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+            delayed(_job)(n, *arguments(t)) for n, t in enumerate(tasks))
+        for n, scores in results:
+            record(n, scores)
+            bar.update(1)
     bar.close()
-    rows = [done[key(rep, head)] for rep, head in selection]
-    results = (pd.DataFrame(rows).drop(columns="key")
-               .sort_values("accuracy_mean", ascending=False).reset_index(drop=True))
+
+    for kind, rep, head in rows_wanted:
+        if key(rep, head) in done:
+            continue
+        frame = pd.DataFrame([fold_done[(key(rep, head), i)] for i in range(len(splits))])
+        row = {"key": key(rep, head), "scored": scored, "kind": kind, "representation": rep,
+               "head": head}
+        for m in metrics:
+            row[f"{m}_mean"], row[f"{m}_std"] = frame[m].mean(), frame[m].std(ddof=0)
+        row.update(fit_seconds=frame.fit_seconds.mean(),
+                   transform_seconds=frame.transform_seconds.mean(),
+                   predict_seconds=frame.predict_seconds.mean(), peak_mb=frame.peak_mb.max(),
+                   n_splits=len(frame))
+        with open(runs_path, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        done[row["key"]] = row
+    shutil.rmtree(store.directory, ignore_errors=True)  # kept only while a run is unfinished
+    rows = [{**done[key(rep, head)], "kind": kind} for kind, rep, head in rows_wanted]
+    results = (pd.DataFrame(rows).drop(columns=["key", "scored"])
+               .sort_values(f"{metrics[0]}_mean", ascending=False, kind="stable")
+               .reset_index(drop=True))
     results.attrs.update(dataset=dataset_name, protocol=protocol, n_docs=len(df),
-                         wall_seconds=time.perf_counter() - wall)
+                         wall_seconds=time.perf_counter() - wall, metrics=metrics,
+                         pos_label=positive, n_jobs=jobs if local else "dask",
+                         threads_per_job=threads, peak_process_mb=_largest_process_mb())
     write_report(results, out)
     return results
 
 
+def _largest_process_mb() -> float | None:
+    """Peak resident memory of this process or of its largest finished worker, in MB."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    scale = 1 if os.uname().sysname == "Darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    peaks = [resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return max(peaks) * scale / 2**20
+
+
+def _metric_columns(results: pd.DataFrame) -> list[str]:
+    return [c[:-5] for c in results.columns if c.endswith("_mean")]
+
+
 def format_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Human-readable table: mean ± std columns (the score alone for one split), rounded seconds."""
+    """Human-readable table: mean ± std per metric (the score alone for one split), seconds."""
     splits = results["n_splits"] if "n_splits" in results else pd.Series(2, index=results.index)
 
     def score(metric):
         return [f"{m:.3f}" if n == 1 else f"{m:.3f} ± {s:.3f}"
                 for m, s, n in zip(results[f"{metric}_mean"], results[f"{metric}_std"], splits)]
 
-    return pd.DataFrame({
-        "representation": results.representation,
-        "head": results["head"],
-        "accuracy": score("accuracy"),
-        "macro-F1": score("f1_macro"),
+    table = {}
+    if "kind" in results:
+        table["kind"] = results["kind"]
+    table.update({"representation": results.representation, "head": results["head"]})
+    for metric in _metric_columns(results):
+        table[_PRETTY.get(metric, metric)] = score(metric)
+    table.update({
         "fit s": results.fit_seconds.round(2),
         "transform s": results.transform_seconds.round(2),
         "predict s": results.predict_seconds.round(2),
         "peak MB": results.peak_mb.map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
     })
+    return pd.DataFrame(table)
 
 
 _COLUMNS = """\
-*fit s*: the pipeline's fit on one training fold (representation `fit_transform` + head `fit`;
-the run fits each representation once per fold and shares it between its heads). *transform s*:
-the representation on the test documents; *predict s*: the head on those features. Seconds are
-means over folds. *peak MB*: the largest growth of resident memory over a fold's start.
+*kind*: `baseline` rows are what a user writes in five lines, on the same splits: the majority
+class (scikit-learn `DummyClassifier`), scikit-learn `TfidfVectorizer(ngram_range=(1, 2),
+min_df=2, sublinear_tf=True)` + `LogisticRegression(max_iter=3000)`, and all-MiniLM-L6-v2
+mean-pooled, L2-normalised vectors (sentence-transformers' `encode`) + the same
+`LogisticRegression`. *fit s*: the pipeline's fit on one training fold (representation
+`fit_transform` + head `fit`; the run fits each representation once per fold and shares it
+between its heads; a pretrained encoder is run once over all documents and each fold is charged
+its share). *transform s*: the representation on the test documents; *predict s*: the head's
+predictions on those features and their scoring. Seconds are means over folds. *peak MB*: the
+largest growth of resident memory over a fold's start.
 """
 
 
 def write_report(results: pd.DataFrame, out: Path) -> dict[str, Path]:
     """Write results.csv, results.md, results.png (scores) and results_time.png (fit time
-    versus score) into ``out``; return their paths."""
+    versus score) into ``out``; return their paths. The charts show the first metric."""
     from .plots import score_chart, time_chart
 
     paths = {"csv": out / "results.csv", "md": out / "results.md", "png": out / "results.png",
              "time_png": out / "results_time.png"}
     results.to_csv(paths["csv"], index=False)
     meta = results.attrs
+    metric = (meta.get("metrics") or _metric_columns(results) or ["accuracy"])[0]
     title = f"{meta.get('dataset', '')}: {meta.get('n_docs', '?')} documents, {meta.get('protocol', '')}"
-    wall = meta.get("wall_seconds")
-    footer = _COLUMNS + (f"\nWall time of the run that wrote this report: {wall:.0f} s.\n" if wall else "")
-    paths["md"].write_text(f"# {title}\n\n" + format_table(results).to_markdown(index=False)
-                           + "\n\n" + footer)
-    score_chart(results, paths["png"], title=title)
-    time_chart(results, paths["time_png"], title=title)
+    notes = []
+    if meta.get("pos_label") is not None:
+        notes.append(f"Positive class of the two-class metrics: {meta['pos_label']!r} (the minority "
+                     "class unless --pos-label says otherwise).")
+    if meta.get("wall_seconds"):
+        jobs = meta.get("n_jobs")
+        notes.append(f"Wall time of the run that wrote this report: {meta['wall_seconds']:.0f} s"
+                     + (f", {jobs} jobs at a time, {meta.get('threads_per_job')} thread(s) each"
+                        if isinstance(jobs, int) else "") + ".")
+    if meta.get("peak_process_mb"):
+        notes.append(f"Largest resident memory of the run's processes: {meta['peak_process_mb']:.0f} MB.")
+    footer = _COLUMNS + "".join(f"\n{n}\n" for n in notes)
+    paths["md"].write_text(f"# {title}\n\nRanked by {_PRETTY.get(metric, metric)}.\n\n"
+                           + format_table(results).to_markdown(index=False) + "\n\n" + footer)
+    score_chart(results, paths["png"], title=title, metric=metric)
+    time_chart(results, paths["time_png"], title=title, metric=metric)
     return paths

@@ -13,34 +13,63 @@ read from the classes' own declarations, never copied by hand (the forms are
 Named selections of pairs are *experiments*: the built-in ones live in `embedkit.experiments`,
 and ``embedkit compare -e path/to/mine.py`` runs a file of your own, which may also name new
 steps (see `load_experiment`).
+
+One name per model: ``embedkit compare -r minilm``, ``embedkit embed -r minilm`` and
+``REPRESENTATIONS["minilm"]`` are the same step. Class names and short class names
+(``TransformerEmbedder``, ``transformer``, ``GloveEmbedder``, ``MLPClassifier``) are accepted
+as aliases of the first entry that builds that class (`aliases`; ``embedkit compare --list``
+prints them). An unknown name gets the closest known one ("did you mean 'glove-seq'?").
+
+Step parameters are set with ``[step.]name=value`` strings (``embedkit compare -p
+head.epochs=3``), resolved against the estimator's own parameters and checked before any work
+(`parse_params`, `configure`, `check_values`).
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import importlib
 import importlib.util
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import get_scorer_names
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .base import store_params
 
 __all__ = [
+    "BASELINES",
     "HEADS",
     "REPRESENTATIONS",
     "Entry",
     "Experiment",
+    "LogisticRegressionHead",
+    "Param",
     "accepted_forms",
+    "aliases",
+    "check_values",
     "compatible",
+    "configure",
+    "did_you_mean",
     "experiments",
     "head_forms",
     "load_experiment",
+    "logreg_head",
     "make_pipeline",
     "make_representation",
     "output_form",
+    "parse_params",
     "representation_form",
+    "resolve",
     "select",
     "step",
 ]
@@ -85,14 +114,124 @@ def _passthrough():
     return "passthrough"
 
 
-def _logreg():
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
+    """Logistic regression whose strength, and whether dense input is standardised, are chosen
+    by inner cross-validation: the registry's ``logreg`` head.
 
-    # scaling matters for vectors trained on small corpora (small, uneven norms); with_mean=False
-    # keeps sparse TF-IDF sparse
-    return make_pipeline(StandardScaler(with_mean=False), LogisticRegression(max_iter=2000))
+    Why not ``StandardScaler + LogisticRegression``: scaling sparse TF-IDF columns to unit
+    variance blows up rare terms, and a fixed ``C=1`` over-regularises TF-IDF and normalised
+    Transformer vectors (measured in ``pipelines/benchmarks/head_defaults.py``: on slices of TREC
+    and SMS spam, TF-IDF + LR gains 2.5-5 points from choosing C). So sparse input is never
+    scaled; dense input is fitted both as it is and standardised (then divided by the square
+    root of its dimension, so a row has about unit norm and one grid of ``Cs`` suits both), and
+    the candidate with the better inner cross-validation score is kept: scaling is used where it
+    helps (vectors trained on a small corpus, with small, uneven norms) and not elsewhere.
+    Each candidate is a `sklearn.linear_model.LogisticRegressionCV` (a warm-started path over
+    ``Cs``, L2 penalty, lbfgs).
+
+    Parameters
+    ----------
+    Cs : sequence of float, default=(0.01, 0.1, 1, 10, 100)
+        Inverse regularisation strengths tried.
+    cv : int, default=3
+        Inner stratified folds.
+    scoring : str, default="neg_log_loss"
+        What the inner cross-validation maximises (log-loss is smoother than accuracy on small
+        folds).
+    scale : {"auto", True, False}, default="auto"
+        Standardise dense input: chosen by the inner cross-validation, always, or never.
+        Sparse input is never scaled.
+    max_iter : int, default=3000
+    class_weight : dict, "balanced" or None, default=None
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    scaled_ : bool
+        Whether the kept model reads standardised input.
+    model_ : LogisticRegressionCV
+        The refitted model (``model_.C_`` is the chosen C).
+    cv_scores_ : dict
+        Best mean inner score of each candidate (``{"raw": ..., "scaled": ...}``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(60, 5)); y = (X[:, 0] > 0).astype(int)
+    >>> LogisticRegressionHead().fit(X, y).score(X, y) > 0.9
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict] = {  # scikit-learn's table, checked at the start of fit
+        "Cs": ["array-like"],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "scoring": [StrOptions(set(get_scorer_names())), callable],
+        "scale": [StrOptions({"auto"}), "boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(self, Cs=(0.01, 0.1, 1.0, 10.0, 100.0), cv: int = 3,
+                 scoring: str = "neg_log_loss", scale="auto", max_iter: int = 3000,
+                 class_weight=None):
+        store_params(self, locals())
+
+    def _model(self):
+        from sklearn.linear_model import LogisticRegressionCV
+
+        return LogisticRegressionCV(Cs=list(self.Cs), cv=self.cv, scoring=self.scoring,
+                                    l1_ratios=(0.0,), max_iter=self.max_iter,
+                                    class_weight=self.class_weight, use_legacy_attributes=False)
+
+    def _standardise(self, X):
+        return (X - self.mean_) / self.scale_
+
+    def fit(self, X, y):
+        """Fit each candidate (raw, standardised) with an inner CV over ``Cs``; keep the best."""
+        import scipy.sparse as sp
+        from sklearn.utils.validation import validate_data
+
+        self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+        candidates = [False] if sp.issparse(X) else {"auto": [False, True], True: [True],
+                                                    False: [False]}[self.scale]
+        if True in candidates:
+            std = X.std(axis=0)
+            self.mean_ = X.mean(axis=0)
+            self.scale_ = np.where(std > 0, std, 1.0) * np.sqrt(X.shape[1])
+        fitted = {}
+        for scaled in candidates:
+            model = self._model().fit(self._standardise(X) if scaled else X, y)
+            fitted[scaled] = (model, float(model.scores_.mean(axis=0).max()))
+        self.scaled_ = max(fitted, key=lambda c: (fitted[c][1], not c))  # ties: no scaling
+        self.model_ = fitted[self.scaled_][0]
+        self.cv_scores_ = {("scaled" if c else "raw"): score for c, (_, score) in fitted.items()}
+        self.classes_ = self.model_.classes_
+        return self
+
+    def _input(self, X):
+        from sklearn.utils.validation import check_is_fitted, validate_data
+
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
+        return self._standardise(X) if self.scaled_ else X
+
+    def decision_function(self, X):
+        return self.model_.decision_function(self._input(X))
+
+    def predict(self, X):
+        return self.model_.predict(self._input(X))
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(self._input(X))
+
+    def predict_log_proba(self, X):
+        return self.model_.predict_log_proba(self._input(X))
+
+
+def logreg_head() -> LogisticRegressionHead:
+    """The registry's ``logreg`` head: `LogisticRegressionHead` with its defaults."""
+    return LogisticRegressionHead()
 
 
 def _logreg_cv():
@@ -136,8 +275,9 @@ REPRESENTATIONS: dict[str, Entry] = {
                           cache="memory"),
                      "Doc2Vec PV-DBOW, 100 dims, trained on the fold",
                      {"vector_size": [100, 200], "epochs": [20, 40]}, cost=6),
-    "minilm": Entry(step("TransformerEmbedder", max_length=256, cache="memory"),
-                    "frozen all-MiniLM-L6-v2, mean-pooled, 384 dims (cached)", cost=40),
+    "minilm": Entry(step("TransformerEmbedder", normalize=True, max_length=256, cache="memory"),
+                    "frozen all-MiniLM-L6-v2, mean-pooled and L2-normalised as "
+                    "sentence-transformers encodes, 384 dims (cached)", cost=40),
     "minilm-tokens": Entry(step("TransformerEmbedder", output="sequence", max_length=128,
                                 cache="memory"),
                            "frozen MiniLM word-piece vectors (128 max)", cost=35),
@@ -161,8 +301,8 @@ HEADS: dict[str, Entry] = {
                  {"hidden_layer_sizes": [(128,), (256,)], "epochs": [10, 20]}, cost=20),
     "linear": Entry(step("MLPClassifier", hidden_layer_sizes=(), epochs=30, lr=3e-3),
                     "softmax regression trained with skorch", {"lr": [1e-3, 3e-3]}, cost=10),
-    "logreg": Entry(_logreg, "StandardScaler + scikit-learn LogisticRegression",
-                    {"logisticregression__C": [0.1, 1.0, 10.0]}, cost=1),
+    "logreg": Entry(logreg_head, "logistic regression, C and scaling of dense input chosen "
+                                 "by inner 3-fold CV (LogisticRegressionHead)", cost=2),
     "conv": Entry(step("ConvClassifier", kernel_sizes=(2, 3, 4), filters=64, epochs=10),
                   "Conv1D, kernels 2/3/4 x 64 filters, max over time", {"filters": [64, 128]},
                   cost=20),
@@ -255,6 +395,271 @@ def compatible(representation: Entry, head: Entry) -> bool:
     return representation_form(representation) in head_forms(head)
 
 
+# -- names: one per model, aliases, did-you-mean ---------------------------------------------
+def did_you_mean(name: str, choices) -> str:
+    """``" Did you mean 'x'?"`` for the closest of ``choices`` (difflib), or ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("glove-seqs", REPRESENTATIONS)
+    " Did you mean 'glove-seq'?"
+    """
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _class_entries(package: str, registry: Mapping[str, Entry], suffixes: tuple[str, ...]):
+    """``{alias: entry name}`` for each class of ``embedkit.<package>`` that some entry builds."""
+    module = importlib.import_module(f"embedkit.{package}")
+    built = {}
+    for name, entry in registry.items():  # the first entry that builds a class stands for it
+        built.setdefault(type(entry.factory()).__name__, name)
+    out = {}
+    for cls in module.__all__:
+        if cls in built:
+            short = cls
+            for suffix in suffixes:
+                short = short.removesuffix(suffix)
+            out[cls] = built[cls]
+            if short != cls:
+                out.setdefault(short.lower(), built[cls])
+    return {alias: name for alias, name in out.items() if alias not in registry}
+
+
+@functools.cache
+def aliases() -> dict[str, dict[str, str]]:
+    """Accepted aliases: ``{"representation": {alias: name}, "head": {alias: name}}``.
+
+    A class name (and its short form, without ``Embedder`` / ``Classifier``) stands for the
+    first entry that builds that class, so ``transformer`` and ``TransformerEmbedder`` mean
+    ``minilm``, ``MLPClassifier`` means ``mlp``. Lookups ignore case.
+
+    Examples
+    --------
+    >>> aliases()["representation"]["transformer"], aliases()["head"]["RNNClassifier"]
+    ('minilm', 'rnn')
+    """
+    return {"representation": _class_entries("representations", REPRESENTATIONS, ("Embedder",)),
+            "head": _class_entries("heads", HEADS, ("Classifier",))}
+
+
+def resolve(name: str, what: str, registry: Mapping[str, Entry] | None = None) -> str:
+    """The registry name that ``name`` (a name or an alias) refers to; a clear error if none.
+
+    Parameters
+    ----------
+    name : str
+    what : {"representation", "head"}
+    registry : mapping, optional
+        The names in force (an experiment's); `REPRESENTATIONS` / `HEADS` by default.
+
+    Examples
+    --------
+    >>> resolve("TransformerEmbedder", "representation"), resolve("glove", "representation")
+    ('minilm', 'glove')
+    """
+    if registry is None:
+        registry = REPRESENTATIONS if what == "representation" else HEADS
+    if name in registry:
+        return name
+    known = aliases()[what]
+    folded = {alias.lower(): target for alias, target in known.items()}
+    target = folded.get(str(name).lower())
+    if target is not None and target in registry:
+        return target
+    flag = "-r" if what == "representation" else "-H"
+    raise ValueError(f"unknown {what} {name!r}.{did_you_mean(name, [*registry, *known])} Choose "
+                     f"from {', '.join(registry)} (`embedkit compare --list` shows each with its "
+                     f"aliases), e.g. {flag} {next(iter(registry))}.")
+
+
+# -- step parameters: -p [step.]name=value ----------------------------------------------------
+@dataclass(frozen=True)
+class Param:
+    """One ``[step.]name=value`` setting: ``step`` is ``"features"``, ``"head"``, a step's
+    registry name, or None (whichever step has a parameter of that name)."""
+
+    step: str | None
+    name: str
+    value: Any
+    text: str
+
+
+def _parse_value(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_params(items) -> tuple[Param, ...]:
+    """Parse ``"[step.]name=value"`` strings; values are Python literals, else strings.
+
+    Examples
+    --------
+    >>> parse_params(["head.epochs=3", "pooling=sif"])[0]
+    Param(step='head', name='epochs', value=3, text='head.epochs=3')
+    """
+    out = []
+    for item in items or ():
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"-p {item!r}: write [step.]name=value, e.g. -p head.epochs=3 or "
+                             "-p features.pooling=sif.")
+        step_, dot, name = key.rpartition(".")
+        out.append(Param(step_ if dot else None, name, _parse_value(value.strip()), str(item)))
+    return tuple(out)
+
+
+def _settable(estimator) -> dict[str, str]:
+    """``{name a user may write: set_params key}``: the estimator's parameters, its nested ones
+    (``step__name``) and, for a Pipeline, each step's bare names where they are unambiguous."""
+    if isinstance(estimator, str) or not hasattr(estimator, "get_params"):
+        return {}
+    names = {k: k for k in estimator.get_params(deep=True)}
+    bare: dict[str, list[str]] = {}
+    for step_name, part in getattr(estimator, "steps", ()):
+        if hasattr(part, "get_params"):
+            for k in part.get_params(deep=False):
+                bare.setdefault(k, []).append(f"{step_name}__{k}")
+    names.update({k: v[0] for k, v in bare.items() if len(v) == 1 and k not in names})
+    return names
+
+
+def _estimators(estimator):
+    """The estimator and, for a Pipeline, its steps (recursively)."""
+    if isinstance(estimator, str) or estimator is None:
+        return []
+    out = [estimator]
+    for _, part in getattr(estimator, "steps", ()):
+        out.extend(_estimators(part))
+    return out
+
+
+def check_values(estimator) -> None:
+    """Check an estimator's parameter values (every step of a Pipeline) before any work.
+
+    This is the one place that points at the parameter tables: a class with a
+    ``_parameter_constraints`` table is checked against it (embedkit's by
+    ``embedkit._params.validate_params`` where that module exists, scikit-learn's by
+    ``_validate_params``); any other by its own ``_check_params``, if it has one.
+
+    Raises
+    ------
+    ValueError
+        Naming the estimator, the parameter, the value and what is allowed.
+    """
+    try:
+        from ._params import validate_params
+    except ImportError:  # before the parameter tables: each class's own checks
+        validate_params = None
+    for part in _estimators(estimator):
+        declared = hasattr(type(part), "_parameter_constraints")
+        if declared and validate_params is not None and type(part).__module__.startswith("embedkit."):
+            validate_params(part)
+        elif declared and hasattr(part, "_validate_params"):  # scikit-learn's own table
+            part._validate_params()
+        elif hasattr(part, "_check_params"):
+            part._check_params()
+
+
+def configure(estimator, params: Mapping[str, Any], label: str = ""):
+    """A clone of ``estimator`` with ``params`` set and checked (`check_values`).
+
+    Names are the estimator's own (``epochs``), nested ones (``logisticregressioncv__Cs``) or,
+    for a Pipeline, a step's bare name where only one step has it. An unknown name gets the
+    closest valid one.
+
+    Examples
+    --------
+    >>> configure(HEADS["mlp"].factory(), {"epochs": 3}).epochs
+    3
+    """
+    from sklearn.base import clone
+
+    if not params:
+        return estimator
+    label = label or (estimator if isinstance(estimator, str) else type(estimator).__name__)
+    names = _settable(estimator)
+    if not names:
+        raise ValueError(f"{label} takes no parameters; drop {sorted(params)} for it.")
+    unknown = [n for n in params if n not in names]
+    if unknown:
+        n = unknown[0]
+        listed = sorted(k for k in names if "__" not in k)
+        raise ValueError(f"{label} has no parameter {n!r}.{did_you_mean(n, names)} Its parameters: "
+                         f"{', '.join(listed)}.")
+    configured = clone(estimator)
+    configured.set_params(**{names[k]: v for k, v in params.items()})
+    try:
+        check_values(configured)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{label}: {err}") from None
+    return configured
+
+
+def _configured(factory: Callable[[], Any], params: dict, label: str):
+    return configure(factory(), params, label)
+
+
+def _assign(params: tuple[Param, ...], reps: Mapping[str, Entry], heads: Mapping[str, Entry],
+            used_reps: list[str], used_heads: list[str]) -> dict[tuple[str, str], dict]:
+    """``{(kind, name): {param: value}}``: which selected step each `Param` goes to.
+
+    ``features.x`` / ``head.x`` go to every selected representation / head that has ``x``; a
+    bare ``x`` to every selected step that has it, as long as those are all representations or
+    all heads; ``glove.x`` to that step alone. Nothing is dropped silently: a parameter that no
+    step it names has is an error with the closest valid name.
+    """
+    built = {("representation", r): reps[r].factory() for r in used_reps}
+    built.update({("head", h): heads[h].factory() for h in used_heads})
+    names = {key: _settable(est) for key, est in built.items()}
+
+    def listing(keys):
+        return ", ".join(sorted({n for k in keys for n in names[k] if "__" not in n}))
+
+    out: dict[tuple[str, str], dict] = {}
+    for p in params:
+        if p.step is None or p.step in ("features", "head"):
+            kinds = {"features": ["representation"], "head": ["head"]}.get(
+                p.step, ["representation", "head"])
+            candidates = [k for k in built if k[0] in kinds]
+            targets = [k for k in candidates if p.name in names[k]]
+            if len({k[0] for k in targets}) > 1:
+                raise ValueError(f"-p {p.text}: both representations and heads have {p.name!r}; "
+                                 f"write -p features.{p.text} or -p head.{p.text}.")
+            if not targets:
+                where = {"features": "representation", "head": "head"}.get(p.step, "step")
+                steps = ", ".join(k[1] for k in candidates)
+                raise ValueError(f"-p {p.text}: no selected {where} ({steps}) has a parameter "
+                                 f"{p.name!r}.{did_you_mean(p.name, [n for k in candidates for n in names[k]])}"
+                                 f" Their parameters: {listing(candidates)}.")
+        else:
+            target = None
+            for kind, registry in (("representation", reps), ("head", heads)):
+                try:
+                    target = (kind, resolve(p.step, kind, registry))
+                    break
+                except ValueError:
+                    continue
+            steps = ["features", "head", *used_reps, *used_heads]
+            if target is None:
+                raise ValueError(f"-p {p.text}: no step {p.step!r} in this run."
+                                 f"{did_you_mean(p.step, steps)} Name one of {', '.join(steps)}.")
+            if target not in built:
+                raise ValueError(f"-p {p.text}: {p.step!r} is not in this run's selection; its "
+                                 f"steps are {', '.join(steps[2:])}.")
+            if p.name not in names[target]:
+                raise ValueError(f"-p {p.text}: {target[1]} ({type(built[target]).__name__}) has no "
+                                 f"parameter {p.name!r}.{did_you_mean(p.name, names[target])} Its "
+                                 f"parameters: {listing([target])}.")
+            targets = [target]
+        for target in targets:
+            out.setdefault(target, {})[p.name] = p.value
+    return out
+
+
 # -- selections and experiments --------------------------------------------------------------
 @dataclass(frozen=True)
 class Experiment:
@@ -265,18 +670,28 @@ class Experiment:
     heads: Mapping[str, Entry] = field(default_factory=lambda: HEADS)
     about: str = ""
 
-
-def _check_names(names, registry: Mapping[str, Entry], what: str) -> None:
-    unknown = [n for n in names if n not in registry]
-    if unknown:
-        raise ValueError(f"unknown {what}(s) {unknown}; choose from {sorted(registry)} "
-                         "(or name your own in an experiment file: see `embedkit compare --help`).")
+    def with_params(self, params) -> Experiment:
+        """This experiment with ``params`` (`Param` or ``"[step.]name=value"`` strings) set on
+        its steps; every value is checked here, before any work."""
+        params = tuple(p if isinstance(p, Param) else parse_params([p])[0] for p in params or ())
+        if not params:
+            return self
+        used_reps = list(dict.fromkeys(r for r, _ in self.pairs))
+        used_heads = list(dict.fromkeys(h for _, h in self.pairs))
+        settings = _assign(params, self.representations, self.heads, used_reps, used_heads)
+        reps, heads = dict(self.representations), dict(self.heads)
+        for (kind, name), values in settings.items():
+            where = reps if kind == "representation" else heads
+            entry = where[name]
+            factory = functools.partial(_configured, entry.factory, values, name)
+            factory()  # checks the values now
+            where[name] = Entry(factory, entry.about)
+        return Experiment(self.pairs, reps, heads, self.about)
 
 
 def _checked(pairs, representations, heads, where: str) -> tuple[tuple[str, str], ...]:
-    pairs = tuple((str(r), str(h)) for r, h in pairs)
-    _check_names([r for r, _ in pairs], representations, "representation")
-    _check_names([h for _, h in pairs], heads, "head")
+    pairs = tuple((resolve(str(r), "representation", representations),
+                   resolve(str(h), "head", heads)) for r, h in pairs)
     bad = [(r, h) for r, h in pairs if not compatible(representations[r], heads[h])]
     if bad:
         r, h = bad[0]
@@ -287,18 +702,21 @@ def _checked(pairs, representations, heads, where: str) -> tuple[tuple[str, str]
 
 
 def select(representations=None, heads=None, *, quick: bool = False,
-           experiment: str | Path | None = None) -> Experiment:
+           experiment: str | Path | None = None, params=()) -> Experiment:
     """Every compatible pair of a representation x head selection, or a named experiment.
 
     Parameters
     ----------
     representations, heads : list of str, optional
-        Names from `REPRESENTATIONS` / `HEADS`; the defaults (or the quick ones) when None.
+        Names (or aliases) from `REPRESENTATIONS` / `HEADS`; the defaults (or the quick ones)
+        when None.
     quick : bool, default=False
         Use ``QUICK_REPRESENTATIONS`` x ``QUICK_HEADS`` as the defaults.
     experiment : str or Path, optional
         A built-in experiment's name or an experiment file (`load_experiment`), instead of a
         selection.
+    params : list of str, optional
+        Step parameters, ``"[step.]name=value"`` (`Experiment.with_params`).
 
     Examples
     --------
@@ -307,16 +725,60 @@ def select(representations=None, heads=None, *, quick: bool = False,
     """
     if experiment is not None:
         if representations or heads:
-            raise ValueError("give either an experiment or a representation/head selection, not both.")
-        return load_experiment(experiment)
+            raise ValueError("give either an experiment (-e) or a representation/head selection "
+                             "(-r/-H), not both.")
+        return load_experiment(experiment).with_params(params)
     reps = list(representations or (QUICK_REPRESENTATIONS if quick else DEFAULT_REPRESENTATIONS))
     hds = list(heads or (QUICK_HEADS if quick else DEFAULT_HEADS))
-    _check_names(reps, REPRESENTATIONS, "representation")
-    _check_names(hds, HEADS, "head")
+    reps = list(dict.fromkeys(resolve(r, "representation") for r in reps))
+    hds = list(dict.fromkeys(resolve(h, "head") for h in hds))
     pairs = tuple((r, h) for r in reps for h in hds if compatible(REPRESENTATIONS[r], HEADS[h]))
     if not pairs:
         raise ValueError(f"no head in {hds} accepts what {reps} produce; see `embedkit compare --list`.")
-    return Experiment(pairs)
+    return Experiment(pairs).with_params(params)
+
+
+def _plain_tfidf():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+
+
+def _plain_logreg():
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=3000)
+
+
+def _majority():
+    from sklearn.dummy import DummyClassifier
+
+    return DummyClassifier(strategy="most_frequent")
+
+
+#: the rows every `embedkit compare` report carries (``--no-baselines`` leaves them out): what a
+#: user writes in five lines, to judge every other row against. ``baseline-minilm`` is
+#: ``TransformerEmbedder(normalize=True)``: the packaged all-MiniLM-L6-v2, mean-pooled over
+#: 256 tokens and L2-normalised, which is what sentence-transformers' ``encode`` returns for
+#: that model (cosine 1.0 to it, tested); it shares its cache entries with ``minilm``.
+BASELINES = Experiment(
+    pairs=(("baseline", "majority-class"), ("baseline-tfidf", "plain-lr"),
+           ("baseline-minilm", "plain-lr")),
+    representations={
+        "baseline": Entry(_passthrough, "no features"),
+        "baseline-tfidf": Entry(_plain_tfidf, "scikit-learn TfidfVectorizer(ngram_range=(1, 2), "
+                                              "min_df=2, sublinear_tf=True)"),
+        "baseline-minilm": Entry(step("TransformerEmbedder", normalize=True),
+                                 "all-MiniLM-L6-v2 mean-pooled, L2-normalised (sentence-"
+                                 "transformers encode)"),
+    },
+    heads={
+        "majority-class": Entry(_majority, "DummyClassifier: always the most frequent class"),
+        "plain-lr": Entry(_plain_logreg, "LogisticRegression(max_iter=3000), default C, no "
+                                         "scaling"),
+    },
+    about="majority class, plain TF-IDF + LR, plain MiniLM + LR",
+)
 
 
 def _summary(module) -> str:
@@ -375,9 +837,9 @@ def load_experiment(experiment: str | Path) -> Experiment:
         spec.loader.exec_module(module)
         where = str(path)
     else:
-        raise ValueError(f"unknown experiment {text!r}; choose from {sorted(builtin)} or pass the "
-                         "path of a .py file that defines PAIRS (copy "
-                         "embedkit/experiments/course_comparison.py to start one).")
+        raise ValueError(f"unknown experiment {text!r}.{did_you_mean(text, builtin)} Choose from "
+                         f"{', '.join(sorted(builtin))} or pass the path of a .py file that "
+                         "defines PAIRS (copy embedkit/experiments/course_comparison.py to start one).")
     if not hasattr(module, "PAIRS"):
         raise ValueError(f"{where} defines no PAIRS; list (representation, head) names in it, "
                          "e.g. PAIRS = [('tfidf', 'logreg')].")
@@ -386,46 +848,38 @@ def load_experiment(experiment: str | Path) -> Experiment:
     return Experiment(_checked(module.PAIRS, reps, hds, where), reps, hds, _summary(module))
 
 
-def make_pipeline(representation: str, head: str):
-    """A fresh ``Pipeline([("features", ...), ("head", ...)])`` for two registry names."""
-    from sklearn.pipeline import Pipeline
-
-    features = REPRESENTATIONS[representation].factory()
-    return Pipeline([("features", features), ("head", HEADS[head].factory())])
-
-
-# -- representations by class name (embedkit embed) ------------------------------------------
-def _parse_value(text: str):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-def make_representation(name: str, params: list[str] | None = None):
-    """Build a representation from its class name (or short name) and ``key=value`` strings.
+def make_pipeline(representation: str, head: str, params=()):
+    """A fresh ``Pipeline([("features", ...), ("head", ...)])`` for two registry names.
 
     Examples
     --------
-    >>> make_representation("tfidf", ["ngram_range=(1, 2)"])
-    TfidfEmbedder(ngram_range=(1, 2))
+    >>> make_pipeline("glove", "mlp", ["head.epochs=3"]).named_steps["head"].epochs
+    3
     """
-    from . import representations
+    from sklearn.pipeline import Pipeline
 
-    names = {n.lower(): n for n in representations.__all__}
-    names.update({n.lower().removesuffix("embedder"): n for n in representations.__all__})
-    cls_name = names.get(name.lower())
-    if cls_name is None:
-        raise ValueError(f"unknown representation {name!r}; choose one of "
-                         f"{sorted(representations.__all__)} (or their short names, e.g. 'transformer').")
-    cls = getattr(representations, cls_name)
-    kwargs = {}
-    for item in params or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--param {item!r}: write key=value, e.g. --param pooling=cls.")
-        kwargs[key.strip()] = _parse_value(value.strip())
-    try:
-        return cls(**kwargs)
-    except TypeError as err:
-        raise ValueError(str(err)) from None  # names the class, the closest and every parameter
+    chosen = select([representation], [head], params=params)
+    (rep, hd), = chosen.pairs
+    return Pipeline([("features", chosen.representations[rep].factory()),
+                     ("head", chosen.heads[hd].factory())])
+
+
+def make_representation(name: str, params=()):
+    """A representation by registry name or alias, with ``[features.]name=value`` parameters.
+
+    What ``embedkit embed -r NAME -p key=value`` builds: the same step as ``embedkit compare
+    -r NAME``.
+
+    Examples
+    --------
+    >>> make_representation("minilm", ["pooling=cls"]).pooling
+    'cls'
+    """
+    rep = resolve(name, "representation")
+    settings = {}
+    for p in parse_params(params):
+        if p.step not in (None, "features") and resolve(p.step, "representation") != rep:
+            raise ValueError(f"-p {p.text}: this command builds one representation, {rep}; "
+                             f"write -p {p.name}=... or -p features.{p.name}=....")
+        settings[p.name] = p.value
+    return configure(REPRESENTATIONS[rep].factory(), settings, rep)

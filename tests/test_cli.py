@@ -1,5 +1,6 @@
-"""The `embedkit` command: compare (quick run, resume, experiments, lists), embed (fits on the
-first chunk, streams the rest), cache, word-vector queries."""
+"""The `embedkit` command: compare (quick run, resume, experiments, lists, -p parameters,
+--metric, baseline rows, errors in flag terms with did-you-mean), -h on every command, embed
+(fits on the first chunk, streams the rest, one name per model), cache, word-vector queries."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from embedkit import TfidfEmbedder, TransformerEmbedder, load_dataset
+from embedkit import TransformerEmbedder, load_dataset
 from embedkit.cache import DiskCache
 from embedkit.cli import app
+from embedkit.registry import make_representation
 
 EXAMPLE = Path(__file__).parents[1] / "pipelines" / "experiments" / "tfidf_variants.py"
 
@@ -30,11 +32,13 @@ def said(result) -> str:
 # ---------------------------------------------------------------- compare
 def test_cli_compare_quick_end_to_end(tmp_path):
     out = tmp_path / "report"
-    result = run("compare", "--quick", "-r", "tfidf", "-h", "logreg", "-h", "linear", "-o", out)
+    args = ("compare", "--quick", "-r", "tfidf", "-H", "logreg", "-H", "linear", "-p",
+            "head.epochs=5", "--no-baselines", "-j", "1", "-o", out)
+    result = run(*args)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "results.csv")
     assert set(table["head"]) == {"logreg", "linear"}
-    assert (table.accuracy_mean > 0.85).all()
+    assert (table.accuracy_mean > 0.8).all()  # 5 topics; 5 epochs of softmax regression
     assert "± " in (out / "results.md").read_text()
     assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "results_time.png").read_bytes()[:4] == b"\x89PNG"
@@ -43,10 +47,95 @@ def test_cli_compare_quick_end_to_end(tmp_path):
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 2
     # a second run resumes from runs.jsonl instead of refitting
-    again = run("compare", "--quick", "-r", "tfidf", "-h", "logreg", "-h", "linear", "-o", out)
+    again = run(*args)
     assert again.exit_code == 0 and len((out / "runs.jsonl").read_text().splitlines()) == 2
-    bad = run("compare", "--quick", "-r", "word3vec", "-o", out)
-    assert bad.exit_code == 2 and "unknown representation(s) ['word3vec']" in said(bad)
+    # another setting is another result: not served from runs.jsonl
+    other = run(*[a if a != "head.epochs=5" else "head.epochs=4" for a in args])
+    assert other.exit_code == 0 and len((out / "runs.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-r", "glove-seqs"], "unknown representation 'glove-seqs'. Did you mean 'glove-seq'?"),
+    (["-H", "lstm"], "unknown head 'lstm'."),
+    (["-r", "tfidf", "-H", "mlp", "-p", "head.epoch=3"], "Did you mean 'epochs'?"),
+    (["-r", "tfidf", "-H", "logreg", "-p", "logreg.scale=maybe"], "'scale' parameter"),
+    (["-r", "tfidf", "-p", "epochs"], "-p 'epochs': write [step.]name=value"),
+    (["-r", "tfidf", "--metric", "acuracy"], "unknown metric 'acuracy'. Did you mean 'accuracy'?"),
+    (["-r", "tfidf", "--holdout", "1.5"], "error: --holdout 1.5; use a fraction between 0 and 1"),
+    (["-d", "bbc-nws"], "unknown dataset 'bbc-nws'. Did you mean 'bbc-news'?"),
+    (["-d", "trec", "-r", "tfidf", "--metric", "f1"], "this dataset has 6 classes. Use f1_macro"),
+    (["-r", "tfidf", "-e", "course_comparison"], ("either an experiment (-e) or a representation/head "
+                                                 "selection (-r/-H)")),
+])
+def test_cli_compare_errors_speak_in_flags_and_suggest(tmp_path, args, message):
+    out = tmp_path / "report"
+    bad = run("compare", *args, "-o", out)
+    assert bad.exit_code == 2 and message in said(bad), said(bad)
+    assert "_column" not in said(bad) and "Traceback" not in said(bad)
+    if "-d" not in args:  # names and parameters are checked before any work
+        assert not out.exists()
+
+
+def test_help_on_every_command():
+    commands = [[], ["compare"], ["embed"], ["cache"], ["cache", "info"], ["cache", "clear"],
+                ["neighbors"], ["analogy"], ["datasets"]]
+    for command in commands:
+        for flag in ("-h", "--help"):
+            result = run(*command, flag)
+            assert result.exit_code == 0 and "Usage:" in result.output, (command, flag)
+    text = said(run("compare", "-h"))
+    for flag in ("--head -H", "--param -p", "--metric -m", "--n-jobs -j", "--no-baselines"):
+        assert flag in text, flag
+
+
+def test_cli_compare_metrics_params_and_baselines_on_a_file(tmp_path):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score, make_scorer
+    from sklearn.model_selection import StratifiedKFold, cross_validate
+    from sklearn.pipeline import make_pipeline
+
+    df = load_dataset("sms-spam")
+    data = pd.concat([df[df.label == "ham"].sample(100, random_state=0),
+                      df[df.label == "spam"].sample(20, random_state=0)])
+    data.rename(columns={"text": "message"}).to_csv(tmp_path / "sms.csv", index=False)
+    out = tmp_path / "report"
+    result = run("compare", "--file", tmp_path / "sms.csv", "--text-column", "message",
+                 "-r", "tfidf", "-H", "linear", "-p", "head.epochs=5", "--metric", "f1",
+                 "--metric", "accuracy", "--folds", "2", "-j", "1", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "Positive class of f1: 'spam' (--pos-label to change)" in said(result)
+    table = pd.read_csv(out / "results.csv")
+    assert list(table.columns[:3]) == ["kind", "representation", "head"]
+    assert table.f1_mean.is_monotonic_decreasing  # ranked by the first metric
+    rows = table.set_index(["representation", "head"])
+    assert set(rows.index) == {("tfidf", "linear"), ("baseline", "majority-class"),
+                               ("baseline-tfidf", "plain-lr"), ("baseline-minilm", "plain-lr")}
+    assert (table.kind == "baseline").sum() == 3
+    majority = rows.loc[("baseline", "majority-class")]
+    assert majority.accuracy_mean == pytest.approx(100 / 120) and majority.f1_mean == 0.0
+    # the plain rows are what a user writes in five lines, on the same splits
+    cv = StratifiedKFold(2, shuffle=True, random_state=0)
+    spam_f1 = make_scorer(f1_score, pos_label="spam")
+    X = data.text.to_numpy(object)
+    plain = cross_validate(make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2,
+                                                         sublinear_tf=True),
+                                         LogisticRegression(max_iter=3000)),
+                           X, data.label, cv=cv, scoring=spam_f1)["test_score"]
+    assert rows.loc[("baseline-tfidf", "plain-lr")].f1_mean == pytest.approx(plain.mean(), abs=1e-12)
+    minilm = cross_validate(make_pipeline(TransformerEmbedder(normalize=True, cache="memory"),
+                                          LogisticRegression(max_iter=3000)),
+                            X, data.label, cv=cv, scoring=spam_f1)["test_score"]
+    assert rows.loc[("baseline-minilm", "plain-lr")].f1_mean == pytest.approx(minilm.mean(), abs=1e-6)
+    report = (out / "results.md").read_text()
+    assert "Ranked by f1." in report and "| baseline |" in report.replace("  ", "")
+    assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
+    # --no-baselines leaves them out; the pipeline's row is served from runs.jsonl
+    bare = run("compare", "--file", tmp_path / "sms.csv", "--text-column", "message", "-r",
+               "tfidf", "-H", "linear", "-p", "head.epochs=5", "--metric", "f1", "--metric",
+               "accuracy", "--folds", "2", "-j", "1", "--no-baselines", "-o", out)
+    assert bare.exit_code == 0, bare.output
+    assert pd.read_csv(out / "results.csv")["kind"].tolist() == ["pipeline"]
 
 
 def test_cli_compare_runs_an_experiment_file_on_a_file(tmp_path):
@@ -54,7 +143,7 @@ def test_cli_compare_runs_an_experiment_file_on_a_file(tmp_path):
     data.rename(columns={"text": "message"}).to_csv(tmp_path / "sms.csv", index=False)
     out = tmp_path / "report"
     result = run("compare", "-e", EXAMPLE, "--file", tmp_path / "sms.csv", "--text-column",
-                 "message", "--folds", "2", "-o", out)
+                 "message", "--folds", "2", "--no-baselines", "-o", out)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "results.csv")
     assert set(table.representation) == {"bow", "tfidf", "tfidf-bigrams", "tfidf-chars"}
@@ -72,12 +161,16 @@ def test_cli_lists():
     assert "passthrough    [text]" in listed and "finetune       [text]" in listed
     assert "rnn            [sequence, ids]" in listed and "logreg         [pooled]" in listed
     assert "course_comparison" in listed and "representations_only" in listed
+    assert "minilm         [pooled]" in listed and "(also: TransformerEmbedder, transformer)" in listed
+    assert "heads (-H NAME):" in listed and "(also: MLPClassifier)" in listed
+    assert "baseline-tfidf + plain-lr" in listed and "majority-class" in listed
 
 
 # ---------------------------------------------------------------- embed and cache
 @pytest.fixture(scope="module")
 def minilm():
-    return TransformerEmbedder(max_length=32).fit(["x"])
+    """The registry's minilm (normalised vectors), as `embed` builds it by default."""
+    return TransformerEmbedder(max_length=32, normalize=True).fit(["x"])
 
 
 def test_embed_and_cache_commands(minilm, tmp_path):
@@ -102,6 +195,17 @@ def test_embed_and_cache_commands(minilm, tmp_path):
     assert DiskCache(tmp_path / "c").info()["entries"] == 0
     res = run("embed", src, tmp_path / "out.txt")
     assert res.exit_code != 0 and "must end in .parquet or .npy" in said(res)
+    # one name per model: the class name is an alias of the registry's entry
+    res = run("embed", src, tmp_path / "alias.npy", "-r", "TransformerEmbedder", "-p",
+              "max_length=32", "--no-progress")
+    assert res.exit_code == 0, res.output
+    np.testing.assert_allclose(np.load(tmp_path / "alias.npy"), vectors, atol=1e-5)
+    res = run("embed", src, tmp_path / "x.npy", "-r", "glove-seqs")
+    assert res.exit_code == 2 and "Did you mean 'glove-seq'?" in said(res)
+    res = run("embed", src, tmp_path / "x.npy", "-r", "glove-seq")
+    assert res.exit_code == 2 and "pass -p output=pooled" in said(res)
+    res = run("embed", src, tmp_path / "x.npy", "-r", "glove", "-p", "poolling=sif")
+    assert res.exit_code == 2 and "Did you mean 'pooling'?" in said(res)
 
 
 def test_embed_fits_on_the_first_chunk_and_streams_the_rest(tmp_path):
@@ -113,7 +217,7 @@ def test_embed_fits_on_the_first_chunk_and_streams_the_rest(tmp_path):
               "--no-progress")
     assert res.exit_code == 0, res.output
     assert "wrote 90 x 4 vectors from TfidfEmbedder" in res.output
-    want = TfidfEmbedder(n_components=4).fit(data.text[:40]).transform(data.text)
+    want = make_representation("tfidf", ["n_components=4"]).fit(data.text[:40]).transform(data.text)
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-5, atol=1e-6)
     assert (tmp_path / "out.ids.txt").read_text().split() == [str(i) for i in data.id]
     assert not list(tmp_path.glob("*.parquet"))  # the intermediate parquet is gone

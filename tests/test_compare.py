@@ -1,5 +1,6 @@
 """`embedkit.compare`: scores equal the corresponding Pipeline's, runs resume fold by fold,
-and the splits follow the dataset's protocol."""
+parallel jobs give the scores of one job, metrics are scikit-learn scorers, and the splits
+follow the dataset's protocol."""
 
 from __future__ import annotations
 
@@ -16,12 +17,14 @@ def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path, monkeypat
     from embedkit.datasets import load_dataset, stratified_sample
     from embedkit.registry import make_pipeline
 
+    fast = ["linear.epochs=5"]
     got = run_compare("bbc-news", ["tfidf"], ["logreg", "linear"], quick=True, output=tmp_path,
-                      progress=False)
+                      progress=False, baselines=False, n_jobs=1, params=fast)
     sample = stratified_sample(load_dataset("bbc-news"), 300, 0).reset_index(drop=True)
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     for head in ("logreg", "linear"):
-        want = cross_validate(make_pipeline("tfidf", head), sample.text.to_numpy(object),
+        want = cross_validate(make_pipeline("tfidf", head, fast if head == "linear" else ()),
+                              sample.text.to_numpy(object),
                               sample.label, cv=cv)["test_score"]
         row = got.set_index("head").loc[head]
         assert row.accuracy_mean == pytest.approx(want.mean(), abs=1e-12)
@@ -40,7 +43,7 @@ def test_compare_shares_the_fit_and_scores_like_the_pipeline(tmp_path, monkeypat
 
     monkeypatch.setattr(compare_module, "_score_fold", counting)
     again = run_compare("bbc-news", ["tfidf"], ["logreg", "linear"], quick=True, output=tmp_path,
-                        progress=False)
+                        progress=False, baselines=False, n_jobs=1, params=fast)
     assert calls == [["linear", "logreg"]]
     timings = ["fit_seconds", "transform_seconds", "predict_seconds", "peak_mb"]
     pd.testing.assert_frame_equal(again.drop(columns=timings), got.drop(columns=timings))
@@ -55,3 +58,72 @@ def test_compare_holdout_split():
         _splits(df, 5, 0, holdout=1.5)
     official = df.assign(split=["train"] * 90 + ["test"] * 10)
     assert _splits(official, 5, 0, holdout=0.2)[1] == "official test split"
+
+
+@pytest.fixture(scope="module")
+def sms_slice():
+    """120 SMS messages, 100 ham and 20 spam (seed 0): small, imbalanced, short."""
+    from embedkit.datasets import load_dataset
+
+    df = load_dataset("sms-spam")
+    parts = [df[df.label == "ham"].sample(100, random_state=0),
+             df[df.label == "spam"].sample(20, random_state=0)]
+    return pd.concat(parts).reset_index(drop=True)[["text", "label"]]
+
+
+def test_compare_in_parallel_equals_one_job(sms_slice, tmp_path):
+    from embedkit.compare import available_cores
+
+    scores = ["accuracy_mean", "accuracy_std", "f1_macro_mean", "f1_macro_std"]
+    kwargs = {"representations": ["tfidf", "minilm"], "heads": ["logreg"], "folds": 3,
+              "baselines": False, "progress": False}
+    serial = run_compare(sms_slice, output=tmp_path / "one", n_jobs=1, **kwargs)
+    parallel = run_compare(sms_slice, output=tmp_path / "two", n_jobs=2, **kwargs)
+    pd.testing.assert_frame_equal(parallel[["representation", "head", *scores]],
+                                  serial[["representation", "head", *scores]])
+    assert parallel.attrs["n_jobs"] == 2 and serial.attrs["n_jobs"] == 1
+    assert parallel.attrs["threads_per_job"] == max(1, available_cores() // 2)
+    assert serial.attrs["threads_per_job"] == available_cores()
+    # MiniLM's vectors do not depend on the fold: encoded once into a run cache the workers
+    # read, charged to the folds by their share, then removed
+    assert not (tmp_path / "two" / "embedding-cache").exists()
+    minilm = parallel.set_index("representation").loc["minilm"]
+    assert minilm.fit_seconds > 0 and minilm.transform_seconds > 0
+    assert "2 jobs at a time" in (tmp_path / "two" / "results.md").read_text()
+
+
+def test_fold_independence_is_read_from_the_cache_fingerprint(sms_slice):
+    from embedkit.cache import MemoryCache
+    from embedkit.registry import REPRESENTATIONS
+
+    X = sms_slice.text.to_numpy(object)
+    store = MemoryCache()
+    assert compare_module._fold_independent(REPRESENTATIONS["minilm"].factory(), X, store)
+    # GloVe's vectors are pretrained, but its unknown-word vector is learned from the fit corpus
+    assert not compare_module._fold_independent(REPRESENTATIONS["glove"].factory(), X, store)
+    assert not compare_module._fold_independent(REPRESENTATIONS["tfidf"].factory(), X, store)
+    assert not compare_module._fold_independent(REPRESENTATIONS["doc2vec"].factory(), X, store)
+    assert not compare_module._fold_independent("passthrough", X, store)
+
+
+def test_scorers_names_positive_class_and_errors():
+    from embedkit.compare import scorers
+
+    y = ["ham"] * 8 + ["spam"] * 2
+    found, positive = scorers(["f1", "accuracy", "roc_auc"], y)
+    assert positive == "spam" and list(found) == ["f1", "accuracy", "roc_auc"]
+    assert found["f1"]._kwargs["pos_label"] == "spam"
+    assert scorers(["f1"], y, pos_label="ham")[1] == "ham"
+    assert scorers(["accuracy"], y)[1] is None  # no positive class needed
+    assert scorers(["f1"], [0] * 5 + [1] * 5)[1] == 1  # a tie: the greater label, as sklearn
+    with pytest.raises(ValueError, match="unknown metric 'acuracy'. Did you mean 'accuracy'"):
+        scorers(["acuracy"])
+    with pytest.raises(ValueError, match="name each metric once"):
+        scorers(["accuracy", "accuracy"])
+    with pytest.raises(ValueError, match="--pos-label 'spma' is not a class.*Did you mean 'spam'"):
+        scorers(["f1"], y, pos_label="spma")
+    with pytest.raises(ValueError, match="--metric f1 scores one positive class.*3 classes. "
+                                         "Use f1_macro, f1_weighted or f1_micro"):
+        scorers(["f1"], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="--metric roc_auc .* Use roc_auc_ovr"):
+        scorers(["roc_auc"], ["a", "b", "c"])

@@ -15,13 +15,19 @@ from embedkit.registry import (
     HEADS,
     REPRESENTATIONS,
     Entry,
+    Param,
     accepted_forms,
+    aliases,
     compatible,
+    did_you_mean,
     head_forms,
     load_experiment,
+    make_pipeline,
     make_representation,
     output_form,
+    parse_params,
     representation_form,
+    resolve,
     select,
     step,
 )
@@ -67,11 +73,14 @@ def test_select_defaults_quick_and_errors():
     assert len(default.pairs) == 12 and {h for _, h in default.pairs} == {"logreg", "mlp"}
     assert select(["glove-seq", "tfidf"], ["rnn", "logreg"]).pairs == (("glove-seq", "rnn"),
                                                                      ("tfidf", "logreg"))
-    with pytest.raises(ValueError, match=r"unknown representation\(s\) \['word3vec'\]; choose from"):
+    with pytest.raises(ValueError, match=r"unknown representation 'word3vec'\. Did you mean "
+                                         r"'word2vec'\? Choose from tfidf, bow.*-r tfidf"):
         select(["word3vec"])
+    with pytest.raises(ValueError, match=r"unknown head 'lstm'\..*-H mlp"):
+        select(["glove-seq"], ["lstm"])
     with pytest.raises(ValueError, match="no head in \\['rnn'\\] accepts"):
         select(["tfidf"], ["rnn"])
-    with pytest.raises(ValueError, match="either an experiment or"):
+    with pytest.raises(ValueError, match=r"either an experiment \(-e\) or"):
         select(["tfidf"], experiment="course_comparison")
 
 
@@ -124,13 +133,91 @@ def test_entries_and_steps():
     assert representation_form(entry) == "pooled"
 
 
-def test_make_representation_by_class_name():
-    rep = make_representation("transformer", ["max_length=32", "pooling=cls"])
+def test_one_name_per_model_with_aliases():
+    assert aliases()["representation"]["transformer"] == "minilm"
+    assert aliases()["representation"]["TfidfEmbedder"] == "tfidf"  # the first entry of a class
+    assert aliases()["head"]["RNNClassifier"] == "rnn" and aliases()["head"]["MLPClassifier"] == "mlp"
+    for what, registry in (("representation", REPRESENTATIONS), ("head", HEADS)):
+        assert not set(aliases()[what]) & set(registry)  # an alias never shadows a name
+        assert all(target in registry for target in aliases()[what].values())
+    assert resolve("Transformer", "representation") == "minilm"  # case is ignored
+    assert resolve("glove-seq", "representation") == "glove-seq"
+    assert resolve("MLPClassifier", "head") == "mlp"
+    assert did_you_mean("glove-seqs", REPRESENTATIONS) == " Did you mean 'glove-seq'?"
+    assert did_you_mean("zzzz", REPRESENTATIONS) == ""
+    # compare and embed build the same step from one name
+    assert make_representation("transformer").get_params() == REPRESENTATIONS["minilm"].factory().get_params()
+    assert select(["transformer", "TfidfEmbedder"], ["MLPClassifier"]).pairs == (
+        ("minilm", "mlp"), ("tfidf", "mlp"))
+
+
+def test_make_representation_by_name_alias_and_params():
+    rep = make_representation("transformer", ["max_length=32", "features.pooling=cls"])
     assert type(rep).__name__ == "TransformerEmbedder" and rep.max_length == 32 and rep.pooling == "cls"
+    assert rep.normalize is True  # the registry's minilm, not a bare class
     assert type(make_representation("GloveEmbedder")).__name__ == "GloveEmbedder"
-    with pytest.raises(ValueError, match="unknown representation 'word3vec'"):
+    with pytest.raises(ValueError, match="unknown representation 'word3vec'. Did you mean 'word2vec'"):
         make_representation("word3vec")
-    with pytest.raises(ValueError, match="write key=value"):
+    with pytest.raises(ValueError, match=r"-p 'ngram_range': write \[step.\]name=value"):
         make_representation("tfidf", ["ngram_range"])
-    with pytest.raises(ValueError, match="TfidfEmbedder has no parameter 'colour'.*ngram_range"):
-        make_representation("tfidf", ["colour=1"])
+    with pytest.raises(ValueError, match="tfidf has no parameter 'min_dff'. Did you mean 'min_df'"
+                                         ".*Its parameters: cache, char_ngram_range"):
+        make_representation("tfidf", ["min_dff=1"])
+    with pytest.raises(ValueError, match="builds one representation, tfidf; write -p min_df"):
+        make_representation("tfidf", ["glove.min_df=1"])
+    with pytest.raises(ValueError, match=r"minilm: TransformerEmbedder\(pooling='bad'\)"):
+        make_representation("minilm", ["pooling=bad"])
+
+
+def test_parse_params():
+    assert parse_params(["head.epochs=3", "pooling=sif", "glove.oov='unk'", "ngram_range=(1, 2)",
+                         "note=plain text"]) == (
+        Param("head", "epochs", 3, "head.epochs=3"), Param(None, "pooling", "sif", "pooling=sif"),
+        Param("glove", "oov", "unk", "glove.oov='unk'"),
+        Param(None, "ngram_range", (1, 2), "ngram_range=(1, 2)"),
+        Param(None, "note", "plain text", "note=plain text"))
+    with pytest.raises(ValueError, match="write \\[step.\\]name=value"):
+        parse_params(["=3"])
+
+
+def test_params_go_to_the_steps_they_name():
+    chosen = select(["glove", "minilm", "tfidf"], ["logreg", "mlp"],
+                    params=["head.epochs=3", "features.pooling=max", "tfidf.min_df=1", "logreg.cv=4"])
+    reps, heads = chosen.representations, chosen.heads
+    assert reps["glove"].factory().pooling == "max" and reps["minilm"].factory().pooling == "max"
+    assert reps["tfidf"].factory().min_df == 1
+    assert heads["mlp"].factory().epochs == 3 and heads["logreg"].factory().cv == 4
+    assert REPRESENTATIONS["glove"].factory().pooling == "mean"  # the registry is left alone
+    assert HEADS["mlp"].factory().epochs == 10
+    # features./head./no step: every selected step of that kind that has the parameter
+    mixed = select(["glove", "tfidf"], ["logreg", "mlp"], params=["oov='zero'", "head.epochs=2"])
+    assert mixed.representations["glove"].factory().oov == "zero"
+    assert mixed.representations["tfidf"].factory().get_params() == REPRESENTATIONS[
+        "tfidf"].factory().get_params()
+    assert mixed.heads["mlp"].factory().epochs == 2 and mixed.heads["logreg"] is HEADS["logreg"]
+    pipe = make_pipeline("glove", "mlp", ["head.epochs=3", "features.pooling=sif"])
+    assert pipe.named_steps["head"].epochs == 3 and pipe.named_steps["features"].pooling == "sif"
+    # an experiment takes parameters too
+    course = select(experiment="course_comparison", params=["mlp.epochs=2"])
+    assert course.heads["mlp"].factory().epochs == 2
+
+
+@pytest.mark.parametrize("params, match", [
+    (["head.epoch=3"], (r"-p head.epoch=3: no selected head \(logreg, mlp\) has a parameter "
+                       r"'epoch'. Did you mean 'epochs'\? Their parameters: Cs, .*epochs")),
+    (["features.polling=max"], (r"no selected representation \(glove, tfidf\) has a parameter "
+                               r"'polling'. Did you mean 'pooling'\?")),
+    (["random_state=1"], (r"both representations and heads have 'random_state'; write "
+                         r"-p features.random_state=1 or -p head.random_state=1")),
+    (["glov.pooling=max"], (r"no step 'glov' in this run. Did you mean 'glove'\? Name one of "
+                           r"features, head, glove, tfidf, logreg, mlp")),
+    (["minilm.pooling=max"], (r"'minilm' is not in this run's selection; its steps are glove, "
+                             r"tfidf, logreg, mlp")),
+    (["tfidf.pooling=max"], (r"tfidf \(TfidfEmbedder\) has no parameter 'pooling'. Its "
+                            r"parameters: cache, char_ngram_range")),
+    (["logreg.scale=maybe"], r"logreg: The 'scale' parameter of LogisticRegressionHead must be"),
+    (["colour=1"], r"no selected step \(glove, tfidf, logreg, mlp\) has a parameter 'colour'"),
+])
+def test_bad_params_are_refused_before_any_work(params, match):
+    with pytest.raises(ValueError, match=match):
+        select(["glove", "tfidf"], ["logreg", "mlp"], params=params)
