@@ -398,7 +398,8 @@ def execute(nb: nbformat.NotebookNode, timeout: int = 900) -> nbformat.NotebookN
 def _machine_paths() -> list[str]:
     """Paths that would tie a saved output to the machine that ran it."""
     paths = {sys.prefix, sys.base_prefix, str(ROOT.resolve()), str(Path.home()), "site-packages"}
-    return sorted(p for p in paths if p and p != "/")
+    # longest first, so a leak names the most specific path (the venv inside the checkout)
+    return sorted((p for p in paths if p and p != "/"), key=len, reverse=True)
 
 
 def problems(nb: nbformat.NotebookNode) -> list[str]:
