@@ -58,7 +58,7 @@ def test_cli_compare_quick_end_to_end(tmp_path):
     (["-r", "glove-seqs"], "unknown representation 'glove-seqs'. Did you mean 'glove-seq'?"),
     (["-H", "lstm"], "unknown head 'lstm'."),
     (["-r", "tfidf", "-H", "mlp", "-p", "head.epoch=3"], "Did you mean 'epochs'?"),
-    (["-r", "tfidf", "-H", "logreg", "-p", "logreg.scale=maybe"], "'scale' parameter"),
+    (["-r", "tfidf", "-H", "logreg", "-p", "logreg.scale=maybe"], "scale must be one of 'auto' or a bool"),
     (["-r", "tfidf", "-p", "epochs"], "-p 'epochs': write [step.]name=value"),
     (["-r", "tfidf", "--metric", "acuracy"], "unknown metric 'acuracy'. Did you mean 'accuracy'?"),
     (["-r", "tfidf", "--holdout", "1.5"], "error: --holdout 1.5; use a fraction between 0 and 1"),

@@ -215,7 +215,7 @@ def test_params_go_to_the_steps_they_name():
                              r"tfidf, logreg, mlp")),
     (["tfidf.pooling=max"], (r"tfidf \(TfidfEmbedder\) has no parameter 'pooling'. Its "
                             r"parameters: cache, char_ngram_range")),
-    (["logreg.scale=maybe"], r"logreg: The 'scale' parameter of LogisticRegressionHead must be"),
+    (["logreg.scale=maybe"], r"logreg: LogisticRegressionHead\(scale='maybe'\): scale must be one of"),
     (["colour=1"], r"no selected step \(glove, tfidf, logreg, mlp\) has a parameter 'colour'"),
 ])
 def test_bad_params_are_refused_before_any_work(params, match):

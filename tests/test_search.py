@@ -13,7 +13,7 @@ def test_param_grid_pairs_only_compatible_steps():
     grid = param_grid(["tfidf", "glove-seq", "passthrough"], ["logreg", "rnn", "finetune"])
     assert [type(g["features"][0]).__name__ for g in grid] == ["TfidfEmbedder", "GloveEmbedder", "str"]
     assert [[type(h).__name__ for h in g["head"]] for g in grid] == [
-        ["Pipeline"], ["RNNClassifier"], ["TransformerClassifier"]]
+        ["LogisticRegressionHead"], ["RNNClassifier"], ["TransformerClassifier"]]
     assert grid[0]["features"][0].cache == "memory"  # set on every step that takes a cache
     assert param_grid(["tfidf"], ["logreg"], cache=None)[0]["features"][0].cache is None
     with pytest.raises(ValueError, match="no head in \\['rnn'\\] accepts"):
