@@ -280,7 +280,7 @@ def test_cli_compare_on_the_cluster_equals_local(cluster, tmp_path):
 
     from embedkit.cli import app
 
-    args = ["compare", "--quick", "-r", "tfidf", "-h", "logreg"]
+    args = ["compare", "--quick", "-r", "tfidf", "-H", "logreg"]
     local = CliRunner().invoke(app, args + ["-o", str(tmp_path / "local")])
     remote = CliRunner().invoke(app, args + ["-o", str(tmp_path / "dask"),
                                              "--scheduler", cluster.scheduler_address])
