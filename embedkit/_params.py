@@ -231,13 +231,25 @@ def _describe(c: _Constraint) -> str:
     return str(c)
 
 
+def did_you_mean(name, choices) -> str:
+    """``" Did you mean 'x'?"`` for the closest of ``choices`` (difflib), or ``""``: the one
+    suggestion of every error about a misspelt name (parameters, options, registry names, cache
+    words).
+
+    Examples
+    --------
+    >>> did_you_mean("poolng", ["pooling", "output"])
+    " Did you mean 'pooling'?"
+    """
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
 def _suggestion(value, constraints) -> str:
     if not isinstance(value, str):
         return ""
-    words = [o for c in constraints if isinstance(c, Options) for o in c.options
-             if isinstance(o, str)]
-    close = difflib.get_close_matches(value, words, n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    return did_you_mean(value, [o for c in constraints if isinstance(c, Options)
+                                for o in c.options if isinstance(o, str)])
 
 
 def _check_one(owner: str, name: str, value, spec, hint: str = "") -> None:

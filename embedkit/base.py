@@ -8,7 +8,6 @@ Heavy libraries (torch, skorch) are imported inside the methods that need them, 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 from typing import Any, ClassVar
@@ -68,7 +67,7 @@ class CheckedKeywords:
     >>> GloveEmbedder(poolng="sif")
     Traceback (most recent call last):
         ...
-    TypeError: GloveEmbedder has no parameter 'poolng'; did you mean 'pooling'? ...
+    TypeError: GloveEmbedder has no parameter 'poolng'. Did you mean 'pooling'? ...
     """
 
     def __init_subclass__(cls, **kwargs):
@@ -90,9 +89,10 @@ class CheckedKeywords:
 
 
 def _unknown_keyword(owner: str, name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else "."
-    return f"{owner} has no parameter {name!r}{hint} Its parameters: {', '.join(sorted(names))}."
+    from ._params import did_you_mean
+
+    return (f"{owner} has no parameter {name!r}.{did_you_mean(name, names)} Its parameters: "
+            f"{', '.join(sorted(names))}.")
 
 
 class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):

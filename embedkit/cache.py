@@ -34,7 +34,6 @@ the unique documents of the call and nothing is stored.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import hashlib
 import json
 import os
@@ -604,9 +603,10 @@ def cache_spec_problem(spec) -> str | None:
     if spec is None or isinstance(spec, EmbeddingCache) or (isinstance(spec, str) and spec in _WORDS):
         return None
     if isinstance(spec, str) and not any(sep and sep in spec for sep in ("/", os.sep, os.altsep)):
-        close = difflib.get_close_matches(spec, _WORDS, n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        return (f"cache={spec!r} is neither 'memory', 'disk' nor a folder path.{hint} To use a "
+        from ._params import did_you_mean
+
+        return (f"cache={spec!r} is neither 'memory', 'disk' nor a folder path."
+                f"{did_you_mean(spec, _WORDS)} To use a "
                 f"folder of that name, pass './{spec}' or pathlib.Path({spec!r}).")
     if isinstance(spec, (str, os.PathLike)):
         path = Path(spec).expanduser()

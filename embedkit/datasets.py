@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+from pathlib import Path
 
 import pandas as pd
 

@@ -30,7 +30,6 @@ exactly as before, but continuing to train them is not supported.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .resources import file_sha256
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "TRUSTED_FUNCTIONS", "TRUSTED_TYPES",
            "UntrustedTypeError", "folder_size", "load", "predict_file", "save"]
@@ -286,13 +287,6 @@ class _Writer:
         return node
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def _versions() -> dict[str, str]:
     import platform
@@ -376,7 +370,7 @@ def save(pipeline, path, *, trusted: Iterable[str] = ()) -> Path:
         tmp.mkdir()
         writer = _Writer(tmp, trusted)
         root = writer.encode(pipeline, type(pipeline).__name__)
-        files = {p.relative_to(tmp).as_posix(): {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+        files = {p.relative_to(tmp).as_posix(): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
                  for p in sorted(tmp.rglob("*")) if p.is_file()}
         classes = getattr(pipeline, "classes_", None)
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "versions": _versions(),
@@ -426,7 +420,7 @@ def _check_files(path: Path, listed: dict) -> None:
         if rel not in present:
             raise ValueError(f"{path} is missing {rel}, listed in its manifest.json; the folder "
                              "is incomplete. Copy the whole folder, or save the model again.")
-        if p.stat().st_size != info.get("bytes") or _sha256(p) != info.get("sha256"):
+        if p.stat().st_size != info.get("bytes") or file_sha256(p) != info.get("sha256"):
             raise ValueError(f"{path}: {rel} changed since the model was saved (its checksum "
                              "differs from manifest.json); refusing to load it.")
 

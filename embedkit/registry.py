@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import functools
 import importlib
 import importlib.util
@@ -45,6 +44,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._params import did_you_mean
 from .base import store_params
 
 __all__ = [
@@ -449,18 +449,6 @@ def compatible(representation: Entry, head: Entry) -> bool:
 
 
 # -- names: one per model, aliases, did-you-mean ---------------------------------------------
-def did_you_mean(name: str, choices) -> str:
-    """``" Did you mean 'x'?"`` for the closest of ``choices`` (difflib), or ``""``.
-
-    Examples
-    --------
-    >>> did_you_mean("glove-seqs", REPRESENTATIONS)
-    " Did you mean 'glove-seq'?"
-    """
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
 def _class_entries(package: str, registry: Mapping[str, Entry], suffixes: tuple[str, ...]):
     """``{alias: entry name}`` for each class of ``embedkit.<package>`` that some entry builds."""
     module = importlib.import_module(f"embedkit.{package}")

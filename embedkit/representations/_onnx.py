@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..resources import file_sha256
+
 __all__ = [
     "EncoderRunner",
     "available",
@@ -151,13 +153,6 @@ def _settings(identity: str, layers, dtype: str) -> dict:
             **{name: version(name) for name in ("torch", "transformers", "onnxruntime")}}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def _intact(folder: Path) -> bool:
     """The folder's graph file matches the sha256 its manifest recorded (memoized per stamp)."""
@@ -169,7 +164,7 @@ def _intact(folder: Path) -> bool:
         return False
     stamp = (str(graph), stat.st_size, stat.st_mtime_ns)
     if stamp not in _VERIFIED:
-        _VERIFIED[stamp] = stat.st_size == manifest.get("size") and _sha256(graph) == manifest.get("sha256")
+        _VERIFIED[stamp] = stat.st_size == manifest.get("size") and file_sha256(graph) == manifest.get("sha256")
     return _VERIFIED[stamp]
 
 
@@ -309,7 +304,7 @@ def _export(model, layers, dtype: str, folder: Path) -> dict:
     os.replace(chosen, final)
     for extra in ("raw.onnx", "fused.onnx", "int8.onnx"):
         (folder / extra).unlink(missing_ok=True)
-    record.update(file=final.name, size=final.stat().st_size, sha256=_sha256(final))
+    record.update(file=final.name, size=final.stat().st_size, sha256=file_sha256(final))
     return record
 
 
