@@ -8,6 +8,8 @@ Examples
     embedkit compare -d sms-spam --metric f1 --metric accuracy   # spam F1 first
     embedkit compare --file my.csv --text-column review --label-column stars
     embedkit compare -e pipelines/experiments/tfidf_variants.py   # an experiment file
+    embedkit tune --file my.csv --text-column review --label-column stars --budget 15m
+    embedkit predict embedkit-tune/model new.csv -o predictions.csv
     embedkit embed corpus.csv vectors.parquet -r minilm --id-column id
     embedkit cache info
     embedkit datasets
@@ -159,7 +161,57 @@ def compare(
         typer.echo(f"\nPositive class of {', '.join(m for m in meta['metrics'] if m in runner._POSITIVE_CLASS)}: "
                    f"{meta['pos_label']!r} (--pos-label to change).")
     typer.echo(f"\nWall time {meta['wall_seconds']:.0f} s. Wrote {output / 'results.csv'}, "
-               f"{output / 'results.md'}, {output / 'results.png'} and {output / 'results_time.png'}")
+               f"{output / 'results.md'}, {output / 'results.png'}, {output / 'results_time.png'} "
+               f"and {output / 'report.html'}")
+
+
+@app.command()
+def tune(
+    ctx: typer.Context,
+    dataset: str | None = typer.Option(None, "--dataset", "-d",
+                                       help="Built-in dataset (see `embedkit datasets`); its train "
+                                            "rows where it has an official split."),
+    file: Path | None = typer.Option(None, "--file", "-f",
+                                     help="Your own CSV/TSV/parquet/JSONL file or folder-per-class."),
+    text_column: str = typer.Option("text", help="Text column of --file."),
+    label_column: str = typer.Option("label", help="Label column of --file."),
+    representations: list[str] | None = typer.Option(
+        None, "--representation", "-r",
+        help="Search only these representations (repeatable). Default: the suite's winners."),
+    heads: list[str] | None = typer.Option(
+        None, "--head", "-H", help="Search only these heads (repeatable)."),
+    budget: str = typer.Option("15m", "--budget", "-b",
+                               help="Time for the search and the winner's refit: 90s, 15m, 1h, 1h30m."),
+    output: Path = typer.Option(Path("embedkit-tune"), "--output", "-o",
+                                help="Folder for the leaderboard files, report.html and the model "
+                                     "folder OUTPUT/model/."),
+    folds: int = typer.Option(3, min=2, help="Stratified cross-validation folds of every round."),
+    seed: int = typer.Option(0, help="Seed for the folds, the subsamples and the sampled settings."),
+    finetune: str = typer.Option("auto", help="Fine-tuning candidates: auto (when the budget can pay "
+                                              "for them), yes, no."),
+    progress: bool = typer.Option(True, help="A line per candidate on stderr."),
+):
+    """Find the best pipeline for your data within a time budget, save it, write a leaderboard.
+
+    Successive halving over representation x head x settings (`embedkit.tune`): every candidate
+    is scored on a small sample first, the best third goes on with three times the documents.
+    The two five-line baselines (plain TF-IDF + LR, plain MiniLM + LR) are scored on the same
+    folds. Then `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
+    """
+    from .tune import BudgetError, run_tune_cli
+
+    choice = {"auto": "auto", "yes": True, "no": False}
+    if finetune not in choice:
+        raise typer.BadParameter(f"{finetune!r}; use auto, yes or no.", param_hint="--finetune")
+    if file is None and dataset is None:
+        raise _fail(ValueError("give --file PATH (with --text-column/--label-column) or -d NAME "
+                               "for a built-in dataset (see `embedkit datasets`)."), ctx)
+    try:
+        run_tune_cli(file, text_column, label_column, budget, None if file else dataset, output,
+                     cv=folds, seed=seed, finetune=choice[finetune], progress=progress,
+                     representations=representations, heads=heads)
+    except (ValueError, FileNotFoundError, BudgetError) as err:
+        raise _fail(err, ctx) from None
 
 
 @app.command()

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import registry
+from .plots import metric_name
 
 #: the metrics of a report unless ``metrics=`` says otherwise; the first one ranks the rows
 DEFAULT_METRICS = ("accuracy", "f1_macro")
@@ -45,9 +46,6 @@ _POSITIVE_CLASS = {
 }
 #: two-class-only scorers without a positive class to choose, and their multi-class forms
 _TWO_CLASS_ONLY = {"roc_auc": "roc_auc_ovr"}
-_PRETTY = {"accuracy": "accuracy", "f1_macro": "macro-F1"}
-
-
 def available_cores() -> int:
     """CPU cores this process may run on (its affinity where the OS tells it)."""
     try:
@@ -331,7 +329,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         Names or aliases from `embedkit.registry.REPRESENTATIONS` / `HEADS`; defaults when None.
     folds : int, default=5
     output : path, default="embedkit-results"
-        Folder for results.csv, results.md, results.png and results_time.png.
+        Folder for results.csv, results.md, results.png, results_time.png and report.html.
     seed : int, default=0
     quick : bool, default=False
         A stratified sample of 300 documents, 3 folds and the quick selection: a smoke run.
@@ -528,7 +526,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                          wall_seconds=time.perf_counter() - wall, metrics=metrics,
                          pos_label=positive, n_jobs=jobs if local else "dask",
                          threads_per_job=threads, peak_process_mb=_largest_process_mb())
-    write_report(results, out)
+    write_report(results, out, dataset=df, representations=built_reps, heads=built_heads)
     return results
 
 
@@ -560,7 +558,7 @@ def format_table(results: pd.DataFrame) -> pd.DataFrame:
         table["kind"] = results["kind"]
     table.update({"representation": results.representation, "head": results["head"]})
     for metric in _metric_columns(results):
-        table[_PRETTY.get(metric, metric)] = score(metric)
+        table[metric_name(metric)] = score(metric)
     table.update({
         "fit s": results.fit_seconds.round(2),
         "transform s": results.transform_seconds.round(2),
@@ -584,13 +582,18 @@ largest growth of resident memory over a fold's start.
 """
 
 
-def write_report(results: pd.DataFrame, out: Path) -> dict[str, Path]:
-    """Write results.csv, results.md, results.png (scores) and results_time.png (fit time
-    versus score) into ``out``; return their paths. The charts show the first metric."""
+def write_report(results: pd.DataFrame, out: Path, *, dataset: pd.DataFrame | None = None,
+                 representations=None, heads=None) -> dict[str, Path]:
+    """Write results.csv, results.md, results.png (scores), results_time.png (fit time versus
+    score) and report.html (`embedkit.report.write_html_report`: the sortable table, both charts,
+    the dataset summary when ``dataset`` is given, the parameters of the steps named in
+    ``representations`` / ``heads``) into ``out``; return their paths. The charts show the
+    first metric."""
     from .plots import score_chart, time_chart
+    from .report import write_html_report
 
     paths = {"csv": out / "results.csv", "md": out / "results.md", "png": out / "results.png",
-             "time_png": out / "results_time.png"}
+             "time_png": out / "results_time.png", "html": out / "report.html"}
     results.to_csv(paths["csv"], index=False)
     meta = results.attrs
     metric = (meta.get("metrics") or _metric_columns(results) or ["accuracy"])[0]
@@ -607,8 +610,10 @@ def write_report(results: pd.DataFrame, out: Path) -> dict[str, Path]:
     if meta.get("peak_process_mb"):
         notes.append(f"Largest resident memory of the run's processes: {meta['peak_process_mb']:.0f} MB.")
     footer = _COLUMNS + "".join(f"\n{n}\n" for n in notes)
-    paths["md"].write_text(f"# {title}\n\nRanked by {_PRETTY.get(metric, metric)}.\n\n"
+    paths["md"].write_text(f"# {title}\n\nRanked by {metric_name(metric)}.\n\n"
                            + format_table(results).to_markdown(index=False) + "\n\n" + footer)
     score_chart(results, paths["png"], title=title, metric=metric)
     time_chart(results, paths["time_png"], title=title, metric=metric)
+    write_html_report(results, paths["html"], dataset=dataset, representations=representations,
+                      heads=heads, metric=metric)
     return paths

@@ -19,6 +19,7 @@ __all__ = [
     "FAMILIES",
     "attention_heatmap",
     "family_colour",
+    "metric_name",
     "representation_family",
     "score_chart",
     "time_chart",
@@ -41,7 +42,22 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "other": ("other", "#bcbd22", r""),
 }
 
-_METRICS = {"accuracy": "accuracy", "f1_macro": "macro-F1"}
+#: how charts, tables and the HTML report name a scikit-learn scorer (others: `metric_name`)
+_METRICS = {"accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
+            "f1_macro": "macro-F1", "f1_micro": "micro-F1", "f1_weighted": "weighted-F1",
+            "f1_samples": "samples-F1", "roc_auc": "ROC AUC", "roc_auc_ovr": "ROC AUC (one-vs-rest)",
+            "neg_log_loss": "negative log-loss"}
+
+
+def metric_name(metric: str) -> str:
+    """How a scikit-learn scorer name is shown in charts, tables and reports.
+
+    Examples
+    --------
+    >>> metric_name("f1_macro"), metric_name("precision_macro")
+    ('macro-F1', 'precision macro')
+    """
+    return _METRICS.get(metric, metric.replace("_", " "))
 
 
 def representation_family(name: str) -> str:
@@ -92,7 +108,7 @@ def _title(results, title: str, metric: str) -> str:
         title = ", ".join(p for p in parts if p)
     splits = results["n_splits"].max() if "n_splits" in results else None
     over = {None: "", 1: " on one held-out split"}.get(splits, f" (mean ± std over {splits} splits)")
-    line = f"{_METRICS.get(metric, metric)}{over}"
+    line = f"{metric_name(metric)}{over}"
     return f"{title}\n{line}" if title else line
 
 
@@ -104,6 +120,14 @@ def _family_legend(fig, representations) -> None:
     handles = [Patch(color=FAMILIES[f][1], label=FAMILIES[f][0]) for f in present]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4),
                fontsize=8, frameon=False)
+
+
+def pipeline_labels(results) -> list[str]:
+    """The label of each row: its ``pipeline`` column where there is one, else
+    ``"<representation> + <head>"``."""
+    if "pipeline" in results:
+        return results["pipeline"].astype(str).tolist()
+    return [f"{r} + {h}" for r, h in zip(results.representation, results["head"], strict=True)]
 
 
 def _score_text(mean: float, std: float, n_splits) -> str:
@@ -122,7 +146,8 @@ def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
     ----------
     results : DataFrame
         Columns ``representation``, ``head``, ``<metric>_mean``, ``<metric>_std`` (and
-        optionally ``n_splits``); ``results.attrs`` may hold ``dataset``, ``n_docs`` and
+        optionally ``n_splits``, and ``pipeline``: each row's label, by default
+        ``"<representation> + <head>"``); ``results.attrs`` may hold ``dataset``, ``n_docs`` and
         ``protocol`` (what ``embedkit compare`` returns).
     path : str or Path, optional
         Where to save the chart (PNG, or any format matplotlib writes, from the suffix).
@@ -149,12 +174,12 @@ def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
     one_split = "n_splits" in data and (data["n_splits"] == 1).all()  # no spread to show
     ax.barh(y, means, xerr=None if one_split else stds, color=[family_colour(r) for r in data.representation],
             height=0.7, error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1})
-    ax.set_yticks(y, [f"{r} + {h}" for r, h in zip(data.representation, data["head"])], fontsize=8)
+    ax.set_yticks(y, pipeline_labels(data), fontsize=8)
     ax.set_ylim(-0.6, len(data) - 0.4)
     high = float((means + stds).max()) if len(data) else 1.0
     low = max(0.0, float((means - stds).min()) - 0.05) if len(data) else 0.0
     ax.set_xlim(low, 1.0 if high <= 1.0 else high * 1.02)
-    ax.set_xlabel(_METRICS.get(metric, metric))
+    ax.set_xlabel(metric_name(metric))
     ax.grid(axis="x", alpha=0.3)
     for row, (m, s, n) in enumerate(zip(means, stds, splits)):
         # x in axes coordinates (1 = the right edge), y in data: a column beside the plot
@@ -211,9 +236,9 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
         pad = max(0.01, 0.08 * float(np.ptp(means)))
         ax.set_ylim(float((means - stds).min()) - pad, float((means + stds).max()) + pad)
     ax.set_xlabel(f"{seconds.replace('_', ' ')} per split (log scale)")
-    ax.set_ylabel(_METRICS.get(metric, metric))
+    ax.set_ylabel(metric_name(metric))
     ax.grid(alpha=0.3, which="major")
-    _label_points(fig, ax, x, means, [f"{r} + {h}" for r, h in zip(results.representation, results["head"])])
+    _label_points(fig, ax, x, means, pipeline_labels(results))
     ax.set_title(_title(results, title, metric), fontsize=10)
     _family_legend(fig, results.representation)
     return _finish(fig, path)

@@ -28,6 +28,8 @@ import pandas as pd
 from .plots import (
     FAMILIES,
     family_colour,
+    metric_name,
+    pipeline_labels,
     representation_family,
     score_chart,
     time_chart,
@@ -41,10 +43,9 @@ KEY_PACKAGES = ("embedkit", "numpy", "scipy", "scikit-learn", "pandas", "torch",
 
 _SVG = "http://www.w3.org/2000/svg"
 
-# results column -> (table header, how to show it); absent columns are left out
-_COLUMNS = {
-    "accuracy": ("accuracy", "score"),
-    "f1_macro": ("macro-F1", "score"),
+# results column -> (table header, how to show it), after the score columns; absent ones are
+# left out
+_COST_COLUMNS = {
     "fit_seconds": ("fit s", "seconds"),
     "transform_seconds": ("transform s", "seconds"),
     "predict_seconds": ("predict s", "seconds"),
@@ -52,9 +53,21 @@ _COLUMNS = {
 }
 
 
+def _columns(results: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """The table's columns: every metric scored (``<metric>_mean`` / ``_std``, in the order of
+    ``results.attrs["metrics"]`` where it is given), then the cost columns present."""
+    scored = [c[: -len("_mean")] for c in results.columns
+              if c.endswith("_mean") and f"{c[: -len('_mean')]}_std" in results]
+    order = [m for m in results.attrs.get("metrics") or () if m in scored]
+    scored = order + [m for m in scored if m not in order]
+    return {**{m: (metric_name(m), "score") for m in scored},
+            **{c: v for c, v in _COST_COLUMNS.items() if c in results}}
+
+
 def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | None = None,
                       representations: Mapping[str, Any] | None = None,
-                      heads: Mapping[str, Any] | None = None, metric: str = "accuracy",
+                      heads: Mapping[str, Any] | None = None,
+                      pipelines: Mapping[str, Any] | None = None, metric: str | None = None,
                       title: str | None = None) -> Path:
     """Write one self-contained ``report.html`` for a comparison's results.
 
@@ -62,10 +75,11 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
     ----------
     results : DataFrame
         One row per pipeline, as ``embedkit compare`` returns it: ``representation``,
-        ``head``, ``<metric>_mean`` / ``<metric>_std`` for accuracy and macro-F1,
-        ``fit_seconds``, ``transform_seconds``, ``predict_seconds``, ``peak_mb``,
-        ``n_splits``; ``results.attrs`` may hold ``dataset``, ``protocol``, ``n_docs`` and
-        ``wall_seconds``.
+        ``head``, ``<metric>_mean`` / ``<metric>_std`` for every metric scored (any scikit-learn
+        scorer), ``fit_seconds``, ``transform_seconds``, ``predict_seconds``, ``peak_mb``,
+        ``n_splits``, optionally ``pipeline`` (the row's label; default ``"<representation> +
+        <head>"``); ``results.attrs`` may hold ``dataset``, ``protocol``, ``n_docs``,
+        ``wall_seconds`` and ``metrics`` (the order of the score columns).
     path : str or Path
         The HTML file to write (its folder must exist).
     dataset : DataFrame, optional
@@ -75,8 +89,13 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
         What each name in ``results.representation`` / ``results.head`` stands for: an
         unfitted estimator (its ``get_params`` are shown, nested pipelines step by step), the
         string ``"passthrough"``, or a mapping of parameters.
-    metric : str, default="accuracy"
-        The metric of the charts (``"accuracy"`` or ``"f1_macro"``).
+    pipelines : mapping of str to Pipeline, optional
+        Per row label, the whole pipeline it scored (``embedkit tune``: candidates of one pair
+        differ by their settings); its first and last steps' parameters are shown, and it wins
+        over ``representations`` / ``heads``.
+    metric : str, optional
+        The metric of the charts; by default the first of ``results.attrs["metrics"]``, else the
+        first scored column.
     title : str, optional
         The page heading; by default from ``results.attrs``.
 
@@ -97,6 +116,8 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
         raise ImportError("the HTML report needs Jinja2: `pip install 'embedkit[plots]'`.") from None
     if len(results) == 0:
         raise ValueError("results has no rows; run at least one pipeline before writing a report.")
+    columns = _columns(results)
+    metric = metric or next((m for m, (_, kind) in columns.items() if kind == "score"), "accuracy")
     missing = {"representation", "head", f"{metric}_mean", f"{metric}_std"} - set(results.columns)
     if missing:
         raise ValueError(f"results lacks the columns {sorted(missing)}; pass the DataFrame that "
@@ -108,7 +129,7 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
     meta = {"dataset": None, "protocol": None, "n_docs": None, "wall_seconds": None, **results.attrs}
     heading = title or " · ".join(str(p) for p in (meta.get("dataset"), meta.get("protocol")) if p) \
         or "embedkit comparison"
-    labels = [f"{r} + {h}" for r, h in zip(results.representation, results["head"])]
+    labels = pipeline_labels(results)
     tooltips = {f"pipeline-{i}": _tooltip(row, label, metric)
                 for i, (label, row) in enumerate(zip(labels, results.itertuples(index=False)))}
     env = jinja2.Environment(loader=jinja2.PackageLoader("embedkit", "templates"),
@@ -118,19 +139,17 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
         heading=heading,
         meta=meta,
         written=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        columns=[(c, *_COLUMNS[c]) for c in _COLUMNS
-                 if f"{c}_mean" in results or c in results],
-        rows=_rows(results, labels),
+        columns=[(c, *shown) for c, shown in columns.items()],
+        rows=_rows(results, labels, columns),
         families=[(FAMILIES[f][0], FAMILIES[f][1]) for f in FAMILIES
                   if f in {representation_family(r) for r in results.representation}],
         score_svg=_svg(score_chart(results, metric=metric), "score"),
         time_svg=_svg(time_chart(results, metric=metric), "time", tooltips)
         if "fit_seconds" in results else None,
         dataset=_dataset_summary(dataset),
-        pipelines=[{"label": label, "anchor": f"params-{i}",
-                    "representation": _describe(r, representations),
-                    "head": _describe(h, heads)}
-                   for i, (label, r, h) in enumerate(zip(labels, results.representation, results["head"]))],
+        pipelines=[_pipeline(i, label, r, h, representations, heads, pipelines)
+                   for i, (label, r, h) in enumerate(zip(labels, results.representation,
+                                                         results["head"], strict=True))],
         versions=_versions(),
     )
     path = Path(path)
@@ -146,17 +165,17 @@ def _tooltip(row, label: str, metric: str) -> str:
     return text
 
 
-def _rows(results: pd.DataFrame, labels: list[str]) -> list[dict]:
+def _rows(results: pd.DataFrame, labels: list[str], columns: dict) -> list[dict]:
     rows = []
     for i, label in enumerate(labels):
         record = results.iloc[i]
         cells = []
-        for column, (_, kind) in _COLUMNS.items():
-            if kind == "score" and f"{column}_mean" in results:
+        for column, (_, kind) in columns.items():
+            if kind == "score":
                 mean, std = float(record[f"{column}_mean"]), float(record[f"{column}_std"])
                 single = int(record.get("n_splits", 2) or 2) == 1 or not np.isfinite(std)
                 cells.append((mean, f"{mean:.3f}" if single else f"{mean:.3f} ± {std:.3f}"))
-            elif kind != "score" and column in results:
+            else:
                 value = float(record[column])
                 shown = "" if not np.isfinite(value) else (
                     f"{value:.0f}" if kind == "megabytes" else f"{value:.2f}")
@@ -234,6 +253,17 @@ def _length_histogram(words: pd.Series):
     ax.legend(frameon=False, fontsize=8)
     ax.grid(alpha=0.3)
     return fig
+
+
+def _pipeline(i: int, label: str, rep: str, head: str, representations, heads, pipelines) -> dict:
+    """The parameters section of one row: its whole pipeline where given, else its steps."""
+    out = {"label": label, "anchor": f"params-{i}"}
+    if pipelines is not None and label in pipelines and hasattr(pipelines[label], "steps"):
+        steps = pipelines[label].steps
+        return {**out, "representation": _describe(rep, {rep: steps[0][1]}),
+                "head": _describe(head, {head: steps[-1][1]})}
+    return {**out, "representation": _describe(rep, representations),
+            "head": _describe(head, heads)}
 
 
 def _describe(name: str, given: Mapping[str, Any] | None) -> dict:

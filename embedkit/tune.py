@@ -572,7 +572,9 @@ def tune(X, y, budget: str | float = "15m", *, pairs: Sequence[tuple[str, str]] 
     search.leaderboard_ = leaderboard(search)
     if output is not None:
         paths = write_leaderboard(search.leaderboard_, output, title=f"embedkit tune ({n:,} "
-                                  f"documents, budget {seconds:g} s)")
+                                  f"documents, budget {seconds:g} s)",
+                                  dataset=pd.DataFrame({"text": docs, "label": y}),
+                                  pipelines=_pipelines(search))
         say("wrote " + ", ".join(str(p) for p in paths))
         say(f"saved the model to {save_model(search.best_estimator_, Path(output) / 'model')}")
     return search
@@ -618,14 +620,22 @@ def leaderboard(search) -> pd.DataFrame:
     board = board.sort_values(["all_data", "documents", name], ascending=False,
                               na_position="last", kind="stable").reset_index(drop=True)
     board.insert(0, "rank", np.arange(1, len(board) + 1))
+    folds = search.cv if isinstance(search.cv, int) else search.cv.get_n_splits()
+    board.attrs.update(n_docs=n, metrics=[name], protocol=f"{folds}-fold stratified CV, "
+                       f"successive halving (factor {search.factor})")
     return board
 
 
 def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "embedkit tune",
-                      top: int = 20) -> list[Path]:
-    """Write ``leaderboard.csv``, ``leaderboard.md`` and ``leaderboard.png`` (the ``top`` rows
-    as bars, `embedkit.plots.score_chart`) into the folder ``output``; returns their paths."""
+                      top: int = 20, dataset: pd.DataFrame | None = None,
+                      pipelines: dict | None = None) -> list[Path]:
+    """Write ``leaderboard.csv``, ``leaderboard.md``, ``leaderboard.png`` (the ``top`` rows as
+    bars, `embedkit.plots.score_chart`) and ``report.html`` (`embedkit.report.write_html_report`:
+    every row, sortable, the score-versus-time chart, the ``dataset`` summary and the parameters
+    of each row's pipeline from ``pipelines``, keyed by the ``pipeline`` column) into the folder
+    ``output``; returns their paths."""
     from .plots import score_chart
+    from .report import write_html_report
 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
@@ -643,13 +653,34 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
         "candidate at the last round it reached (*documents*: that round's sample; *all_data*: "
         "scored on the full folds, as the baselines are), and of the two plain baselines on the "
         "same folds. *fit_seconds*: mean per fold, wall clock.\n\n" + table + "\n")
-    chart = shown.assign(**{
-        "representation": shown["pipeline"],
-        "head": np.where(shown["all_data"] == "yes", "all data",
-                         shown["documents"].map("{:,} docs".format)),
-        f"{metric}_mean": shown[metric]})
-    score_chart(chart, png_path, title=title, metric=metric)
-    return [csv_path, md_path, png_path]
+    # charts and the page name each row by its pipeline, its sample when it is not all the data
+    # and the pick; representation (the family colour) and head stay the registry names
+    results = board.rename(columns={metric: f"{metric}_mean"})
+    results["pipeline"] = [
+        label + ("" if full else f" [{docs:,} docs]") + (" [pick]" if pick else "")
+        for label, full, docs, pick in zip(board["pipeline"], board["all_data"],
+                                           board["documents"], board["pick"], strict=True)]
+    results.attrs.update(board.attrs)
+    score_chart(results.head(top), png_path, title=title, metric=metric)
+    html_path = write_html_report(
+        results, out / "report.html", dataset=dataset, metric=metric, title=title,
+        pipelines={shown_as: pipelines[label] for label, shown_as
+                   in zip(board["pipeline"], results["pipeline"], strict=True)
+                   if pipelines and label in pipelines})
+    return [csv_path, md_path, png_path, html_path]
+
+
+def _pipelines(search) -> dict:
+    """Each leaderboard row's pipeline, unfitted: a candidate's is the search's estimator with
+    its parameters, a baseline's its five-line pipeline."""
+    from sklearn.base import clone
+
+    res, out = search.cv_results_, {}
+    for row, cand in enumerate(search.candidate_):
+        label = search.info[int(cand)]["label"] if search.info else str(cand)
+        out[label] = clone(search.estimator).set_params(**res["params"][row])
+    return {**out, **{name: pipe for name, pipe in baseline_pipelines(None).items()
+                      if name in getattr(search, "baselines_", {})}}
 
 
 def save_model(pipeline, path: str | Path) -> Path:
@@ -684,13 +715,17 @@ def save_model(pipeline, path: str | Path) -> Path:
 def run_tune_cli(file: str | Path | None = None, text_column: str = "text",
                  label_column: str = "label", budget: str = "15m", dataset: str | None = None,
                  output: str | Path = "embedkit-tune", cv: int = 3, seed: int = 0,
-                 finetune: bool | str = "auto", progress: bool = True):
+                 finetune: bool | str = "auto", progress: bool = True,
+                 representations: Sequence[str] | None = None,
+                 heads: Sequence[str] | None = None):
     """The body of ``embedkit tune``: load the data, tune, print the leaderboard, save.
 
     ``embedkit tune --file data.csv --text-column review --label-column stars --budget 15m``
     (or ``-d NAME`` for a built-in dataset; where it has an official split only its ``train``
-    rows are used, keeping the test rows unseen). Progress lines go to stderr, the leaderboard
-    to stdout; ``output`` gets the leaderboard files and the model folder ``output/model/``.
+    rows are used, keeping the test rows unseen). ``representations`` / ``heads`` narrow the
+    search to every compatible pair of those registry names. Progress lines go to stderr, the
+    leaderboard to stdout; ``output`` gets the leaderboard files, ``report.html`` and the model
+    folder ``output/model/``.
     Returns the fitted search.
     """
     from .datasets import load_dataset
@@ -710,13 +745,14 @@ def run_tune_cli(file: str | Path | None = None, text_column: str = "text",
             print(f"tune: the data has an official split; tuning on its {len(df):,} train rows",
                   file=sys.stderr, flush=True)
     search = tune(df["text"], df["label"], seconds, cv=cv, random_state=seed, finetune=finetune,
-                  progress=progress)
+                  progress=progress, representations=representations or None,
+                  heads=heads or None)
     board = search.leaderboard_
     metric = next(c for c in board.columns if c.endswith("_std"))[: -len("_std")]
     print(board.head(15)[["rank", "pipeline", "kind", "documents", metric, "fit_seconds",
                           "pick"]].to_string(index=False, float_format="{:.3f}".format))
     paths = write_leaderboard(board, output, title=f"embedkit tune ({len(df):,} documents, "
-                              f"budget {budget})")
+                              f"budget {budget})", dataset=df, pipelines=_pipelines(search))
     print("wrote " + ", ".join(str(p) for p in paths))
     print(f"saved the model to {save_model(search.best_estimator_, Path(output) / 'model')}")
     return search

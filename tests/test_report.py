@@ -220,9 +220,27 @@ def test_report_of_bare_results_has_table_and_score_chart_only(tmp_path):
     assert "No dataset was given to the report." in html
 
 
+def test_report_shows_every_metric_scored_in_the_runs_order(tmp_path):
+    results = pd.DataFrame({"representation": ["bow", "minilm"], "head": ["logreg", "mlp"],
+                            "f1_micro_mean": [0.7, 0.8], "f1_micro_std": [0.01, 0.02],
+                            "precision_macro_mean": [0.6, 0.9], "precision_macro_std": [0.0, 0.1],
+                            "fit_seconds": [0.5, 3.0]})
+    results.attrs["metrics"] = ["precision_macro", "f1_micro"]
+    html = write_html_report(results, tmp_path / "r.html").read_text(encoding="utf-8")
+    headers = re.findall(r'data-column="([^"]+)"', html)
+    assert headers == ["precision_macro", "f1_micro", "fit_seconds"]
+    assert ">precision macro</th>" in html and ">micro-F1</th>" in html
+    assert '<td class="num" data-sort="0.9">0.900 ± 0.100</td>' in html
+    # the charts show the first metric of the run
+    assert "precision macro" in html.split('id="score-chart"')[1].split("</figure>")[0]
+
+
 def test_report_rejects_results_it_cannot_show(tmp_path, results):
     with pytest.raises(ValueError, match=r"lacks the columns \['accuracy_std'\]"):
-        write_html_report(results.drop(columns="accuracy_std"), tmp_path / "r.html")
+        write_html_report(results.drop(columns="accuracy_std"), tmp_path / "r.html",
+                          metric="accuracy")
+    with pytest.raises(ValueError, match=r"lacks the columns \['accuracy_mean', 'accuracy_std'\]"):
+        write_html_report(results[["representation", "head"]], tmp_path / "r.html")
     with pytest.raises(ValueError, match="no rows"):
         write_html_report(results.iloc[:0], tmp_path / "r.html")
     with pytest.raises(ValueError, match="'text' column"):

@@ -4,7 +4,9 @@ budgets too small for any candidate."""
 
 from __future__ import annotations
 
-import importlib.util
+import html
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -146,29 +148,78 @@ def test_leaderboard_holds_the_candidates_and_both_baselines(tuned, trec_slice):
     np.testing.assert_allclose(search.baselines_[TFIDF_BASELINE]["scores"], again)
 
 
-def test_leaderboard_files_and_the_model_folder(tuned, tmp_path):
-    from embedkit.tune import save_model, write_leaderboard
+def test_leaderboard_files_report_and_the_model_folder(tuned, trec_slice, tmp_path):
+    from embedkit.persist import load
+    from embedkit.tune import _pipelines, save_model, write_leaderboard
 
     search, _ = tuned
-    paths = write_leaderboard(search.leaderboard_, tmp_path, title="TREC slice")
-    assert [p.name for p in paths] == ["leaderboard.csv", "leaderboard.md", "leaderboard.png"]
+    train, _ = trec_slice
+    paths = write_leaderboard(search.leaderboard_, tmp_path, title="TREC slice",
+                              dataset=train,
+                              pipelines=_pipelines(search))
+    assert [p.name for p in paths] == ["leaderboard.csv", "leaderboard.md", "leaderboard.png",
+                                       "report.html"]
     back = pd.read_csv(paths[0])
     assert list(back["pipeline"]) == list(search.leaderboard_["pipeline"])
     text = paths[1].read_text()
     assert "# TREC slice" in text and TFIDF_BASELINE in text and "**pick**" in text
     assert paths[2].stat().st_size > 5000
-    if importlib.util.find_spec("embedkit.persist") is None:  # until persist.py lands
-        with pytest.raises(ImportError, match=r"needs embedkit.persist.*best_estimator_"):
-            save_model(search.best_estimator_, tmp_path / "model")
-        assert not (tmp_path / "model").exists()
-    else:
-        path = save_model(search.best_estimator_, tmp_path / "model")
-        from embedkit.persist import load
+    page = paths[3].read_text()
+    # every row with its settings, the pick marked, the dataset summary, each pipeline's params
+    board = search.leaderboard_
+    assert page.count('<details id="params-') == len(board)
+    for label in board["pipeline"]:
+        assert html.escape(label) in page
+    assert "[pick]" in page and "300 documents" in page and "ngram_range" in page
+    assert "parameters not given" not in page
+    path = save_model(search.best_estimator_, tmp_path / "model")
+    docs = ["What is the capital of France ?", "Who wrote Hamlet ?"]
+    assert list(load(path).predict(docs)) == list(search.best_estimator_.predict(docs))
+    assert sorted(p.name for p in tmp_path.iterdir()
+                  if p.name.startswith(".model")) == []  # no staging folder left
 
-        docs = ["What is the capital of France ?", "Who wrote Hamlet ?"]
-        assert list(load(path).predict(docs)) == list(search.best_estimator_.predict(docs))
-        assert sorted(p.name for p in tmp_path.iterdir()
-                      if p.name.startswith(".model")) == []  # no staging folder left
+
+def test_the_command_tunes_saves_and_predicts_in_a_fresh_process(trec_slice, tmp_path):
+    """`embedkit tune` on a CSV, then `embedkit predict` on its model in another process."""
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+    from embedkit.persist import load
+
+    train, test = trec_slice
+    data = tmp_path / "questions.csv"
+    train.rename(columns={"text": "question", "label": "kind"}).to_csv(data, index=False)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "tune", "-f", str(data), "--text-column", "question", "--label-column", "kind",
+        "-r", "tfidf", "-r", "bow", "-H", "logreg", "--budget", "40s", "-o", str(out),
+        "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "plain TF-IDF + LR" in result.output and "saved the model to" in result.output
+    assert {p.name for p in out.iterdir()} == {"leaderboard.csv", "leaderboard.md",
+                                                "leaderboard.png", "report.html", "model"}
+    new = tmp_path / "new.csv"
+    test.head(200).to_csv(new, index=False)
+    preds = tmp_path / "predictions.csv"
+    done = subprocess.run([sys.executable, "-m", "embedkit.cli", "predict", str(out / "model"),
+                           str(new), "-o", str(preds)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = pd.read_csv(preds)
+    model = load(out / "model")
+    assert list(got["label"]) == list(model.predict(test.head(200)["text"]))
+    dummy = DummyClassifier(strategy="most_frequent").fit(train["text"], train["label"])
+    floor = accuracy_score(test.head(200)["label"], dummy.predict(test.head(200)["text"]))
+    assert accuracy_score(test.head(200)["label"], got["label"]) > floor + 0.2
+
+
+def test_the_command_names_a_missing_data_source():
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+
+    result = CliRunner().invoke(app, ["tune", "--budget", "1m"])
+    assert result.exit_code == 2 and "give --file PATH" in result.output
 
 
 def test_a_budget_too_small_for_any_pair_is_a_clear_error(trec_slice):
