@@ -552,7 +552,7 @@ def encode_targets(y, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
     for j in np.flatnonzero((counts == 0) | (counts == len(encoded))):
         state = "no row" if counts[j] == 0 else "every row"
         raise ValueError(
-            f"label {classes[j]!r} (column {j} of y) is on {state} of the {len(encoded)} training "
+            f"label {classes[j].tolist()!r} (column {j} of y) is on {state} of the {len(encoded)} training "
             f"rows, so {name} cannot learn when to predict it; drop that column (or add rows "
             "with and without it).")
     return classes, encoded, True
