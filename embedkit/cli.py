@@ -149,7 +149,7 @@ def compare(
             results = runner.run_compare(data, representations, heads, folds=folds, output=output,
                                          seed=seed, quick=quick, dataset_name=name, n_jobs=n_jobs,
                                          experiment=experiment, holdout=holdout, params=param or (),
-                                         metrics=metric or runner.DEFAULT_METRICS,
+                                         metrics=metric or None,
                                          pos_label=pos_label, baselines=baselines,
                                          progress=progress)
     except (ValueError, FileNotFoundError) as err:

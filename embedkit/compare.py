@@ -33,6 +33,9 @@ from .plots import metric_name
 
 #: the metrics of a report unless ``metrics=`` says otherwise; the first one ranks the rows
 DEFAULT_METRICS = ("accuracy", "f1_macro")
+#: the default metrics on a multi-label dataset (a list of labels per row): scikit-learn's
+#: micro-, macro- and per-document F1 (accuracy there would be exact-set accuracy)
+MULTILABEL_METRICS = ("f1_micro", "f1_macro", "f1_samples")
 
 #: scorer names that score one positive class of a two-class target: their function, the
 #: prediction method they read and whether greater is better (see `scorers`)
@@ -155,9 +158,16 @@ def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None) -> tuple[dict, obje
                              "(all of them: sklearn.metrics.get_scorer_names()).")
     if len(set(metrics)) != len(metrics):
         raise ValueError(f"--metric lists {metrics}; name each metric once.")
+    two_class = [m for m in metrics if m in _POSITIVE_CLASS or m in _TWO_CLASS_ONLY]
+    if y is not None and np.ndim(y) == 2:  # a multi-label indicator matrix (`_multilabel_target`)
+        one_class = [m for m in two_class if m in _POSITIVE_CLASS]
+        if one_class:
+            m = one_class[0]
+            raise ValueError(f"--metric {m} scores one positive class; this dataset is multi-label. "
+                             f"Use {m}_micro, {m}_macro or {m}_samples.")
+        return {m: skm.get_scorer(m) for m in metrics}, None
     labels = pd.Series(np.asarray(y)) if y is not None else None
     classes = sorted(labels.unique()) if labels is not None else []
-    two_class = [m for m in metrics if m in _POSITIVE_CLASS or m in _TWO_CLASS_ONLY]
     if two_class and len(classes) > 2:
         m = two_class[0]
         instead = _TWO_CLASS_ONLY.get(m) or f"{m}_macro, {m}_weighted or {m}_micro"
@@ -239,7 +249,38 @@ def _job(task: int, representation, heads, X_train, y_train, X_test, y_test, sco
                              threads)
 
 
+def _multilabel_target(df: pd.DataFrame, heads: dict):
+    """For a multi-label dataset (a list of labels per row): the 0/1 indicator matrix of its
+    labels (scikit-learn's ``MultiLabelBinarizer``, so every fold and scorer sees one column per
+    label) and ``heads`` with each single-label classifier (the baselines' plain
+    LogisticRegression, the majority class) wrapped in scikit-learn's ``OneVsRestClassifier``;
+    None where the dataset has one label per row."""
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.preprocessing import MultiLabelBinarizer
+    from sklearn.utils import get_tags
+
+    from .datasets import is_multilabel
+
+    if not is_multilabel(df["label"]):
+        return None
+    y = MultiLabelBinarizer().fit_transform(df["label"])
+    wrapped = {name: head if isinstance(head, str) or get_tags(head).classifier_tags.multi_label
+               else OneVsRestClassifier(head) for name, head in heads.items()}
+    return y, wrapped
+
+
 def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = None):
+    from .datasets import is_multilabel
+
+    if is_multilabel(df["label"]) and not ("split" in df and set(df["split"]) >= {"train", "test"}):
+        from sklearn.model_selection import KFold, train_test_split
+
+        if holdout is not None:  # label sets cannot be stratified: plain shuffled splits
+            train, test = train_test_split(np.arange(len(df)), test_size=holdout,
+                                           random_state=seed)
+            return [(np.sort(train), np.sort(test))], f"{holdout:.0%} holdout"
+        cv = KFold(n_splits=folds, shuffle=True, random_state=seed)
+        return list(cv.split(df["text"])), f"{folds}-fold CV"
     if "split" in df and set(df["split"]) >= {"train", "test"}:
         train = np.flatnonzero(df["split"].to_numpy() == "train")
         test = np.flatnonzero(df["split"].to_numpy() == "test")
@@ -314,7 +355,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                 folds: int = 5, output: str | Path = "embedkit-results", seed: int = 0,
                 quick: bool = False, progress: bool = True, dataset_name: str | None = None,
                 n_jobs: int | None = None, experiment: str | None = None,
-                holdout: float | None = None, params=(), metrics=DEFAULT_METRICS,
+                holdout: float | None = None, params=(), metrics=None,
                 pos_label=None, baselines: bool = True):
     """Score every compatible (representation, head) pair and the baselines; write the report.
 
@@ -350,8 +391,11 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         Step parameters ``"[step.]name=value"``, e.g. ``["head.epochs=3",
         "features.pooling=sif"]`` (`embedkit.registry.Experiment.with_params`); checked before
         any work.
-    metrics : list of str, default=("accuracy", "f1_macro")
-        scikit-learn scorer names; the first ranks the rows and is charted (`scorers`).
+    metrics : list of str, optional
+        scikit-learn scorer names; the first ranks the rows and is charted (`scorers`). By
+        default `DEFAULT_METRICS` (accuracy, macro-F1); on a
+        multi-label dataset (``label`` holds a list of labels per row) the default is
+        `MULTILABEL_METRICS`: micro-, macro- and samples-F1.
     pos_label : optional
         The positive class of ``f1`` / ``precision`` / ``recall`` / ... on a two-class dataset;
         the minority class by default.
@@ -372,6 +416,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     from .datasets import load_dataset, stratified_sample
 
     wall = time.perf_counter()
+    default_metrics = metrics is None
     metrics = list(metrics or DEFAULT_METRICS)
     scorers(metrics)  # names checked before any work
     chosen = registry.select(representations, heads, quick=quick, experiment=experiment,
@@ -398,13 +443,16 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         df = stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
     X, y = df["text"].to_numpy(dtype=object), df["label"].to_numpy()
+    built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
+    built_heads = {name: hds[name].factory() for name in dict.fromkeys(h for _, _, h in rows_wanted)}
+    multilabel = _multilabel_target(df, built_heads)
+    if multilabel is not None:
+        y, built_heads = multilabel
+        metrics = list(MULTILABEL_METRICS) if default_metrics else metrics
     scoring, positive = scorers(metrics, y, pos_label)
     splits, protocol = _splits(df, folds, seed, holdout)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-
-    built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
-    built_heads = {name: hds[name].factory() for name in dict.fromkeys(h for _, _, h in rows_wanted)}
     scored = "|".join(metrics) + (f"|pos={positive}" if positive is not None else "")
 
     def key(rep, head):

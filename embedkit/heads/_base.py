@@ -11,6 +11,7 @@ and skorch are imported inside the methods that need them.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from numbers import Real
@@ -34,7 +35,8 @@ from ..base import CheckedKeywords, progress_bars
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 
-__all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin", "encode_class_labels"]
+__all__ = ["THRESHOLD", "NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin",
+           "encode_class_labels", "encode_targets", "multilabel_decisions", "tune_threshold"]
 
 _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad"}
 
@@ -42,6 +44,10 @@ _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSpr
 #: 0.01-0.5), so a larger value is a typo (1e6 for 1e-6); within the range a training run whose
 #: loss or weights stop being finite is reported by the divergence check in `NeuralHead.fit`.
 LEARNING_RATE = Interval(Real, 0, 1, closed="right")
+
+#: a multi-label classifier's ``threshold``: the probability a label must exceed to be predicted,
+#: or "tune" (the value maximising micro-F1 on the validation rows, `tune_threshold`)
+THRESHOLD = [Interval(Real, 0, 1, closed="neither"), StrOptions({"tune"})]
 
 
 class NeuralHead(CheckedKeywords, BaseEstimator):
@@ -181,7 +187,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
     def _encode_targets(self, y):
         name = type(self).__name__
         if self._task == "classification":
-            self.classes_, encoded = encode_class_labels(y, name)
+            self.classes_, encoded, self.multilabel_ = encode_targets(y, name)
             return encoded, len(self.classes_)
         y = np.asarray(y, dtype=object)
         _check_missing_labels(y.reshape(len(y), -1), name)
@@ -201,6 +207,19 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         if self._task != "classification":
             return torch.nn.MSELoss, {}
         weight = self.class_weight
+        if self.multilabel_:  # one sigmoid per label
+            if weight is None:
+                return torch.nn.BCEWithLogitsLoss, {}
+            if weight != "balanced":
+                raise ValueError(
+                    f"{type(self).__name__}(class_weight={{...}}): a dict of class weights applies to "
+                    "single-label targets; y is multi-label. Use class_weight='balanced' (each "
+                    "label's positive rows weighted by its negatives / positives, torch's "
+                    "pos_weight) or None.")
+            positives = y_enc.sum(axis=0)
+            pos_weight = (len(y_enc) - positives) / positives
+            return torch.nn.BCEWithLogitsLoss, {
+                "criterion__pos_weight": torch.as_tensor(pos_weight, dtype=torch.float32)}
         if weight is None:
             return torch.nn.CrossEntropyLoss, {}
         from sklearn.utils.class_weight import compute_class_weight
@@ -227,7 +246,9 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         Parameters
         ----------
         X : features in a form listed in ``_accepts``
-        y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression)
+        y : array-like of shape (n_samples,), or for a multi-label classifier a 0/1 indicator
+            matrix (n_samples, n_labels) or a list of label lists (`encode_targets`); for
+            regression (n_samples,) or (n_samples, n_targets)
 
         Returns
         -------
@@ -261,11 +282,16 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         criterion, extra = self._criterion(y_enc)
         dataset, collate = self._dataset(inputs, y_enc)
         train, valid, callbacks = dataset, None, []
-        if self._use_early_stopping(len(inputs)):
-            stratified = self._task == "classification" and np.bincount(y_enc).min() >= 2
+        multilabel = getattr(self, "multilabel_", False)
+        tune = multilabel and self.threshold == "tune"
+        early_stopping = self._use_early_stopping(len(inputs))
+        if early_stopping or tune:
+            stratified = (self._task == "classification" and not multilabel
+                          and np.bincount(y_enc).min() >= 2)
             split = ValidSplit(self.validation_fraction, stratified=stratified, random_state=seed)
             train, valid = split(dataset, y_enc)
             callbacks += self._valid_scoring()
+        if early_stopping:
             callbacks.append(("early_stopping", EarlyStopping(patience=self.patience, load_best=True)))
         batches = math.ceil(len(train) / self.batch_size)
         callbacks += self._callbacks(batches)
@@ -300,9 +326,22 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         ]
         self.n_epochs_ = len(self.history_)
         self._check_converged(net)
+        if multilabel:
+            self.threshold_ = (self._valid_threshold(net, valid, y_enc) if tune
+                               else float(self.threshold))
         self.n_outputs_ = n_outputs
         self._fitted(net, n_outputs)
         return self
+
+    def _valid_threshold(self, net, valid, y_enc: np.ndarray) -> float:
+        """`tune_threshold` on the validation rows' probabilities (the kept epoch's weights)."""
+        import torch
+
+        with torch.inference_mode():
+            logits = net.forward(valid, training=False).float().cpu().numpy()
+        from scipy.special import expit
+
+        return tune_threshold(expit(logits), y_enc[np.asarray(valid.indices)])
 
     def _check_converged(self, net) -> None:
         """Raise when training diverged: a non-finite loss in any epoch, or non-finite weights."""
@@ -443,6 +482,113 @@ def encode_class_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:
     return classes, encoded.astype(np.int64)
 
 
+_LABEL_LIST = (list, tuple, set, frozenset, np.ndarray)
+
+
+def encode_targets(y, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(classes, encoded, multilabel)`` of a classifier's targets, by scikit-learn's rules.
+
+    * one label per row: `encode_class_labels` (``encoded``: int64 class indices);
+    * a 0/1 indicator matrix, ``type_of_target(y) == "multilabel-indicator"`` (what
+      `sklearn.preprocessing.MultiLabelBinarizer` makes, dense or sparse): ``classes`` is
+      ``arange(n_labels)``, as scikit-learn's MLPClassifier has it;
+    * a list of label lists (``[["sport", "politics"], [], ...]``): binarized with
+      ``MultiLabelBinarizer``; ``classes`` holds the label names, sorted. A rectangular list of
+      0/1 lists is an indicator matrix, as scikit-learn reads it.
+
+    For multi-label targets ``encoded`` is a float32 ``(n_samples, n_labels)`` 0/1 matrix; every
+    label must be on some rows and off others (a constant column teaches nothing and is named).
+
+    Examples
+    --------
+    >>> classes, encoded, multilabel = encode_targets([["b", "a"], ["a"], []], "head")
+    >>> classes.tolist(), encoded.tolist(), multilabel
+    (['a', 'b'], [[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]], True)
+    """
+    from sklearn.utils.multiclass import type_of_target
+
+    rows = None
+    if isinstance(y, (list, tuple)) or (getattr(y, "ndim", 0) == 1 and getattr(y, "dtype", None) == object):
+        rows = list(y)
+        lists = [isinstance(v, _LABEL_LIST) for v in rows]
+        if any(lists) and not all(lists):
+            bad = lists.index(not lists[0])
+            first = "a list of labels" if lists[0] else "one label"
+            raise ValueError(
+                f"y row 0 is {first} but row {bad} is {rows[bad]!r}: {name} takes either one "
+                "label per row or a list of labels per row (multi-label), not a mix. Give every "
+                "row a list, e.g. ['sport'] or [] for no label, or every row one label.")
+        if not any(lists):
+            rows = None
+    try:
+        kind = type_of_target(y)
+    except ValueError:  # a sequence of sequences: label lists
+        kind = "label lists" if rows is not None else None
+    if kind != "multilabel-indicator" and rows is not None:
+        from sklearn.preprocessing import MultiLabelBinarizer
+
+        _check_missing_labels(np.asarray([_missing_in(r) for r in rows]), name)
+        try:
+            binarizer = MultiLabelBinarizer().fit(rows)
+        except TypeError as err:
+            raise ValueError(f"{name} could not sort the labels of y ({err}); use labels of one "
+                             "type (all strings or all numbers).") from None
+        classes, encoded = binarizer.classes_, binarizer.transform(rows)
+    elif kind == "multilabel-indicator":
+        encoded = y.toarray() if sp.issparse(y) else np.asarray(y)
+        classes = np.arange(encoded.shape[1])
+    else:
+        if getattr(y, "ndim", 1) == 2 and np.shape(y)[1] > 1:
+            _check_missing_labels(np.asarray(y, dtype=object), name)
+            raise ValueError(
+                f"y is a 2-D array but not a 0/1 indicator matrix (scikit-learn's type_of_target "
+                f"says {kind!r}); {name} takes one label per row, a 0/1 matrix of shape (n_samples, "
+                "n_labels) for multi-label targets (MultiLabelBinarizer makes one) or a list of "
+                "label lists.")
+        classes, codes = encode_class_labels(y, name)
+        return classes, codes, False
+    encoded = np.asarray(encoded, dtype=np.float32)
+    counts = encoded.sum(axis=0)
+    for j in np.flatnonzero((counts == 0) | (counts == len(encoded))):
+        state = "no row" if counts[j] == 0 else "every row"
+        raise ValueError(
+            f"label {classes[j].tolist()!r} (column {j} of y) is on {state} of the {len(encoded)} training "
+            f"rows, so {name} cannot learn when to predict it; drop that column (or add rows "
+            "with and without it).")
+    return classes, encoded, True
+
+
+def _missing_in(row) -> object:
+    """None when a label list holds a missing label (None, NaN), else the row's first label."""
+    import pandas as pd
+
+    return None if any(v is None or (not isinstance(v, str) and pd.isna(v)) for v in row) else 0
+
+
+def tune_threshold(proba: np.ndarray, y: np.ndarray) -> float:
+    """The global threshold, among 0.05, 0.10, ..., 0.95, that maximises micro-F1 of
+    ``proba > threshold`` against the 0/1 matrix ``y`` (ties: the one nearest 0.5).
+
+    Examples
+    --------
+    >>> tune_threshold(np.array([[0.3, 0.2], [0.1, 0.35]]), np.array([[1, 0], [0, 1]]))
+    0.25
+    """
+    grid = np.round(np.arange(0.05, 0.951, 0.05), 2)
+    y = np.asarray(y, dtype=bool)
+    predicted = np.asarray(proba)[None] > grid[:, None, None]
+    true_pos = (predicted & y).sum(axis=(1, 2))
+    f1 = 2 * true_pos / np.maximum(predicted.sum(axis=(1, 2)) + y.sum(), 1)
+    best = np.flatnonzero(f1 == f1.max())
+    return float(grid[best[np.argmin(np.abs(grid[best] - 0.5))]])
+
+
+def multilabel_decisions(proba: np.ndarray, threshold: float) -> np.ndarray:
+    """The int 0/1 indicator matrix of ``proba > threshold`` (scikit-learn's multi-label
+    ``predict`` output)."""
+    return (np.asarray(proba) > threshold).astype(np.int64)
+
+
 def _check_missing_labels(y: np.ndarray, name: str) -> None:
     """Name the rows whose target is missing (None, NaN, pandas NA), before numpy sorts them."""
     import pandas as pd
@@ -467,22 +613,62 @@ def _finite_outputs(out: np.ndarray, name: str) -> np.ndarray:
 
 
 class NeuralClassifierMixin:
-    """predict / predict_proba for classification heads."""
+    """predict / predict_proba for classification heads, single- and multi-label.
+
+    A classifier's constructor is its head's plus ``threshold`` (keyword, default 0.5): each
+    subclass that inherits its ``__init__`` gets that one parameter added to the signature and
+    to ``_parameter_constraints`` here, so the classifier and regressor of a head share one
+    parameter list.
+    """
 
     _task = "classification"
     _estimator_type = "classifier"
 
+    def __init_subclass__(cls, **kwargs):
+        init = cls.__init__
+        if "__init__" not in cls.__dict__ and "threshold" not in inspect.signature(init).parameters:
+            cls.__init__ = _with_threshold(init)
+            cls._parameter_constraints = {**cls._parameter_constraints, "threshold": THRESHOLD}
+        super().__init_subclass__(**kwargs)
+
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, columns ordered as ``classes_``."""
+        """Class probabilities, columns ordered as ``classes_`` (rows sum to 1); for a
+        multi-label target each label's own probability (its sigmoid), shape (n, n_labels)."""
         logits = self._forward(X)
+        if getattr(self, "multilabel_", False):
+            from scipy.special import expit
+
+            return expit(logits)
         logits = logits - logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
         return p / p.sum(axis=1, keepdims=True)
 
     def predict(self, X) -> np.ndarray:
-        """Most probable class per row."""
+        """Most probable class per row; for a multi-label target the int 0/1 indicator matrix
+        (n, n_labels) of the labels whose probability exceeds ``threshold_``."""
+        if getattr(self, "multilabel_", False):
+            return multilabel_decisions(self.predict_proba(X), self.threshold_)
         scores = self._forward(X)
         return self.classes_[scores.argmax(axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags
+
+
+def _with_threshold(init):
+    """``init`` with a keyword parameter ``threshold=0.5`` appended (see NeuralClassifierMixin)."""
+    signature = inspect.signature(init)
+    extra = inspect.Parameter("threshold", inspect.Parameter.KEYWORD_ONLY, default=0.5)
+
+    def __init__(self, *args, threshold=0.5, **kwargs):
+        init(self, *args, **kwargs)
+        self.threshold = threshold
+
+    __init__.__signature__ = signature.replace(parameters=[*signature.parameters.values(), extra])
+    __init__.__doc__ = init.__doc__
+    return __init__
 
 
 class NeuralRegressorMixin:

@@ -124,8 +124,8 @@ class ConvClassifier(NeuralClassifierMixin, ClassifierMixin, _ConvHead):
     freeze : bool, default=False
         Keep pretrained embedding vectors (token-id input) fixed.
     lr, epochs, batch_size, optimizer, weight_decay, early_stopping, validation_fraction, \
-patience, class_weight, gradient_clip, random_state, device, verbose
-        Training parameters, as in `MLPClassifier`.
+patience, class_weight, gradient_clip, random_state, device, verbose, threshold
+        Training parameters and the multi-label threshold, as in `MLPClassifier`.
 
     Examples
     --------

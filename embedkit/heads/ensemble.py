@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._params import SEED, Interval, StrOptions, validate_params, validate_steps
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
-from ._base import encode_class_labels
+from ._base import multilabel_decisions
 
 __all__ = ["EnsembleClassifier"]
 
@@ -86,13 +86,25 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Inverse regularisation of the stacking logistic regression.
     random_state : int, default=0
         Seeds the folds.
+    threshold : float in (0, 1), default=0.5
+        Multi-label targets only: a label is predicted where its stacked probability exceeds
+        this.
 
     Attributes
     ----------
     model_ : StackingClassifier or VotingClassifier
         The fitted scikit-learn ensemble.
     classes_ : ndarray
-        The labels seen at fit.
+        The labels seen at fit (for multi-label targets the label names, or
+        ``arange(n_labels)`` for an indicator matrix).
+    multilabel_ : bool
+        Whether ``y`` was multi-label (a 0/1 indicator matrix or a list of label lists). Then
+        ``method="stack"`` uses scikit-learn's multi-label stacking: shuffled `KFold` folds
+        (stratifying needs one label per row), every member must take multi-label targets
+        (the registry's ``logreg`` and the neural heads do; ``logreg-cv`` does not), and the
+        combiner is one logistic regression per label (`MultiOutputClassifier`) over the
+        members' out-of-fold label probabilities. ``method="vote"`` is refused: scikit-learn's
+        `VotingClassifier` does not take multi-label targets.
 
     Notes
     -----
@@ -118,10 +130,11 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "cv": [Interval(Integral, 2, None, closed="left")],
         "C": [Interval(Real, 0, None, closed="neither")],
         "random_state": [None, SEED],
+        "threshold": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(self, members=("nbsvm:logreg-cv", "minilm:logreg-cv"), method: str = "stack",
-                 cv: int = 5, C: float = 1.0, random_state: int = 0):
+                 cv: int = 5, C: float = 1.0, random_state: int = 0, threshold: float = 0.5):
         store_params(self, locals())
 
     def _estimators(self) -> list[tuple[str, object]]:
@@ -153,26 +166,46 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         """Fit every member (and, for stacking, the combiner on out-of-fold probabilities)."""
         from sklearn.ensemble import StackingClassifier, VotingClassifier
         from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import StratifiedKFold
+        from sklearn.model_selection import KFold, StratifiedKFold
+        from sklearn.multioutput import MultiOutputClassifier
+        from sklearn.utils import get_tags
+
+        from ._base import encode_targets
 
         validate_params(self)
+        name = type(self).__name__
         docs = self._documents(X)
         if not len(docs):
-            raise ValueError(f"{type(self).__name__}.fit received no rows: X is empty; fit needs "
-                             "training data.")
-        encode_class_labels(y, type(self).__name__)  # missing labels named, two classes or more
+            raise ValueError(f"{name}.fit received no rows: X is empty; fit needs training data.")
+        # missing labels named, two classes or more; multi-label targets recognised
+        classes, encoded, self.multilabel_ = encode_targets(y, name)
         estimators = self._estimators()
         for _, member in estimators:  # every member's parameters, before the first one trains
             validate_steps(member)
-        if self.method == "stack":
+        combiner = LogisticRegression(C=float(self.C), max_iter=1000)
+        if self.multilabel_:
+            if self.method == "vote":
+                raise ValueError(f"{name}(method='vote') cannot take multi-label targets: "
+                                 "scikit-learn's VotingClassifier refuses them. Use "
+                                 "method='stack', which stacks per-label probabilities.")
+            single = [n for n, m in estimators if not get_tags(m).classifier_tags.multi_label]
+            if single:
+                raise ValueError(f"{name}: members {single} cannot take multi-label targets; use "
+                                 "members whose head does, e.g. ('tfidf:logreg', 'minilm:mlp').")
+            folds = KFold(int(self.cv), shuffle=True, random_state=self.random_state)
+            combiner, y = MultiOutputClassifier(combiner), encoded.astype(np.int64)
+        else:
             folds = StratifiedKFold(int(self.cv), shuffle=True, random_state=self.random_state)
+            y = classes[encoded]
+        if self.method == "stack":
             model = StackingClassifier(estimators, cv=folds, stack_method="predict_proba",
-                                       final_estimator=LogisticRegression(C=float(self.C),
-                                                                          max_iter=1000))
+                                       final_estimator=combiner)
         else:
             model = VotingClassifier(estimators, voting="soft")
-        self.model_ = model.fit(docs, np.asarray(y))
-        self.classes_ = self.model_.classes_
+        self.model_ = model.fit(docs, y)
+        self.classes_ = classes if self.multilabel_ else self.model_.classes_
+        if self.multilabel_:
+            self.threshold_ = float(self.threshold)
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -181,15 +214,22 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         docs = self._documents(X)
         if not len(docs):  # scikit-learn's ensembles refuse zero rows
             return np.zeros((0, len(self.classes_)))
+        if self.multilabel_:  # each label's combiner: the probability of its class 1
+            per_label = self.model_.final_estimator_.predict_proba(self.model_.transform(docs))
+            return np.column_stack([p[:, 1] for p in per_label])
         return self.model_.predict_proba(docs)
 
     def predict(self, X) -> np.ndarray:
-        """The most probable class of each document."""
+        """The most probable class of each document; for multi-label targets the int 0/1
+        indicator matrix of the labels whose probability exceeds ``threshold``."""
         proba = self.predict_proba(X)  # before classes_: unfitted is a NotFittedError
+        if self.multilabel_:
+            return multilabel_decisions(proba, self.threshold_)
         return self.classes_[proba.argmax(axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
+        tags.classifier_tags.multi_label = True
         return tags

@@ -118,6 +118,24 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
     verbose : int, default=0
         1: one line per epoch (loss, validation score), plus a progress bar when stderr is a
         terminal; 2: the progress bar always.
+    threshold : float in (0, 1) or "tune", default=0.5
+        Multi-label targets only: a label is predicted where its probability exceeds this.
+        "tune" holds out ``validation_fraction`` of the rows (as early stopping does; with
+        early stopping on, the same rows) and keeps the value among 0.05, 0.10, ..., 0.95 that
+        maximises micro-F1 on them. One parameter rather than a float plus a switch: a tuned
+        threshold has no fixed value to give, and ``GridSearchCV`` can search either form.
+
+    Notes
+    -----
+    **Multi-label targets** follow scikit-learn's conventions: ``y`` is a 0/1 indicator matrix
+    ``(n_samples, n_labels)`` (``type_of_target(y) == "multilabel-indicator"``, as
+    `sklearn.preprocessing.MultiLabelBinarizer` makes) or a list of label lists (binarized
+    here; ``classes_`` then holds the label names). The network gets one output per label,
+    trained with a sigmoid / binary cross-entropy loss (``BCEWithLogitsLoss``);
+    ``predict_proba`` gives each label's probability ``(n, n_labels)`` and ``predict`` the int
+    indicator matrix of the labels above ``threshold_``. ``class_weight="balanced"`` weights
+    each label's positive rows by its negatives / positives ratio; a dict is refused. The
+    validation split is not stratified for multi-label targets.
 
     Examples
     --------
@@ -126,6 +144,14 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
     >>> pipe = make_pipeline(TfidfEmbedder(), MLPClassifier(epochs=5))
     >>> pipe.fit(["good film", "bad film", "great plot", "awful plot"], [1, 0, 1, 0]).predict(["good plot"])
     array([1])
+
+    Multi-label: a list of label lists (or a 0/1 matrix) gives a 0/1 matrix back.
+
+    >>> tags = [["film"], ["film", "bad"], ["plot"], ["plot", "bad"]]
+    >>> clf = make_pipeline(TfidfEmbedder(), MLPClassifier(epochs=30)).fit(
+    ...     ["good film", "bad film", "great plot", "awful plot"], tags)
+    >>> clf.classes_.tolist(), clf.predict(["bad film"]).shape
+    (['bad', 'film', 'plot'], (1, 3))
     """
 
 

@@ -170,8 +170,8 @@ class RNNClassifier(NeuralClassifierMixin, ClassifierMixin, _RNNHead):
     gradient_clip : float or None, default=5.0
         Gradient-norm clipping (on by default for recurrent nets).
     lr, epochs, batch_size, optimizer, weight_decay, early_stopping, validation_fraction, \
-patience, class_weight, random_state, device, verbose
-        Training parameters, as in `MLPClassifier`.
+patience, class_weight, random_state, device, verbose, threshold
+        Training parameters and the multi-label threshold, as in `MLPClassifier`.
 
     Examples
     --------

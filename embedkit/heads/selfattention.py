@@ -232,8 +232,8 @@ class SelfAttentionClassifier(NeuralClassifierMixin, ClassifierMixin, _SelfAtten
     optimizer : str, default="adamw"
     gradient_clip : float or None, default=1.0
     lr, epochs, batch_size, weight_decay, early_stopping, validation_fraction, patience, \
-class_weight, random_state, device, verbose
-        Training parameters, as in `MLPClassifier`.
+class_weight, random_state, device, verbose, threshold
+        Training parameters and the multi-label threshold, as in `MLPClassifier`.
 
     Examples
     --------

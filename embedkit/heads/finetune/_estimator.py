@@ -161,13 +161,17 @@ class _FineTune(TransformerMixin, NeuralHead):
             num_training_steps=steps, step_every="batch"))]
 
     def _valid_scoring(self) -> list:
-        """Validation accuracy (classifier) or R^2 (regressor) per epoch."""
+        """Validation accuracy (classifier), micro-F1 (multi-label) or R^2 (regressor) per epoch."""
         from skorch.callbacks import EpochScoring
 
-        from ._training import valid_accuracy, valid_r2
+        from ._training import valid_accuracy, valid_f1_micro, valid_r2
 
-        scorer, metric = ((valid_accuracy, "valid_acc") if self._task == "classification"
-                          else (valid_r2, "valid_r2"))
+        if self._task != "classification":
+            scorer, metric = valid_r2, "valid_r2"
+        elif self.multilabel_:
+            scorer, metric = valid_f1_micro, "valid_f1"
+        else:
+            scorer, metric = valid_accuracy, "valid_acc"
         return [(metric, EpochScoring(scorer, lower_is_better=False, name=metric))]
 
     def _net_class(self) -> tuple[type, dict]:
@@ -347,7 +351,7 @@ _PARAMS_DOC = """
         `Sequences` of the fine-tuned token vectors with their word pieces.
     verbose : int, default=0
         1: one line per epoch (loss, validation score), plus a progress bar when stderr is a
-        terminal; 2: the progress bar always.
+        terminal; 2: the progress bar always.{threshold}
 
     Attributes
     ----------
@@ -356,7 +360,8 @@ _PARAMS_DOC = """
     tokenizer_ : transformers tokenizer
     history_ : list of dict
         Per epoch: ``train_loss``, and with early stopping ``valid_loss`` and ``valid_acc``
-        (classifier) or ``valid_r2`` (regressor); `plot_history` draws it.
+        (classifier), ``valid_f1`` (micro-F1, multi-label classifier) or ``valid_r2``
+        (regressor); `plot_history` draws it.
     dim_ : int
         Width of the features ``transform`` returns.
 
@@ -374,7 +379,9 @@ class TransformerClassifier(NeuralClassifierMixin, ClassifierMixin, _FineTune):
     It takes raw documents: it owns the tokenizer (batches are padded to their longest row)
     and the encoder. In a Pipeline or grid that swaps features steps, give it a
     ``"passthrough"`` features step. After fitting, ``transform`` returns the fine-tuned
-    encoder's features, to feed other heads.
+    encoder's features, to feed other heads. Multi-label targets (a 0/1 indicator matrix or
+    a list of label lists) train one sigmoid per label, as every embedkit classifier does
+    (`MLPClassifier`).
     {params}
     Examples
     --------
@@ -404,5 +411,12 @@ class TransformerRegressor(NeuralRegressorMixin, RegressorMixin, _FineTune):
     """
 
 
-TransformerClassifier.__doc__ = TransformerClassifier.__doc__.replace("{params}", _PARAMS_DOC)
-TransformerRegressor.__doc__ = TransformerRegressor.__doc__.replace("{params}", _PARAMS_DOC)
+_THRESHOLD_DOC = """
+    threshold : float in (0, 1) or "tune", default=0.5
+        Multi-label targets only: the probability above which a label is predicted; "tune"
+        holds out ``validation_fraction`` of the rows and picks the value maximising micro-F1
+        on them (`embedkit.heads._base.tune_threshold`)."""
+TransformerClassifier.__doc__ = TransformerClassifier.__doc__.replace(
+    "{params}", _PARAMS_DOC.replace("{threshold}", _THRESHOLD_DOC))
+TransformerRegressor.__doc__ = TransformerRegressor.__doc__.replace(
+    "{params}", _PARAMS_DOC.replace("{threshold}", ""))

@@ -36,6 +36,9 @@ def save_pretrained(est, path) -> Path:
     if hasattr(est, "classes_"):
         meta["classes"] = est.classes_.tolist()
         meta["classes_dtype"] = est.classes_.dtype.str if est.classes_.dtype != object else "object"
+        meta["multilabel"] = bool(est.multilabel_)
+        if est.multilabel_:
+            meta["threshold"] = est.threshold_
     else:
         meta["y_ndim"] = est._y_ndim
     (path / _META).write_text(json.dumps(meta, indent=2, default=_json_default))
@@ -78,6 +81,9 @@ def load_pretrained(cls, path, device: str = "auto"):
     est.n_outputs_ = int(meta["n_outputs"])
     if "classes" in meta:
         est.classes_ = np.asarray(meta["classes"], dtype=meta["classes_dtype"])
+        est.multilabel_ = bool(meta.get("multilabel", False))
+        if est.multilabel_:
+            est.threshold_ = float(meta["threshold"])
     else:
         est._y_ndim = int(meta["y_ndim"])
     return est

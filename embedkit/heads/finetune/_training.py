@@ -8,7 +8,7 @@ from skorch import NeuralNet
 from skorch.callbacks import LRScheduler
 from skorch.utils import TeeGenerator
 
-__all__ = ["FineTuneNet", "OptimizerStepLR", "valid_accuracy", "valid_r2"]
+__all__ = ["FineTuneNet", "OptimizerStepLR", "valid_accuracy", "valid_f1_micro", "valid_r2"]
 
 
 class FineTuneNet(NeuralNet):
@@ -62,6 +62,14 @@ class OptimizerStepLR(LRScheduler):
 
 def valid_accuracy(net, X, y) -> float:
     return float((np.asarray(net.predict(X)).argmax(axis=1) == np.asarray(y)).mean())
+
+
+def valid_f1_micro(net, X, y) -> float:
+    """Micro-F1 of the labels whose logit is positive (probability above 0.5)."""
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(np.asarray(y), np.asarray(net.predict(X)) > 0, average="micro",
+                          zero_division=0.0))
 
 
 def valid_r2(net, X, y) -> float:
