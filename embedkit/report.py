@@ -219,11 +219,15 @@ def _svg(fig, salt: str, tooltips: Mapping[str, str] | None = None) -> str:
 def _dataset_summary(df: pd.DataFrame | None) -> dict | None:
     if df is None:
         return None
+    from .datasets import is_multilabel
     from .documents import DEFAULT_TOKEN_PATTERN
 
     words = df["text"].astype(str).str.count(DEFAULT_TOKEN_PATTERN)
     quantiles = words.quantile([0.0, 0.25, 0.5, 0.75, 0.9, 1.0]).round().astype(int)
-    counts = df["label"].value_counts() if "label" in df else pd.Series(dtype=int)
+    labels = df["label"] if "label" in df else pd.Series(dtype=object)
+    if is_multilabel(labels):
+        labels = labels.explode().dropna()  # multi-label: documents carrying each label
+    counts = labels.value_counts()
     splits = df["split"].value_counts().to_dict() if "split" in df else {}
     return {
         "n_docs": len(df),

@@ -255,8 +255,10 @@ def test_worker_killed_mid_write_loses_and_duplicates_no_rows(trec, client, tmp_
             time.sleep(0.05)
     assert victim is not None, "no partition was in flight"
     victim_pid = pids[victim]
-    client.restart_workers([victim])
-    summary = job.result(timeout=60)
+    # a restarted worker imports torch & co. again: on a loaded machine that took over the
+    # default 120 s (a fresh-clone run at load 10 timed out here), so allow it time
+    client.restart_workers([victim], timeout=600)
+    summary = job.result(timeout=600)
 
     assert summary["partitions"] == 10 and sum(summary["rows"]) == len(trec)
     files = sorted(os.listdir(out_dir))
