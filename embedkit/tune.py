@@ -422,7 +422,7 @@ def _check_labels(y, n_docs: int, cv: int) -> np.ndarray:
     if len(classes) < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); tune needs at least two.")
     if counts.min() < cv:
-        rare = [str(c) for c, n in zip(classes, counts) if n < cv][:10]
+        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < cv][:10]
         raise ValueError(f"classes {rare} have fewer than cv={cv} documents; each fold needs one "
                          "of each class. Add documents, merge rare classes or lower cv.")
     return y

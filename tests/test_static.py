@@ -5,8 +5,8 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-import scipy.sparse as sp
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 
 from embedkit import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
@@ -30,7 +30,7 @@ def glove_raw():
     folder = resource_path("glove-6b-50d")
     vectors = np.load(folder / "glove_6B_50d_emb.npy", mmap_mode="r")
     words = pq.read_table(folder / "glove_6B_index.parquet").column(0).to_pylist()
-    return dict(zip(words, range(len(words)))), vectors
+    return dict(zip(words, range(len(words)), strict=True)), vectors
 
 
 @pytest.fixture(scope="session")

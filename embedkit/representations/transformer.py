@@ -448,5 +448,5 @@ class TransformerEmbedder(NeuralEncoder):
             pooled = np.zeros((n_words, self.dim_), dtype=np.float32)
             np.add.at(pooled, inverse, vecs)
             pooled /= np.bincount(inverse, minlength=n_words)[:, None].astype(np.float32)
-        return pooled.astype(np.float32), [text[s:e] for s, e in zip(starts, ends)]
+        return pooled.astype(np.float32), [text[s:e] for s, e in zip(starts, ends, strict=True)]
 
