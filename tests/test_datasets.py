@@ -143,3 +143,22 @@ def test_every_named_dataset_is_listed():
     assert list(list_datasets()["name"]) == list(DATASETS)
     with pytest.raises(ValueError, match="choose one of"):
         load_dataset("imdb")
+
+
+def test_builtin_datasets(bbc):
+    from embedkit.datasets import list_datasets, load_dataset
+
+    assert bbc.shape == (2225, 2)
+    assert bbc.label.value_counts().to_dict() == {"sports": 511, "business": 510, "politics": 417,
+                                                  "tech": 401, "entertainment": 386}
+    trec = load_dataset("trec")
+    assert trec.split.value_counts().to_dict() == {"train": 5452, "test": 500}
+    assert trec.query("split == 'test'").label.value_counts()["ABBR"] == 9
+    assert trec.text[0] == "How did serfdom develop in and then leave Russia ?" and trec.label[0] == "DESC"
+    spam = load_dataset("sms-spam")
+    assert len(spam) == 4837 and set(spam.label) == {"ham", "spam"}
+    assert set(list_datasets().name) >= {"bbc-news", "trec", "sms-spam"}  # + tests/test_datasets.py
+    quick = load_dataset("trec", quick=True)
+    assert quick.split.value_counts().to_dict() == {"train": 300, "test": 300}
+    with pytest.raises(ValueError, match="unknown dataset 'imdb'.*load_texts"):
+        load_dataset("imdb")
