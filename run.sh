@@ -5,6 +5,7 @@
 #
 #   ./run.sh compare [options]   the main job: `embedkit compare` (BBC News by default)
 #   ./run.sh test [pytest args]  the test suite, then the notebooks in quick mode (no args)
+#   ./run.sh lint [ruff args]    ruff check (pyproject.toml's rules) of the code, tests and notebooks
 #   ./run.sh embedkit ARGS...    any other embedkit command inside the environment
 #
 # Set EMBEDKIT_VENV to use another environment folder, PYTHON to pick the interpreter.
@@ -53,9 +54,12 @@ case "$job" in
       [ "$rc" -eq 5 ] && { echo "no notebooks were collected" >&2; exit 1; }
     fi
     exit "$rc" ;;
+  lint)
+    exec "$py" -m ruff check "$@" embedkit tests pipelines notebooks ;;
   embedkit)
     exec "$VENV/bin/embedkit" "$@" ;;
   *)
-    echo "usage: ./run.sh compare [options] | ./run.sh test [pytest args] | ./run.sh embedkit ARGS" >&2
+    echo "usage: ./run.sh compare [options] | ./run.sh test [pytest args] | ./run.sh lint [ruff args]" \
+         "| ./run.sh embedkit ARGS" >&2
     exit 2 ;;
 esac

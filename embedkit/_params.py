@@ -302,7 +302,7 @@ def validate_params(estimator, only: tuple[str, ...] | None = None) -> None:
     for rule in getattr(cls, "_parameter_rules", ()):
         values = [params[n] for n in rule.names]
         if not rule.test(*values):
-            given = ", ".join(f"{n}={v!r}" for n, v in zip(rule.names, values))
+            given = ", ".join(f"{n}={v!r}" for n, v in zip(rule.names, values, strict=True))
             raise InvalidParameterError(f"{owner}({given}): {rule.need}.")
 
 

@@ -597,8 +597,9 @@ def cache_spec_problem(spec) -> str | None:
 
     Examples
     --------
-    >>> cache_spec_problem("memroy")
-    "cache='memroy' is neither 'memory', 'disk' nor a folder path. Did you mean 'memory'? To use a folder of that name, pass './memroy' or pathlib.Path('memroy')."
+    >>> print(cache_spec_problem("memroy"))  # doctest: +NORMALIZE_WHITESPACE
+    cache='memroy' is neither 'memory', 'disk' nor a folder path. Did you mean 'memory'? To use
+    a folder of that name, pass './memroy' or pathlib.Path('memroy').
     """
     if spec is None or isinstance(spec, EmbeddingCache) or (isinstance(spec, str) and spec in _WORDS):
         return None
@@ -685,7 +686,7 @@ def cached_encode(rep, docs: list[str]):
     missing = [k for k in unique if k not in hits]
     if missing:
         first = {}
-        for k, d in zip(keys, docs):
+        for k, d in zip(keys, docs, strict=True):
             first.setdefault(k, d)
         out = rep._transform([first[k] for k in missing])
         records = _records(out, len(missing))
@@ -698,7 +699,7 @@ def cached_encode(rep, docs: list[str]):
             if len(missing) == len(keys) and (rows == np.arange(len(keys))).all():
                 return out
             return out[rows]
-        fresh = dict(zip(missing, records))
+        fresh = dict(zip(missing, records, strict=True))
         store.put_many(rep_key, fresh, label=_label(rep))
         hits.update(fresh)
     ordered = [hits[k] for k in keys]

@@ -83,11 +83,13 @@ def compare(
     dataset: str = typer.Option("bbc-news", "--dataset", "-d",
                                 help="Built-in dataset (see `embedkit datasets`)."),
     file: Path | None = typer.Option(None, "--file", "-f",
-                                     help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; overrides --dataset."),
+                                     help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; "
+                                          "overrides --dataset."),
     text_column: str = typer.Option("text", help="Text column of --file."),
     label_column: str = typer.Option("label", help="Label column of --file."),
     representations: list[str] | None = typer.Option(
-        None, "--representation", "-r", help="Representation name; repeat for several. Default: the standard set."),
+        None, "--representation", "-r",
+        help="Representation name; repeat for several. Default: the standard set."),
     heads: list[str] | None = typer.Option(
         None, "--head", "-H", help="Head name; repeat for several. Default: the standard set."),
     param: list[str] | None = typer.Option(
@@ -111,11 +113,15 @@ def compare(
              "experiment file (.py with PAIRS); instead of -r/-H."),
     folds: int = typer.Option(5, min=2, help="Cross-validation folds (datasets without an official split)."),
     holdout: float | None = typer.Option(
-        None, help="Score on one stratified held-out fraction (e.g. 0.2) instead of CV: for slow experiments."),
+        None,
+        help="Score on one stratified held-out fraction (e.g. 0.2) instead of CV: for slow experiments."),
     output: Path = typer.Option(Path("embedkit-results"), "--output", "-o", help="Folder for the report."),
     seed: int = typer.Option(0, help="Seed for splits and every model."),
-    quick: bool = typer.Option(False, "--quick", help="A smoke run: a 300-document sample, 3 folds, TF-IDF with logreg and mlp (and the baselines)."),
-    list_: bool = typer.Option(False, "--list", help="List the representation, head, baseline and experiment names, then exit."),
+    quick: bool = typer.Option(
+        False, "--quick",
+        help="A smoke run: a 300-document sample, 3 folds, TF-IDF with logreg and mlp (and the baselines)."),
+    list_: bool = typer.Option(
+        False, "--list", help="List the representation, head, baseline and experiment names, then exit."),
     scheduler: str | None = typer.Option(None, help="Dask scheduler address: run the folds on that cluster."),
     dask_workers: int | None = typer.Option(None, help="Start a local Dask cluster with N worker processes."),
     progress: bool = typer.Option(True, help="Progress bar (on a terminal only)."),
@@ -158,8 +164,8 @@ def compare(
     typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}\n")
     typer.echo(runner.format_table(results).to_markdown(index=False))
     if meta.get("pos_label") is not None:
-        typer.echo(f"\nPositive class of {', '.join(m for m in meta['metrics'] if m in runner._POSITIVE_CLASS)}: "
-                   f"{meta['pos_label']!r} (--pos-label to change).")
+        scored = ", ".join(m for m in meta["metrics"] if m in runner._POSITIVE_CLASS)
+        typer.echo(f"\nPositive class of {scored}: {meta['pos_label']!r} (--pos-label to change).")
     typer.echo(f"\nWall time {meta['wall_seconds']:.0f} s. Wrote {output / 'results.csv'}, "
                f"{output / 'results.md'}, {output / 'results.png'}, {output / 'results_time.png'} "
                f"and {output / 'report.html'}")
@@ -309,7 +315,8 @@ app.add_typer(cache_app, name="cache")
 
 @cache_app.command("info")
 def cache_info(
-    directory: str | None = typer.Option(None, "--dir", help="Cache folder (default: $EMBEDKIT_HOME/embeddings)."),
+    directory: str | None = typer.Option(
+        None, "--dir", help="Cache folder (default: $EMBEDKIT_HOME/embeddings)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show what a disk embedding cache holds."""
@@ -332,7 +339,8 @@ def cache_info(
 
 @cache_app.command("clear")
 def cache_clear(
-    directory: str | None = typer.Option(None, "--dir", help="Cache folder (default: $EMBEDKIT_HOME/embeddings)."),
+    directory: str | None = typer.Option(
+        None, "--dir", help="Cache folder (default: $EMBEDKIT_HOME/embeddings)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
     """Delete every entry of a disk embedding cache."""

@@ -599,7 +599,7 @@ def format_table(results: pd.DataFrame) -> pd.DataFrame:
 
     def score(metric):
         return [f"{m:.3f}" if n == 1 else f"{m:.3f} ± {s:.3f}"
-                for m, s, n in zip(results[f"{metric}_mean"], results[f"{metric}_std"], splits)]
+                for m, s, n in zip(results[f"{metric}_mean"], results[f"{metric}_std"], splits, strict=True)]
 
     table = {}
     if "kind" in results:

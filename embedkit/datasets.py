@@ -145,7 +145,8 @@ def _movie_genres() -> pd.DataFrame:
     _expect(path, len(raw), 58788, "rows")
     flags = raw[MOVIE_GENRES].to_numpy(dtype=bool)
     raw = raw[flags.any(axis=1)]
-    labels = [tuple(g for g, on in zip(MOVIE_GENRES, row) if on) for row in flags[flags.any(axis=1)]]
+    labels = [tuple(g for g, on in zip(MOVIE_GENRES, row, strict=True) if on)
+              for row in flags[flags.any(axis=1)]]
     df = _dedupe(pd.DataFrame({"text": raw["title"].str.strip(), "label": labels}))
     return df.assign(label=df["label"].map(list))
 

@@ -103,8 +103,7 @@ def _check_unicode(docs: list[str], name: str) -> None:
     """Refuse lone surrogates ("\\ud800"): they are not Unicode text (no encoding can write them)
     and only arise from a decoding mistake upstream, so they are reported, not passed on.
 
-    ``str.isascii`` is O(1) in CPython, so only non-ASCII documents are encoded to check them
-    (about 1 ms per MB of such text)."""
+    ``str.isascii`` is O(1) in CPython, so only non-ASCII documents are encoded to check them."""
     bad = [i for i, d in enumerate(docs) if not d.isascii() and not _encodes(d)]
     if not bad:
         return

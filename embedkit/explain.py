@@ -80,7 +80,7 @@ def attention_weights(pipeline, X) -> list[TokenAttention]:
         return [TokenAttention(list(t), np.asarray(w, dtype=np.float32),
                                np.zeros(len(t), dtype=bool)) for t, w in pairs]
     return [_with_unknowns(rep, doc, list(t), np.asarray(w, dtype=np.float32))
-            for doc, (t, w) in zip(docs, pairs)]
+            for doc, (t, w) in zip(docs, pairs, strict=True)]
 
 
 def _with_unknowns(rep, doc: str, seen: list[str], weights: np.ndarray) -> TokenAttention:
@@ -91,7 +91,7 @@ def _with_unknowns(rep, doc: str, seen: list[str], weights: np.ndarray) -> Token
     policy = rep._oov_policy()
     tokens, out, unknown = [], [], []
     i = 0  # next token the head saw
-    for token, known in zip(every, found.tolist()):
+    for token, known in zip(every, found.tolist(), strict=True):
         if i == len(seen):
             break
         if not known and policy == "skip":

@@ -181,7 +181,7 @@ def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
     ax.set_xlim(low, 1.0 if high <= 1.0 else high * 1.02)
     ax.set_xlabel(metric_name(metric))
     ax.grid(axis="x", alpha=0.3)
-    for row, (m, s, n) in enumerate(zip(means, stds, splits)):
+    for row, (m, s, n) in enumerate(zip(means, stds, splits, strict=True)):
         # x in axes coordinates (1 = the right edge), y in data: a column beside the plot
         ax.annotate(_score_text(m, s, n), (1.0, row), xycoords=ax.get_yaxis_transform(),
                     xytext=(6, 0), textcoords="offset points", va="center", fontsize=8,
@@ -222,7 +222,7 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
     fig = _figure(8, 5.5)
     ax = fig.add_subplot()
     ax.vlines(x, means - stds, means + stds, colors=colours, linewidth=1.2, alpha=0.7)
-    for i, (xi, yi, c) in enumerate(zip(x, means, colours)):
+    for i, (xi, yi, c) in enumerate(zip(x, means, colours, strict=True)):
         ax.plot([xi], [yi], "o", color=c, markeredgecolor="white", markersize=8, zorder=3,
                 gid=f"pipeline-{i}")
     ax.set_xscale("log")
@@ -251,10 +251,11 @@ def _label_points(fig, ax, x, y, labels) -> None:
     # a light box keeps a label readable where it crosses another point's error bar
     box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8}
     texts = [ax.text(xi, yi, label, fontsize=7, bbox=box, zorder=2.5)  # under the markers
-             for xi, yi, label in zip(x, y, labels)]
+             for xi, yi, label in zip(x, y, labels, strict=True)]
     if texts:
         fig.canvas.draw()  # lay the figure out first: adjustText works in display coordinates
-        adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6), arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
+        adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6),
+                    arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
 
 
 def attention_heatmap(words, weights=None, path=None, *, title: str | None = None,
@@ -307,7 +308,7 @@ def attention_heatmap(words, weights=None, path=None, *, title: str | None = Non
     if unknown is None:
         unknown = [np.zeros(len(w), dtype=bool) for w in words]
     docs: list[tuple[list[str], np.ndarray, np.ndarray]] = []
-    for i, (w, a, u) in enumerate(zip(words, weights, unknown)):
+    for i, (w, a, u) in enumerate(zip(words, weights, unknown, strict=True)):
         a = np.asarray(a, dtype=float).ravel()
         u = np.asarray(u, dtype=bool).ravel()
         if len(w) != len(a) or len(u) != len(a):

@@ -724,9 +724,9 @@ def _assign(params: tuple[Param, ...], reps: Mapping[str, Entry], heads: Mapping
             if not targets:
                 where = {"features": "representation", "head": "head"}.get(p.step, "step")
                 steps = ", ".join(k[1] for k in candidates)
+                guess = did_you_mean(p.name, [n for k in candidates for n in names[k]])
                 raise ValueError(f"-p {p.text}: no selected {where} ({steps}) has a parameter "
-                                 f"{p.name!r}.{did_you_mean(p.name, [n for k in candidates for n in names[k]])}"
-                                 f" Their parameters: {listing(candidates)}.")
+                                 f"{p.name!r}.{guess} Their parameters: {listing(candidates)}.")
         else:
             target = None
             for kind, registry in (("representation", reps), ("head", heads)):

@@ -131,7 +131,7 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
         or "embedkit comparison"
     labels = pipeline_labels(results)
     tooltips = {f"pipeline-{i}": _tooltip(row, label, metric)
-                for i, (label, row) in enumerate(zip(labels, results.itertuples(index=False)))}
+                for i, (label, row) in enumerate(zip(labels, results.itertuples(index=False), strict=True))}
     env = jinja2.Environment(loader=jinja2.PackageLoader("embedkit", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
@@ -234,7 +234,8 @@ def _dataset_summary(df: pd.DataFrame | None) -> dict | None:
         "n_classes": len(counts),
         "classes": [(str(k), int(v), 100.0 * v / max(len(df), 1)) for k, v in counts.items()],
         "splits": {str(k): int(v) for k, v in splits.items()},
-        "quantiles": dict(zip(["min", "25%", "median", "75%", "90%", "max"], quantiles.tolist())),
+        "quantiles": dict(zip(["min", "25%", "median", "75%", "90%", "max"], quantiles.tolist(),
+                              strict=True)),
         "mean_words": float(words.mean()) if len(words) else 0.0,
         "lengths_svg": _svg(_length_histogram(words), "lengths"),
     }
@@ -278,7 +279,8 @@ def _describe(name: str, given: Mapping[str, Any] | None) -> dict:
     if isinstance(item, str):
         return {"name": name, "kind": repr(item), "params": []}
     if isinstance(item, Mapping):
-        return {"name": name, "kind": "parameters", "params": sorted((str(k), repr(v)) for k, v in item.items())}
+        return {"name": name, "kind": "parameters",
+                "params": sorted((str(k), repr(v)) for k, v in item.items())}
     params = item.get_params(deep=True)
     # nested estimators (pipeline steps) are listed through their own `step__param` entries
     shown = sorted((k, repr(v)) for k, v in params.items()

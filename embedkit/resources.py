@@ -287,9 +287,9 @@ def _check_finite_weights(encoder, source: str) -> None:
     import torch
 
     with torch.no_grad():  # one pass per tensor: NaN and infinity survive a sum
-        names, sums = zip(*((name, p.sum()) for name, p in encoder.named_parameters()))
+        names, sums = zip(*((name, p.sum()) for name, p in encoder.named_parameters()), strict=True)
         finite = torch.isfinite(torch.stack(sums).float())
-    bad = [name for name, ok in zip(names, finite.tolist()) if not ok]
+    bad = [name for name, ok in zip(names, finite.tolist(), strict=True) if not ok]
     if bad:
         raise ValueError(f"the weights of {source} hold NaN or infinity ({len(bad)} tensor(s), e.g. "
                          f"{bad[0]}): the weights file is damaged; download or save the model again.")

@@ -74,7 +74,8 @@ class _Padded:
         if self.lengths.ndim != 1:
             raise ValueError("lengths must be a 1-D array")
         if len(self.lengths) and (self.lengths.min() < 0 or self.lengths.max() > width):
-            raise ValueError(f"lengths must lie in [0, {width}], got {self.lengths.min()}..{self.lengths.max()}")
+            raise ValueError(f"lengths must lie in [0, {width}], "
+                             f"got {self.lengths.min()}..{self.lengths.max()}")
         if self.tokens is not None:
             tokens = np.empty(len(self.tokens), dtype=object)
             tokens[:] = list(self.tokens)
@@ -122,7 +123,7 @@ class Sequences(_Padded):
             self.values = self.values[:, : max(width, 1)]
 
     @classmethod
-    def from_rows(cls, rows, tokens=None, dim: int | None = None) -> "Sequences":
+    def from_rows(cls, rows, tokens=None, dim: int | None = None) -> Sequences:
         """Pad per-document ``(length_i, dim)`` arrays into one `Sequences`.
 
         Parameters

@@ -29,9 +29,9 @@ the current leader (``REFIT_MARGIN`` times its time scaled linearly to all the d
 candidate that would not finish in what is left is skipped, and a round in
 which no candidate fits ends the search. **Granularity: one candidate's cross-validation at one
 round's sample size** -- a candidate that has started is finished, never killed half-way, so a
-search overruns its budget by the error of that estimate: at a 5-minute budget on 6-10k short
-texts, NBSVM + ``logreg-cv`` took 7-20 times longer on three times the documents (lbfgs over
-NB-scaled features), and the searches ended at 338 s and 486 s
+search overruns its budget by the error of that estimate, which is large for a candidate whose
+time grows faster than linearly with the documents (NBSVM + ``logreg-cv``: lbfgs over NB-scaled
+features); `pipelines/benchmarks/tune_budget.py` measures the overrun
 (`pipelines/benchmarks/results/tune_budget.md`). Within a round, candidates
 are evaluated best-first (by the previous round's score), so when the budget runs out it is the
 weakest that go unscored, and the pick is the best of the last round reached (scikit-learn's
@@ -425,7 +425,7 @@ def _check_labels(y, n_docs: int, cv: int) -> np.ndarray:
     if len(classes) < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); tune needs at least two.")
     if counts.min() < cv:
-        rare = [str(c) for c, n in zip(classes, counts) if n < cv][:10]
+        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < cv][:10]
         raise ValueError(f"classes {rare} have fewer than cv={cv} documents; each fold needs one "
                          "of each class. Add documents, merge rare classes or lower cv.")
     return y

@@ -92,7 +92,9 @@ class WordVectors:
         self.vectors = vectors
         self.subwords = subwords
         self.source = source
-        self.index = index if index is not None else dict(zip(self.words, range(len(self.words))))
+        if index is None:
+            index = dict(zip(self.words, range(len(self.words)), strict=True))
+        self.index = index
         if len(self.index) != len(self.words):
             raise ValueError(f"{len(self.words) - len(self.index)} word(s) appear more than once, "
                              f"e.g. {_first_duplicate(self.words)[1]!r}; each word needs one vector.")

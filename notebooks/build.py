@@ -78,7 +78,8 @@ X = tfidf.transform(bbc.text)
 print(X.shape, f"{X.nnz / np.prod(X.shape):.2%} non-zero")
 row = X[0].toarray().ravel()
 top = np.argsort(row)[::-1][:8]
-pd.DataFrame({"word": tfidf.get_feature_names_out()[top], "tf-idf": row[top]}).rename_axis("top words of document 0")"""),
+pd.DataFrame({"word": tfidf.get_feature_names_out()[top],
+              "tf-idf": row[top]}).rename_axis("top words of document 0")"""),
         ("## Pretrained GloVe (6B tokens, 50 dims)\n\nThe packaged vectors load memory-mapped in "
         "about a second. Analogies are vector arithmetic: *king - man + woman*."),
         table("""\
@@ -104,8 +105,10 @@ w2v = Word2VecEmbedder(sg=1, epochs=epochs, min_count=2).fit(bbc.text)
 ft = FastTextEmbedder(epochs=epochs, min_count=2).fit(bbc.text)
 for model in (w2v, ft):
     vectors, found = model.lookup(["government", "governmnet"])
-    print(type(model).__name__, "knows:", dict(zip(["government", "governmnet"], found.tolist())))
-pd.DataFrame(ft.most_similar("governmnet", topn=5), columns=["FastText neighbour of 'governmnet'", "cosine"])"""),
+    known = dict(zip(["government", "governmnet"], found.tolist(), strict=True))
+    print(type(model).__name__, "knows:", known)
+pd.DataFrame(ft.most_similar("governmnet", topn=5),
+             columns=["FastText neighbour of 'governmnet'", "cosine"])"""),
         ("## A 2-D map of word vectors (PCA of GloVe)\n\nWords of one topic land together: the "
         "first two principal components already separate royalty, places, sport, finance and arts."),
         figure("""\
@@ -122,10 +125,10 @@ vecs, _ = glove.lookup(words)
 xy = PCA(2, random_state=0).fit_transform(vecs)
 fig, ax = plt.subplots(figsize=(7, 5.5))
 start = 0
-for (group, ws), colour in zip(groups.items(), plt.cm.tab10.colors):
+for (group, ws), colour in zip(groups.items(), plt.cm.tab10.colors, strict=False):
     ax.scatter(xy[start: start + len(ws), 0], xy[start: start + len(ws), 1], color=colour, label=group)
     start += len(ws)
-labels = [ax.text(x, y, w, fontsize=9) for (x, y), w in zip(xy, words)]
+labels = [ax.text(x, y, w, fontsize=9) for (x, y), w in zip(xy, words, strict=True)]
 adjust_text(labels, x=xy[:, 0], y=xy[:, 1], ax=ax,  # move labels apart where words crowd
             arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
 ax.set_xlabel("first principal component")
@@ -231,7 +234,7 @@ score_chart(results, title=f"TREC-6: {len(train)} training questions, official t
         "questions or more the heads hold out a validation split and stop early)."),
         figure("""\
 fig, ax = plt.subplots(figsize=(7, 4))
-for (name, pipe), colour in zip(fitted.items(), plt.cm.tab10.colors):
+for (name, pipe), colour in zip(fitted.items(), plt.cm.tab10.colors, strict=False):
     history = pd.DataFrame(pipe[-1].history_)
     ax.plot(history.epoch, history.train_loss, "o-", color=colour, label=name)
     if "valid_loss" in history:
@@ -262,7 +265,7 @@ questions = ["How far is it from Denver to Aspen ?", "Who was Galileo ?",
              "What does NASA stand for ?"]
 ids = att[0].transform(questions)
 pairs = att[-1].attention_weights(ids, return_tokens=True)   # (tokens, weights) per question
-tokens, weights = zip(*pairs)
+tokens, weights = zip(*pairs, strict=True)
 predicted = ", ".join(f"doc {i}: {label}" for i, label in enumerate(att.predict(questions)))
 attention_heatmap(list(tokens), list(weights), title=f"predicted {predicted}")"""),
     ],
@@ -458,7 +461,8 @@ def export_figures(folder) -> list[Path]:
     for name in NOTEBOOKS:
         nb = nbformat.read(HERE / f"{name}.ipynb", as_version=4)
         for i, cell in enumerate(nb.cells):
-            images = [out["data"]["image/png"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+            images = [out["data"]["image/png"] for out in cell.get("outputs", [])
+                      if "image/png" in out.get("data", {})]
             for k, image in enumerate(images):
                 path = folder / f"{name}_cell{i}{f'_{k}' if k else ''}.png"
                 path.write_bytes(base64.b64decode(image))

@@ -55,9 +55,51 @@ def bbc_split(bbc):
     return train, test
 
 
+@pytest.fixture(scope="session")
+def corpus():
+    """Two topics with a fixed random word order: a few hundred short documents (the static
+    embedders' training tests; `test_io.py` has a `corpus` of its own, which wins there)."""
+    rng = np.random.default_rng(0)
+    pets = "cat dog pet animal puppy kitten fur paw vet leash".split()
+    money = "stock bond market price trade bank fund share profit loss".split()
+    docs = []
+    for i in range(300):
+        vocab = pets if i % 2 == 0 else money
+        docs.append(" ".join(rng.choice(vocab, size=12)))
+    return docs
+
+
+@pytest.fixture(scope="session")
+def tweets():
+    """A stratified slice of vader-tweets: 600 training and 300 test tweets."""
+    from sklearn.model_selection import train_test_split
+
+    from embedkit.datasets import load_dataset
+
+    df = load_dataset("vader-tweets")
+    train, rest = train_test_split(df, train_size=600, stratify=df["label"], random_state=0)
+    test, _ = train_test_split(rest, train_size=300, stratify=rest["label"], random_state=0)
+    return (train["text"].to_numpy(object), train["label"].to_numpy(),
+            test["text"].to_numpy(object), test["label"].to_numpy())
+
+
+@pytest.fixture(scope="session")
+def labels():
+    """Three classes for the 24-row batches of ``_sequence_data.random_sequences`` / ``random_ids``."""
+    return np.arange(24) % 3
+
+
+@pytest.fixture(scope="session")
+def negation():
+    """``(train, test)`` of ``_sequence_data.negation_data``: 500 and 300 seeded reviews."""
+    from _sequence_data import negation_data
+
+    return negation_data(500, seed=0), negation_data(300, seed=1)
+
+
 def _write_glove_text(path, words, vectors, opener=open):
     with opener(path, "wt", encoding="utf-8") as fh:
-        for w, v in zip(words, vectors):
+        for w, v in zip(words, vectors, strict=True):
             fh.write(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n")
     return path
 
@@ -73,7 +115,7 @@ def toy_vectors(tmp_path):
     """A 4-word, 2-d GloVe text file and its ``{word: vector}``."""
     words = ["a", "b", "c", "d"]
     vectors = np.array([[1, 0], [0, 1], [1, 1], [2, -1]], dtype=np.float32)
-    return _write_glove_text(tmp_path / "toy.txt", words, vectors), dict(zip(words, vectors))
+    return _write_glove_text(tmp_path / "toy.txt", words, vectors), dict(zip(words, vectors, strict=True))
 
 
 @pytest.fixture

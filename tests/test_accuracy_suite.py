@@ -80,7 +80,7 @@ def test_tables_compare_each_default_with_its_matching_baseline():
         names = [suite.TFIDF, suite.MINILM, suite.GLOVE, "tfidf + logreg", "minilm + logreg",
                  "glove + logreg"]
         rows += [{"dataset": dataset, "pipeline": p, "accuracy": a, "f1_macro": a,
-                  "fit_seconds": 1.0, "predict_seconds": 0.1} for p, a in zip(names, accs)]
+                  "fit_seconds": 1.0, "predict_seconds": 0.1} for p, a in zip(names, accs, strict=True)]
     t = suite.tables(pd.DataFrame(rows))
     assert t["delta"].loc["minilm + logreg"].round(6).to_dict() == {"a": -8.0, "b": -2.0}
     matching = t["matching"].round(6)

@@ -282,7 +282,7 @@ def _toy_sequences(n=60, T=7, d=5, seed=0):
 @pytest.mark.parametrize("cls", HEADS, ids=[c.__name__ for c in HEADS])
 def test_head_data_free_and_sequence_pickle(cls):
     est = _make(cls)
-    name = _data_free_checks(cls, est)
+    _data_free_checks(cls, est)
     if "sequence" not in cls._accepts:
         return
     X, y = _toy_sequences()
@@ -354,3 +354,16 @@ def test_text_heads_reject_features(cls):
     """Heads that read raw text name the fix when handed feature vectors."""
     with pytest.raises(ValueError, match="passthrough"):
         _make(cls).fit(np.ones((10, 4)), [0, 1] * 5)
+
+
+# -- the package: heavy libraries load where they are used, not on `import embedkit` ---------------
+
+
+def test_import_embedkit_is_light():
+    import subprocess
+    import sys
+
+    code = ("import sys, embedkit; embedkit.TfidfEmbedder; "
+            "print(sorted(m for m in ('torch','gensim','transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

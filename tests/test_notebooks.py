@@ -38,14 +38,16 @@ def test_the_check_finds_a_missing_figure_a_warning_and_a_machine_path():
 
     nb = nbformat.v4.new_notebook()
     drawn = nbformat.v4.new_code_cell("fig", metadata={"tags": [build.FIGURE]})
-    drawn.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "<Figure size 600x400 with 1 Axes>"},
+    drawn.outputs = [nbformat.v4.new_output("execute_result",
+                                            {"text/plain": "<Figure size 600x400 with 1 Axes>"},
                                             execution_count=1)]
     warned = nbformat.v4.new_code_cell("import tqdm.auto")
     warned.outputs = [nbformat.v4.new_output(
         "stream", name="stderr",
         text=f"{sys.prefix}/lib/python3.11/site-packages/tqdm/auto.py:21: TqdmWarning: IProgress not found.")]
     table = nbformat.v4.new_code_cell("df", metadata={"tags": [build.TABLE]})
-    table.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "   a\n0  1"}, execution_count=2)]
+    table.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "   a\n0  1"},
+                                            execution_count=2)]
     nb.cells = [drawn, warned, table]
     found = "\n".join(build.problems(nb))
     assert "cell 0 ('fig') draws a figure but shows no image/png output" in found

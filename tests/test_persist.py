@@ -180,7 +180,7 @@ def test_scikit_learn_steps_round_trip(sentences, tmp_path):
                       embedkit.MLPRegressor(epochs=2)),
     ]
     targets = [y, y, np.arange(len(X), dtype=float)]
-    for i, (model, target) in enumerate(zip(models, targets)):
+    for i, (model, target) in enumerate(zip(models, targets, strict=True)):
         model.fit(X, target)
         again = load(save(model, tmp_path / str(i)))
         method = "predict_proba" if hasattr(model, "predict_proba") else "predict"

@@ -174,7 +174,7 @@ def test_time_chart_points_carry_ids_and_family_colours(results):
         assert to_hex(points[f"pipeline-{i}"].get_color()) == plots.family_colour(rep)
         assert points[f"pipeline-{i}"].get_xydata()[0, 0] == pytest.approx(results.fit_seconds[i])
     labels = {t.get_text() for t in ax.texts}
-    assert {f"{r} + {h}" for r, h in zip(results.representation, results["head"])} <= labels
+    assert {f"{r} + {h}" for r, h in zip(results.representation, results["head"], strict=True)} <= labels
 
 
 # ----------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_report_holds_table_charts_dataset_parameters_and_versions(report, resul
     assert body.count("<tr>") == len(results) + 1  # header + one row per pipeline
     assert '<td class="num" data-sort="0.979">0.979 ± 0.006</td>' in body
     assert html.count("<svg") == 3  # score, time, document lengths
-    for i, (r, h) in enumerate(zip(results.representation, results["head"])):
+    for i, (r, h) in enumerate(zip(results.representation, results["head"], strict=True)):
         assert f"<title>{r} + {h}\naccuracy: {results.accuracy_mean[i]:.3f}" in html
     # dataset: size, classes, counts
     assert f"{len(bbc_slice)} documents in 5 classes" in html
@@ -268,7 +268,8 @@ def _install_chromium() -> str:
     start = time.perf_counter()
     done = subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=1200)
     if done.returncode != 0:  # a fresh machine may have no (or stale) package lists
-        subprocess.run(["apt-get", "update"], check=False, capture_output=True, text=True, env=env, timeout=600)
+        subprocess.run(["apt-get", "update"], check=False, capture_output=True, text=True, env=env,
+                       timeout=600)
         done = subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=1200)
     if done.returncode != 0:
         pytest.skip(f"headless Chromium is missing and `{' '.join(command)}` failed "
@@ -331,7 +332,7 @@ def test_report_renders_sorts_and_logs_no_error(browser, report, results):
     headers[fit].click()
     assert [float(v) for v in column(fit)] == sorted(results.fit_seconds.round(2))
     headers[0].click()  # text sorts A to Z first
-    expected = sorted(f"{r} + {h}" for r, h in zip(results.representation, results["head"]))
+    expected = sorted(f"{r} + {h}" for r, h in zip(results.representation, results["head"], strict=True))
     assert column(0) == expected
 
     # the three charts are drawn at a readable size; every time-chart point has its tooltip

@@ -1,15 +1,17 @@
-"""Behaviour of the static word-vector representations (Word2Vec, FastText, GloVe): values, not shapes."""
+"""`StaticEmbedder` (embedkit/representations/_static.py), the representation behind Word2Vec,
+FastText and GloVe: pooling values, OOV policies, sequence and id outputs, word queries and the
+shared bundled store, checked through GloveEmbedder; values, not shapes. Each embedder's own
+training is in `test_word2vec.py`, `test_fasttext.py` and `test_glove.py`."""
 
 from __future__ import annotations
 
 import pickle
 
 import numpy as np
-import scipy.sparse as sp
 import pytest
 from sklearn.base import clone
 
-from embedkit import FastTextEmbedder, GloveEmbedder, Word2VecEmbedder
+from embedkit import GloveEmbedder
 from embedkit.resources import resource_path
 from embedkit.sequences import Sequences, TokenIds
 
@@ -30,25 +32,12 @@ def glove_raw():
     folder = resource_path("glove-6b-50d")
     vectors = np.load(folder / "glove_6B_50d_emb.npy", mmap_mode="r")
     words = pq.read_table(folder / "glove_6B_index.parquet").column(0).to_pylist()
-    return dict(zip(words, range(len(words)))), vectors
+    return dict(zip(words, range(len(words)), strict=True)), vectors
 
 
 @pytest.fixture(scope="session")
 def glove():
     return GloveEmbedder().fit(DOCS)
-
-
-@pytest.fixture(scope="session")
-def corpus():
-    """Two topics with a fixed random word order: a few hundred short documents."""
-    rng = np.random.default_rng(0)
-    pets = "cat dog pet animal puppy kitten fur paw vet leash".split()
-    money = "stock bond market price trade bank fund share profit loss".split()
-    docs = []
-    for i in range(300):
-        vocab = pets if i % 2 == 0 else money
-        docs.append(" ".join(rng.choice(vocab, size=12)))
-    return docs
 
 
 # -- pooling values -------------------------------------------------------------------------
@@ -199,102 +188,3 @@ def test_analogy_ranks_queen_first_and_similarity(glove):
     vec, _ = glove.lookup(["paris"])
     assert glove.most_similar(vec[0], topn=1)[0][0] == "paris"
 
-
-def test_empty_vocabulary_after_min_count_is_a_clear_error():
-    with pytest.raises(ValueError, match="empty vocabulary after min_count=5"):
-        Word2VecEmbedder(min_count=5).fit(["one two", "three four"])
-    with pytest.raises(ValueError, match="empty vocabulary after min_count=5"):
-        GloveEmbedder(train=True).fit(["one two", "three four"])
-
-
-# -- trained models -----------------------------------------------------------------------------
-
-
-def test_word2vec_deterministic_with_seed_and_one_worker(corpus):
-    params = dict(vector_size=16, epochs=3, workers=1)
-    a = Word2VecEmbedder(**params, random_state=1).fit(corpus)
-    b = Word2VecEmbedder(**params, random_state=1).fit(corpus)
-    c = Word2VecEmbedder(**params, random_state=2).fit(corpus)
-    np.testing.assert_array_equal(a.transform(corpus[:5]), b.transform(corpus[:5]))
-    assert not np.allclose(a.transform(corpus[:5]), c.transform(corpus[:5]))
-    # the same vectors as raw gensim with the same parameters, seed and tokens
-    from gensim.models import Word2Vec
-
-    raw = Word2Vec(sentences=[d.split() for d in corpus], seed=1, **params)
-    assert raw.wv.index_to_key == a.word_vectors_.words
-    np.testing.assert_array_equal(raw.wv.vectors, a.word_vectors_.vectors)
-    # fitted state keeps gensim's vectors for exactly the training vocabulary, no gensim model
-    assert set(a.word_vectors_.words) == set(" ".join(corpus).split())
-    assert not hasattr(a, "model_")
-
-
-def test_word2vec_learns_topics(corpus):
-    emb = Word2VecEmbedder(vector_size=16, window=3, epochs=20, sg=1, random_state=0).fit(corpus)
-    assert emb.similarity("cat", "dog") > emb.similarity("cat", "stock")
-
-
-def test_fasttext_subword_vectors_for_unseen_words(corpus, tmp_path):
-    emb = FastTextEmbedder(vector_size=16, epochs=10, bucket=5000, random_state=0).fit(corpus)
-    vec, found = emb.lookup(["kittenn", "zz"])
-    assert found[0] and np.isfinite(vec).all() and np.abs(vec[0]).sum() > 0
-    out = emb.transform(["kittenn puppyy"])
-    assert emb.oov_rate_ == 1.0 and np.abs(out).sum() > 0
-    # its n-grams ("kitt", "itten", ...) put it among the pet words, not the finance words
-    assert emb.most_similar("kittenn", topn=1)[0][0] in "cat dog pet animal puppy kitten fur paw vet leash"
-    assert emb.similarity("kittenn", "kitten") > emb.similarity("kittenn", "stock")
-    skip = clone(emb).set_params(oov="skip").fit(corpus)
-    np.testing.assert_array_equal(skip.transform(["kittenn puppyy"]), 0)
-    # all unseen words at once equal gensim's one-word-at-a-time n-gram mean
-    unseen = ["kittenn", "zz", "aaaa", "puppyy", "x"]
-    np.testing.assert_allclose(emb.word_vectors_.subword_vectors(unseen),
-                               np.stack([emb.word_vectors_.subwords.get_vector(w) for w in unseen]),
-                               rtol=1e-5, atol=1e-7)
-    # Facebook .bin round trip through gensim's writer and reader
-    from gensim.models import FastText
-    from gensim.models.fasttext import save_facebook_model
-
-    model = FastText(vector_size=8, min_count=1, epochs=2, bucket=2000, seed=0, workers=1)
-    model.build_vocab([d.split() for d in corpus])
-    model.train([d.split() for d in corpus], total_examples=len(corpus), epochs=2)
-    save_facebook_model(model, str(tmp_path / "ft.bin"))
-    loaded = FastTextEmbedder(vectors=str(tmp_path / "ft.bin")).fit(corpus[:5])
-    got, found = loaded.lookup(["kitten", "kittenn"])
-    assert found.all()
-    np.testing.assert_allclose(got, np.stack([model.wv["kitten"], model.wv["kittenn"]]), rtol=1e-5)
-
-
-def test_glove_training_cooccurrence_and_quality(corpus):
-    from embedkit.representations.glove import cooccurrence_matrix
-
-    X = cooccurrence_matrix([["a", "b", "c"], ["a", "x", "b"]], ["a", "b", "c"], window=2)
-    # doc 1: a-b at 1, b-c at 1, a-c at 2; doc 2: "x" is dropped first, so a-b at 1
-    np.testing.assert_allclose(X.toarray(), [[0, 2, 0.5], [2, 0, 1], [0.5, 1, 0]])
-    params = dict(train=True, vector_size=16, window=4, min_count=1, epochs=30, random_state=0)
-    emb = GloveEmbedder(**params).fit(corpus)
-    assert emb.word_vectors_.words[0] in {"cat", "dog", "stock"} or len(emb.word_vectors_) == 20
-    assert emb.similarity("cat", "dog") > emb.similarity("cat", "stock") + 0.2
-    again = GloveEmbedder(**params).fit(corpus)
-    np.testing.assert_array_equal(emb.word_vectors_.vectors, again.word_vectors_.vectors)
-    blob = pickle.loads(pickle.dumps(emb))
-    np.testing.assert_array_equal(blob.transform(corpus[:3]), emb.transform(corpus[:3]))
-    # a huge learning rate takes bounded steps (accumulated before dividing): still finite
-    wild = GloveEmbedder(**{**params, "learning_rate": 1e6}).fit(corpus)
-    assert np.isfinite(wild.word_vectors_.vectors).all()
-    from embedkit.representations.glove import train_glove
-
-    with pytest.raises(ValueError, match="diverged.*lower it, e.g. learning_rate="):
-        train_glove(sp.csr_matrix(np.array([[0, 3e38], [3e38, 0]], dtype=np.float32)) * 10, 4)
-
-
-def test_end_to_end_bbc_news_pipeline():
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import train_test_split
-    from sklearn.pipeline import make_pipeline
-
-    from embedkit.datasets import load_dataset
-
-    df = load_dataset("bbc-news").sample(400, random_state=0)
-    tr, te = train_test_split(df, test_size=0.25, stratify=df["label"], random_state=0)
-    pipe = make_pipeline(GloveEmbedder(), LogisticRegression(max_iter=2000, C=10))
-    pipe.fit(tr["text"], tr["label"])
-    assert (pipe.predict(te["text"]) == te["label"].to_numpy()).mean() > 0.85

@@ -37,7 +37,7 @@ def check_same(docs, lowercase=True):
     got = tok.tokenize_ids(docs)
     lists = got.lists()
     if lists != expected:  # name the first differing document, not a 10,000-line diff
-        row = next(i for i, (a, b) in enumerate(zip(lists, expected)) if a != b)
+        row = next(i for i, (a, b) in enumerate(zip(lists, expected, strict=True)) if a != b)
         raise AssertionError(f"document {row} {docs[row][:200]!r}: {lists[row][:20]} != "
                              f"{expected[row][:20]}")
     assert len(got.words) == len(set(got.words))  # each distinct token once
@@ -62,7 +62,7 @@ def test_every_code_point_in_every_position(monkeypatch):
     text = np.stack([points, rng.choice(neighbours, points.size)], axis=1).ravel()
     text = text[np.arange(text.size) % 6 != 5].tobytes().decode("utf-32-le", "surrogatepass")
     cuts = np.sort(rng.choice(len(text), 3000, replace=False)).tolist()
-    docs = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    docs = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     check_same(docs)
     check_same(docs[:500], lowercase=False)
 

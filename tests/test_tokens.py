@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 from sklearn.model_selection import train_test_split
 
-from embedkit import (GloveEmbedder, MLPClassifier, TfidfEmbedder, TokenIds, TokenIndexer,
-                      Word2VecEmbedder, load_dataset)
+from embedkit import (
+    GloveEmbedder,
+    MLPClassifier,
+    TfidfEmbedder,
+    TokenIds,
+    TokenIndexer,
+    Word2VecEmbedder,
+    load_dataset,
+)
 from embedkit.documents import Tokenizer
 
 
@@ -115,7 +122,7 @@ def test_alignment_to_pretrained_vectors_and_coverage(bbc):
     assert idx.coverage_ == pytest.approx(expected_found.mean())
     assert 0.2 < idx.coverage_ < 0.6
     reference = _word2vec(min_count=3).fit(docs)
-    found_words = [w for w, f in zip(words, expected_found) if f]
+    found_words = [w for w, f in zip(words, expected_found, strict=True) if f]
     rows = [idx.vocabulary_.index(w) for w in found_words]
     np.testing.assert_array_equal(idx.vectors_[rows], reference.lookup(found_words)[0])
     assert idx.vectors_.shape == (idx.vocab_size_, 16) and idx.dim_ == 16

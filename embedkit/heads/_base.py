@@ -508,7 +508,8 @@ def encode_targets(y, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
     from sklearn.utils.multiclass import type_of_target
 
     rows = None
-    if isinstance(y, (list, tuple)) or (getattr(y, "ndim", 0) == 1 and getattr(y, "dtype", None) == object):
+    if isinstance(y, (list, tuple)) or (getattr(y, "ndim", 0) == 1
+                                        and getattr(y, "dtype", None) == np.dtype(object)):
         rows = list(y)
         lists = [isinstance(v, _LABEL_LIST) for v in rows]
         if any(lists) and not all(lists):

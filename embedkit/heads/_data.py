@@ -106,7 +106,7 @@ class HeadDataset(torch.utils.data.Dataset):
 def collate(items):
     """Batch rows: stack dense rows, densify sparse rows batch by batch, pad sequences to the
     longest row of the batch (dynamic padding)."""
-    xs, ys = zip(*items)
+    xs, ys = zip(*items, strict=True)
     first = xs[0]
     if isinstance(first, tuple):
         dtype = np.float32 if first[0] == "sequence" else np.int64

@@ -200,7 +200,7 @@ class AttentionWeightsMixin:
             return out
         data = inputs.data
         if data.tokens is not None:
-            tokens = [list(t)[: len(w)] for t, w in zip(data.tokens, out)]
+            tokens = [list(t)[: len(w)] for t, w in zip(data.tokens, out, strict=True)]
         elif inputs.form == "ids":
             vocab = np.asarray(data.vocabulary, dtype=object)
             tokens = [vocab[data.ids[i, : len(w)]].tolist() for i, w in enumerate(out)]
@@ -209,4 +209,4 @@ class AttentionWeightsMixin:
                 "return_tokens=True needs the tokens behind the vectors, but these Sequences carry "
                 "none (tokens=None); pass Sequences(..., tokens=...) or use return_tokens=False."
             )
-        return list(zip(tokens, out))
+        return list(zip(tokens, out, strict=True))

@@ -55,9 +55,9 @@ class ConvModule(nn.Module):
         keep = mask[:, None, :].to(h.dtype)  # (B, 1, T)
         h = h.transpose(1, 2) * keep  # (B, D, T), padding zeroed (pretrained pad rows may not be)
         pooled = []
-        for layers, specs in zip(self.branches, self.specs):
+        for layers, specs in zip(self.branches, self.specs, strict=True):
             z = h
-            for conv, (k, d) in zip(layers, specs):
+            for conv, (k, d) in zip(layers, specs, strict=True):
                 z = self.activation(self._conv(conv, z, k, d)) * keep
             pooled.append(masked_pool(z.transpose(1, 2), mask, self.pooling))
         return self.out(self.dropout(torch.cat(pooled, dim=1)))

@@ -23,7 +23,8 @@ class MLPModule(nn.Module):
                  embedding_dim, freeze, standardize=False):
         super().__init__()
         self.pooling = pooling
-        self.sequence = SequenceInput(inputs, embedding_dim, freeze) if inputs.form in ("sequence", "ids") else None
+        self.sequence = (SequenceInput(inputs, embedding_dim, freeze)
+                         if inputs.form in ("sequence", "ids") else None)
         in_dim = self.sequence.dim if self.sequence is not None else inputs.dim
         self.standardize = bool(standardize) and inputs.form == "pooled" and not inputs.sparse
         if self.standardize:  # the training rows' statistics, saved with the module

@@ -49,9 +49,10 @@ def _threads(n: int | None):
 def onednn_linears(network):
     """Route a CPU float32 inference model's ``nn.Linear`` layers through oneDNN, in place.
 
-    PyTorch's CPU ``linear`` calls MKL's GEMM; oneDNN picks kernels by instruction set and was
-    15-20% faster on an AMD Zen 4 CPU (MiniLM over 256-token texts: +13% end to end). A linear layer followed by an exact GELU
-    (the BERT-family feed-forward block) becomes one fused call. Weights are the same
+    PyTorch's CPU ``linear`` calls MKL's GEMM; oneDNN picks kernels by instruction set and is
+    faster on recent x86 CPUs (measure it on yours: ``pipelines/benchmarks/bench_encode.py
+    --extra`` times PyTorch with and without this routing). A linear layer followed by an exact
+    GELU (the BERT-family feed-forward block) becomes one fused call. Weights are the same
     ``Parameter`` objects, so ``state_dict`` names and values do not change, and outputs agree
     with the plain model to float32 rounding. Inference only (the fused op has no gradient).
 

@@ -164,7 +164,8 @@ def _intact(folder: Path) -> bool:
         return False
     stamp = (str(graph), stat.st_size, stat.st_mtime_ns)
     if stamp not in _VERIFIED:
-        _VERIFIED[stamp] = stat.st_size == manifest.get("size") and file_sha256(graph) == manifest.get("sha256")
+        _VERIFIED[stamp] = (stat.st_size == manifest.get("size")
+                            and file_sha256(graph) == manifest.get("sha256"))
     return _VERIFIED[stamp]
 
 

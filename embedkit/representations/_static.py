@@ -5,8 +5,9 @@ or `TokenIds` over a `embedkit.vectors.WordVectors` store, with one OOV policy. 
 sparse document-term matrix times the embedding matrix (``numpy.maximum.reduceat`` over gathered
 rows for max). The tokenizer hands over a batch as flat ids over its distinct words
 (`embedkit.documents.TokenizedDocuments`), so the vector table and the OOV policy are consulted
-once per distinct word, and every per-token step is a numpy or scipy kernel. Word queries (`~StaticEmbedder.most_similar`, ``analogy``, ``similarity``,
-``lookup``) apply the embedder's lowercasing and OOV policy, then ask the store.
+once per distinct word, and every per-token step is a numpy or scipy kernel. Word queries
+(`~StaticEmbedder.most_similar`, ``analogy``, ``similarity``, ``lookup``) apply the embedder's
+lowercasing and OOV policy, then ask the store.
 
 Subclasses implement ``_build_vectors(tokens, counts) -> WordVectors`` (load or train), with
 ``tokens`` the fit documents as `TokenizedDocuments` (``tokens.lists()`` for gensim) and
@@ -111,7 +112,7 @@ class StaticEmbedder(Representation):
     def _fit(self, docs, y=None):
         self.tokenizer_ = Tokenizer(lowercase=self.lowercase)
         tokens = self.tokenizer_.tokenize_ids(docs)
-        counts = Counter(dict(zip(tokens.words, tokens.counts().tolist())))
+        counts = Counter(dict(zip(tokens.words, tokens.counts().tolist(), strict=True)))
         wv = self._build_vectors(tokens, counts)
         if self.oov == "subword" and not wv.has_subwords:
             raise ValueError(
@@ -134,23 +135,24 @@ class StaticEmbedder(Representation):
         self.n_fit_tokens_ = int(total)
         self.oov_rate_fit_ = float(cnt[~known].sum() / total) if total else 0.0
         keep = known | (self.oov == "subword")
-        vocab = [w for w, k in zip(words, keep) if k]
+        vocab = [w for w, k in zip(words, keep, strict=True) if k]
         vrows = rows[keep]
         known_kept = vrows >= 0
         fit_vectors = np.zeros((len(vocab), wv.dim), dtype=np.float32)
         if known_kept.any():
             fit_vectors[known_kept] = wv.vectors[vrows[known_kept]]
         if (~known_kept).any():
-            fit_vectors[~known_kept] = wv.subword_vectors([w for w, k in zip(vocab, known_kept) if not k])
+            fit_vectors[~known_kept] = wv.subword_vectors(
+                [w for w, k in zip(vocab, known_kept, strict=True) if not k])
         cnt = cnt[keep]
         n_docs = len(tokens)
         self.n_fit_docs_ = n_docs
         self.vocabulary_ = vocab
-        self.word_index_ = dict(zip(vocab, range(len(vocab))))
+        self.word_index_ = dict(zip(vocab, range(len(vocab)), strict=True))
         self.word_counts_ = cnt.astype(np.int64)
         self.idf_ = None  # document frequencies cost a pass over the corpus: only for tfidf
         if self.pooling == "tfidf":
-            df_of = dict(zip(tokens.words, tokens.document_frequencies().tolist()))
+            df_of = dict(zip(tokens.words, tokens.document_frequencies().tolist(), strict=True))
             df = np.fromiter(map(df_of.__getitem__, vocab), dtype=np.float64, count=len(vocab))
             self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
         self.idf_unseen_ = float(np.log(1.0 + n_docs) + 1.0)
@@ -225,7 +227,7 @@ class StaticEmbedder(Representation):
         found[unseen] = rows >= 0
         policy = self._oov_policy()
         if policy == "subword":  # words seen at fit may have had n-gram vectors only
-            found[seen] = wv.rows([w for w, s in zip(words, seen.tolist()) if s]) >= 0
+            found[seen] = wv.rows([w for w, s in zip(words, seen.tolist(), strict=True) if s]) >= 0
             missing = unseen[rows < 0]
             vectors[missing] = wv.subword_vectors([words[i] for i in missing])
         elif policy == "unk":

@@ -33,12 +33,11 @@ class Doc2VecEmbedder(Representation):
     its seeded starting vector (small and finite).
 
     Cost: inference trains a small problem per document in gensim's compiled routines, one
-    document at a time, so it scales with ``infer_epochs x tokens``. Measured on one core of a
-    busy shared machine with 20 inference epochs: PV-DBOW infers about 1,600 short questions/s
-    (TREC, ~10 tokens) and 100 news articles/s (BBC, ~370 tokens); PV-DM about 1,100 and 60 -
-    the same speed as gensim's own ``infer_vector`` (ratio 0.96-1.12 in the same run).
+    document at a time, so it scales with ``infer_epochs x tokens``, at the speed of gensim's own
+    ``infer_vector``; short questions infer an order of magnitude faster than news articles.
     Training costs ``epochs`` passes of the same routines. Measure on your machine with
-    ``pipelines/benchmarks/doc2vec_quality.py``.
+    ``pipelines/benchmarks/doc2vec_quality.py`` (documents per second, and the ratio to
+    ``infer_vector`` in the same run).
 
     Parameters
     ----------

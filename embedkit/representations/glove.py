@@ -51,7 +51,7 @@ def cooccurrence_matrix(tokens: TokenizedDocuments | list[list[str]], vocabulary
         raise ValueError(f"window={window!r} must be a positive int.")
     if not isinstance(tokens, TokenizedDocuments):
         tokens = TokenizedDocuments.from_lists(tokens)
-    index = dict(zip(vocabulary, range(len(vocabulary))))
+    index = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
     ids = np.fromiter(map(index.get, tokens.words, itertools.repeat(-1)), dtype=np.int64,
                       count=len(tokens.words))[tokens.ids]
     doc = tokens.document_index()

@@ -157,7 +157,7 @@ class TfidfEmbedder(Representation):
             vec = word
         try:
             matrix = vec.fit_transform(docs)
-        except ValueError as err:  # sklearn: "empty vocabulary; perhaps the documents only contain stop words"
+        except ValueError as err:  # scikit-learn's "empty vocabulary; perhaps the documents ..."
             raise ValueError(
                 f"TfidfEmbedder found no terms in the {len(docs)} training documents ({err}). "
                 "Lower min_df / raise max_df, drop stop_words, or check the documents are not empty."

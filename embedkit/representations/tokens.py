@@ -115,7 +115,7 @@ class TokenIndexer(Representation):
     # -- fitting ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
         tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs)
-        counts = dict(zip(tokens.words, tokens.counts().tolist()))
+        counts = dict(zip(tokens.words, tokens.counts().tolist(), strict=True))
         kept = sorted((w for w, c in counts.items() if c >= self.min_count),
                       key=lambda w: (-counts[w], w))
         if self.max_vocab is not None:
@@ -175,7 +175,7 @@ class TokenIndexer(Representation):
 
     # -- transform ----------------------------------------------------------------------------
     def _transform(self, docs):
-        vocabulary = dict(zip(self.vocabulary_, range(self.vocab_size_)))
+        vocabulary = dict(zip(self.vocabulary_, range(self.vocab_size_), strict=True))
         tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs, vocabulary=vocabulary)
         n = len(tokens)
         index = np.where(tokens.positions >= 0, tokens.positions, 1)  # unknown words: "<unk>"

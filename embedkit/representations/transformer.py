@@ -109,14 +109,15 @@ class TransformerEmbedder(NeuralEncoder):
         torch CPU threads during encoding (restored afterwards); None keeps torch's setting.
     dtype : {"float32", "bfloat16", "int8"}, default="float32"
         bfloat16 (PyTorch backend) halves memory and is faster on GPUs and CPUs with native bf16
-        (AVX512-BF16, AMX), slower on CPUs without; vectors differ slightly (MiniLM on TREC / BBC
-        News: cosine >= 0.99992 to float32, 1.75-2.2x faster on a 2-core AVX512-BF16 CPU).
+        (AVX512-BF16, AMX), slower on CPUs without (``pipelines/benchmarks/bench_encode.py --bf16``
+        times it on yours); vectors differ slightly (MiniLM on TREC / BBC News: cosine >= 0.99992
+        to float32).
         int8 (ONNX backend, CPU; opt-in) quantizes the weights dynamically (ONNX Runtime's
         ``quantize_dynamic``, per-channel 7-bit weights). MiniLM, measured against float32:
         cosine min 0.975 / mean 0.993 over all 5,952 TREC questions, min 0.990 over 32 BBC
         articles; TREC-6 logistic-regression accuracy 0.886 -> 0.880
-        (``pipelines/benchmarks/int8_accuracy.py``); 1.2-1.8x the float32 ONNX speed on a
-        2-core AVX2 CPU. Outputs are always float32.
+        (``pipelines/benchmarks/int8_accuracy.py``); faster than float32 ONNX on AVX2 CPUs
+        (``pipelines/benchmarks/bench_encode.py --extra``). Outputs are always float32.
     backend : {"auto", "torch", "onnx"}, default="auto"
         Who runs the network. "onnx": ONNX Runtime on the CPU, over a graph exported once from
         the safetensors weights and cached in ``embedkit.resources.home() / "onnx"`` (see
@@ -447,5 +448,5 @@ class TransformerEmbedder(NeuralEncoder):
             pooled = np.zeros((n_words, self.dim_), dtype=np.float32)
             np.add.at(pooled, inverse, vecs)
             pooled /= np.bincount(inverse, minlength=n_words)[:, None].astype(np.float32)
-        return pooled.astype(np.float32), [text[s:e] for s, e in zip(starts, ends)]
+        return pooled.astype(np.float32), [text[s:e] for s, e in zip(starts, ends, strict=True)]
 

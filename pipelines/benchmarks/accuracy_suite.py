@@ -121,7 +121,7 @@ class GloveMeanEncoder(TransformerMixin, BaseEstimator):
         folder = resource_path("glove-6b-50d")
         self.vectors_ = np.load(next(folder.glob("*.npy")), mmap_mode="r")
         words = pd.read_parquet(next(folder.glob("*.parquet"))).iloc[:, 0].astype(str)
-        self.index_ = dict(zip(words, range(len(words))))
+        self.index_ = dict(zip(words, range(len(words)), strict=True))
         return self
 
     def transform(self, X):

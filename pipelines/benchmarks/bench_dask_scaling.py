@@ -5,9 +5,10 @@ Repeats the real TREC questions to ``--docs`` documents, fits
 count starts a ``LocalCluster(n_workers=k, processes=True, threads_per_worker=1)`` and runs
 ``write_parquet(extract_features(rep, dd.read_parquet(corpus), keep="id"), folder)`` (read,
 encode and write parquet by partition). The peer is the same representation in this one
-process: ``pd.read_parquet``, ``rep.transform`` over the whole column, ``DataFrame.to_parquet``, once with its default threads (BLAS and arrow on
-every core) and once limited to one thread, as each Dask worker here runs. Each configuration is timed ``--repeat`` times
-and the best run is kept (the model broadcast and the worker warm-up are inside the timing).
+process: ``pd.read_parquet``, ``rep.transform`` over the whole column, ``DataFrame.to_parquet``,
+once with its default threads (BLAS and arrow on every core) and once limited to one thread, as
+each Dask worker here runs. Each configuration is timed ``--repeat`` times and the best run is kept
+(the model broadcast and the worker warm-up are inside the timing).
 
 Usage::
 
@@ -69,7 +70,8 @@ def main() -> None:
 
     # the corpus lives in parquet files that the workers read themselves, as on a cluster
     # with shared storage (a pandas frame embedded in the graph would travel via the scheduler)
-    dd.from_pandas(df, npartitions=args.partitions).to_parquet(tmp / "corpus", compute_kwargs={"scheduler": "sync"})
+    dd.from_pandas(df, npartitions=args.partitions).to_parquet(tmp / "corpus",
+                                                               compute_kwargs={"scheduler": "sync"})
 
     def local():
         df = pd.read_parquet(tmp / "corpus")

@@ -57,7 +57,7 @@ def main(argv=None):
             optimizer.step()
             optimizer.zero_grad()
             times.append((t1 - t0, t2 - t1, time.perf_counter() - t2))
-        f, b, o = (sum(col) / args.repeat for col in zip(*times[1:]))
+        f, b, o = (sum(col) / args.repeat for col in zip(*times[1:], strict=True))
         n = sum(p.numel() for p in trainable())
         print(f"{label:<34} {n / 1e6:5.1f}M trained  forward {f:5.2f} s  backward {b:5.2f} s  "
               f"update {o:5.2f} s  step {f + b + o:5.2f} s", flush=True)

@@ -40,7 +40,8 @@ else:
     kv = KeyedVectors.load_word2vec_format(path, no_header=True)
     vec = kv["king"]
 t = time.perf_counter() - t0
-print(json.dumps({"seconds": t, "import_s": t_import, "rss_import_mb": rss_import, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+print(json.dumps({"seconds": t, "import_s": t_import, "rss_import_mb": rss_import,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "king0": float(vec[0])}))
 """
 
@@ -103,7 +104,8 @@ def main() -> None:
                         ("embedkit GloveEmbedder(vectors=text file)", text),
                         ("gensim load_word2vec_format(no_header=True)", gensim)):
             print(f"{name:44s}: {r['seconds']:7.2f} s / {r['seconds'] - r['import_s']:7.2f} s to "
-                  f"first vector; peak RSS {r['peak_rss_mb']:5.0f} MB / +{r['peak_rss_mb'] - r['rss_import_mb']:.0f} MB")
+                  f"first vector; peak RSS {r['peak_rss_mb']:5.0f} MB / "
+                  f"+{r['peak_rss_mb'] - r['rss_import_mb']:.0f} MB")
         load = lambda r: r["seconds"] - r["import_s"]  # noqa: E731
         print(f"-> bundled GloVe is {gensim['seconds'] / ours['seconds']:.1f}x faster to the first vector "
               f"than gensim's text parser including imports, {load(gensim) / load(ours):.1f}x excluding "

@@ -164,7 +164,7 @@ def main(rounds: int = 5) -> None:
     print("best of", rounds, "rounds; wall clock, and CPU time of this process (less sensitive to "
           "other processes on a shared machine)")
     old_wall, old_cpu = {}, {}
-    for (group, label, _), w, c in zip(rows, wall, cpu):
+    for (group, label, _), w, c in zip(rows, wall, cpu, strict=True):
         old_wall.setdefault(group, w)
         old_cpu.setdefault(group, c)
         print(f"{group:9s} {label:50s} {n_tokens / w / 1e6:5.2f}M tokens/s {old_wall[group] / w:5.2f}x"

@@ -79,10 +79,10 @@ def main(epochs: int = 3, repeats: int = 3) -> None:
     print(f"LSTM epoch on TREC train ({len(y)} docs, {epochs} epochs x {repeats} repeats, "
           f"torch threads = {torch.get_num_threads()})")
     for clock in ("wall", "cpu"):
-        h, l = (float(np.median(times[k][clock])) for k in ("head", "loop"))
-        print(f"  {clock:4s}: RNNClassifier {h:.3f} s/epoch {np.round(times['head'][clock], 3).tolist()}"
-              f" | hand loop {l:.3f} s/epoch {np.round(times['loop'][clock], 3).tolist()}"
-              f" | ratio head/loop = {h / l:.3f} (target <= 1.10)")
+        head, loop = (float(np.median(times[k][clock])) for k in ("head", "loop"))
+        print(f"  {clock:4s}: RNNClassifier {head:.3f} s/epoch {np.round(times['head'][clock], 3).tolist()}"
+              f" | hand loop {loop:.3f} s/epoch {np.round(times['loop'][clock], 3).tolist()}"
+              f" | ratio head/loop = {head / loop:.3f} (target <= 1.10)")
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def make_corpus(path: Path, n_docs: int) -> None:
         for start in range(0, n_docs, step):
             ids = np.arange(start, min(start + step, n_docs))
             copy = ids // len(texts)
-            docs = [f"{texts[i % len(texts)]} copy{c}" for i, c in zip(ids, copy)]
+            docs = [f"{texts[i % len(texts)]} copy{c}" for i, c in zip(ids, copy, strict=True)]
             pd.DataFrame({"id": ids, "text": docs}).to_csv(f, header=False, index=False)
 
 

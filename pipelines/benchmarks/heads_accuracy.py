@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 
@@ -30,8 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _head_data import glove_sequences, glove_vectors, token_ids, tokenize, vocabulary  # noqa: E402
 
 from embedkit.datasets import load_dataset  # noqa: E402
-from embedkit.heads import (AttentionClassifier, ConvClassifier, MLPClassifier,  # noqa: E402
-                            RNNClassifier, SelfAttentionClassifier)
+from embedkit.heads import (  # noqa: E402
+    AttentionClassifier,
+    ConvClassifier,
+    MLPClassifier,
+    RNNClassifier,
+    SelfAttentionClassifier,
+)
 
 HEADS = {
     "mlp-mean (DAN)": lambda: MLPClassifier(hidden_layer_sizes=(128,)),

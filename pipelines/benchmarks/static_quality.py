@@ -65,7 +65,8 @@ def intrinsic() -> None:
           "| simlex999 Spearman | fit s |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]:.3f} | {r[3]} | {r[4]:.3f} | {r[5]:.0%} | {r[6]:.3f} | {r[7]:.0f} |")
+        print(f"| {r[0]} | {r[1]} | {r[2]:.3f} | {r[3]} | {r[4]:.3f} | {r[5]:.0%} | {r[6]:.3f} "
+              f"| {r[7]:.0f} |")
     if ONLY:
         return
     w2v = fitted["Word2Vec skip-gram (WikiText-2)"]

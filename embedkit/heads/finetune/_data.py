@@ -22,7 +22,7 @@ def pad_token_ids(rows, pad_id: int) -> dict:
 
 def collate_token_ids(items, pad_id: int):
     """Collate ``(token ids, target)`` rows of a `HeadDataset` into a dynamically padded batch."""
-    rows, ys = zip(*items)
+    rows, ys = zip(*items, strict=True)
     return pad_token_ids(rows, pad_id), torch.as_tensor(np.asarray(ys))
 
 

@@ -1,15 +1,64 @@
-"""The accuracy levers of issue 13: NBSVM log-count-ratio features and the ensemble head."""
+"""TfidfEmbedder: scikit-learn's TF-IDF values, weightings, character n-grams, LSA, pandas output,
+errors, and the NBSVM log-count-ratio features (issue 13)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import accuracy_score
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
-from sklearn.pipeline import Pipeline, make_pipeline
 
-from embedkit import EnsembleClassifier, TfidfEmbedder, load_dataset, registry
+from embedkit import TfidfEmbedder, registry
+from embedkit.documents import Tokenizer
+
+
+def test_tfidf_matches_scikit_learn(sentences):
+    ours = TfidfEmbedder().fit(sentences)
+    ref = TfidfVectorizer(token_pattern=None, tokenizer=Tokenizer(lowercase=False)).fit(sentences)
+    got = ours.transform(sentences[:6])
+    assert sp.issparse(got) and got.dtype == np.float32
+    np.testing.assert_allclose(got.toarray(), ref.transform(sentences[:6]).toarray(), rtol=1e-5)
+    assert list(ours.get_feature_names_out()) == list(ref.get_feature_names_out())
+
+
+def test_tfidf_weightings_chars_and_lsa(sentences):
+    counts = TfidfEmbedder(weighting="count").fit(sentences).transform(["the the cat"])
+    binary = TfidfEmbedder(weighting="binary").fit(sentences).transform(["the the cat"])
+    assert counts.max() == 2 and binary.max() == 1
+    words = TfidfEmbedder().fit(sentences)
+    both = TfidfEmbedder(char_ngram_range=(2, 3)).fit(sentences)
+    assert both.dim_ > words.dim_
+    lsa = TfidfEmbedder(n_components=5).fit(sentences)
+    out = lsa.transform(sentences[:3] + [""])
+    assert isinstance(out, np.ndarray) and out.shape == (4, 5)
+    np.testing.assert_allclose(np.linalg.norm(out[:3], axis=1), 1, rtol=1e-5)
+    np.testing.assert_array_equal(out[3], 0)  # empty document: zero vector, finite
+    frame = TfidfEmbedder(n_components=5).set_output(transform="pandas").fit_transform(sentences)
+    assert list(frame.columns)[:2] == ["lsa0", "lsa1"]
+
+
+def test_tfidf_pandas_output_dense_or_a_named_way_out(sentences):
+    sparse = TfidfEmbedder().fit(sentences)
+    dense = TfidfEmbedder(sparse_output=False).set_output(transform="pandas").fit(sentences)
+    frame = dense.transform(sentences[:3])
+    assert list(frame.columns) == list(sparse.get_feature_names_out())
+    np.testing.assert_array_equal(frame.to_numpy(), sparse.transform(sentences[:3]).toarray())
+    with pytest.raises(ValueError, match=r"TfidfEmbedder gives a scipy-sparse matrix.*"
+                                         r"sparse_output=False.*n_components=300"):
+        TfidfEmbedder().set_output(transform="pandas").fit_transform(sentences)
+
+
+def test_tfidf_errors(sentences):
+    with pytest.raises(ValueError, match="found no terms.*min_df"):
+        TfidfEmbedder().fit(["", "  "])
+    with pytest.raises(ValueError, match="n_components=500 must lie"):
+        TfidfEmbedder(n_components=500).fit(sentences)
+    with pytest.raises(ValueError, match="weighting='bm25'"):
+        TfidfEmbedder(weighting="bm25").fit(sentences)
+    with pytest.raises(ValueError, match="output='sequence'.*no sequence form"):
+        TfidfEmbedder(output="sequence").fit(sentences)
+
 
 TOY = ["good good fun", "good film", "bad film", "bad bad plot", "fun plot"]
 TOY_Y = ["pos", "pos", "neg", "neg", "pos"]
@@ -71,65 +120,13 @@ def test_nbsvm_rejects_bad_alpha():
         TfidfEmbedder(log_count_ratio=True, nb_alpha=0).fit(TOY, TOY_Y)
 
 
-@pytest.fixture(scope="module")
-def tweets():
-    """A stratified slice of vader-tweets: 600 training and 300 test tweets."""
-    from sklearn.model_selection import train_test_split
-
-    df = load_dataset("vader-tweets")
-    train, rest = train_test_split(df, train_size=600, stratify=df["label"], random_state=0)
-    test, _ = train_test_split(rest, train_size=300, stratify=rest["label"], random_state=0)
-    return (train["text"].to_numpy(object), train["label"].to_numpy(),
-            test["text"].to_numpy(object), test["label"].to_numpy())
-
-
 def test_nbsvm_ratios_on_real_tweets(tweets):
     X, y, X_test, y_test = tweets
     emb = TfidfEmbedder(ngram_range=(1, 2), sublinear_tf=True, log_count_ratio=True).fit(X, y)
     assert emb.classes_.tolist() == ["negative", "positive"]
-    ratio = dict(zip(emb.vectorizer_.get_feature_names_out(), emb.ratios_[0]))
+    ratio = dict(zip(emb.vectorizer_.get_feature_names_out(), emb.ratios_[0], strict=True))
     assert min(ratio["love"], ratio["great"], ratio["happy"]) > 0
     assert max(ratio["hate"], ratio["sad"], ratio["worst"]) < 0
     # the registry pair runs as a Pipeline that passes y to the representation
     pipe = registry.make_pipeline("nbsvm", "logreg-cv").fit(X, y)
     assert accuracy_score(y_test, pipe.predict(X_test)) > 0.75
-
-
-def test_ensemble_vote_is_the_mean_of_members(tweets):
-    X, y, X_test, _ = tweets
-    ens = EnsembleClassifier(members=("nbsvm:logreg-cv", "tfidf:logreg-cv"), method="vote")
-    proba = Pipeline([("features", "passthrough"), ("head", ens)]).fit(X, y).predict_proba(X_test)
-    members = [registry.make_pipeline(r, "logreg-cv").fit(X, y) for r in ("nbsvm", "tfidf")]
-    want = np.mean([m.predict_proba(X_test) for m in members], axis=0)
-    np.testing.assert_allclose(proba, want, atol=1e-6)
-    assert ens.classes_.tolist() == ["negative", "positive"]
-
-
-def test_ensemble_stack_learns_on_out_of_fold_probabilities(tweets):
-    X, y, X_test, _ = tweets
-    ens = EnsembleClassifier(members=("nbsvm:logreg-cv", "tfidf:logreg-cv"), cv=3, C=2.0).fit(X, y)
-    folds = StratifiedKFold(3, shuffle=True, random_state=0)
-    oof = np.column_stack([
-        cross_val_predict(registry.make_pipeline(r, "logreg-cv"), X, y, cv=folds,
-                          method="predict_proba")[:, 1] for r in ("nbsvm", "tfidf")])
-    final = LogisticRegression(C=2.0, max_iter=1000).fit(oof, y)
-    np.testing.assert_allclose(ens.model_.final_estimator_.coef_, final.coef_, rtol=1e-4)
-    members = np.column_stack([registry.make_pipeline(r, "logreg-cv").fit(X, y)
-                               .predict_proba(X_test)[:, 1] for r in ("nbsvm", "tfidf")])
-    np.testing.assert_allclose(ens.predict_proba(X_test), final.predict_proba(members), atol=1e-6)
-
-
-def test_ensemble_errors():
-    with pytest.raises(ValueError, match="passthrough"):
-        EnsembleClassifier().fit(np.ones((4, 3)), [0, 1, 0, 1])
-    with pytest.raises(ValueError, match="not a registry pair"):
-        EnsembleClassifier(members=("tfidf:nope", "bow:logreg")).fit(TOY, TOY_Y)
-    with pytest.raises(ValueError, match="at least two"):
-        EnsembleClassifier(members=("tfidf:logreg",)).fit(TOY, TOY_Y)
-    with pytest.raises(ValueError, match="method"):
-        EnsembleClassifier(method="mean").fit(TOY, TOY_Y)
-    with pytest.raises(ValueError, match="cv"):
-        EnsembleClassifier(cv=1).fit(TOY, TOY_Y)
-    ok = EnsembleClassifier(members=("bow:logreg", ("tfidf", make_pipeline(
-        TfidfEmbedder(), LogisticRegression()))), method="vote").fit(TOY, TOY_Y)
-    assert set(ok.predict(["good fun"])) <= {"pos", "neg"}

@@ -1,5 +1,8 @@
-"""Behaviour of the sequence heads (Conv1D, RNN, attention, self-attention): masking, learning
-tasks that separate architectures, attention weights, determinism, errors, regression.
+"""Behaviour shared by the sequence heads (Conv1D, RNN, attention, self-attention), parametrized
+over the architectures: masking, learning tasks that separate architectures, attention weights
+(`embedkit/heads/_torch.py`), determinism, errors, regression. This is where the tests of
+`heads/conv.py`, `heads/rnn.py` and `heads/attention.py` live; a test of one architecture alone
+goes in its own file (`test_selfattention.py`). The data is in `_sequence_data.py`.
 
 Real training throughout, small and seeded. Torch runs single-threaded here: these models are
 tiny and a shared CPU makes thread spinning the dominant cost.
@@ -10,12 +13,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _sequence_data import TINY, as_tensors, first_token_data, pad_more, random_ids, random_sequences
 
-from embedkit.heads import (AttentionClassifier, AttentionRegressor, ConvClassifier, ConvRegressor,
-                            MLPClassifier, RNNClassifier, RNNRegressor, SelfAttentionClassifier,
-                            SelfAttentionRegressor)
-from embedkit.plots import attention_heatmap
-from embedkit.sequences import Sequences, TokenIds
+from embedkit.heads import (
+    AttentionClassifier,
+    AttentionRegressor,
+    ConvClassifier,
+    ConvRegressor,
+    MLPClassifier,
+    RNNClassifier,
+    RNNRegressor,
+    SelfAttentionClassifier,
+    SelfAttentionRegressor,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -26,90 +36,6 @@ def _one_thread():
     torch.set_num_threads(before)
 
 
-# ----------------------------------------------------------------------------------------------
-# data
-# ----------------------------------------------------------------------------------------------
-
-POS = ["good", "great", "fun", "excellent", "nice", "brilliant"]
-NEG = ["bad", "awful", "boring", "dull", "poor", "terrible"]
-NOUNS = ["film", "plot", "acting", "story", "music", "cast"]
-VOCAB = ["<pad>", "<unk>", "the", "was", "not", "and"] + NOUNS + POS + NEG
-
-
-def to_ids(docs: list[list[str]], vocabulary: list[str]) -> TokenIds:
-    index = {w: i for i, w in enumerate(vocabulary)}
-    lengths = np.array([len(d) for d in docs])
-    ids = np.zeros((len(docs), max(lengths.max(), 1)), dtype=np.int64)
-    for i, d in enumerate(docs):
-        ids[i, : len(d)] = [index.get(w, 1) for w in d]
-    return TokenIds(ids, lengths, vocabulary, tokens=docs)
-
-
-def negation_data(n: int, seed: int):
-    """Two clauses, one positive and one negative adjective, exactly one of them after "not".
-    Negating the positive one makes the review negative, negating the negative one makes it
-    positive. Both labels have the same bag of words, so only word order can tell them apart."""
-    rs = np.random.RandomState(seed)
-    docs, y = [], []
-    for _ in range(n):
-        n1, n2 = rs.choice(NOUNS, 2, replace=False)
-        negate_positive = rs.rand() < 0.5
-        c1 = ["the", n1, "was"] + (["not"] if negate_positive else []) + [rs.choice(POS)]
-        c2 = ["the", n2, "was"] + ([] if negate_positive else ["not"]) + [rs.choice(NEG)]
-        if rs.rand() < 0.5:
-            c1, c2 = c2, c1
-        docs.append([str(t) for t in c1 + ["and"] + c2])
-        y.append(0 if negate_positive else 1)
-    return to_ids(docs, VOCAB), np.array(y)
-
-
-def first_token_data(n: int, seed: int, length: int = 100):
-    """Label = the first token ("A" or "B"); the other 99 tokens are random filler."""
-    rs = np.random.RandomState(seed)
-    vocabulary = ["<pad>", "<unk>", "A", "B"] + [f"w{i}" for i in range(20)]
-    ids = rs.randint(4, len(vocabulary), size=(n, length))
-    y = rs.randint(0, 2, size=n)
-    ids[:, 0] = 2 + y
-    return TokenIds(ids, np.full(n, length), vocabulary), y
-
-
-def random_sequences(n=24, width=7, dim=6, seed=0):
-    rs = np.random.RandomState(seed)
-    lengths = rs.randint(1, width + 1, size=n)
-    lengths[3] = 0  # an empty document
-    lengths[0] = width
-    values = rs.randn(n, width, dim).astype(np.float32)
-    values[np.arange(width)[None, :] >= lengths[:, None]] = 0.0
-    return Sequences(values, lengths)
-
-
-def random_ids(n=24, width=7, vocab=15, seed=0, pad_vector=True):
-    rs = np.random.RandomState(seed)
-    lengths = rs.randint(1, width + 1, size=n)
-    lengths[3] = 0
-    lengths[0] = width
-    ids = rs.randint(2, vocab, size=(n, width))
-    ids[np.arange(width)[None, :] >= lengths[:, None]] = 0
-    # pretrained vectors whose padding row is NOT zero: masking must not rely on it
-    vectors = rs.randn(vocab, 5).astype(np.float32) if pad_vector else None
-    return TokenIds(ids, lengths, ["<pad>", "<unk>"] + [f"t{i}" for i in range(vocab - 2)], vectors)
-
-
-def pad_more(X, extra: int):
-    """The same documents with ``extra`` more padding columns."""
-    if isinstance(X, Sequences):
-        values = np.concatenate([X.values, np.zeros((len(X), extra, X.dim), np.float32)], axis=1)
-        return Sequences(values, X.lengths, X.tokens)
-    ids = np.concatenate([X.ids, np.zeros((len(X), extra), np.int64)], axis=1)
-    return TokenIds(ids, X.lengths, X.vocabulary, X.vectors, X.tokens)
-
-
-def as_tensors(X):
-    x = X.values if isinstance(X, Sequences) else X.ids
-    return torch.as_tensor(x), torch.as_tensor(X.lengths)
-
-
-TINY = dict(epochs=2, batch_size=5, early_stopping=False, dropout=0.1)
 HEADS = {
     "conv": lambda: ConvClassifier(kernel_sizes=(2, 5), filters=6, **TINY),
     "conv-causal-dilated-mean": lambda: ConvClassifier(kernel_sizes=(3,), filters=6, num_layers=3,
@@ -123,16 +49,13 @@ HEADS = {
     "attention-additive": lambda: AttentionClassifier(encoder_layer_sizes=(), scoring="additive", **TINY),
     "selfattn-cls": lambda: SelfAttentionClassifier(d_model=8, nhead=2, **TINY),
     "selfattn-post-learned-mean": lambda: SelfAttentionClassifier(d_model=8, nhead=2, norm="post",
-                                                                  positional="learned", pooling="mean", **TINY),
+                                                                  positional="learned", pooling="mean",
+                                                                  **TINY),
     "selfattn-causal-last": lambda: SelfAttentionClassifier(d_model=8, nhead=2, causal=True,
                                                             pooling="last", positional="none", **TINY),
-    "selfattn-attention-max": lambda: SelfAttentionClassifier(d_model=8, nhead=4, pooling="attention", **TINY),
+    "selfattn-attention-max": lambda: SelfAttentionClassifier(d_model=8, nhead=4, pooling="attention",
+                                                              **TINY),
 }
-
-
-@pytest.fixture(scope="module")
-def labels():
-    return np.arange(24) % 3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -172,7 +95,7 @@ def test_attention_weights_are_aligned_and_masked(name, labels):
     head = HEADS[name]().fit(X, labels)
     weights = head.attention_weights(X)
     assert [len(w) for w in weights] == X.lengths.tolist()
-    for w, n in zip(weights, X.lengths):
+    for w, n in zip(weights, X.lengths, strict=True):
         assert (w >= 0).all()
         if n:
             assert abs(w.sum() - 1) < 1e-5
@@ -181,7 +104,7 @@ def test_attention_weights_are_aligned_and_masked(name, labels):
     with torch.inference_mode():
         full = module.attention(*as_tensors(pad_more(X, 4))).numpy()
     assert np.all(full[~pad_more(X, 4).mask] == 0)
-    for w, row in zip(weights, full):
+    for w, row in zip(weights, full, strict=True):
         np.testing.assert_allclose(row[: len(w)], w, atol=1e-5)
     pairs = head.attention_weights(X[:3], return_tokens=True)
     vocab = np.array(X.vocabulary)
@@ -200,11 +123,6 @@ def test_attention_weights_need_attention_pooling(labels):
 # ----------------------------------------------------------------------------------------------
 # learning tasks that separate the architectures
 # ----------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def negation():
-    return negation_data(500, seed=0), negation_data(300, seed=1)
 
 
 def held_out_accuracy(head, data):
@@ -313,32 +231,3 @@ def test_frozen_pretrained_embedding_stays_fixed(labels):
 def test_bad_parameters_are_named(head, match, labels):
     with pytest.raises(ValueError, match=match):
         head.fit(random_sequences(), labels)
-
-
-def test_learned_positions_reject_longer_documents_at_predict(labels):
-    head = SelfAttentionClassifier(d_model=8, nhead=2, positional="learned", max_length=7, **TINY)
-    head.fit(random_sequences(), labels)
-    longer = Sequences(np.ones((2, 9, 6), np.float32), [9, 2])
-    with pytest.raises(ValueError, match="max_length=7"):
-        head.predict(longer)
-
-
-# ----------------------------------------------------------------------------------------------
-# plots
-# ----------------------------------------------------------------------------------------------
-
-
-def test_attention_heatmap_writes_png(tmp_path, negation):
-    (X, y), _ = negation
-    head = AttentionClassifier(embedding_dim=8, epochs=2, early_stopping=False).fit(X[:100], y[:100])
-    pairs = head.attention_weights(X[:3], return_tokens=True)
-    assert [t for t, _ in pairs] == [list(t) for t in X.tokens[:3]]
-    path = tmp_path / "attention.png"
-    fig = attention_heatmap([t for t, _ in pairs], [w for _, w in pairs], path, title="negation")
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 1000
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts[: len(pairs[0][0])] == pairs[0][0]
-    single = attention_heatmap(["not", "good"], [0.7, 0.3], tmp_path / "one.png")
-    assert [t.get_text() for t in single.axes[0].texts] == ["not", "good"]
-    with pytest.raises(ValueError, match="2 words but 3 weights"):
-        attention_heatmap(["not", "good"], [0.2, 0.3, 0.5])
