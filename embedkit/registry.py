@@ -378,6 +378,12 @@ HEADS: dict[str, Entry] = {
                             "MiniLM fine-tuned for short texts: 2 epochs, batch 32, lr 1e-4, "
                             "its six blocks trained, word embeddings frozen",
                             {"lr": [5e-5, 1e-4]}, cost=40),
+    # few labels: 5 pair rounds and 64 word pieces keep a CPU fit of 16 labelled texts near a
+    # minute; max_steps bounds it on large training sets (pipelines/benchmarks/few_labels.py)
+    "setfit": Entry(step("SetFitClassifier", num_iterations=5, max_length=64, max_steps=400),
+                    "SetFit: MiniLM tuned on same/other-label pairs, then LR (few labels; "
+                    "slow on CPU beyond a few hundred texts)", {"num_iterations": [5, 20]},
+                    cost=400),
     "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling", cost=2),
     "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
                    "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)",
