@@ -130,3 +130,12 @@ def test_bad_input_errors(sms, fitted):
         SetFitClassifier(model="no-such-model").fit(X, y)
     assert fitted.predict([]).shape == (0,)
     assert fitted.predict_proba([]).shape == (0, 2)
+
+
+def test_max_steps_caps_the_steps_and_epochs_repeat_the_pairs(sms):
+    X, y, _, _ = sms
+    capped = SetFitClassifier(**PARAMS, epochs=3, max_steps=1).fit(X, y)
+    assert [e["step"] for e in capped.history_][-1] == 1
+    assert [e["epoch"] for e in capped.history_][-1] < 1
+    longer = SetFitClassifier(**PARAMS, epochs=2).fit(X, y)  # 2 epochs of 2 steps
+    assert [e["step"] for e in longer.history_][-1] == 4

@@ -16,6 +16,7 @@ writes checkpoints to the working folder; the method is the same.
 
 from __future__ import annotations
 
+import math
 import os
 from numbers import Real
 from pathlib import Path
@@ -297,10 +298,12 @@ class SetFitClassifier(CheckedKeywords, TransformerMixin, ClassifierMixin, BaseE
         pairs = Dataset.from_dict({"sentence_1": text[first].tolist(),
                                    "sentence_2": text[second].tolist(),
                                    "label": target.tolist()})
+        steps = math.ceil(len(pairs) / self.batch_size) * self.epochs
+        if self.max_steps is not None:  # the Trainer's max_steps is exact (it repeats epochs)
+            steps = min(steps, int(self.max_steps))
         with tempfile.TemporaryDirectory(prefix="embedkit-setfit-") as tmp:
             args = SentenceTransformerTrainingArguments(
-                output_dir=tmp, num_train_epochs=self.epochs,
-                max_steps=-1 if self.max_steps is None else int(self.max_steps),
+                output_dir=tmp, num_train_epochs=self.epochs, max_steps=steps,
                 per_device_train_batch_size=self.batch_size, learning_rate=float(self.lr),
                 warmup_steps=0.1, seed=seed, data_seed=seed, use_cpu=self._device() == "cpu",
                 save_strategy="no", report_to="none", disable_tqdm=not self.verbose,
