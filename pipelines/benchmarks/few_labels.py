@@ -186,12 +186,23 @@ def run(datasets, sizes, seeds: int, large_seeds: int, test_size: int, workers: 
 
 # --- report ---------------------------------------------------------------------------------
 
+def paired(runs: pd.DataFrame) -> pd.DataFrame:
+    """Where SetFit ran, only the draws (seeds) it ran on, for every method: the methods are
+    compared on the same labelled documents; elsewhere every run."""
+    ran = runs[runs.method == SETFIT][["dataset", "n_per_class", "seed"]].drop_duplicates()
+    has = runs.set_index(["dataset", "n_per_class"]).index.isin(
+        ran.set_index(["dataset", "n_per_class"]).index)
+    return pd.concat([runs[has].merge(ran, on=["dataset", "n_per_class", "seed"]), runs[~has]])
+
+
 def summary(runs: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
     """Mean and standard deviation over seeds per (dataset, size, method), one row per
-    (dataset, size), plus SetFit's margin over the better peer and the number of seeds."""
+    (dataset, size), plus SetFit's margin over the better peer and the number of seeds.
+
+    ``runs`` as `paired` gives them."""
     g = runs.groupby(["dataset", "n_per_class", "method"])[metric]
     mean, std = g.mean().unstack("method"), g.std(ddof=0).unstack("method")
-    seeds = runs[runs.method == SETFIT].groupby(["dataset", "n_per_class"]).seed.nunique()
+    seeds = runs.groupby(["dataset", "n_per_class"]).seed.nunique()
     table = pd.DataFrame(index=mean.index)
     for method in METHODS:
         if method in mean:
@@ -214,7 +225,8 @@ def _markdown(table: pd.DataFrame) -> str:
         cells = [name, str(n)]
         for m in methods:
             sd = row[f"{m} sd"]
-            cells.append(f"{100 * row[m]:.1f}" + (f" ± {100 * sd:.1f}" if row["seeds"] > 1 else ""))
+            cells.append("–" if pd.isna(row[m]) else
+                         f"{100 * row[m]:.1f}" + (f" ± {100 * sd:.1f}" if row["seeds"] > 1 else ""))
         margin = row.get("setfit - best peer", np.nan)
         cells.append("" if pd.isna(margin) else f"{100 * margin:+.1f}")
         cells.append(f"{int(row['seeds'])}" if pd.notna(row["seeds"]) else "")
@@ -266,24 +278,25 @@ def chart(runs: pd.DataFrame, path: Path, metric: str = "accuracy") -> Path:
     return path
 
 
-def report(out: Path, command: str | None = None) -> pd.DataFrame:
+def report(out: Path) -> pd.DataFrame:
     runs = pd.DataFrame(read_runs(out / RUNS))
     if runs.empty:
         raise SystemExit(f"no runs in {out / RUNS}")
     runs = runs.sort_values(["dataset", "n_per_class", "seed", "method"])
     runs.to_csv(out / "few_labels.csv", index=False)
-    acc, f1 = summary(runs), summary(runs, "f1_macro")
+    acc, f1 = summary(paired(runs)), summary(paired(runs), "f1_macro")
     n_test = runs.groupby("dataset").n_test.first()
-    text = ["# Few labels: SetFit vs frozen MiniLM + LR vs full fine-tuning", ""]
-    if command:
-        text += [f"`{command}`", ""]
+    text = ["# Few labels: SetFit vs frozen MiniLM + LR vs full fine-tuning", "",
+            ("Written by `pipelines/benchmarks/few_labels.py` (protocol in its docstring). Where "
+             "SetFit ran, every method is scored on the same draws (seeds) of labelled documents; "
+             "rows without SetFit are the frozen baselines alone."), ""]
     text += ["Test documents per dataset: " + ", ".join(f"{k} {v}" for k, v in n_test.items())
              + ". Mean over seeds (± standard deviation), in %.", "",
              "## Accuracy", "", _markdown(acc), "", wins(acc), "",
              "## Macro-F1", "", _markdown(f1), "", wins(f1), "",
              "![learning curves](few_labels.png)", ""]
     (out / "few_labels.md").write_text("\n".join(text))
-    chart(runs, out / "few_labels.png")
+    chart(paired(runs), out / "few_labels.png")
     print("\n".join(text))
     return runs
 
@@ -304,7 +317,7 @@ def main(argv=None):
     if not args.report_only:
         run(args.datasets, args.sizes, args.seeds, args.large_seeds, args.test_size, args.workers,
             args.threads, out)
-    report(out, "PYTHONPATH=. python pipelines/benchmarks/few_labels.py " + " ".join(argv or sys.argv[1:]))
+    report(out)
 
 
 if __name__ == "__main__":
