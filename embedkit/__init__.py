@@ -47,6 +47,7 @@ _EXPORTS = {
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
     "EnsembleClassifier": "embedkit.heads.ensemble",
+    "SetFitClassifier": "embedkit.heads.setfit",
     "tune": "embedkit.tune",
 }
 

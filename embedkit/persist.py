@@ -70,6 +70,7 @@ TRUSTED_TYPES = frozenset({
     f"{_E}.heads.selfattention.SelfAttentionRegressor",
     f"{_E}.heads.finetune.TransformerClassifier", f"{_E}.heads.finetune.TransformerRegressor",
     f"{_E}.heads.ensemble.EnsembleClassifier", f"{_E}.registry.LogisticRegressionHead",
+    f"{_E}.heads.setfit.SetFitClassifier",
     f"{_E}.documents.Tokenizer", f"{_E}.vectors.WordVectors",
     f"{_E}.cache.MemoryCache", f"{_E}.cache.DiskCache",
     # scikit-learn: composition, text, scaling, reduction, linear models, ensembles

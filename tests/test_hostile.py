@@ -55,6 +55,7 @@ CHEAP = {
     "TransformerClassifier": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
     "TransformerRegressor": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
     "EnsembleClassifier": {"members": ("tfidf:logreg", "bow:logreg"), "cv": 2},
+    "SetFitClassifier": {"num_iterations": 1, "max_length": 16},
 }
 HEAD_BUDGET = {"epochs": 2, "batch_size": 8}
 

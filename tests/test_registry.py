@@ -66,7 +66,7 @@ def test_compatibility():
     assert fits("glove-seq", "rnn") and fits("glove-seq", "mlp") and not fits("glove-seq", "logreg")
     assert fits("learned", "conv") and not fits("learned", "logreg")
     assert [h for h in HEADS if fits("passthrough", h)] == [
-        "finetune", "finetune-short", "stack", "vote-finetune"]  # heads that read raw text
+        "finetune", "finetune-short", "setfit", "stack", "vote-finetune"]  # heads that read raw text
     assert [r for r in REPRESENTATIONS if fits(r, "finetune")] == ["passthrough"]
 
 

@@ -7,8 +7,9 @@ from .finetune import TransformerClassifier, TransformerRegressor
 from .mlp import MLPClassifier, MLPRegressor
 from .rnn import RNNClassifier, RNNRegressor
 from .selfattention import SelfAttentionClassifier, SelfAttentionRegressor
+from .setfit import SetFitClassifier
 
 __all__ = ["MLPClassifier", "MLPRegressor", "ConvClassifier", "ConvRegressor", "RNNClassifier",
            "RNNRegressor", "AttentionClassifier", "AttentionRegressor", "SelfAttentionClassifier",
            "SelfAttentionRegressor", "TransformerClassifier", "TransformerRegressor",
-           "EnsembleClassifier"]
+           "EnsembleClassifier", "SetFitClassifier"]

@@ -1,0 +1,417 @@
+"""Few-label classification the SetFit way: tune the sentence encoder on pairs, then fit a
+logistic regression on the tuned sentence vectors.
+
+`SetFitClassifier` takes raw documents. ``fit`` draws pairs of training documents (for each
+document, in each of ``num_iterations`` rounds, one partner of its own class, target cosine 1,
+and one of another class, target 0), tunes the encoder on them with sentence-transformers'
+``SentenceTransformerTrainer`` and ``CosineSimilarityLoss``, then fits scikit-learn's
+``LogisticRegression`` on the tuned encoder's vectors of the training documents. The training
+loop, its schedule and its batching are sentence-transformers' (Hugging Face's ``Trainer``);
+only the pair sampling is written here.
+
+Why not the ``setfit`` package itself: its trainer does not take a device (it trains on the
+GPU whenever one exists), orders its pairs with a fixed seed whatever the run's seed, and
+writes checkpoints to the working folder; the method is the same.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from numbers import Real
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils.validation import _num_samples, check_is_fitted
+
+from .._params import SEED, Device, Interval, positive_int, validate_params
+from ..base import CheckedKeywords, store_params
+from ..documents import validate_documents
+from ._base import LEARNING_RATE, encode_class_labels
+
+__all__ = ["SetFitClassifier", "contrastive_pairs"]
+
+
+def contrastive_pairs(codes: np.ndarray, num_iterations: int,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SetFit's pairs: in each of ``num_iterations`` rounds, every row is paired once with a
+    random row of its own class (target 1.0; possibly itself when its class has one row) and
+    once with a random row of another class (target 0.0).
+
+    Parameters
+    ----------
+    codes : int array of shape (n,)
+        Class index of each row (at least two classes).
+    num_iterations : int
+    rng : numpy Generator
+
+    Returns
+    -------
+    (first, second, target): row indices of each pair and its target cosine similarity;
+    ``2 * n * num_iterations`` pairs, positives and negatives alternating.
+
+    Examples
+    --------
+    >>> first, second, target = contrastive_pairs(np.array([0, 0, 1]), 2, np.random.default_rng(0))
+    >>> len(first), target[:2].tolist()
+    (12, [1.0, 0.0])
+    >>> bool(((np.array([0, 0, 1])[first] == np.array([0, 0, 1])[second]) == (target == 1)).all())
+    True
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    n = len(codes)
+    order = np.argsort(codes, kind="stable")  # rows grouped by class
+    counts = np.bincount(codes)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    anchors = np.concatenate([rng.permutation(n) for _ in range(num_iterations)])
+    cls = codes[anchors]
+    same = order[starts[cls] + rng.integers(0, counts[cls])]
+    # a uniform draw among the rows of the other classes: skip over the anchor's own block
+    r = rng.integers(0, n - counts[cls])
+    other = order[np.where(r < starts[cls], r, r + counts[cls])]
+    first = np.repeat(anchors, 2)
+    second = np.stack([same, other], axis=1).ravel()
+    target = np.tile(np.array([1.0, 0.0]), len(anchors))
+    return first, second, target
+
+
+class SetFitClassifier(CheckedKeywords, TransformerMixin, ClassifierMixin, BaseEstimator):
+    """Tune a sentence encoder contrastively on pairs built from the labels, then fit a logistic
+    regression on the tuned sentence vectors (SetFit, Tunstall et al. 2022): for few labels.
+
+    It takes raw documents (it owns its encoder): in a Pipeline or grid, give it a
+    ``"passthrough"`` features step. After fitting, ``transform`` returns the tuned sentence
+    vectors, to feed other heads.
+
+    Parameters
+    ----------
+    model : str, default="all-minilm-l6-v2"
+        The packaged MiniLM (a named resource, `embedkit.resources`) or a local
+        sentence-transformers / Hugging Face model folder (safetensors weights). Never
+        downloads, never runs code shipped with a model.
+    num_iterations : int, default=20
+        Rounds of pair sampling: each round pairs every training document once with a document
+        of its class and once with one of another class, so an epoch holds
+        ``2 * num_iterations * n_documents`` pairs.
+    epochs : int, default=1
+        Passes over the pairs.
+    max_steps : int or None, default=None
+        At most this many optimizer steps (batches of pairs, shuffled), whatever the epochs:
+        bounds the cost on large training sets, where SetFit's pairs grow with the documents.
+    batch_size : int, default=16
+        Pairs per step.
+    lr : float in (0, 1], default=2e-5
+        Learning rate of the encoder (AdamW, 10% linear warm-up then linear decay).
+    max_length : int >= 4, default=128
+        Documents are truncated to this many word pieces, in training and in prediction; at
+        most the model's position limit.
+    C : float > 0, default=1.0
+        Inverse regularisation strength of the logistic regression.
+    random_state : int or None, default=0
+        Seeds the pairs, their order and dropout: two fits on a CPU give identical models.
+        None is 0. The global random states (``random``, numpy, torch) are left as they were.
+    device : {"auto", "cpu", "cuda", "mps"}, default="auto"
+        Where the encoder trains and runs; "auto" takes a GPU when there is one.
+    verbose : int, default=0
+        1: the training progress bar and the loss every 50 steps.
+
+    Attributes
+    ----------
+    encoder_ : sentence_transformers.SentenceTransformer
+        The tuned encoder.
+    head_ : sklearn.linear_model.LogisticRegression
+        The classifier over the tuned vectors (classes are indices into ``classes_``).
+    classes_ : ndarray
+        The labels seen at fit.
+    dim_ : int
+        Width of the sentence vectors.
+    n_pairs_ : int
+        Pairs drawn per epoch.
+    history_ : list of dict
+        The trainer's log: ``loss`` with its ``step``, and the run's totals.
+
+    Notes
+    -----
+    The cost grows with the pairs, ``2 * num_iterations * n_documents`` per epoch: SetFit is for
+    tens of labelled documents per class; on thousands, set ``max_steps`` or fine-tune
+    (`TransformerClassifier`). Pickling a fitted estimator stores the tuned weights in the
+    pickle; `embedkit.save` writes them as a sentence-transformers folder (safetensors) and the
+    logistic regression as ``.npy`` / JSON.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import Pipeline
+    >>> docs = ["a great film", "loved it", "awful plot", "boring and bad"] * 2
+    >>> y = ["pos", "pos", "neg", "neg"] * 2
+    >>> clf = SetFitClassifier(num_iterations=2, max_length=16)
+    >>> pipe = Pipeline([("features", "passthrough"), ("head", clf)]).fit(docs, y)
+    >>> pipe.predict(["what a great film", "so boring"]).tolist()
+    ['pos', 'neg']
+    >>> clf.transform(["what a great film"]).shape
+    (1, 384)
+    """
+
+    _accepts = ("text",)
+    _parameter_constraints: ClassVar[dict] = {
+        "model": [str, os.PathLike],
+        "num_iterations": [positive_int()],
+        "epochs": [positive_int()],
+        "max_steps": [None, positive_int()],
+        "batch_size": [positive_int(2)],  # a batch of one pair has no spread to learn from
+        "lr": [LEARNING_RATE],
+        "max_length": [positive_int(4)],  # room for the special tokens; the model's limit at load
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "random_state": [None, SEED],
+        "device": [Device()],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, model: str = "all-minilm-l6-v2", num_iterations: int = 20,
+                 epochs: int = 1, max_steps: int | None = None, batch_size: int = 16,
+                 lr: float = 2e-5, max_length: int = 128, C: float = 1.0,
+                 random_state: int | None = 0, device: str = "auto", verbose: int = 0):
+        store_params(self, locals())
+
+    # -- input and model ----------------------------------------------------------------------
+    def _documents(self, X) -> list[str]:
+        if hasattr(X, "tocsr") or hasattr(X, "lengths") or (
+                hasattr(X, "dtype") and getattr(X, "ndim", 1) == 2 and X.dtype.kind in "fiub"):
+            name = type(self).__name__
+            raise ValueError(
+                f"{name} takes raw documents (it owns its encoder) but received "
+                f"{type(X).__name__} features. In a Pipeline put it after a 'passthrough' features "
+                f"step: Pipeline([('features', 'passthrough'), ('head', {name}())]).")
+        return validate_documents(X)
+
+    def _device(self) -> str:
+        from .._batching import resolve_device
+
+        return resolve_device(self.device)
+
+    def _load(self, source: str | None = None):
+        """The sentence-transformers model at ``source`` (default: ``model``), offline, safely."""
+        from sentence_transformers import SentenceTransformer
+
+        from ..resources import (
+            RESOURCES,
+            _check_model_folder,
+            _quiet_transformers,
+            resource_path,
+        )
+
+        if source is None:
+            model = str(self.model)
+            if model in RESOURCES and RESOURCES[model]["kind"] == "transformer":
+                source = str(resource_path(model))
+            elif Path(model).expanduser().is_dir():
+                source = str(Path(model).expanduser().resolve())
+                _check_model_folder(Path(source))
+            else:
+                known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
+                raise ValueError(
+                    f"{type(self).__name__}(model={model!r}): not a named model ({known}) and not "
+                    "a local model folder. Pass a folder written by SentenceTransformer.save or "
+                    "save_pretrained (config.json, *.safetensors, tokenizer files).")
+        try:
+            with _quiet_transformers():
+                encoder = SentenceTransformer(source, device=self._device(), local_files_only=True,
+                                              trust_remote_code=False,
+                                              model_kwargs={"use_safetensors": True})
+        except Exception as err:  # noqa: BLE001 - sentence-transformers raises assorted errors
+            raise ValueError(
+                f"could not load the model folder {source} ({type(err).__name__}: "
+                f"{str(err).splitlines()[0][:300] if str(err) else ''}). It must hold a "
+                "sentence-transformers or Hugging Face model: config.json, *.safetensors weights "
+                "and tokenizer files.") from None
+        limit = getattr(encoder[0].auto_model.config, "max_position_embeddings", None)
+        if limit and self.max_length > limit:
+            raise ValueError(f"{type(self).__name__}(max_length={self.max_length}) exceeds the "
+                             f"{limit} positions of {self.model!r}; use max_length <= {limit}.")
+        encoder.max_seq_length = int(self.max_length)
+        return encoder
+
+    def _encode(self, docs: list[str]) -> np.ndarray:
+        if not docs:
+            return np.zeros((0, self.dim_), dtype=np.float32)
+        out = self.encoder_.encode(docs, batch_size=64, convert_to_numpy=True,
+                                   show_progress_bar=False)
+        return np.asarray(out, dtype=np.float32)
+
+    # -- training -----------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Tune the encoder on pairs of ``X`` drawn from the labels ``y``, then fit the logistic
+        regression on the tuned vectors.
+
+        Parameters
+        ----------
+        X : iterable of str
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        name = type(self).__name__
+        docs = self._documents(X)
+        if not docs:
+            raise ValueError(f"{name}.fit received no rows: X is empty; fit needs training data.")
+        if y is None:
+            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+        try:
+            n_y = _num_samples(y)
+        except TypeError:
+            raise ValueError(f"y must be an array-like of labels, got {type(y).__name__}.") from None
+        if n_y != len(docs):
+            raise ValueError(f"X has {len(docs)} rows but y has {n_y}; they must match row for row.")
+        classes, codes = encode_class_labels(y, name)
+        seed = 0 if self.random_state is None else int(self.random_state)
+        with _kept_global_random_state():
+            encoder = self._load()
+            self.n_pairs_, self.history_ = self._tune(encoder, docs, codes, seed)
+        self.encoder_ = encoder.eval()
+        dimension = getattr(encoder, "get_embedding_dimension", None)  # sentence-transformers 6
+        self.dim_ = int((dimension or encoder.get_sentence_embedding_dimension)())
+        self.classes_ = classes
+        from sklearn.linear_model import LogisticRegression
+
+        self.head_ = LogisticRegression(C=float(self.C), max_iter=1000, random_state=seed)
+        self.head_.fit(self._encode(docs), codes)
+        return self
+
+    def _tune(self, encoder, docs: list[str], codes: np.ndarray, seed: int):
+        """Contrastive tuning with sentence-transformers' trainer; ``(pairs, log)``."""
+        import tempfile
+
+        from datasets import Dataset
+        from sentence_transformers import (
+            SentenceTransformerTrainer,
+            SentenceTransformerTrainingArguments,
+            losses,
+        )
+
+        first, second, target = contrastive_pairs(codes, self.num_iterations,
+                                                  np.random.default_rng(seed))
+        text = np.asarray(docs, dtype=object)
+        pairs = Dataset.from_dict({"sentence_1": text[first].tolist(),
+                                   "sentence_2": text[second].tolist(),
+                                   "label": target.tolist()})
+        steps = math.ceil(len(pairs) / self.batch_size) * self.epochs
+        if self.max_steps is not None:  # the Trainer's max_steps is exact (it repeats epochs)
+            steps = min(steps, int(self.max_steps))
+        with tempfile.TemporaryDirectory(prefix="embedkit-setfit-") as tmp:
+            args = SentenceTransformerTrainingArguments(
+                output_dir=tmp, num_train_epochs=self.epochs, max_steps=steps,
+                per_device_train_batch_size=self.batch_size, learning_rate=float(self.lr),
+                warmup_steps=0.1, seed=seed, data_seed=seed, use_cpu=self._device() == "cpu",
+                save_strategy="no", report_to="none", disable_tqdm=not self.verbose,
+                logging_steps=50, dataloader_pin_memory=False)
+            trainer = SentenceTransformerTrainer(model=encoder, args=args, train_dataset=pairs,
+                                                 loss=losses.CosineSimilarityLoss(encoder))
+            _quiet(trainer, keep_progress=bool(self.verbose))
+            trainer.train()
+            history = [{k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
+                       for entry in trainer.state.log_history]
+        loss = [e["loss"] for e in history if "loss" in e]
+        if not np.isfinite(loss).all() or not _finite_weights(encoder):
+            raise ValueError(f"{type(self).__name__} training diverged (lr={self.lr!r}): the loss "
+                             f"or the weights became non-finite. Lower lr (e.g. "
+                             f"lr={float(self.lr) / 10:g}).")
+        return len(pairs), history
+
+    # -- inference ----------------------------------------------------------------------------
+    def transform(self, X) -> np.ndarray:
+        """The tuned encoder's sentence vectors, float32 ``(n_docs, dim_)``."""
+        check_is_fitted(self, "head_")
+        return self._encode(self._documents(X))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, columns in ``classes_`` order."""
+        vectors = self.transform(X)
+        if not len(vectors):
+            return np.zeros((0, len(self.classes_)))
+        return self.head_.predict_proba(vectors)
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each document."""
+        proba = self.predict_proba(X)  # before classes_: unfitted is a NotFittedError
+        return self.classes_[proba.argmax(axis=1)]
+
+    # -- model folders (embedkit.persist) -------------------------------------------------------
+    def _to_state(self, folder):
+        """State for `embedkit.save`: the attributes but the encoder, which is written to
+        ``folder`` as a sentence-transformers model folder (safetensors, JSON, vocabulary)."""
+        check_is_fitted(self, "head_")
+        state = dict(self.__getstate__())
+        encoder = state.pop("encoder_")
+        from ..resources import _quiet_transformers
+
+        with _quiet_transformers():
+            encoder.save(str(folder), safe_serialization=True, create_model_card=False)
+        return state
+
+    @classmethod
+    def _from_state(cls, state: dict, folder):
+        """Inverse of `_to_state`: the tuned encoder from ``folder``, the rest from ``state``."""
+        self = cls.__new__(cls)
+        self.__setstate__(state)
+        self.encoder_ = self._load(str(folder)).eval()
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        return tags
+
+
+def _quiet(trainer, keep_progress: bool) -> None:
+    """Drop the trainer's model-card callback (it encodes sample pairs for a README that is never
+    written) and, unless asked for, its progress bar and log printer."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    drop = tuple(c for c in (getattr(trainer, "model_card_callback_class", None),) if c)
+    if not keep_progress:
+        drop += (ProgressCallback, PrinterCallback)
+    for callback in list(trainer.callback_handler.callbacks):
+        if isinstance(callback, drop):
+            trainer.remove_callback(callback)
+
+
+def _finite_weights(encoder) -> bool:
+    import torch
+
+    with torch.no_grad():
+        sums = [p.sum() for p in encoder.parameters()]
+        return bool(torch.isfinite(torch.stack(sums).float()).all())
+
+
+class _kept_global_random_state:
+    """Restore Python's, numpy's and torch's global random states on exit: Hugging Face's
+    ``Trainer`` seeds them all (``set_seed``), which must not change the caller's streams."""
+
+    def __enter__(self):
+        import random
+
+        import torch
+
+        self._states = (random.getstate(), np.random.get_state(), torch.random.get_rng_state(),
+                        torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+        return self
+
+    def __exit__(self, *exc):
+        import random
+
+        import torch
+
+        py, np_state, cpu, cuda = self._states
+        random.setstate(py)
+        np.random.set_state(np_state)
+        torch.random.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+        return False

@@ -1,0 +1,324 @@
+"""Few labels: SetFit (`SetFitClassifier`) against frozen MiniLM + logistic regression and full
+fine-tuning (`TransformerClassifier`), with 8, 16, 32 and 64 labelled documents per class.
+
+    PYTHONPATH=. python pipelines/benchmarks/few_labels.py              # the reported run
+    PYTHONPATH=. python pipelines/benchmarks/few_labels.py --datasets trec --sizes 8 16 \\
+        --seeds 3 --test-size 500 --workers 2
+    PYTHONPATH=. python pipelines/benchmarks/few_labels.py --report-only  # tables + plot again
+
+Protocol
+--------
+* Datasets: accuracy-suite sets (`embedkit.load_dataset`), split as the suite splits them
+  (`accuracy_suite.split`: the official split, else stratified 80/20 with seed 0); the test side
+  is cut to a fixed stratified sample of ``--test-size`` documents (the suite's ``_slice``,
+  seed 0) when it is larger, so every method and every run is scored on the same documents.
+* Training sets: for each size ``n`` and seed ``s``, ``n`` documents per class drawn from the
+  training side (``groupby(label).sample(n, random_state=s)``); every method sees the same ones.
+  ``--seeds`` seeds for sizes up to 16, ``--large-seeds`` above (the CPU budget).
+* Methods, all on the packaged all-MiniLM-L6-v2:
+  - ``setfit``: the registry's ``setfit`` head (5 pair rounds, 64 word pieces, batch 16, lr 2e-5,
+    one epoch, logistic regression C=1);
+  - ``frozen + LR``: the accuracy suite's plain baseline, sentence-transformers ``encode`` +
+    ``LogisticRegression(max_iter=3000)``;
+  - ``frozen + logreg``: the same vectors + the registry's ``logreg`` head (C and scaling chosen
+    by inner 3-fold cross-validation);
+  - ``finetune``: the registry's ``finetune`` head (`TransformerClassifier`, full fine-tuning,
+    2 epochs, 128 word pieces).
+* Scores: accuracy and macro-F1 on the test sample; fit seconds (wall clock, on a machine shared
+  with other jobs: compare them only within a run).
+
+Output (``--output``, default ``pipelines/benchmarks/results``): ``few_labels_runs.jsonl`` (one
+line per finished run; a rerun skips those), ``few_labels.csv`` (the runs), ``few_labels.md``
+(mean and standard deviation over seeds per dataset, size and method, and where SetFit beats
+both peers) and ``few_labels.png`` (the learning curves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run from the checkout
+    sys.path.insert(0, str(ROOT))
+
+from pipelines.benchmarks import accuracy_suite as suite  # after the path
+
+DATASETS = ("sms-spam", "vader-tweets", "rotten-tomatoes", "disaster-tweets")
+SIZES = (8, 16, 32, 64)
+SETFIT, FROZEN, FROZEN_CV, FINETUNE = "setfit", "frozen + LR", "frozen + logreg", "finetune"
+METHODS = (SETFIT, FROZEN, FROZEN_CV, FINETUNE)
+RUNS = "few_labels_runs.jsonl"
+
+
+def data(name: str, test_size: int):
+    """(train side, fixed test sample) of dataset ``name``, as the accuracy suite splits it."""
+    from embedkit.datasets import load_dataset
+
+    train, test, _ = suite.split(load_dataset(name))
+    return train, suite._slice(test, test_size).reset_index(drop=True)
+
+
+def labelled(train: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    """``n`` training documents per class, drawn with ``seed``."""
+    return train.groupby("label").sample(n, random_state=seed).reset_index(drop=True)
+
+
+def _scores(y_true, pred) -> dict:
+    from sklearn.metrics import accuracy_score, f1_score
+
+    return {"accuracy": float(accuracy_score(y_true, pred)),
+            "f1_macro": float(f1_score(y_true, pred, average="macro"))}
+
+
+def _threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+
+
+def run_frozen(name: str, runs: list[tuple[int, int]], test_size: int) -> list[dict]:
+    """Both frozen baselines for every (size, seed) of ``name``: the test sample is encoded once."""
+    from sklearn.base import clone
+    from sklearn.linear_model import LogisticRegression
+
+    from embedkit.registry import logreg_head
+
+    train, test = data(name, test_size)
+    encoder = suite.SentenceTransformerEncoder().fit(None)
+    test_vectors = encoder.transform(test["text"].tolist())
+    out = []
+    for n, seed in runs:
+        part = labelled(train, n, seed)
+        start = time.perf_counter()
+        vectors = encoder.transform(part["text"].tolist())
+        encode_s = time.perf_counter() - start
+        for method, head in ((FROZEN, LogisticRegression(max_iter=3000)), (FROZEN_CV, logreg_head())):
+            start = time.perf_counter()
+            model = clone(head).fit(vectors, part["label"])
+            fit_s = encode_s + time.perf_counter() - start
+            out.append({"dataset": name, "n_per_class": n, "seed": seed, "method": method,
+                        **_scores(test["label"], model.predict(test_vectors)),
+                        "fit_seconds": fit_s, "n_train": len(part), "n_test": len(test)})
+    return out
+
+
+def run_tuned(name: str, n: int, seed: int, method: str, test_size: int) -> list[dict]:
+    """The registry's ``setfit`` or ``finetune`` head fitted on one labelled draw."""
+    from embedkit import registry
+
+    train, test = data(name, test_size)
+    part = labelled(train, n, seed)
+    model = registry.HEADS[method].factory().set_params(random_state=seed)
+    start = time.perf_counter()
+    model.fit(part["text"].tolist(), part["label"].to_numpy())
+    fit_s = time.perf_counter() - start
+    pred = model.predict(test["text"].tolist())
+    return [{"dataset": name, "n_per_class": n, "seed": seed, "method": method,
+             **_scores(test["label"], pred), "fit_seconds": fit_s, "n_train": len(part),
+             "n_test": len(test)}]
+
+
+def read_runs(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def jobs(datasets, sizes, seeds: int, large_seeds: int, done: set) -> list[tuple]:
+    """Every run not yet in ``done``: the frozen baselines first (one job per dataset), then the
+    tuned heads: seed by seed for the sizes up to 16 (8 and 16 per class with seed 0, then with
+    seed 1, ...), then the larger sizes, so an interrupted run has the rows that matter most."""
+    small = [n for n in sizes if n <= 16]
+    draws = [(n, s) for s in range(seeds) for n in small]
+    draws += [(n, s) for n in sizes if n > 16 for s in range(large_seeds)]
+    out = []
+    for name in datasets:
+        todo = [(n, s) for n, s in draws if (name, n, s, FROZEN_CV) not in done]
+        if todo:
+            out.append((0, "frozen", name, todo))
+    for n, s in draws:
+        for name in datasets:
+            for method in (SETFIT, FINETUNE):
+                if (name, n, s, method) not in done:
+                    out.append((n, method, name, (n, s)))
+    return out
+
+
+def run(datasets, sizes, seeds: int, large_seeds: int, test_size: int, workers: int,
+        threads: int, out: Path) -> list[dict]:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RUNS
+    done = {(r["dataset"], r["n_per_class"], r["seed"], r["method"]) for r in read_runs(path)}
+    todo = jobs(datasets, sizes, seeds, large_seeds, done)
+    print(f"{len(todo)} jobs to run ({len(done)} runs already in {path})", flush=True)
+    import multiprocessing
+
+    # spawned, not forked: a forked worker hangs in the Trainer (torch's thread pools do not
+    # survive fork)
+    with ProcessPoolExecutor(max_workers=workers, initializer=_threads, initargs=(threads,),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {}
+        for _, kind, name, arg in todo:
+            if kind == "frozen":
+                futures[pool.submit(run_frozen, name, arg, test_size)] = (kind, name, arg)
+            else:
+                futures[pool.submit(run_tuned, name, arg[0], arg[1], kind, test_size)] = \
+                    (kind, name, arg)
+        for future in as_completed(futures):
+            records = future.result()
+            with path.open("a") as fh:
+                for record in records:
+                    fh.write(json.dumps(record) + "\n")
+            for r in records:
+                print(f"{r['dataset']:16s} n={r['n_per_class']:<3d} seed={r['seed']} "
+                      f"{r['method']:16s} acc={r['accuracy']:.3f} f1={r['f1_macro']:.3f} "
+                      f"fit={r['fit_seconds']:.0f}s", flush=True)
+    return read_runs(path)
+
+
+# --- report ---------------------------------------------------------------------------------
+
+def paired(runs: pd.DataFrame) -> pd.DataFrame:
+    """Where SetFit ran, only the draws (seeds) it ran on, for every method: the methods are
+    compared on the same labelled documents; elsewhere every run."""
+    ran = runs[runs.method == SETFIT][["dataset", "n_per_class", "seed"]].drop_duplicates()
+    has = runs.set_index(["dataset", "n_per_class"]).index.isin(
+        ran.set_index(["dataset", "n_per_class"]).index)
+    return pd.concat([runs[has].merge(ran, on=["dataset", "n_per_class", "seed"]), runs[~has]])
+
+
+def summary(runs: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
+    """Mean and standard deviation over seeds per (dataset, size, method), one row per
+    (dataset, size), plus SetFit's margin over the better peer and the number of seeds.
+
+    ``runs`` as `paired` gives them."""
+    g = runs.groupby(["dataset", "n_per_class", "method"])[metric]
+    mean, std = g.mean().unstack("method"), g.std(ddof=0).unstack("method")
+    seeds = runs.groupby(["dataset", "n_per_class"]).seed.nunique()
+    table = pd.DataFrame(index=mean.index)
+    for method in METHODS:
+        if method in mean:
+            table[method] = mean[method]
+            table[f"{method} sd"] = std[method]
+    peers = [m for m in (FROZEN, FROZEN_CV, FINETUNE) if m in mean]
+    if SETFIT in mean and peers:
+        table["setfit - best peer"] = mean[SETFIT] - mean[peers].max(axis=1)
+    table["seeds"] = seeds
+    return table
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    rows = []
+    methods = [m for m in METHODS if m in table]
+    head = ["dataset", "n/class", *methods, "setfit - best peer", "seeds"]
+    rows.append("| " + " | ".join(head) + " |")
+    rows.append("|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|")
+    for (name, n), row in table.iterrows():
+        cells = [name, str(n)]
+        for m in methods:
+            sd = row[f"{m} sd"]
+            cells.append("–" if pd.isna(row[m]) else
+                         f"{100 * row[m]:.1f}" + (f" ± {100 * sd:.1f}" if row["seeds"] > 1 else ""))
+        margin = row.get("setfit - best peer", np.nan)
+        cells.append("" if pd.isna(margin) else f"{100 * margin:+.1f}")
+        cells.append(f"{int(row['seeds'])}" if pd.notna(row["seeds"]) else "")
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def wins(table: pd.DataFrame, sizes=(8, 16)) -> str:
+    """Per size: on how many datasets SetFit's mean beats every peer's mean."""
+    lines = []
+    for n in sizes:
+        part = table.xs(n, level="n_per_class") if n in table.index.get_level_values(1) else None
+        if part is None or "setfit - best peer" not in part:
+            continue
+        won = part.index[part["setfit - best peer"] > 0].tolist()
+        lines.append(f"* {n} per class: SetFit beats both peers on {len(won)} of {len(part)} "
+                     f"datasets ({', '.join(won) or 'none'}).")
+    return "\n".join(lines)
+
+
+def chart(runs: pd.DataFrame, path: Path, metric: str = "accuracy") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(runs["dataset"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        part = runs[runs.dataset == name]
+        for method in METHODS:
+            rows = part[part.method == method]
+            if rows.empty:
+                continue
+            g = rows.groupby("n_per_class")[metric]
+            ax.errorbar(g.mean().index, 100 * g.mean(), yerr=100 * g.std(ddof=0).fillna(0),
+                        marker="o", capsize=3, label=method)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(part.n_per_class.unique()))
+        ax.set_xticklabels(sorted(part.n_per_class.unique()))
+        ax.set_title(name)
+        ax.set_xlabel("labelled documents per class")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(f"test {metric} (%)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def report(out: Path) -> pd.DataFrame:
+    runs = pd.DataFrame(read_runs(out / RUNS))
+    if runs.empty:
+        raise SystemExit(f"no runs in {out / RUNS}")
+    runs = runs.sort_values(["dataset", "n_per_class", "seed", "method"])
+    runs.to_csv(out / "few_labels.csv", index=False)
+    acc, f1 = summary(paired(runs)), summary(paired(runs), "f1_macro")
+    n_test = runs.groupby("dataset").n_test.first()
+    text = ["# Few labels: SetFit vs frozen MiniLM + LR vs full fine-tuning", "",
+            ("Written by `pipelines/benchmarks/few_labels.py` (protocol in its docstring). Where "
+             "SetFit ran, every method is scored on the same draws (seeds) of labelled documents; "
+             "rows without SetFit are the frozen baselines alone."), ""]
+    text += ["Test documents per dataset: " + ", ".join(f"{k} {v}" for k, v in n_test.items())
+             + ". Mean over seeds (± standard deviation), in %.", "",
+             "## Accuracy", "", _markdown(acc), "", wins(acc), "",
+             "## Macro-F1", "", _markdown(f1), "", wins(f1), "",
+             "![learning curves](few_labels.png)", ""]
+    (out / "few_labels.md").write_text("\n".join(text))
+    chart(paired(runs), out / "few_labels.png")
+    print("\n".join(text))
+    return runs
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES))
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per size up to 16")
+    parser.add_argument("--large-seeds", type=int, default=1, help="seeds per size above 16")
+    parser.add_argument("--test-size", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    parser.add_argument("--output", default=str(ROOT / "pipelines" / "benchmarks" / "results"))
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args(argv)
+    out = Path(args.output)
+    if not args.report_only:
+        run(args.datasets, args.sizes, args.seeds, args.large_seeds, args.test_size, args.workers,
+            args.threads, out)
+    report(out)
+
+
+if __name__ == "__main__":
+    main()

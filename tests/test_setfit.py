@@ -1,0 +1,141 @@
+"""SetFitClassifier: the packaged MiniLM tuned on pairs of a real SMS slice, then LR.
+
+One small fit per session (8 SMS per class, 1 pair round: 32 pairs, two steps) is shared; the
+determinism test fits once more. The contract and hostile-input suites cover the parameter table.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.dummy import DummyClassifier
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import Pipeline
+
+from embedkit import load, save
+from embedkit.heads.setfit import SetFitClassifier, contrastive_pairs
+
+PARAMS = {"num_iterations": 1, "max_length": 32, "random_state": 3}
+
+
+@pytest.fixture(scope="session")
+def sms():
+    """8 SMS per class to train on, and a held-out slice of 30 per class."""
+    from embedkit.datasets import load_dataset
+
+    df = load_dataset("sms-spam")
+    train = df.groupby("label").sample(8, random_state=0)
+    test = df.drop(train.index).groupby("label").sample(30, random_state=0)
+    return (train.text.tolist(), train.label.to_numpy(), test.text.tolist(),
+            test.label.to_numpy())
+
+
+@pytest.fixture(scope="session")
+def fitted(sms):
+    X, y, _, _ = sms
+    return SetFitClassifier(**PARAMS).fit(X, y)
+
+
+def test_pairs_follow_the_labels_and_the_seed():
+    codes = np.array([0, 0, 0, 1, 1, 2])
+    first, second, target = contrastive_pairs(codes, 4, np.random.default_rng(0))
+    assert len(first) == 2 * 4 * len(codes)
+    np.testing.assert_array_equal(codes[first] == codes[second], target == 1.0)
+    # every row anchors one positive and one negative pair per round
+    np.testing.assert_array_equal(np.bincount(first), [8] * len(codes))
+    again = contrastive_pairs(codes, 4, np.random.default_rng(0))
+    assert all(np.array_equal(a, b) for a, b in zip((first, second, target), again))
+    other = contrastive_pairs(codes, 4, np.random.default_rng(1))
+    assert not np.array_equal(second, other[1])
+
+
+def test_beats_a_dummy_on_held_out_sms(sms, fitted):
+    X, y, X_test, y_test = sms
+    dummy = DummyClassifier(strategy="most_frequent").fit(X, y).score(X_test, y_test)
+    assert dummy == 0.5
+    assert fitted.score(X_test, y_test) >= dummy + 0.2  # 46 of 60 here, the dummy 30
+    assert fitted.n_pairs_ == 32 and fitted.dim_ == 384
+    assert [e["step"] for e in fitted.history_][-1] == 2  # 32 pairs in batches of 16
+    proba = fitted.predict_proba(X_test)
+    assert proba.shape == (60, 2) and np.isfinite(proba).all()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
+    vectors = fitted.transform(X_test[:3])
+    assert vectors.dtype == np.float32 and vectors.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)  # MiniLM normalises
+
+
+def test_deterministic_for_a_seed_and_leaves_global_random_state(sms, fitted):
+    import random
+
+    import torch
+
+    X, y, X_test, _ = sms
+    np.random.seed(123)
+    random.seed(123)
+    torch.manual_seed(123)
+    expected = (np.random.random(), random.random(), torch.rand(1).item())
+    np.random.seed(123)
+    random.seed(123)
+    torch.manual_seed(123)
+    again = SetFitClassifier(**PARAMS).fit(X, y)
+    assert (np.random.random(), random.random(), torch.rand(1).item()) == expected
+    np.testing.assert_array_equal(again.predict_proba(X_test), fitted.predict_proba(X_test))
+    np.testing.assert_array_equal(again.predict(X_test), fitted.predict(X_test))
+
+
+def test_clone_and_pickle(sms, fitted):
+    _, _, X_test, _ = sms
+    fresh = clone(fitted)
+    assert fresh.get_params() == fitted.get_params()
+    assert not [k for k in vars(fresh) if k.endswith("_")]
+    blob = pickle.dumps(SetFitClassifier(**PARAMS))
+    assert len(blob) < 2000  # parameters only, no weights
+    back = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(back.predict_proba(X_test), fitted.predict_proba(X_test))
+
+
+def test_save_and_load_a_pipeline(sms, fitted, tmp_path):
+    _, _, X_test, _ = sms
+    pipe = Pipeline([("features", "passthrough"), ("head", fitted)])
+    folder = save(pipe, tmp_path / "model")
+    files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert any(f.endswith("model.safetensors") for f in files)
+    assert any(f.endswith("modules.json") for f in files)  # a sentence-transformers folder
+    assert not any(f.endswith((".pkl", ".bin", ".pt", ".joblib")) for f in files)
+    back = load(folder)
+    np.testing.assert_array_equal(back.predict_proba(X_test), pipe.predict_proba(X_test))
+    np.testing.assert_array_equal(back.predict(X_test), pipe.predict(X_test))
+
+
+def test_bad_input_errors(sms, fitted):
+    X, y, _, _ = sms
+    with pytest.raises(NotFittedError):
+        SetFitClassifier().predict(["hello"])
+    with pytest.raises(ValueError, match="passthrough"):
+        SetFitClassifier(**PARAMS).fit(np.ones((16, 4)), y)
+    with pytest.raises(ValueError, match="single str"):
+        fitted.predict("one message")
+    with pytest.raises(ValueError, match=r"positions 1 \(None\)"):
+        fitted.predict(["fine", None])
+    with pytest.raises(ValueError, match="X has 16 rows but y has 15"):
+        SetFitClassifier(**PARAMS).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="only one class"):
+        SetFitClassifier(**PARAMS).fit(X, ["ham"] * len(X))
+    with pytest.raises(ValueError, match=r"max_length=1000\) exceeds the 512 positions"):
+        SetFitClassifier(num_iterations=1, max_length=1000).fit(X, y)
+    with pytest.raises(ValueError, match="not a named model"):
+        SetFitClassifier(model="no-such-model").fit(X, y)
+    assert fitted.predict([]).shape == (0,)
+    assert fitted.predict_proba([]).shape == (0, 2)
+
+
+def test_max_steps_caps_the_steps_and_epochs_repeat_the_pairs(sms):
+    X, y, _, _ = sms
+    capped = SetFitClassifier(**PARAMS, epochs=3, max_steps=1).fit(X, y)
+    assert [e["step"] for e in capped.history_][-1] == 1
+    assert [e["epoch"] for e in capped.history_][-1] < 1
+    longer = SetFitClassifier(**PARAMS, epochs=2).fit(X, y)  # 2 epochs of 2 steps
+    assert [e["step"] for e in longer.history_][-1] == 4
