@@ -47,7 +47,7 @@ def test_pairs_follow_the_labels_and_the_seed():
     # every row anchors one positive and one negative pair per round
     np.testing.assert_array_equal(np.bincount(first), [8] * len(codes))
     again = contrastive_pairs(codes, 4, np.random.default_rng(0))
-    assert all(np.array_equal(a, b) for a, b in zip((first, second, target), again))
+    assert all(np.array_equal(a, b) for a, b in zip((first, second, target), again, strict=True))
     other = contrastive_pairs(codes, 4, np.random.default_rng(1))
     assert not np.array_equal(second, other[1])
 

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run from the checkout
     sys.path.insert(0, str(ROOT))
 
-from pipelines.benchmarks import accuracy_suite as suite  # after the path
+from pipelines.benchmarks import accuracy_suite as suite  # noqa: E402  (after the path)
 
 DATASETS = ("sms-spam", "vader-tweets", "rotten-tomatoes", "disaster-tweets")
 SIZES = (8, 16, 32, 64)
@@ -255,7 +255,7 @@ def chart(runs: pd.DataFrame, path: Path, metric: str = "accuracy") -> Path:
 
     names = list(dict.fromkeys(runs["dataset"]))
     fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
-    for ax, name in zip(axes[0], names):
+    for ax, name in zip(axes[0], names, strict=True):
         part = runs[runs.dataset == name]
         for method in METHODS:
             rows = part[part.method == method]
