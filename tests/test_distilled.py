@@ -161,12 +161,14 @@ def test_save_load_and_a_fresh_process_give_identical_vectors(small, tmp_path):
     # the table travels in the folder (model2vec format): no cache, no encoder needed to load
     (tmp_path / "elsewhere").mkdir()
     code = ("import sys, numpy as np, embedkit; m = embedkit.load(sys.argv[1]); "
-            f"np.save(sys.argv[2], m[0].transform({DOCS!r}))")
+            f"np.save(sys.argv[2], m[0].transform({DOCS!r})); embedkit.save(m, sys.argv[3])")
     env = {"EMBEDKIT_HOME": str(tmp_path / "elsewhere"), "PATH": "", "HOME": str(tmp_path)}
-    subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "v.npy")], check=True,
-                   env=env)
+    subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "v.npy"),
+                    str(tmp_path / "again")], check=True, env=env)
     np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), want)
-    assert not any((tmp_path / "elsewhere").iterdir())
+    assert not any((tmp_path / "elsewhere").iterdir())  # nothing distilled nor cached there
+    # saved again from the loaded copy (no cache behind it): the same table
+    np.testing.assert_array_equal(embedkit.load(tmp_path / "again")[0].transform(DOCS), want)
     # pickling keeps no table: the copy reads it from the cache again
     assert len(pickle.dumps(small)) < 10_000
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(small)).transform(DOCS),

@@ -286,7 +286,8 @@ class DistilledEmbedder(Representation):
         if self.pca_dims is not None:
             from sklearn.decomposition import PCA
 
-            vectors = PCA(n_components=int(self.pca_dims), svd_solver="covariance_eigh").fit_transform(vectors)
+            pca = PCA(n_components=int(self.pca_dims), svd_solver="covariance_eigh")
+            vectors = pca.fit_transform(vectors)
         if self.sif_coefficient is not None:
             rank = np.arange(1, len(ids) + 1)
             p = 1.0 / (rank + 1)
@@ -294,13 +295,17 @@ class DistilledEmbedder(Representation):
             vectors *= (self.sif_coefficient / (self.sif_coefficient + p))[:, None]
         table = np.zeros((size, vectors.shape[1]), dtype=np.float32)
         table[ids] = vectors
-        config = {"model_type": "model2vec", "architectures": ["StaticModel"],
-                  "tokenizer_name": self.source_, "apply_pca": self.pca_dims,
-                  "sif_coefficient": self.sif_coefficient, "normalize": True,
-                  "max_length": 512, "pooling": "mean", "seq_length": 1000000,
-                  "distilled_by": "embedkit", "distilled_tokens": len(ids)}
-        write_model2vec(tmp, table, Tokenizer.from_file(str(raw / "tokenizer.json")), config)
+        write_model2vec(tmp, table, Tokenizer.from_file(str(raw / "tokenizer.json")),
+                        self._config(normalize=True, max_length=512))  # model2vec's defaults
         return {"n_distilled": len(ids)}
+
+    def _config(self, normalize: bool, max_length: int | None) -> dict:
+        """model2vec's ``config.json`` of the table (its inference settings as given)."""
+        return {"model_type": "model2vec", "architectures": ["StaticModel"],
+                "tokenizer_name": Path(self.source_).name, "apply_pca": self.pca_dims,
+                "sif_coefficient": self.sif_coefficient, "normalize": bool(normalize),
+                "max_length": max_length, "pooling": "mean", "seq_length": 1000000,
+                "distilled_by": "embedkit.DistilledEmbedder", "weights": self.weights_id_}
 
     def _table_folder(self) -> Path:
         """The cached model2vec folder for these settings (distilled first if needed)."""
@@ -388,11 +393,7 @@ class DistilledEmbedder(Representation):
         check_is_fitted(self)
         table, tokenizer = self._loaded()[:2]
         path = Path(path)
-        config = json.loads((Path(self.table_path_) / "config.json").read_text())
-        config.update(normalize=bool(self.normalize), max_length=self.max_length)
-        for key in ("embedding_dtype", "hidden_dim"):
-            config.pop(key, None)
-        write_model2vec(path, table, tokenizer, config)
+        write_model2vec(path, table, tokenizer, self._config(self.normalize, self.max_length))
         return path
 
     def _to_state(self, folder: Path) -> dict:
