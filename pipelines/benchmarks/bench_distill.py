@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
-import accuracy_suite as suite  # noqa: E402  (the suite's split and scoring, not a copy)
+import accuracy_suite as suite  # the suite's split and scoring, not a copy
 
 DATASETS = ("trec", "sms-spam", "disaster-tweets", "rotten-tomatoes")
 REGISTRY_ROWS = ("minilm-static", "glove", "minilm")
@@ -160,8 +160,8 @@ def main(argv=None) -> None:
     parts.append(("Accuracy (%), logreg head unless plain", table.reset_index()))
     print(parts[-1][1].to_string(index=False), flush=True)
     if args.output:
-        lines = [f"cores {os.cpu_count()}, threads {args.threads}; datasets split as the accuracy "
-                 "suite splits them"]
+        lines = [(f"cores {os.cpu_count()}, threads {args.threads}; datasets split as the "
+                  "accuracy suite splits them")]
         for title, frame in parts:
             lines += ["", f"### {title}", "", frame.to_markdown(index=False)]
         Path(args.output).write_text("\n".join(lines) + "\n")
