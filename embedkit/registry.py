@@ -333,7 +333,7 @@ REPRESENTATIONS: dict[str, Entry] = {
     "minilm-static": Entry(step("DistilledEmbedder"),
                            "all-MiniLM-L6-v2 distilled to static token vectors (model2vec method: "
                            "PCA 256, SIF-weighted), mean of the text's tokens; distilled once "
-                           "and cached (about a minute), then no network at transform",
+                           "and cached (minutes, once), then no network at transform",
                            {"pca_dims": [128, 256]}, cost=1),
     "minilm-tokens": Entry(step("TransformerEmbedder", output="sequence", max_length=128,
                                 cache="memory"),

@@ -1,6 +1,6 @@
 """DistilledEmbedder: static token vectors distilled from the packaged MiniLM (model2vec method).
 
-The default distils MiniLM's whole vocabulary (about a minute on 2 cores, once per machine);
+The default distils MiniLM's whole vocabulary (minutes on 2 cores, once per machine);
 these tests distil its first 2,100 token ids (1,101 tokens after BERT's placeholder and
 special tokens: single characters and the ~100 most frequent words), into a cache folder of
 their own, so a run starts cold and the cache behaviour is observable.

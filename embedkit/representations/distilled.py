@@ -17,8 +17,8 @@ Caching: two folders under ``embedkit.resources.home() / "distilled"``, each bui
 temporary name, published with one ``os.replace`` and checked against the sha256 its
 ``manifest.json`` records (a damaged file is rebuilt):
 
-* ``raw-<key>``: the encoder's token vectors before PCA and weighting (the costly part, about a
-  minute for MiniLM's 30,522 tokens on 2 cores), keyed by a digest of the model folder's files
+* ``raw-<key>``: the encoder's token vectors before PCA and weighting (the costly part: MiniLM's
+  29,523 tokens took 274 s on a busy 2-core machine, `bench_distill.py`), keyed by a digest of the model folder's files
   (`embedkit.representations.transformer.weights_identity`) and ``max_vocabulary``;
 * ``<key>``: the finished model2vec folder, keyed by the raw key plus ``pca_dims`` and
   ``sif_coefficient``; so another PCA size or weighting costs seconds, not a new distillation.
@@ -123,8 +123,8 @@ class DistilledEmbedder(Representation):
     dropped) and its vector is the mean of its tokens' rows, optionally L2-normalised: the
     vectors ``model2vec.StaticModel.encode`` gives for the same folder.
 
-    The distillation runs once per model and settings and is cached on disk (about a minute for
-    MiniLM on 2 CPU cores; every later `fit`, in any process, reads the cached table).
+    The distillation runs once per model and settings and is cached on disk (minutes for MiniLM
+    on 2 CPU cores; every later `fit`, in any process, reads the cached table in a second).
 
     Parameters
     ----------
