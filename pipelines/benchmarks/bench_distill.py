@@ -92,7 +92,7 @@ def speed(texts: dict[str, list[str]], minilm_docs: dict[str, int], threads: int
     return rows
 
 
-def accuracy(datasets, quick: bool) -> list[dict]:
+def accuracy(datasets, quick: bool, plain: bool = True) -> list[dict]:
     from embedkit.datasets import load_dataset
 
     rows = []
@@ -103,7 +103,7 @@ def accuracy(datasets, quick: bool) -> list[dict]:
             for _, scores in suite.score_heads(rep, ["logreg"], train, test):
                 rows.append({**meta, "pipeline": f"{rep} + logreg", **scores})
                 print(f"  {name:>16} {rep + ' + logreg':<24} acc {scores['accuracy']:.3f}", flush=True)
-        for base in (suite.GLOVE, suite.MINILM):
+        for base in (suite.GLOVE, suite.MINILM) if plain else ():
             scores = suite.score_pipeline(suite.baselines()[base], train, test)
             rows.append({**meta, "pipeline": base, **scores})
             print(f"  {name:>16} {base:<24} acc {scores['accuracy']:.3f}", flush=True)
@@ -125,6 +125,10 @@ def main(argv=None) -> None:
                         help="small slices: 300 / 50 documents for speed, the suite's quick split")
     parser.add_argument("--skip-distill", action="store_true",
                         help="leave out the cold distillation (a minute or more)")
+    parser.add_argument("--skip-speed", action="store_true", help="leave out the docs/s part")
+    parser.add_argument("--no-plain", action="store_true",
+                        help="leave out the suite's plain GloVe-mean / MiniLM + LR baselines (the "
+                             "registry's glove / minilm + logreg rows stay)")
     parser.add_argument("--output", default=None, help="write the tables as markdown here")
     args = parser.parse_args(argv)
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)  # the tokenizer's pool, before it starts
@@ -141,22 +145,23 @@ def main(argv=None) -> None:
             "cold fit s": round(cost["cold_s"], 1), "cached fit s": round(cost["cached_s"], 2)}])))
         print(parts[-1][1].to_string(index=False), flush=True)
 
-    trec = load_dataset("trec").text.tolist()
-    bbc = load_dataset("bbc-news").text.tolist()
-    n_trec, n_bbc = (300, 50) if args.quick else (len(trec), len(bbc))
-    texts = {"TREC questions": trec[:n_trec], "BBC News articles": bbc[:n_bbc]}
-    minilm_docs = {"TREC questions": min(args.minilm_trec, n_trec),
-                   "BBC News articles": min(args.minilm_bbc, n_bbc)}
-    parts.append(("Documents per second", pd.DataFrame(
-        speed(texts, minilm_docs, args.threads, args.rounds))))
-    print(parts[-1][1].to_string(index=False), flush=True)
+    if not args.skip_speed:
+        trec = load_dataset("trec").text.tolist()
+        bbc = load_dataset("bbc-news").text.tolist()
+        n_trec, n_bbc = (300, 50) if args.quick else (len(trec), len(bbc))
+        texts = {"TREC questions": trec[:n_trec], "BBC News articles": bbc[:n_bbc]}
+        minilm_docs = {"TREC questions": min(args.minilm_trec, n_trec),
+                       "BBC News articles": min(args.minilm_bbc, n_bbc)}
+        parts.append(("Documents per second", pd.DataFrame(
+            speed(texts, minilm_docs, args.threads, args.rounds))))
+        print(parts[-1][1].to_string(index=False), flush=True)
 
-    acc = pd.DataFrame(accuracy(args.datasets, args.quick))
+    acc = pd.DataFrame(accuracy(args.datasets, args.quick, plain=not args.no_plain))
     table = acc.pivot(index="pipeline", columns="dataset", values="accuracy")[list(args.datasets)]
     table = (table * 100).round(1)
     table["mean"] = table.mean(axis=1).round(1)
     order = ["minilm-static + logreg", "glove + logreg", "minilm + logreg", suite.GLOVE, suite.MINILM]
-    table = table.loc[order]
+    table = table.loc[[name for name in order if name in table.index]]
     parts.append(("Accuracy (%), logreg head unless plain", table.reset_index()))
     print(parts[-1][1].to_string(index=False), flush=True)
     if args.output:
