@@ -192,7 +192,12 @@ def test_registry_entry_runs_in_compare(small, home, tmp_path):
     from embedkit.cli import app
     from embedkit.registry import make_representation
 
+    from embedkit.tune import candidates
+
     assert isinstance(make_representation("minilm-static"), DistilledEmbedder)
+    # tune tries the default and the other PCA size (another PCA costs seconds: the raw cache)
+    assert [c["params"] for c in candidates([("minilm-static", "logreg")])] == [
+        {}, {"features__pca_dims": 128}]
     out = tmp_path / "report"
     # the test's small setting (-p) and one job, so the module's cache folder serves it
     result = CliRunner().invoke(app, ["compare", "-r", "minilm-static", "-H", "logreg", "--quick",
