@@ -17,9 +17,14 @@ the run; say when the machine was shared):
    ``GloVe-mean + LR`` and ``MiniLM + LR`` (sentence-transformers) baselines, on the suite's
    splits (`accuracy_suite.split`: official train/test, else stratified 80/20 seed 0).
 
-    PYTHONPATH=. python pipelines/benchmarks/bench_distill.py                 # ~25 min on 2 cores
-    PYTHONPATH=. python pipelines/benchmarks/bench_distill.py --quick         # a smoke run
-    PYTHONPATH=. python pipelines/benchmarks/bench_distill.py --skip-distill --datasets trec
+    python pipelines/benchmarks/bench_distill.py                 # everything
+    python pipelines/benchmarks/bench_distill.py --quick         # a smoke run
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python pipelines/benchmarks/bench_distill.py \
+        --skip-distill --skip-speed --no-plain --datasets trec   # accuracy alone, one dataset
+
+On a busy machine run the accuracy part with one BLAS thread (as above): the logreg head's
+inner cross-validation with two BLAS threads per process on oversubscribed cores ran about ten
+times slower (one TREC row: 16 minutes, against under 3 with one thread).
 """
 
 from __future__ import annotations
