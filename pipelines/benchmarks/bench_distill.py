@@ -24,7 +24,8 @@ the run; say when the machine was shared):
 
 On a busy machine run the accuracy part with one BLAS thread (as above): the logreg head's
 inner cross-validation with two BLAS threads per process on oversubscribed cores ran about ten
-times slower (one TREC row: 16 minutes, against under 3 with one thread).
+times slower (TREC: 16 minutes for the minilm-static row, against 4 for it and the glove row
+with one thread).
 """
 
 from __future__ import annotations
