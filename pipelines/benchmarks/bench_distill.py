@@ -23,7 +23,7 @@ the run; say when the machine was shared):
         --skip-distill --skip-speed --no-plain --datasets trec   # accuracy alone, one dataset
 
 On a busy machine run the accuracy part with one BLAS thread (as above): the logreg head's
-inner cross-validation with two BLAS threads per process on oversubscribed cores ran about ten
+inner cross-validation with two BLAS threads per process on oversubscribed cores ran several
 times slower (TREC: 16 minutes for the minilm-static row, against 4 for it and the glove row
 with one thread).
 """
