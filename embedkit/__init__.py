@@ -23,6 +23,7 @@ _EXPORTS = {
     "Doc2VecEmbedder": "embedkit.representations.doc2vec",
     "TokenIndexer": "embedkit.representations.tokens",
     "TransformerEmbedder": "embedkit.representations.transformer",
+    "DistilledEmbedder": "embedkit.representations.distilled",
     "Word2VecEmbedder": "embedkit.representations.word2vec",
     "FastTextEmbedder": "embedkit.representations.fasttext",
     "GloveEmbedder": "embedkit.representations.glove",

@@ -61,6 +61,7 @@ TRUSTED_TYPES = frozenset({
     f"{_E}.representations.glove.GloveEmbedder",
     f"{_E}.representations.doc2vec.Doc2VecEmbedder",
     f"{_E}.representations.transformer.TransformerEmbedder",
+    f"{_E}.representations.distilled.DistilledEmbedder",
     f"{_E}.representations.tokens.TokenIndexer",
     f"{_E}.heads.mlp.MLPClassifier", f"{_E}.heads.mlp.MLPRegressor",
     f"{_E}.heads.conv.ConvClassifier", f"{_E}.heads.conv.ConvRegressor",

@@ -381,6 +381,11 @@ REPRESENTATIONS: dict[str, Entry] = {
     "minilm": Entry(step("TransformerEmbedder", normalize=True, max_length=256, cache="memory"),
                     "frozen all-MiniLM-L6-v2, mean-pooled and L2-normalised as "
                     "sentence-transformers encodes, 384 dims (cached)", cost=40),
+    "minilm-static": Entry(step("DistilledEmbedder"),
+                           "all-MiniLM-L6-v2 distilled to static token vectors (model2vec method: "
+                           "PCA 256, SIF-weighted), mean of the text's tokens; distilled once "
+                           "and cached (minutes, once), then no network at transform",
+                           {"pca_dims": [128, 256]}, cost=1),
     "minilm-tokens": Entry(step("TransformerEmbedder", output="sequence", max_length=128,
                                 cache="memory"),
                            "frozen MiniLM word-piece vectors (128 max)", cost=35),

@@ -52,6 +52,7 @@ CHEAP = {
     "FastTextEmbedder": {"vector_size": 16, "epochs": 2, "bucket": 2000},
     "Doc2VecEmbedder": {"vector_size": 16, "epochs": 5},
     "TransformerEmbedder": {"max_length": 64},
+    "DistilledEmbedder": {"max_vocabulary": 2100, "pca_dims": 32},
     "TransformerClassifier": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
     "TransformerRegressor": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
     "EnsembleClassifier": {"members": ("tfidf:logreg", "bow:logreg"), "cv": 2},

@@ -33,7 +33,8 @@ PAIRS = [(r, h) for r in registry.REPRESENTATIONS for h in registry.HEADS
          if h not in SLOW and registry.compatible(registry.REPRESENTATIONS[r], registry.HEADS[h])]
 #: settings that keep the slice fast; the classes, their other parameters and the code paths
 #: are the registry's
-FAST_FEATURES = {"lsa": {"n_components": 16}, "fasttext": {"bucket": 5000}}
+FAST_FEATURES = {"lsa": {"n_components": 16}, "fasttext": {"bucket": 5000},
+                 "minilm-static": {"max_vocabulary": 2100, "pca_dims": 32}}
 FAST_HEADS = {"stack": {"cv": 2}}
 
 
