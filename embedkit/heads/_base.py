@@ -616,6 +616,19 @@ def _finite_outputs(out: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
+class ReadsText:
+    """Mixin of the heads that read raw text (after a ``"passthrough"`` features step): their
+    scikit-learn tags say strings in, no 2-D arrays, no sparse input, deterministic for a seed."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        return tags
+
+
 class NeuralClassifierMixin:
     """predict / predict_proba for classification heads, single- and multi-label.
 

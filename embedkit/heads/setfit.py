@@ -29,7 +29,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from .._params import SEED, Device, Interval, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
-from ._base import LEARNING_RATE, encode_class_labels
+from ._base import LEARNING_RATE, ReadsText, encode_class_labels
 
 __all__ = ["SetFitClassifier", "contrastive_pairs"]
 
@@ -77,7 +77,7 @@ def contrastive_pairs(codes: np.ndarray, num_iterations: int,
     return first, second, target
 
 
-class SetFitClassifier(CheckedKeywords, TransformerMixin, ClassifierMixin, BaseEstimator):
+class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierMixin, BaseEstimator):
     """Tune a sentence encoder contrastively on pairs built from the labels, then fit a logistic
     regression on the tuned sentence vectors (SetFit, Tunstall et al. 2022): for few labels.
 
@@ -359,14 +359,6 @@ class SetFitClassifier(CheckedKeywords, TransformerMixin, ClassifierMixin, BaseE
         self.__setstate__(state)
         self.encoder_ = self._load(str(folder)).eval()
         return self
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.input_tags.sparse = False
-        tags.non_deterministic = False
-        return tags
 
 
 def _quiet(trainer, keep_progress: bool) -> None:

@@ -33,6 +33,7 @@ from .._base import (
     NeuralClassifierMixin,
     NeuralHead,
     NeuralRegressorMixin,
+    ReadsText,
     _finite_outputs,
 )
 from .._data import HeadDataset, HeadInput
@@ -47,7 +48,7 @@ def _torch_at_least(major: int, minor: int) -> bool:
     return found >= (major, minor)
 
 
-class _FineTune(TransformerMixin, NeuralHead):
+class _FineTune(ReadsText, TransformerMixin, NeuralHead):
     _accepts = ("text",)
     _parameter_constraints: ClassVar[dict] = {
         **{k: v for k, v in NeuralHead._parameter_constraints.items()
@@ -284,14 +285,6 @@ class _FineTune(TransformerMixin, NeuralHead):
         est = cls.load(folder, device=state["device"])
         est.model = state["model"]  # a refit starts again from the pretrained model
         return est
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.input_tags.sparse = False
-        tags.non_deterministic = False
-        return tags
 
 
 _PARAMS_DOC = """
