@@ -267,13 +267,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         inputs = self._as_input(X, reset=True)
         if len(inputs) == 0:
             raise ValueError(f"{name}.fit received no rows: X is empty; fit needs training data.")
-        try:
-            n_y = _num_samples(y)
-        except TypeError:
-            raise ValueError(f"y must be an array-like of targets, got {type(y).__name__}.") from None
-        if n_y != len(inputs):
-            raise ValueError(f"X has {len(inputs)} rows but y has {n_y}; they must match row for "
-                             "row.")
+        check_target_rows(y, len(inputs), name)
         y_enc, n_outputs = self._encode_targets(y)
         seed = 0 if self.random_state is None else int(self.random_state)
         torch.manual_seed(seed)
@@ -560,6 +554,19 @@ def encode_targets(y, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
             f"rows, so {name} cannot learn when to predict it; drop that column (or add rows "
             "with and without it).")
     return classes, encoded, True
+
+
+def check_target_rows(y, n_rows: int, name: str) -> None:
+    """Refuse a missing ``y``, one that is not array-like, or one whose length is not the
+    number of training rows, with a message that says so."""
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    try:
+        n_y = _num_samples(y)
+    except TypeError:
+        raise ValueError(f"y must be an array-like of targets, got {type(y).__name__}.") from None
+    if n_y != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {n_y}; they must match row for row.")
 
 
 def _missing_in(row) -> object:

@@ -24,12 +24,12 @@ from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from .._params import SEED, Device, Interval, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
-from ._base import LEARNING_RATE, ReadsText, encode_class_labels
+from ._base import LEARNING_RATE, ReadsText, check_target_rows, encode_class_labels
 
 __all__ = ["SetFitClassifier", "contrastive_pairs"]
 
@@ -258,14 +258,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         docs = self._documents(X)
         if not docs:
             raise ValueError(f"{name}.fit received no rows: X is empty; fit needs training data.")
-        if y is None:
-            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-        try:
-            n_y = _num_samples(y)
-        except TypeError:
-            raise ValueError(f"y must be an array-like of labels, got {type(y).__name__}.") from None
-        if n_y != len(docs):
-            raise ValueError(f"X has {len(docs)} rows but y has {n_y}; they must match row for row.")
+        check_target_rows(y, len(docs), name)
         classes, codes = encode_class_labels(y, name)
         seed = 0 if self.random_state is None else int(self.random_state)
         with _kept_global_random_state():
