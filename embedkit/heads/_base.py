@@ -515,9 +515,12 @@ def encode_targets(y, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
                 "row a list, e.g. ['sport'] or [] for no label, or every row one label.")
         if not any(lists):
             rows = None
-    if rows is None and not sp.issparse(y) and np.ndim(y) == 1:
-        # name missing labels by row before type_of_target sorts them (None < "a" is a TypeError)
-        _check_missing_labels(np.asarray(y, dtype=object), name)
+    if rows is None and not sp.issparse(y):
+        # name missing labels by row before type_of_target sorts them (None < "a" is a TypeError);
+        # np.asarray, not np.ndim: array-likes that refuse numpy's functions pass through __array__
+        labels = np.asarray(y, dtype=object)
+        if labels.ndim == 1:
+            _check_missing_labels(labels, name)
     try:
         kind = type_of_target(y)
     except ValueError:  # a sequence of sequences: label lists
