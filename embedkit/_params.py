@@ -74,6 +74,9 @@ def positive_int(low: int = 1) -> Interval:
 
 #: a random seed: what numpy, torch and gensim all accept
 SEED = Interval(Integral, 0, 2**32 - 1, closed="both")
+#: a multi-label classifier's ``threshold``: the probability a label must exceed to be predicted,
+#: or "tune" (the value maximising micro-F1 on held-out rows, `embedkit.heads._base.tune_threshold`)
+THRESHOLD = [Interval(Real, 0, 1, closed="neither"), StrOptions({"tune"})]
 
 
 # ---------------------------------------------------------------------------------------------

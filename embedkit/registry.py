@@ -35,7 +35,7 @@ import importlib.util
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from numbers import Integral, Real
+from numbers import Integral
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,7 +44,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._params import did_you_mean
+from ._params import THRESHOLD, did_you_mean
 from .base import store_params
 
 __all__ = [
@@ -197,10 +197,13 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
     class_weight : dict, "balanced" or None, default=None
         A dict applies to single-label targets; with multi-label targets "balanced" balances
         each label's own two-class problem.
-    threshold : float in (0, 1), default=0.5
+    threshold : float in (0, 1) or "tune", default="tune"
         Multi-label targets only: a label is predicted where its probability exceeds this.
-        (Tuning it is left to the neural heads, which hold out validation rows; this head has
-        none.)
+        "tune" refits each label's model at its chosen C on the inner folds and keeps the value
+        among 0.05, 0.10, ..., 0.95 that maximises micro-F1 of the out-of-fold probabilities
+        (`embedkit.heads._base.tune_threshold`). Rare labels are why it is the default: on
+        ``movie-genres`` (8,000 titles, 7 genres, 80/20 split) 0.5 predicts almost none of them,
+        micro-F1 0.26, where the tuned value (0.25) gives 0.50.
 
     Attributes
     ----------
@@ -237,12 +240,12 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
         "scale": [StrOptions({"auto"}), "boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
-        "threshold": [Interval(Real, 0, 1, closed="neither")],
+        "threshold": THRESHOLD,
     }
 
     def __init__(self, Cs=(0.01, 0.1, 1.0, 10.0, 100.0), cv: int = 3,
                  scoring: str = "neg_log_loss", scale="auto", max_iter: int = 3000,
-                 class_weight=None, threshold: float = 0.5):
+                 class_weight=None, threshold="tune"):
         store_params(self, locals())
 
     def _model(self):
@@ -297,8 +300,25 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
         self.cv_scores_ = {("scaled" if c else "raw"): score for c, (_, score) in fitted.items()}
         self.classes_ = classes if self.multilabel_ else self.model_.classes_
         if self.multilabel_:
-            self.threshold_ = float(self.threshold)
+            self.threshold_ = (self._out_of_fold_threshold(X, y) if self.threshold == "tune"
+                               else float(self.threshold))
         return self
+
+    def _out_of_fold_threshold(self, X, y: np.ndarray) -> float:
+        """`tune_threshold` on out-of-fold probabilities: each label's model refitted at its
+        chosen C on the inner folds (the folds LogisticRegressionCV used)."""
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+        from .heads._base import tune_threshold
+
+        X = self._standardise(X) if self.scaled_ else X
+        proba = [cross_val_predict(
+            LogisticRegression(C=float(np.ravel(model.C_)[0]), max_iter=self.max_iter,
+                               class_weight=self.class_weight),
+            X, y[:, j], cv=StratifiedKFold(self.cv), method="predict_proba")[:, 1]
+            for j, model in enumerate(self.model_.estimators_)]
+        return tune_threshold(np.column_stack(proba), y)
 
     def _input(self, X):
         from sklearn.utils.validation import check_is_fitted, validate_data

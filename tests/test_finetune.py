@@ -240,3 +240,20 @@ def test_length_grouped_batches_cover_every_row_once_per_epoch():
     assert spread < np.ptp(lengths) / 2
     again = LengthGroupedBatches(lengths, 8, torch.Generator().manual_seed(0), window=4)
     assert list(again) == first  # seeded by its generator
+
+
+def test_multilabel_validation_f1_reads_the_logits():
+    """skorch's ``predict`` turns BCE logits into (n, 2, n_labels) probabilities; the epoch's
+    validation micro-F1 must score the labels whose logit is positive, as ``predict`` does."""
+    from sklearn.metrics import f1_score
+    from skorch import NeuralNet
+
+    from embedkit.heads.finetune._training import valid_f1_micro
+
+    torch.manual_seed(0)
+    net = NeuralNet(torch.nn.Linear(4, 3), criterion=torch.nn.BCEWithLogitsLoss).initialize()
+    X = np.random.default_rng(0).normal(size=(40, 4)).astype(np.float32)
+    y = (np.random.default_rng(1).random((40, 3)) > 0.5).astype(np.float32)
+    logits = net.module_(torch.from_numpy(X)).detach().numpy()
+    expected = f1_score(y, logits > 0, average="micro")
+    assert 0 < expected < 1 and valid_f1_micro(net, X, y) == pytest.approx(expected)

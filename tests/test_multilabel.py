@@ -88,9 +88,10 @@ def test_every_head_takes_an_indicator_matrix_or_label_lists(cls, features, para
     np.testing.assert_allclose(by_matrix.predict_proba(X), proba, rtol=1e-5, atol=1e-6)
     pred = by_lists.predict(X)
     assert pred.dtype == np.int64 and pred.shape == (120, len(GENRES))
-    np.testing.assert_array_equal(pred, (proba > 0.5).astype(int))
+    np.testing.assert_array_equal(pred, (proba > by_lists.threshold_).astype(int))
     low = clone(by_lists).set_params(threshold=0.2).fit(X, small["lists"]).predict(X)
-    assert low.sum() > pred.sum()  # a lower threshold predicts more labels
+    high = clone(by_lists).set_params(threshold=0.6).fit(X, small["lists"]).predict(X)
+    assert low.sum() > high.sum()  # a lower threshold predicts more labels
 
 
 def test_finetuned_transformer_multilabel_and_its_model_folder(small, tmp_path):
@@ -102,7 +103,8 @@ def test_finetuned_transformer_multilabel_and_its_model_folder(small, tmp_path):
     assert proba.shape == (24, len(clf.classes_)) and ((proba > 0) & (proba < 1)).all()
     assert clf.predict(docs).dtype == np.int64
     back = TransformerClassifier.load(clf.save_pretrained(tmp_path / "ft"), device="cpu")
-    assert back.multilabel_ and back.threshold_ == 0.5
+    assert clf.threshold_ in np.round(np.arange(0.05, 0.951, 0.05), 2)  # tuned by default
+    assert back.multilabel_ and back.threshold_ == clf.threshold_
     np.testing.assert_allclose(back.predict_proba(docs), proba, atol=1e-5)
 
 
@@ -121,7 +123,7 @@ def test_threshold_tune_picks_the_best_validation_f1(small, movies):
     test = movies[1].iloc[:200]
     y = MultiLabelBinarizer(classes=GENRES).fit_transform(test["label"])
     rep = TfidfEmbedder().fit(small["docs"])
-    held = MLPClassifier(epochs=5).fit(rep.transform(small["docs"]), small["lists"])
+    held = MLPClassifier(epochs=5, threshold=0.5).fit(rep.transform(small["docs"]), small["lists"])
     p = held.predict_proba(rep.transform(test["text"].tolist()))
     f1 = [f1_score(y, p > t, average="micro", zero_division=0.0) for t in grid]
     best = tune_threshold(p, y)
@@ -150,6 +152,22 @@ def test_mlp_and_logreg_beat_a_dummy_on_real_titles(movies):
     logreg = LogisticRegressionHead(Cs=(1.0, 10.0), cv=2, threshold=0.3).fit(X_train, y_train)
     assert _micro_f1(mlp, X_test, y_test) > floor + 0.05
     assert _micro_f1(logreg, X_test, y_test) > floor + 0.05
+
+
+def test_logreg_head_tunes_its_threshold_out_of_fold(movies):
+    """By default the threshold is tuned on out-of-fold probabilities: with rare genres it is
+    below 0.5 and beats 0.5 on held-out titles; the probabilities themselves do not change."""
+    train, test = movies
+    binarizer = MultiLabelBinarizer(classes=GENRES)
+    y_train = binarizer.fit_transform(train["label"])
+    y_test = binarizer.transform(test["label"])
+    rep = TfidfEmbedder().fit(train["text"].tolist())
+    X_train, X_test = rep.transform(train["text"].tolist()), rep.transform(test["text"].tolist())
+    tuned = LogisticRegressionHead(Cs=(1.0, 10.0)).fit(X_train, y_train)
+    fixed = clone(tuned).set_params(threshold=0.5).fit(X_train, y_train)
+    assert tuned.threshold_ < 0.5 and fixed.threshold_ == 0.5
+    np.testing.assert_allclose(tuned.predict_proba(X_test), fixed.predict_proba(X_test))
+    assert _micro_f1(tuned, X_test, y_test) > _micro_f1(fixed, X_test, y_test) + 0.05
 
 
 def test_grid_search_with_f1_samples_and_clone(small):

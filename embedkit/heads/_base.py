@@ -24,6 +24,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._params import (
     SEED,
+    THRESHOLD,
     Device,
     Interval,
     RealNotInt,
@@ -45,9 +46,6 @@ _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSpr
 #: loss or weights stop being finite is reported by the divergence check in `NeuralHead.fit`.
 LEARNING_RATE = Interval(Real, 0, 1, closed="right")
 
-#: a multi-label classifier's ``threshold``: the probability a label must exceed to be predicted,
-#: or "tune" (the value maximising micro-F1 on the validation rows, `tune_threshold`)
-THRESHOLD = [Interval(Real, 0, 1, closed="neither"), StrOptions({"tune"})]
 
 
 class NeuralHead(CheckedKeywords, BaseEstimator):
@@ -642,7 +640,7 @@ class ReadsText:
 class NeuralClassifierMixin:
     """predict / predict_proba for classification heads, single- and multi-label.
 
-    A classifier's constructor is its head's plus ``threshold`` (keyword, default 0.5): each
+    A classifier's constructor is its head's plus ``threshold`` (keyword, default "tune"): each
     subclass that inherits its ``__init__`` gets that one parameter added to the signature and
     to ``_parameter_constraints`` here, so the classifier and regressor of a head share one
     parameter list.
@@ -685,11 +683,11 @@ class NeuralClassifierMixin:
 
 
 def _with_threshold(init):
-    """``init`` with a keyword parameter ``threshold=0.5`` appended (see NeuralClassifierMixin)."""
+    """``init`` with a keyword parameter ``threshold="tune"`` appended (see NeuralClassifierMixin)."""
     signature = inspect.signature(init)
-    extra = inspect.Parameter("threshold", inspect.Parameter.KEYWORD_ONLY, default=0.5)
+    extra = inspect.Parameter("threshold", inspect.Parameter.KEYWORD_ONLY, default="tune")
 
-    def __init__(self, *args, threshold=0.5, **kwargs):
+    def __init__(self, *args, threshold="tune", **kwargs):
         init(self, *args, **kwargs)
         self.threshold = threshold
 

@@ -119,7 +119,7 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
     verbose : int, default=0
         1: one line per epoch (loss, validation score), plus a progress bar when stderr is a
         terminal; 2: the progress bar always.
-    threshold : float in (0, 1) or "tune", default=0.5
+    threshold : float in (0, 1) or "tune", default="tune"
         Multi-label targets only: a label is predicted where its probability exceeds this.
         "tune" holds out ``validation_fraction`` of the rows (as early stopping does; with
         early stopping on, the same rows) and keeps the value among 0.05, 0.10, ..., 0.95 that

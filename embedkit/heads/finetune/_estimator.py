@@ -405,7 +405,7 @@ class TransformerRegressor(NeuralRegressorMixin, RegressorMixin, _FineTune):
 
 
 _THRESHOLD_DOC = """
-    threshold : float in (0, 1) or "tune", default=0.5
+    threshold : float in (0, 1) or "tune", default="tune"
         Multi-label targets only: the probability above which a label is predicted; "tune"
         holds out ``validation_fraction`` of the rows and picks the value maximising micro-F1
         on them (`embedkit.heads._base.tune_threshold`)."""

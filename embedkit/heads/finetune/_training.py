@@ -65,11 +65,12 @@ def valid_accuracy(net, X, y) -> float:
 
 
 def valid_f1_micro(net, X, y) -> float:
-    """Micro-F1 of the labels whose logit is positive (probability above 0.5)."""
+    """Micro-F1 of the labels whose logit is positive (probability above 0.5). From the raw
+    logits: skorch's ``predict`` turns BCE logits into ``(n, 2, n_labels)`` probabilities."""
     from sklearn.metrics import f1_score
 
-    return float(f1_score(np.asarray(y), np.asarray(net.predict(X)) > 0, average="micro",
-                          zero_division=0.0))
+    logits = net.forward(X, training=False).float().cpu().numpy()
+    return float(f1_score(np.asarray(y), logits > 0, average="micro", zero_division=0.0))
 
 
 def valid_r2(net, X, y) -> float:
