@@ -16,6 +16,7 @@ writes checkpoints to the working folder; the method is the same.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from numbers import Real
@@ -279,11 +280,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         import tempfile
 
         from datasets import Dataset
-        from sentence_transformers import (
-            SentenceTransformerTrainer,
-            SentenceTransformerTrainingArguments,
-            losses,
-        )
+        from sentence_transformers import SentenceTransformerTrainingArguments, losses
 
         first, second, target = contrastive_pairs(codes, self.num_iterations,
                                                   np.random.default_rng(seed))
@@ -301,8 +298,8 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                 warmup_steps=0.1, seed=seed, data_seed=seed, use_cpu=self._device() == "cpu",
                 save_strategy="no", report_to="none", disable_tqdm=not self.verbose,
                 logging_steps=50, dataloader_pin_memory=False)
-            trainer = SentenceTransformerTrainer(model=encoder, args=args, train_dataset=pairs,
-                                                 loss=losses.CosineSimilarityLoss(encoder))
+            trainer = _cardless_trainer()(model=encoder, args=args, train_dataset=pairs,
+                                         loss=losses.CosineSimilarityLoss(encoder))
             _quiet(trainer, keep_progress=bool(self.verbose))
             trainer.train()
             history = [{k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
@@ -355,16 +352,29 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
 
 
 def _quiet(trainer, keep_progress: bool) -> None:
-    """Drop the trainer's model-card callback (it encodes sample pairs for a README that is never
-    written) and, unless asked for, its progress bar and log printer."""
+    """Unless asked for, drop the trainer's progress bar and log printer."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    drop = tuple(c for c in (getattr(trainer, "model_card_callback_class", None),) if c)
-    if not keep_progress:
-        drop += (ProgressCallback, PrinterCallback)
+    if keep_progress:
+        return
     for callback in list(trainer.callback_handler.callbacks):
-        if isinstance(callback, drop):
+        if isinstance(callback, (ProgressCallback, PrinterCallback)):
             trainer.remove_callback(callback)
+
+
+@functools.cache
+def _cardless_trainer() -> type:
+    """sentence-transformers' trainer without its model-card callback, which scans the pairs and
+    prints a "Computing widget examples" bar at construction for a README that is never written
+    (overriding ``add_model_card_callback`` is the documented way to drop it). Built on first use:
+    sentence-transformers is imported lazily."""
+    from sentence_transformers import SentenceTransformerTrainer
+
+    class CardlessTrainer(SentenceTransformerTrainer):
+        def add_model_card_callback(self, default_args_dict) -> None:
+            return None
+
+    return CardlessTrainer
 
 
 def _finite_weights(encoder) -> bool:
