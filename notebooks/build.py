@@ -368,6 +368,158 @@ score_chart(results)"""),
         figure("""\
 time_chart(results)"""),
     ],
+    "05_few_labels_and_fast_inference": [
+        ("# 5. Many labels per text, few labelled texts, fast inference\n\nThree things the "
+        "peers' users ask for: multi-label targets, good models from 8-16 labelled texts per "
+        "class (SetFit's contrastive fine-tuning), and a static model distilled from MiniLM "
+        "(model2vec's method) that embeds text far faster."),
+        setup("""\
+import os
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MultiLabelBinarizer
+
+from embedkit import load_dataset
+from embedkit.plots import score_chart, time_chart"""),
+        ("## Multi-label: film genres from titles\n\n`movie-genres` gives each IMDb title a list "
+        "of 1-5 of 7 genres. Every embedkit classifier takes such label lists (or the 0/1 matrix "
+        "`MultiLabelBinarizer` makes) and predicts the 0/1 matrix, scikit-learn's convention."),
+        table("""\
+movies = load_dataset("movie-genres")
+movies = movies if QUICK else movies.sample(6000, random_state=0)
+train, test = train_test_split(movies, test_size=0.2, random_state=0)
+binarizer = MultiLabelBinarizer().fit(movies.label)
+y_test = binarizer.transform(test.label)
+print(len(train), "train /", len(test), "test titles;", ", ".join(binarizer.classes_))
+train.head()"""),
+        ("### The threshold\n\nRare genres make 0.5 a poor threshold: most of their "
+        "probabilities stay below it. The "
+        "heads' default, `threshold=\"tune\"`, picks the value that maximises micro-F1 on rows "
+        "held out during fit (out-of-fold for the logistic-regression head, the validation rows "
+        "for neural heads). The five-line baseline is scikit-learn's one-vs-rest LR at 0.5."),
+        table("""\
+from sklearn.multiclass import OneVsRestClassifier
+
+from embedkit import MLPClassifier, TfidfEmbedder, TransformerEmbedder
+from embedkit.registry import LogisticRegressionHead
+
+candidates = {
+    ("tfidf", "one-vs-rest LR, 0.5 (baseline)"): make_pipeline(
+        TfidfEmbedder(), OneVsRestClassifier(LogisticRegression(max_iter=3000))),
+    ("tfidf", "logreg, threshold 0.5"): make_pipeline(TfidfEmbedder(), LogisticRegressionHead(threshold=0.5)),
+    ("tfidf", "logreg, tuned threshold"): make_pipeline(TfidfEmbedder(), LogisticRegressionHead()),
+    ("minilm", "logreg, tuned threshold"): make_pipeline(TransformerEmbedder(max_length=32),
+                                                         LogisticRegressionHead()),
+    ("minilm", "mlp, tuned threshold"): make_pipeline(TransformerEmbedder(max_length=32),
+                                                      MLPClassifier(epochs=20)),
+}
+rows, fitted = [], {}
+for (rep, head), pipe in candidates.items():
+    start = time.perf_counter()
+    pipe.fit(train.text, binarizer.transform(train.label))
+    predicted = pipe.predict(test.text)
+    fitted[rep, head] = pipe
+    rows.append({"representation": rep, "head": head, "n_splits": 1,
+                 "f1_micro_mean": f1_score(y_test, predicted, average="micro"), "f1_micro_std": 0.0,
+                 "f1_macro_mean": f1_score(y_test, predicted, average="macro"), "f1_macro_std": 0.0,
+                 "threshold": getattr(pipe[-1], "threshold_", 0.5),
+                 "fit_seconds": time.perf_counter() - start})
+multi = pd.DataFrame(rows).sort_values("f1_micro_mean", ascending=False, ignore_index=True)
+multi.attrs.update(dataset="movie-genres", n_docs=len(train), protocol="80/20 split")
+multi[["representation", "head", "f1_micro_mean", "f1_macro_mean", "threshold", "fit_seconds"]]"""),
+        figure("""\
+score_chart(multi, metric="f1_micro",
+            title=f"movie-genres: {len(train)} training titles, micro-F1 on {len(test)}")"""),
+        ("### Per genre\n\nF1 of the best pipeline, and how often each genre occurs (frequent genres are "
+        "easier to learn from titles)."),
+        figure("""\
+top = multi.iloc[0]
+best = fitted[top["representation"], top["head"]]
+per_genre = pd.DataFrame({"F1": f1_score(y_test, best.predict(test.text), average=None),
+                          "share of test titles": y_test.mean(axis=0)}, index=binarizer.classes_)
+ax = per_genre.sort_values("F1").plot.barh(figsize=(7, 3.5), color=["#4C72B0", "#BBBBBB"])
+ax.set_xlim(0, 1)
+ax.set_title(f"movie-genres, per genre: {top['representation']} + {top['head']}")
+plt.show()"""),
+        ("## Few labels: SetFit's contrastive fine-tuning\n\nWith 8 labelled tweets per class, "
+        "`SetFitClassifier` fine-tunes MiniLM on pairs of same-class and different-class texts "
+        "(sentence-transformers' trainer, cosine loss), then fits a logistic regression on the "
+        "tuned embeddings. Against it: frozen MiniLM + logistic regression on the same 16 tweets."),
+        table("""\
+from embedkit import SetFitClassifier
+
+tweets = load_dataset("disaster-tweets")
+few = tweets.groupby("label").sample(8, random_state=0)
+held_out = tweets.drop(few.index).sample(100 if QUICK else 600, random_state=0)
+setfit = SetFitClassifier(num_iterations=2 if QUICK else 20, max_length=64)
+frozen = make_pipeline(TransformerEmbedder(max_length=64), LogisticRegression(max_iter=3000))
+scores = {}
+for name, model in {"SetFit": setfit, "frozen MiniLM + LR": frozen}.items():
+    start = time.perf_counter()
+    model.fit(few.text.tolist(), few.label.to_numpy())
+    scores[name] = {"accuracy": (model.predict(held_out.text.tolist()) == held_out.label).mean(),
+                    "fit seconds": time.perf_counter() - start}
+pd.DataFrame(scores).T"""),
+        ("### The learning curve\n\nOne draw of 16 tweets is noisy. The learning curve "
+        "below is the benchmark's: several "
+        "draws per size, four datasets, SetFit against frozen MiniLM + LR and full fine-tuning "
+        "(`pipelines/benchmarks/few_labels.py`; its table is `results/few_labels.md`)."),
+        figure("""\
+runs = pd.read_csv("../pipelines/benchmarks/results/few_labels.csv")
+curve = runs.groupby(["dataset", "method", "n_per_class"]).accuracy.mean().reset_index()
+fig, axes = plt.subplots(1, curve.dataset.nunique(), figsize=(13, 3.4), sharey=False)
+for ax, (dataset, part) in zip(axes, curve.groupby("dataset"), strict=True):
+    for method, line in part.groupby("method"):
+        ax.plot(line.n_per_class, line.accuracy, "o-", label=method)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([8, 16, 32, 64], ["8", "16", "32", "64"])
+    ax.set_title(dataset)
+    ax.set_xlabel("labelled texts per class")
+axes[0].set_ylabel("test accuracy (mean over draws)")
+axes[-1].legend(fontsize=8, frameon=False)
+plt.show()"""),
+        table("""\
+curve.pivot_table(index=["dataset", "n_per_class"], columns="method", values="accuracy").round(3)"""),
+        ("## Fast inference: MiniLM distilled into a static table\n\n`DistilledEmbedder` embeds "
+        "every word piece of MiniLM's vocabulary once (cached by the weights' digest, written in "
+        "model2vec's format), reduces them with PCA and weighs them by frequency; a document is "
+        "then the mean of its pieces' rows: no transformer at inference. It gives up part of MiniLM's "
+        "accuracy for one to two orders of magnitude in speed (`pipelines/benchmarks/bench_distill.py` "
+        "measures both on several datasets). On TREC questions:"),
+        table("""\
+from embedkit import DistilledEmbedder, GloveEmbedder
+
+trec = load_dataset("trec")
+train, test = trec[trec.split == "train"], trec[trec.split == "test"]
+representations = {
+    "minilm-static": DistilledEmbedder(**({"max_vocabulary": 3000, "pca_dims": 64} if QUICK else {})),
+    "minilm": TransformerEmbedder(max_length=48),
+    "glove": GloveEmbedder(),
+    "tfidf": TfidfEmbedder(),
+}
+rows = []
+for name, rep in representations.items():
+    pipe = make_pipeline(rep, LogisticRegressionHead()).fit(train.text, train.label)
+    start = time.perf_counter()
+    predicted = pipe.predict(test.text)
+    seconds = time.perf_counter() - start
+    rows.append({"representation": name, "head": "logreg", "n_splits": 1,
+                 "accuracy_mean": (predicted == test.label).mean(), "accuracy_std": 0.0,
+                 "predict_seconds": seconds, "docs_per_second": len(test) / seconds})
+speed = pd.DataFrame(rows)
+speed.attrs.update(dataset="TREC-6", n_docs=len(test), protocol="official test split")
+speed[["representation", "accuracy_mean", "docs_per_second"]]"""),
+        figure("""\
+time_chart(speed, seconds="predict_seconds",
+           title=f"TREC-6: accuracy against seconds to predict {len(test)} questions")"""),
+    ],
 }
 
 
@@ -378,7 +530,7 @@ def notebook(name: str) -> nbformat.NotebookNode:
     for item in NOTEBOOKS[name]:
         cell = item if isinstance(item, dict) else {"source": item, "tags": []}
         src = cell["source"]
-        if src.startswith(("# ", "## ")):  # markdown cells start with a heading
+        if src.startswith(("# ", "## ", "### ")):  # markdown cells start with a heading
             nb.cells.append(nbformat.v4.new_markdown_cell(src))
         else:
             code = nbformat.v4.new_code_cell(src)
