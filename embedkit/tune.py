@@ -415,6 +415,14 @@ def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
 
 
 def _check_labels(y, n_docs: int, cv: int) -> np.ndarray:
+    from .datasets import is_multilabel
+
+    if is_multilabel(y) or getattr(y, "ndim", 1) == 2:
+        raise ValueError(
+            "y is multi-label (a list of labels or an indicator row per document); tune searches "
+            "single-label targets. For multi-label data run `embedkit compare` (micro/macro/"
+            "samples-F1, thresholds tuned per model) or GridSearchCV(scoring='f1_samples') over "
+            "embedkit pipelines.")
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n_docs:
         raise ValueError(f"y has shape {y.shape}; expected one label per document ({n_docs}).")

@@ -269,6 +269,11 @@ def test_bad_input_gets_clear_errors(trec_slice):
         tune(X, y, budget="1m", finetune="yes")
     with pytest.raises(ValueError, match=r"unknown head"):
         tune(X, y, budget="1m", pairs=[("tfidf", "nope")])
+    lists = [[label] for label in y]
+    with pytest.raises(ValueError, match=r"y is multi-label .* run `embedkit compare`"):
+        tune(X, lists, budget="1m", pairs=PAIRS)
+    with pytest.raises(ValueError, match=r"y is multi-label"):
+        tune(X, np.eye(2, dtype=int)[np.arange(len(X)) % 2], budget="1m", pairs=PAIRS)
 
 
 def test_the_command_refuses_a_bad_budget_before_loading_data(tmp_path):
