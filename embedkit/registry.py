@@ -183,8 +183,12 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    Cs : sequence of float, default=(0.01, 0.1, 1, 10, 100)
-        Inverse regularisation strengths tried.
+    Cs : sequence of float, default=(0.01, 0.0316, 0.1, 0.316, 1, 3.16, 10, 31.6, 100)
+        Inverse regularisation strengths tried: half-decade steps. A decade grid (0.01, 0.1, 1,
+        10, 100) made the log-loss choice jump from 1 to 10 where the optimum lies between, and
+        C=10 over-fits short texts: registry TF-IDF on disaster-tweets 80.0% with it against 81.0%
+        with this grid and 81.2% for plain LR; on nyt-editorials 64.0 against 65.0 (fit time
+        about 1.5x; `pipelines/benchmarks/accuracy_suite.py` measures the defaults).
     cv : int, default=3
         Inner stratified folds.
     scoring : str, default="neg_log_loss"
@@ -243,7 +247,7 @@ class LogisticRegressionHead(ClassifierMixin, BaseEstimator):
         "threshold": THRESHOLD,
     }
 
-    def __init__(self, Cs=(0.01, 0.1, 1.0, 10.0, 100.0), cv: int = 3,
+    def __init__(self, Cs=(0.01, 0.0316, 0.1, 0.316, 1.0, 3.16, 10.0, 31.6, 100.0), cv: int = 3,
                  scoring: str = "neg_log_loss", scale="auto", max_iter: int = 3000,
                  class_weight=None, threshold="tune"):
         store_params(self, locals())

@@ -21,7 +21,7 @@ Heads compared (issue 13, "defaults that never lose"):
 
 * ``lr``: ``LogisticRegression(max_iter=3000)``, the plain baselines' head;
 * ``scaled-lr``: ``StandardScaler(with_mean=False)`` + LogisticRegression (the old registry head);
-* ``cv``: ``LogisticRegressionCV`` (C in 0.01..100 from an inner 3-fold CV on log-loss), no
+* ``cv``: ``LogisticRegressionCV`` (the head's ``Cs``, 0.01..100, from an inner 3-fold CV on log-loss), no
   scaling;
 * ``scaled-cv``: ``StandardScaler(with_mean=False)`` + the same ``LogisticRegressionCV``;
 * ``auto``: `embedkit.registry.LogisticRegressionHead` (C and, for dense input, scaling chosen
@@ -42,7 +42,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +98,7 @@ def heads() -> dict:
 
     from embedkit.registry import HEADS, LogisticRegressionHead
 
-    cv = {"Cs": np.logspace(-2, 2, 5), "cv": 3, "scoring": "neg_log_loss", "l1_ratios": (0.0,),
+    cv = {"Cs": LogisticRegressionHead().Cs, "cv": 3, "scoring": "neg_log_loss", "l1_ratios": (0.0,),
           "use_legacy_attributes": False, "max_iter": 3000}
     return {
         "lr": LogisticRegression(max_iter=3000),
