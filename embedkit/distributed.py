@@ -101,9 +101,11 @@ def extract_features(representation, data, column: str = "text", *,
         Any fitted embedkit representation with ``output="pooled"`` (or any fitted
         scikit-learn text transformer). Fit it locally on a sample first; it is shipped to
         each worker once (broadcast with ``client.scatter`` on a distributed cluster, a single
-        ``dask.delayed`` key on the local schedulers), not pickled into every task. Workers
-        call its ``transform``, so its ``cache`` setting goes with it: give it a cache folder
-        that every worker can reach to share cached embeddings between them.
+        ``dask.delayed`` key on the local schedulers), not pickled into every task. (Dask's
+        active memory manager may drop a copy that sits idle before the computation starts;
+        that worker then fetches it once more.) Workers call its ``transform``, so its
+        ``cache`` setting goes with it: give it a cache folder that every worker can reach to
+        share cached embeddings between them.
         When a client is used, compute the result on that client (``client.compute`` or with
         it as the default client), since the model lives on its workers.
     data : dask.dataframe.DataFrame, dask.dataframe.Series or dask.bag.Bag

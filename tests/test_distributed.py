@@ -119,7 +119,15 @@ def test_model_reaches_each_worker_once(trec, client, tmp_path):
     rep = CountingTfidf(n_components=16).fit(trec.text)
     rep.log_path = str(tmp_path / "loads.txt")
     ddf = dd.from_pandas(trec, npartitions=12)
-    out = client.compute(extract_features(rep, ddf, keep="id", client=client)).result()
+    # Dask's active memory manager drops a replica that no task on its worker waits for (every
+    # 2 s by default), and the worker fetches the model again when its tasks start; on a slow
+    # machine the gap between scatter and compute is long enough for that (a CI run saw one
+    # worker load it twice). Stop the manager so that this checks the broadcast alone.
+    client.amm.stop()
+    try:
+        out = client.compute(extract_features(rep, ddf, keep="id", client=client)).result()
+    finally:
+        client.amm.start()
     assert len(out) == len(trec)
     loads = Path(rep.log_path).read_text().split()
     workers = {str(pid) for pid in client.run(os.getpid).values()}
