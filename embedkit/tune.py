@@ -37,9 +37,11 @@ are evaluated best-first (by the previous round's score), so when the budget run
 weakest that go unscored, and the pick is the best of the last round reached (scikit-learn's
 rule for halving searches). The two plain baselines are scored after the search, outside the
 budget, on the same folds (plain MiniLM costs one encoder pass, none when the search already
-encoded the documents); where one out-scores the search's best, it is the pick and is refit on
-all the documents, so the saved model is never worse than those five lines on the search's
-folds.
+encoded the documents), and, where the search's best was scored on a subsample only, also on
+that subsample of those folds: a candidate is compared with the baselines on the same
+documents. Where a baseline out-scores the search's best, it is the pick. The pick is refit on
+all the documents after that comparison (so no time goes into refitting a loser), and the saved
+model is never worse than those five lines on the search's folds.
 """
 
 from __future__ import annotations
@@ -234,7 +236,8 @@ class BudgetedHalvingSearchCV(HalvingGridSearchCV):
     candidate_ : ndarray of int
         For each ``cv_results_`` row, the index of its ``param_grid`` entry.
     search_seconds_ : float
-        Wall-clock seconds of the search and the refit.
+        Wall-clock seconds of the search, and of the refit where ``refit=True`` (`tune` refits
+        after scoring the baselines: its ``refit_time_``).
 
     Besides these, every attribute of `HalvingGridSearchCV` (``best_estimator_``,
     ``cv_results_``, ``n_resources_``, ...).
@@ -491,9 +494,11 @@ def tune(X, y, budget: str | float = "15m", *, pairs: Sequence[tuple[str, str]] 
     -------
     BudgetedHalvingSearchCV
         Fitted: ``best_estimator_`` is the winning `Pipeline` refit on all of ``X`` (a plain
-        baseline when it out-scores every candidate on the same folds; ``pick_`` names it);
-        ``leaderboard_`` is the leaderboard (`leaderboard`), ``baselines_`` the baselines' fold
-        scores, ``budget_`` the budget in seconds.
+        baseline when it out-scores the best candidate on the same documents of the same folds;
+        ``pick_`` names it); ``leaderboard_`` is the leaderboard (`leaderboard`), ``baselines_``
+        the baselines' fold scores (``scores`` on all the documents, ``scores_as_best`` on the
+        best candidate's), ``refit_time_`` the pick's refit seconds, ``budget_`` the budget in
+        seconds.
 
     Raises
     ------
@@ -557,7 +562,8 @@ def tune(X, y, budget: str | float = "15m", *, pairs: Sequence[tuple[str, str]] 
         [c["grid"] for c in cands], budget=seconds,
         info=[{"label": _label(c), "cost": c["cost"], "pair": f"{c['representation']} + "
                f"{c['head']}"} for c in cands], progress=say,
-        factor=factor, min_resources=min_resources, cv=folds, scoring=scoring, refit=True,
+        # refit after the baselines are scored: the pick may be one of them (no wasted refit)
+        factor=factor, min_resources=min_resources, cv=folds, scoring=scoring, refit=False,
         error_score=np.nan, return_train_score=False, random_state=random_state, n_jobs=n_jobs)
     say(f"tune: {len(cands)} candidates from {len(kept)} pairs, {n:,} documents, {cv} folds, "
         f"up to {n_rounds} rounds from {min_resources:,} documents, budget {seconds:g} s")
@@ -566,22 +572,12 @@ def tune(X, y, budget: str | float = "15m", *, pairs: Sequence[tuple[str, str]] 
     search.budget_ = seconds
     search.pairs_ = kept
     search.candidates_ = [{k: v for k, v in c.items() if k != "grid"} for c in cands]
-    say(f"search and refit: {search.search_seconds_:.0f} s; best candidate: "
-        f"{_label(cands[search.candidate_[search.best_index_]])}")
-    search.baselines_ = {}
-    if baselines:
-        from sklearn.model_selection import cross_validate
-
-        for name, pipe in baseline_pipelines(cache).items():
-            began = time.monotonic()
-            scores = cross_validate(pipe, pd.Series(docs), y, cv=folds, scoring=scoring)
-            search.baselines_[name] = {"scores": scores["test_score"],
-                                       "fit_seconds": float(np.mean(scores["fit_time"])),
-                                       "seconds": time.monotonic() - began}
-            say(f"baseline {name}: {np.mean(scores['test_score']):.3f} "
-                f"({time.monotonic() - began:.0f} s)")
     search.pick_ = _label(cands[search.candidate_[search.best_index_]])
-    _pick_a_better_baseline(search, pd.Series(docs), y, cache, say)
+    say(f"search: {search.search_seconds_:.0f} s; best candidate: {search.pick_} "
+        f"({int(search.cv_results_['n_resources'][search.best_index_]):,} documents)")
+    search.baselines_ = (_score_baselines(search, pd.Series(docs), y, cache, say)
+                         if baselines else {})
+    _refit_the_pick(search, pd.Series(docs), y, cache, say)
     search.elapsed_ = time.monotonic() - started
     search.leaderboard_ = leaderboard(search)
     if output is not None:
@@ -594,23 +590,64 @@ def tune(X, y, budget: str | float = "15m", *, pairs: Sequence[tuple[str, str]] 
     return search
 
 
-def _pick_a_better_baseline(search, X, y, cache, say) -> None:
-    """Where a plain baseline out-scores the search's pick on the same folds, the baseline is
-    the pick: it is refit on all documents and becomes ``best_estimator_`` (``pick_`` names it;
-    ``best_params_`` / ``best_score_`` stay the best candidate's). A user never leaves with a
-    model worse than the five lines they could have written."""
+def _score_baselines(search, X, y, cache, say) -> dict:
+    """Cross-validate the plain baselines on the search's folds: ``scores`` on all the
+    documents, and ``scores_as_best`` on the documents the search's best candidate was scored
+    on (the halving search's subsample of those folds at its round; ``scores`` when that round
+    had them all)."""
+    from sklearn.model_selection import cross_validate
+    from sklearn.model_selection._search_successive_halving import _SubsampleMetaSplitter
 
-    if not search.baselines_:
-        return
+    n = len(X)
+    best_docs = int(search.cv_results_["n_resources"][search.best_index_])
+    same_docs = None if best_docs >= n else list(_SubsampleMetaSplitter(
+        base_cv=search.cv, fraction=best_docs / n, subsample_test=True,
+        random_state=search.random_state).split(X, y))  # HalvingGridSearchCV's at that round
+    out = {}
+    for name, pipe in baseline_pipelines(cache).items():
+        began = time.monotonic()
+        scores = cross_validate(pipe, X, y, cv=search.cv, scoring=search.scoring)
+        info = {"scores": scores["test_score"], "fit_seconds": float(np.mean(scores["fit_time"]))}
+        info["scores_as_best"] = (info["scores"] if same_docs is None else cross_validate(
+            pipe, X, y, cv=same_docs, scoring=search.scoring)["test_score"])
+        info["seconds"] = time.monotonic() - began
+        out[name] = info
+        say(f"baseline {name}: {np.mean(info['scores']):.3f}" + (
+            "" if same_docs is None else f", {np.mean(info['scores_as_best']):.3f} on the best "
+            f"candidate's {best_docs:,} documents") + f" ({info['seconds']:.0f} s)")
+    return out
+
+
+def _refit_the_pick(search, X, y, cache, say) -> None:
+    """Refit the pick on all documents as ``best_estimator_``: the search's best candidate, or
+    a plain baseline where one out-scores it on the same documents of the same folds.
+
+    The halving search may end with its best candidate scored on a subsample only (the budget
+    stopped it at an early round); that score is then compared with the baselines' scores on
+    that very subsample (``baselines_[name]["scores_as_best"]``), not with their scores on all
+    the documents, which more training data makes higher. A baseline that wins is the pick
+    (``pick_`` names it; ``best_params_`` / ``best_score_`` stay the best candidate's): a user
+    never leaves with a model worse than the five lines they could have written.
+    """
+    from sklearn.base import clone
+
     best = float(search.cv_results_["mean_test_score"][search.best_index_])
-    name, info = max(search.baselines_.items(), key=lambda item: np.mean(item[1]["scores"]))
-    if not np.mean(info["scores"]) > best:
-        return
     began = time.monotonic()
-    search.best_estimator_ = baseline_pipelines(cache)[name].fit(X, y)  # built fresh: no clone
-    search.pick_ = name
-    say(f"pick: the baseline {name} ({np.mean(info['scores']):.3f}) beats the search's best "
-        f"({best:.3f}); refit on all documents in {time.monotonic() - began:.0f} s")
+    winner = (max(search.baselines_.items(), key=lambda item: np.mean(item[1]["scores_as_best"]))
+              if search.baselines_ else None)
+    if winner is not None and np.mean(winner[1]["scores_as_best"]) > best:
+        name, info = winner
+        search.best_estimator_ = baseline_pipelines(cache)[name].fit(X, y)  # built fresh: no clone
+        search.pick_ = name
+        say(f"pick: the baseline {name} ({np.mean(info['scores_as_best']):.3f}) beats the "
+            f"search's best ({best:.3f}) on the same documents; refit on all documents in "
+            f"{time.monotonic() - began:.0f} s")
+    else:
+        search.best_estimator_ = clone(search.estimator).set_params(
+            **clone(search.best_params_, safe=False)).fit(X, y)
+        say(f"pick: {search.pick_}; refit on all documents in {time.monotonic() - began:.0f} s")
+    search.refit_time_ = time.monotonic() - began
+    search.refit = True  # refitted here: scikit-learn's predict/score now read best_estimator_
 
 
 def leaderboard(search) -> pd.DataFrame:

@@ -132,11 +132,12 @@ def test_leaderboard_holds_the_candidates_and_both_baselines(tuned, trec_slice):
     assert board["pick"].sum() == 1
     pick = board[board["pick"]].iloc[0]
     # the best candidate of the last round reached (scikit-learn's halving rule), unless a
-    # baseline out-scores it on the same folds
+    # baseline out-scores it on the same documents of the same folds
     last = cands[cands["round"] == cands["round"].max()]
     best = last.loc[last["accuracy"].idxmax()]
-    if base["accuracy"].max() > best["accuracy"]:
-        assert pick["kind"] == "baseline" and pick["accuracy"] == base["accuracy"].max()
+    as_best = {k: np.mean(v["scores_as_best"]) for k, v in search.baselines_.items()}
+    if max(as_best.values()) > best["accuracy"]:
+        assert pick["kind"] == "baseline" and pick["pipeline"] == max(as_best, key=as_best.get)
     else:
         assert pick["pipeline"] == best["pipeline"] and pick["pipeline"].split(" (")[0] in {
             f"{r} + {h}" for r, h in PAIRS}
@@ -162,6 +163,48 @@ def test_a_baseline_that_beats_every_candidate_is_the_pick(trec_slice):
     assert pick["kind"] == "baseline" and search.pick_ == pick["pipeline"]
     assert pick["accuracy"] > board.loc[board["kind"] == "candidate", "accuracy"].max()
     expected = baseline_pipelines()[pick["pipeline"]].fit(train["text"], train["label"])
+    assert list(search.predict(test["text"][:50])) == list(expected.predict(test["text"][:50]))
+
+
+def test_a_best_scored_on_a_subsample_meets_the_baselines_on_that_subsample(trec_slice):
+    """A budget can end the halving search before its last round; the best candidate's score on
+    a subsample is then compared with the baselines' on the same documents, not on all."""
+    from sklearn.base import clone
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.model_selection._search_successive_halving import _SubsampleMetaSplitter
+
+    from embedkit.tune import _refit_the_pick, _score_baselines
+
+    train, test = trec_slice
+    X, y = train["text"], train["label"].to_numpy()
+    cands = candidates([("glove", "logreg")], per_pair=1)  # GloVe means trail TF-IDF on TREC
+    first = cands[0]["grid"]
+    folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
+    search = BudgetedHalvingSearchCV(
+        Pipeline([("features", first["features"][0]), ("head", first["head"][0])]),
+        [c["grid"] for c in cands], cv=folds, min_resources=150, max_resources=150, refit=False,
+        random_state=0).fit(X, y)
+    assert search.cv_results_["n_resources"][search.best_index_] == 150 < len(X)
+    lines = []
+    search.baselines_ = _score_baselines(search, X, y, "memory", lines.append)
+    # the documents the search scored its best on: re-scoring it on this splitter gives its scores
+    half = list(_SubsampleMetaSplitter(base_cv=folds, fraction=0.5, subsample_test=True,
+                                       random_state=0).split(X, y))
+    again = cross_val_score(clone(search.estimator).set_params(**search.best_params_), X, y,
+                            cv=half)
+    np.testing.assert_allclose(
+        [search.cv_results_[f"split{i}_test_score"][search.best_index_] for i in range(3)], again)
+    for name, pipe in baseline_pipelines().items():
+        info = search.baselines_[name]
+        np.testing.assert_allclose(info["scores_as_best"], cross_val_score(pipe, X, y, cv=half))
+        np.testing.assert_allclose(info["scores"], cross_val_score(pipe, X, y, cv=folds))
+    assert any("on the best candidate's 150 documents" in line for line in lines)
+
+    _refit_the_pick(search, X, y, "memory", lines.append)
+    as_best = {k: np.mean(v["scores_as_best"]) for k, v in search.baselines_.items()}
+    assert search.pick_ == max(as_best, key=as_best.get)  # GloVe loses to a baseline
+    assert "same documents" in lines[-1]
+    expected = baseline_pipelines()[search.pick_].fit(X, y)  # refit on all 300 documents
     assert list(search.predict(test["text"][:50])) == list(expected.predict(test["text"][:50]))
 
 
