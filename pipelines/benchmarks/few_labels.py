@@ -16,7 +16,7 @@ Protocol
   training side (``groupby(label).sample(n, random_state=s)``); every method sees the same ones.
   ``--seeds`` seeds for sizes up to 16, ``--large-seeds`` above (the CPU budget).
 * Methods, all on the packaged all-MiniLM-L6-v2:
-  - ``setfit``: the registry's ``setfit`` head (5 pair rounds, 64 word pieces, batch 16, lr 2e-5,
+  - ``setfit``: the registry's ``setfit`` head (20 pair rounds, 64 word pieces, batch 16, lr 2e-5,
     one epoch, logistic regression C=1);
   - ``frozen + LR``: the accuracy suite's plain baseline, sentence-transformers ``encode`` +
     ``LogisticRegression(max_iter=3000)``;
