@@ -590,6 +590,12 @@ def tune(X, y, budget: str | float = "15m", *, pairs: Sequence[tuple[str, str]] 
     return search
 
 
+def _rounding_slack(search) -> int:
+    """Documents the halving search's last round may fall short of all of them by (its
+    ``n_resources`` are ``min_resources * factor ** round``, rounded down)."""
+    return search.factor ** max(len(search.n_resources_) - 1, 0)
+
+
 def _score_baselines(search, X, y, cache, say) -> dict:
     """Cross-validate the plain baselines on the search's folds: ``scores`` on all the
     documents, and ``scores_as_best`` on the documents the search's best candidate was scored
@@ -600,7 +606,9 @@ def _score_baselines(search, X, y, cache, say) -> dict:
 
     n = len(X)
     best_docs = int(search.cv_results_["n_resources"][search.best_index_])
-    same_docs = None if best_docs >= n else list(_SubsampleMetaSplitter(
+    # the last round's n_resources is rounded down (5,985 of 5,988): that is all the data, as
+    # in the leaderboard's all_data, and the baselines' scores on all of it serve as they are
+    same_docs = None if n - best_docs < _rounding_slack(search) else list(_SubsampleMetaSplitter(
         base_cv=search.cv, fraction=best_docs / n, subsample_test=True,
         random_state=search.random_state).split(X, y))  # HalvingGridSearchCV's at that round
     out = {}
@@ -662,7 +670,7 @@ def leaderboard(search) -> pd.DataFrame:
     res = search.cv_results_
     name = search.scoring if isinstance(search.scoring, str) else "score"
     n = search._n_samples_orig if hasattr(search, "_n_samples_orig") else search.n_resources_[-1]
-    slack = search.factor ** max(len(search.n_resources_) - 1, 0)
+    slack = _rounding_slack(search)
     pick = getattr(search, "pick_", None)
     last_row: dict[int, int] = {}
     for row, cand in enumerate(search.candidate_):
