@@ -98,12 +98,15 @@ class TransformerEmbedder(NeuralEncoder):
         For sequence output: None keeps word pieces (with the special tokens the model sees,
         e.g. ``[CLS]``/``[SEP]``); "mean" / "first" pool the pieces of each word into one vector
         per word (special tokens dropped), tokens being the words of the text.
-    batch_size : int, default=128
+    batch_size : int, default=32
         Most texts per forward pass. Texts are sorted by token length first, so a batch holds
         texts of about the same length and is padded only to its longest.
-    max_tokens_per_batch : int or None, default=4096
-        Most padded tokens per forward pass: short texts go in large batches (fewer, bigger
-        matrix products), long ones in small batches (16 texts of 256 tokens). None: no bound.
+    max_tokens_per_batch : int or None, default=2048
+        Most padded tokens per forward pass (8 texts of 256 tokens). None: no bound. On a CPU,
+        smaller batches than these defaults were not faster, and larger ones were slower
+        (128 texts / 4096 tokens took 1.2-1.4x as long on TREC questions and 1.1x on BBC
+        articles, with either backend: ``pipelines/benchmarks/bench_encode.py --batches``).
+        On a GPU, raise both.
     device : {"auto", "cpu", "cuda", "mps"}, default="auto"
     num_threads : int or None, default=None
         torch CPU threads during encoding (restored afterwards); None keeps torch's setting.
@@ -208,7 +211,7 @@ class TransformerEmbedder(NeuralEncoder):
     def __init__(self, model: str = "all-minilm-l6-v2", pooling: str = "mean", layers="last",
                  normalize: bool = False, max_length: int = 256, long_documents: str = "truncate",
                  stride: int | None = None, output: str = "pooled", word_pooling: str | None = None,
-                 batch_size: int = 128, max_tokens_per_batch: int | None = 4096,
+                 batch_size: int = 32, max_tokens_per_batch: int | None = 2048,
                  device: str = "auto", num_threads: int | None = None, dtype: str = "float32",
                  backend: str = "auto", trust_remote_code: bool = False, verbose: int = 0, cache=None):
         store_params(self, locals())

@@ -6,8 +6,10 @@ truncation (256 tokens): TREC-6 questions and BBC News articles. The peer runs
 embedkit runs with the defaults a user gets (``TransformerEmbedder()``: ONNX Runtime on CPU when
 the onnx extra is installed), plus a ``backend="torch"`` row. ``--extra`` adds PyTorch without the
 oneDNN routing of the linear layers and the opt-in ``dtype="int8"``; ``--bf16`` adds
-``dtype="bfloat16"``. Rounds are interleaved and the fastest round of each contender is kept,
-because the machine may be shared: only the ratios measured in one run mean anything.
+``dtype="bfloat16"``; ``--batches 128/4096`` adds both backends at other batch settings
+(``batch_size`` / ``max_tokens_per_batch``). Rounds are interleaved and the fastest round of each
+contender is kept, because the machine may be shared: only the ratios measured in one run mean
+anything.
 
     PYTHONPATH=. python pipelines/benchmarks/bench_encode.py --trec 400 --bbc 64 --rounds 3
 """
@@ -25,7 +27,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def _embedders(extra: bool, bf16: bool) -> dict:
+def _embedders(extra: bool, bf16: bool, batches=()) -> dict:
     from embedkit import TransformerEmbedder
     from embedkit.representations import transformer
 
@@ -39,7 +41,7 @@ def _embedders(extra: bool, bf16: bool) -> dict:
         out["embedkit int8"] = TransformerEmbedder(dtype="int8").fit(["x"])
         before = os.environ.get("EMBEDKIT_ONEDNN")
         os.environ["EMBEDKIT_ONEDNN"] = "0"
-        transformer._MODELS.clear()  # load a second, plain copy of the weights
+        transformer._load.cache_clear()  # load a second, plain copy of the weights
         try:
             out["embedkit torch, no oneDNN"] = TransformerEmbedder(backend="torch").fit(["x"])
         finally:
@@ -47,6 +49,10 @@ def _embedders(extra: bool, bf16: bool) -> dict:
                 os.environ.pop("EMBEDKIT_ONEDNN")
             else:
                 os.environ["EMBEDKIT_ONEDNN"] = before
+    for rows, tokens in batches:  # other batch settings than the defaults, both backends
+        for backend in ("auto", "torch"):
+            out[f"embedkit {backend} {rows}/{tokens}"] = TransformerEmbedder(
+                backend=backend, batch_size=rows, max_tokens_per_batch=tokens).fit(["x"])
     if bf16:  # slow where the CPU has no bf16 units (lscpu | grep bf16)
         out["embedkit bfloat16"] = TransformerEmbedder(dtype="bfloat16").fit(["x"])
     return out
@@ -63,6 +69,9 @@ def main(argv=None) -> None:
     parser.add_argument("--extra", action="store_true",
                         help="also time torch without oneDNN, and dtype='int8'")
     parser.add_argument("--bf16", action="store_true", help="also time dtype='bfloat16'")
+    parser.add_argument("--batches", nargs="*", default=[], metavar="ROWS/TOKENS",
+                        help="also time embedkit (both backends) at these batch_size/"
+                             "max_tokens_per_batch settings, e.g. 128/4096 16/1024")
     args = parser.parse_args(argv)
 
     import torch
@@ -76,7 +85,11 @@ def main(argv=None) -> None:
     path = str(resource_path("all-minilm-l6-v2"))
     peer = SentenceTransformer(path, device="cpu")
     peer.max_seq_length = 256
-    ours = _embedders(args.extra, args.bf16)
+    try:
+        batch_settings = [tuple(int(v) for v in b.split("/")) for b in args.batches]
+    except ValueError:
+        parser.error(f"--batches {args.batches}: expected ROWS/TOKENS pairs such as 128/4096")
+    ours = _embedders(args.extra, args.bf16, batch_settings)
     rng = np.random.default_rng(0)
     sets = {
         "trec": list(rng.choice(load_dataset("trec").text.to_numpy(), args.trec, replace=False)),
