@@ -102,11 +102,11 @@ class TransformerEmbedder(NeuralEncoder):
         Most texts per forward pass. Texts are sorted by token length first, so a batch holds
         texts of about the same length and is padded only to its longest.
     max_tokens_per_batch : int or None, default=2048
-        Most padded tokens per forward pass (8 texts of 256 tokens). None: no bound. On a CPU,
-        smaller batches than these defaults were not faster, and larger ones were slower
-        (128 texts / 4096 tokens took 1.2-1.4x as long on TREC questions and 1.1x on BBC
-        articles, with either backend: ``pipelines/benchmarks/bench_encode.py --batches``).
-        On a GPU, raise both.
+        Most padded tokens per forward pass (8 texts of 256 tokens). None: no bound. On a
+        2-core CPU, 128 texts / 4096 tokens (the former defaults) took 1.4x (ONNX) and 1.2x
+        (PyTorch) as long on TREC questions and about as long on BBC articles; 16 / 1024 was
+        5% slower on TREC and 7% faster on BBC (``pipelines/benchmarks/bench_encode.py
+        --batches 128/4096 16/1024``). On a GPU, raise both.
     device : {"auto", "cpu", "cuda", "mps"}, default="auto"
     num_threads : int or None, default=None
         torch CPU threads during encoding (restored afterwards); None keeps torch's setting.
