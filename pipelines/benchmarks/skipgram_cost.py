@@ -3,8 +3,9 @@
 `embedkit compare`'s default run trains Word2Vec, FastText and Doc2Vec on every fold; those
 gensim trainings are most of its CPU seconds. The registry trains skip-gram (``sg=1``). This
 script fits each registry entry with ``sg=1`` and with ``sg=0`` (CBOW, cheaper per word) plus
-the registry's ``logreg`` head on the accuracy suite's splits, one gensim worker, and prints
-test accuracy and fit seconds:
+the registry's ``logreg`` head on the accuracy suite's splits, one gensim worker, beside the
+suite's plain TF-IDF + LR and plain MiniLM + LR baselines on the same split, and prints test
+accuracy and fit seconds:
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python pipelines/benchmarks/skipgram_cost.py --datasets bbc-news trec
 
@@ -14,9 +15,6 @@ Seconds are wall-clock on whatever machine runs it: compare them within one run 
 from __future__ import annotations
 
 import argparse
-import time
-
-import numpy as np
 
 
 def main(argv=None) -> None:
@@ -29,20 +27,21 @@ def main(argv=None) -> None:
 
     from embedkit import registry
     from embedkit.datasets import load_dataset
-    from pipelines.benchmarks.accuracy_suite import split
+    from pipelines.benchmarks import accuracy_suite as suite
 
-    print(f"{'dataset':16s} {'representation':14s} {'sg':>3s} {'accuracy':>9s} {'fit s':>7s}")
+    print(f"{'dataset':16s} {'pipeline':28s} {'accuracy':>9s} {'fit s':>7s}")
     for name in args.datasets:
-        train, test, _ = split(load_dataset(name))
+        train, test, _ = suite.split(load_dataset(name))
+        rows = {base: suite.baselines()[base] for base in (suite.TFIDF, suite.MINILM)}
         for rep in args.representations:
             for sg in (1, 0):
                 features = registry.REPRESENTATIONS[rep].factory().set_params(sg=sg, workers=1)
-                pipe = make_pipeline(features, registry.HEADS["logreg"].factory())
-                start = time.perf_counter()
-                pipe.fit(train.text.tolist(), train.label.to_numpy())
-                fit_s = time.perf_counter() - start
-                accuracy = float(np.mean(pipe.predict(test.text.tolist()) == test.label.to_numpy()))
-                print(f"{name:16s} {rep:14s} {sg:3d} {accuracy:9.3f} {fit_s:7.1f}", flush=True)
+                rows[f"{rep} sg={sg} + logreg"] = make_pipeline(
+                    features, registry.HEADS["logreg"].factory())
+        for label, pipeline in rows.items():
+            scores = suite.score_pipeline(pipeline, train, test)
+            print(f"{name:16s} {label:28s} {scores['accuracy']:9.3f} {scores['fit_seconds']:7.1f}",
+                  flush=True)
 
 
 if __name__ == "__main__":
