@@ -85,7 +85,7 @@ DEFAULT_PAIRS = (
     ("passthrough", "finetune-short"), ("passthrough", "finetune"), ("passthrough", "setfit"),
 )
 #: heads that fine-tune a Transformer: ``finetune=False`` leaves them out
-FINETUNE_HEADS = ("finetune", "finetune-short", "vote-finetune", "setfit")
+FINETUNE_HEADS = ("finetune", "finetune-short", "finetune-seeds", "vote-finetune", "setfit")
 #: a pair is left out when one fit on all the documents is estimated above this share of budget
 BUDGET_SHARE_PER_FIT = 0.25
 #: the leader's refit is reserved at this multiple of its time scaled linearly to all documents

@@ -39,6 +39,32 @@ def test_ensemble_stack_learns_on_out_of_fold_probabilities(tweets):
     np.testing.assert_allclose(ens.predict_proba(X_test), final.predict_proba(members), atol=1e-6)
 
 
+def test_finetune_seeds_is_finetune_short_twice_with_two_seeds():
+    ens = registry.HEADS["finetune-seeds"].factory()
+    assert ens.method == "vote" and [name for name, _ in ens.members] == [
+        "finetune-short-seed0", "finetune-short-seed1"]
+    want = registry.HEADS["finetune-short"].factory().get_params()
+    for seed, (_, member) in enumerate(ens.members):
+        assert member.named_steps["features"] == "passthrough"
+        assert member.named_steps["head"].get_params() == {**want, "random_state": seed}
+
+
+def test_vote_over_estimator_members_saves_and_loads(tmp_path):
+    from embedkit import load, save
+
+    members = tuple((f"seed{s}", registry.make_pipeline("tfidf", "mlp", [
+        f"head.random_state={s}", "head.epochs=3"])) for s in (0, 1))
+    pipe = Pipeline([("features", "passthrough"),
+                     ("head", EnsembleClassifier(members=members, method="vote"))]).fit(
+        TOY * 3, TOY_Y * 3)
+    a, b = (m.predict_proba(TOY) for m in pipe.named_steps["head"].model_.estimators_)
+    assert np.abs(a - b).max() > 1e-3  # the seeds give two different members
+    np.testing.assert_allclose(pipe.predict_proba(TOY), (a + b) / 2, atol=1e-6)
+    save(pipe, tmp_path / "model")
+    np.testing.assert_allclose(load(tmp_path / "model").predict_proba(TOY),
+                               pipe.predict_proba(TOY), atol=1e-7)
+
+
 def test_ensemble_errors():
     with pytest.raises(ValueError, match="passthrough"):
         EnsembleClassifier().fit(np.ones((4, 3)), [0, 1, 0, 1])

@@ -27,8 +27,9 @@ from embedkit.persist import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-#: heads that fine-tune MiniLM: one tiny TransformerClassifier stands for them (its own test)
-SLOW = {"finetune", "finetune-short", "vote-finetune", "setfit"}  # setfit: tests/test_setfit.py
+#: heads that fine-tune MiniLM: one tiny TransformerClassifier stands for them (its own test;
+#: setfit: tests/test_setfit.py; finetune-seeds' vote over estimators: tests/test_ensemble.py)
+SLOW = {"finetune", "finetune-short", "finetune-seeds", "vote-finetune", "setfit"}
 PAIRS = [(r, h) for r in registry.REPRESENTATIONS for h in registry.HEADS
          if h not in SLOW and registry.compatible(registry.REPRESENTATIONS[r], registry.HEADS[h])]
 #: settings that keep the slice fast; the classes, their other parameters and the code paths

@@ -65,8 +65,8 @@ def test_compatibility():
     assert fits("tfidf", "logreg") and fits("tfidf", "mlp") and not fits("tfidf", "rnn")
     assert fits("glove-seq", "rnn") and fits("glove-seq", "mlp") and not fits("glove-seq", "logreg")
     assert fits("learned", "conv") and not fits("learned", "logreg")
-    assert [h for h in HEADS if fits("passthrough", h)] == [
-        "finetune", "finetune-short", "setfit", "stack", "vote-finetune"]  # heads that read raw text
+    assert [h for h in HEADS if fits("passthrough", h)] == [  # heads that read raw text
+        "finetune", "finetune-short", "setfit", "stack", "finetune-seeds", "vote-finetune"]
     assert [r for r in REPRESENTATIONS if fits(r, "finetune")] == ["passthrough"]
 
 
