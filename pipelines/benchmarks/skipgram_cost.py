@@ -32,7 +32,8 @@ def main(argv=None) -> None:
     print(f"{'dataset':16s} {'pipeline':28s} {'accuracy':>9s} {'fit s':>7s}")
     for name in args.datasets:
         train, test, _ = suite.split(load_dataset(name))
-        rows = {base: suite.baselines()[base] for base in (suite.TFIDF, suite.MINILM)}
+        baselines = suite.baselines()
+        rows = {base: baselines[base] for base in (suite.TFIDF, suite.MINILM)}
         for rep in args.representations:
             for sg in (1, 0):
                 features = registry.REPRESENTATIONS[rep].factory().set_params(sg=sg, workers=1)
