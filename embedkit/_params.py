@@ -42,7 +42,6 @@ Word2VecEmbedder(window=0): window must be an int in the range [1, inf).
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from collections.abc import Callable
@@ -61,6 +60,8 @@ from sklearn.utils._param_validation import (
     make_constraint,
 )
 
+from ._suggest import did_you_mean
+
 __all__ = ["SEED", "CacheSpec", "Device", "HasMethods", "Interval", "InvalidParameterError", "Layers",
            "NgramRange", "Options", "RealNotInt", "Rule", "Sizes", "StrOptions", "as_sizes",
            "edge_values", "invalid_values", "positive_int", "validate_params",
@@ -75,7 +76,7 @@ def positive_int(low: int = 1) -> Interval:
 #: a random seed: what numpy, torch and gensim all accept
 SEED = Interval(Integral, 0, 2**32 - 1, closed="both")
 #: a multi-label classifier's ``threshold``: the probability a label must exceed to be predicted,
-#: or "tune" (the value maximising micro-F1 on held-out rows, `embedkit.heads._base.tune_threshold`)
+#: or "tune" (the value maximising micro-F1 on held-out rows, `embedkit.heads._targets.tune_threshold`)
 THRESHOLD = [Interval(Real, 0, 1, closed="neither"), StrOptions({"tune"})]
 
 
@@ -232,20 +233,6 @@ def _describe(c: _Constraint) -> str:
         return {str: "a str", dict: "a dict", list: "a list", Real: "a float",
                 Integral: "an int"}.get(kind, f"a {getattr(kind, '__name__', kind)}")
     return str(c)
-
-
-def did_you_mean(name, choices) -> str:
-    """``" Did you mean 'x'?"`` for the closest of ``choices`` (difflib), or ``""``: the one
-    suggestion of every error about a misspelt name (parameters, options, registry names, cache
-    words).
-
-    Examples
-    --------
-    >>> did_you_mean("poolng", ["pooling", "output"])
-    " Did you mean 'pooling'?"
-    """
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _suggestion(value, constraints) -> str:

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 import embedkit.cache
+import embedkit.cache._disk
 from embedkit import TfidfEmbedder, TransformerEmbedder
 from embedkit.cache import DiskCache, MemoryCache, fingerprint, get_cache
 from embedkit.representations._neural import NeuralEncoder
@@ -180,7 +181,7 @@ def test_a_bare_word_is_a_typo_not_a_folder(tmp_path, monkeypatch):
 def _new_process(monkeypatch):
     """What a new process sees: no open stores, no warning given yet."""
     monkeypatch.setattr(embedkit.cache, "_DISKS", {})
-    monkeypatch.setattr(embedkit.cache, "_WARNED", set())
+    monkeypatch.setattr(embedkit.cache._disk, "_WARNED", set())
 
 
 def _corrupt(path: Path, how: str) -> None:

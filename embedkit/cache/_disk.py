@@ -1,34 +1,5 @@
-"""Embedding cache shared by grid-search candidates, folds and runs.
-
-Every representation takes ``cache=``:
-
-* ``None`` (default): no caching.
-* ``"memory"``: one bounded in-process store (LRU by bytes). Each worker process of
-  ``GridSearchCV(n_jobs=k)`` has its own, so only the documents a worker already encoded are hits.
-* ``"disk"`` (``$EMBEDKIT_HOME/embeddings``) or a folder path (a ``pathlib.Path``, or a str with
-  a path separator such as ``"./cache"``; a bare word such as ``"memroy"`` is refused as a typo):
-  a SQLite database in WAL mode, safe for several threads and processes at once, bounded in size
-  (least recently used entries are evicted), each entry checksummed so a corrupt entry is
-  detected, dropped and recomputed, never returned.
-* an `EmbeddingCache` object (`MemoryCache` / `DiskCache`), to choose the size bound.
-
-A cache never changes results, and its faults never stop a transform: a database file that
-SQLite reports as corrupted is moved aside (``embeddings.sqlite.corrupt-<time>``) and rebuilt,
-with one warning naming the file; a cache the process may not write to (permissions, read-only
-file system) serves its entries and stores nothing new, with one warning; `DiskCache.clear`
-deletes a corrupted file outright.
-
-The key of an entry is ``(representation fingerprint, document hash)``. The fingerprint
-(`fingerprint`) covers the class, the parameters that change vectors (not ``cache``,
-``batch_size``, ``device``, ``verbose``, thread counts, nor anything a class lists in
-``_cache_exclude``), the identity of pretrained weights (a representation's
-``_cache_identity()``, e.g. the digest of a safetensors file) and, for representations trained on
-data, a digest of the fitted state. Only documents missing from the cache are encoded; the
-results are assembled in input order.
-
-Pooled arrays and `Sequences` rows are cached. Sparse output (bag-of-words TF-IDF) and
-`TokenIds` depend on a fitted vocabulary as a whole and bypass the cache: they are computed for
-the unique documents of the call and nothing is stored.
+"""The disk store (`DiskCache`): one SQLite database in WAL mode per folder, process-safe,
+size-bounded (LRU eviction), checksummed, and its fault handling (corrupted or read-only files).
 """
 
 from __future__ import annotations
@@ -37,198 +8,27 @@ import contextlib
 import hashlib
 import json
 import os
-import pickle
 import sqlite3
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from .sequences import Sequences
+from ._memory import EmbeddingCache
 
-__all__ = ["EmbeddingCache", "MemoryCache", "DiskCache", "get_cache", "fingerprint",
-           "cached_encode", "cache_spec_problem", "default_dir", "DEFAULT_MAX_BYTES"]
+__all__ = ["DEFAULT_MAX_BYTES", "DiskCache", "default_dir"]
 
 #: default size bound of a cache (bytes of stored vectors)
 DEFAULT_MAX_BYTES = int(os.environ.get("EMBEDKIT_CACHE_MAX_BYTES", 2 * 1024**3))
-_MEMORY_MAX_BYTES = int(os.environ.get("EMBEDKIT_MEMORY_CACHE_MAX_BYTES", 512 * 1024**2))
-
-#: parameters that never change vectors, excluded from every fingerprint
-NEUTRAL_PARAMS = frozenset({
-    "cache", "batch_size", "max_tokens_per_batch", "device", "verbose", "num_threads", "n_jobs",
-    "workers", "progress",
-})
 
 
 def default_dir() -> Path:
     """The disk cache folder used for ``cache="disk"``: ``$EMBEDKIT_HOME/embeddings``."""
-    from .resources import home
+    from ..resources import home
 
     return home() / "embeddings"
-
-
-# ---------------------------------------------------------------------------------------------
-# fingerprints
-# ---------------------------------------------------------------------------------------------
-
-def _stable(value: Any) -> Any:
-    """A JSON-able, process-independent description of a parameter value."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return [type(value).__name__, [_stable(v) for v in value]]
-    if isinstance(value, dict):
-        return ["dict", sorted((str(k), _stable(v)) for k, v in value.items())]
-    if isinstance(value, (set, frozenset)):
-        return ["set", sorted(repr(_stable(v)) for v in value)]
-    if hasattr(value, "get_params"):
-        return ["estimator", fingerprint(value, fitted=False)]
-    if isinstance(value, np.ndarray):
-        return ["ndarray", value.dtype.str, list(value.shape),
-                hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16).hexdigest()]
-    return ["object", type(value).__module__, type(value).__qualname__, repr(value)]
-
-
-def state_digest(obj: Any) -> str:
-    """Digest of a picklable object (used for fitted state); stable within a process run."""
-    digest = hashlib.blake2b(digest_size=16)
-
-    class _Writer:
-        def write(self, data):
-            digest.update(data)
-
-    pickle.Pickler(_Writer(), protocol=5).dump(obj)
-    return digest.hexdigest()
-
-
-def fingerprint(rep, *, fitted: bool = True) -> str:
-    """Hex digest that identifies what ``rep`` computes (see the module docstring).
-
-    Parameters
-    ----------
-    rep : Representation
-    fitted : bool, default=True
-        Include the weights identity / fitted-state digest (``rep._cache_identity()``).
-
-    Examples
-    --------
-    >>> from embedkit import TfidfEmbedder
-    >>> fingerprint(TfidfEmbedder(), fitted=False) == fingerprint(TfidfEmbedder(cache="memory"), fitted=False)
-    True
-    """
-    exclude = NEUTRAL_PARAMS | frozenset(getattr(rep, "_cache_exclude", ()))
-    params = {k: _stable(v) for k, v in rep.get_params(deep=False).items() if k not in exclude}
-    desc = {"class": f"{type(rep).__module__}.{type(rep).__qualname__}", "params": params}
-    if fitted:
-        desc["identity"] = _stable(rep._cache_identity())
-    text = json.dumps(desc, sort_keys=True, default=repr)
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-
-
-def _doc_keys(docs: list[str]) -> list[str]:
-    return [hashlib.blake2b(d.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-            for d in docs]
-
-
-# ---------------------------------------------------------------------------------------------
-# stores
-# ---------------------------------------------------------------------------------------------
-
-class EmbeddingCache:
-    """Interface of a store: ``get_many(rep, keys) -> {key: record}``, ``put_many(rep, {key: record})``.
-
-    A record is ``(array, tokens)``: a float array (a pooled vector ``(dim,)`` or a sequence's
-    rows ``(length, dim)``) and the list of tokens (or None).
-    """
-
-    def __deepcopy__(self, memo):
-        return self  # a store is a shared handle: clones of a representation share it
-
-    def __copy__(self):
-        return self
-
-    def get_many(self, rep_key: str, keys: list[str]) -> dict:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def put_many(self, rep_key: str, records: dict, label: str = "") -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def info(self) -> dict:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def clear(self) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-
-class MemoryCache(EmbeddingCache):
-    """In-process LRU store bounded by ``max_bytes``; thread-safe, not shared between processes.
-
-    Pickling it (e.g. to a ``GridSearchCV`` worker) gives an empty store of the same bound.
-
-    Examples
-    --------
-    >>> c = MemoryCache(max_bytes=1000)
-    >>> c.put_many("rep", {"k": (np.ones(3, np.float32), None)})
-    >>> c.get_many("rep", ["k", "x"])["k"][0].tolist()
-    [1.0, 1.0, 1.0]
-    """
-
-    def __init__(self, max_bytes: int = _MEMORY_MAX_BYTES):
-        self.max_bytes = int(max_bytes)
-        self._store: OrderedDict = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def __getstate__(self):
-        return {"max_bytes": self.max_bytes}
-
-    def __setstate__(self, state):
-        self.__init__(state["max_bytes"])
-
-    def __repr__(self) -> str:
-        return f"MemoryCache(max_bytes={self.max_bytes})"
-
-    def get_many(self, rep_key, keys):
-        found = {}
-        with self._lock:
-            for k in keys:
-                rec = self._store.get((rep_key, k))
-                if rec is not None:
-                    self._store.move_to_end((rep_key, k))
-                    found[k] = rec
-        return found
-
-    def put_many(self, rep_key, records, label=""):
-        with self._lock:
-            for k, (arr, tokens) in records.items():
-                key = (rep_key, k)
-                old = self._store.pop(key, None)
-                if old is not None:
-                    self._bytes -= old[0].nbytes
-                arr = np.array(arr, copy=True)
-                arr.setflags(write=False)
-                self._store[key] = (arr, tokens)
-                self._bytes += arr.nbytes
-            while self._bytes > self.max_bytes and self._store:
-                _, (arr, _) = self._store.popitem(last=False)
-                self._bytes -= arr.nbytes
-
-    def info(self) -> dict:
-        return {"kind": "memory", "entries": len(self._store), "bytes": self._bytes,
-                "max_bytes": self.max_bytes}
-
-    def clear(self) -> None:
-        with self._lock:
-            self._store.clear()
-            self._bytes = 0
 
 
 def _serialize(arr: np.ndarray, tokens) -> bytes:
@@ -580,138 +380,4 @@ def _warn_once(path: Path, kind: str, message: str) -> None:
     if key not in _WARNED:
         _WARNED.add(key)
         warnings.warn(message, RuntimeWarning, stacklevel=4)
-
-
-_MEMORY: MemoryCache | None = None
-_DISKS: dict[str, DiskCache] = {}
-_REGISTRY_LOCK = threading.Lock()
-_WORDS = ("memory", "disk")
-
-
-def cache_spec_problem(spec) -> str | None:
-    """What is wrong with a ``cache=`` value, or None when it is valid.
-
-    Valid: None, ``"memory"``, ``"disk"``, an `EmbeddingCache`, a ``pathlib.Path`` (any
-    ``os.PathLike``) or a str containing a path separator (``"./cache"``, ``"~/cache"``) that is
-    not an existing file. A bare word is taken for a typo, not a folder name.
-
-    Examples
-    --------
-    >>> print(cache_spec_problem("memroy"))  # doctest: +NORMALIZE_WHITESPACE
-    cache='memroy' is neither 'memory', 'disk' nor a folder path. Did you mean 'memory'? To use
-    a folder of that name, pass './memroy' or pathlib.Path('memroy').
-    """
-    if spec is None or isinstance(spec, EmbeddingCache) or (isinstance(spec, str) and spec in _WORDS):
-        return None
-    if isinstance(spec, str) and not any(sep and sep in spec for sep in ("/", os.sep, os.altsep)):
-        from ._params import did_you_mean
-
-        return (f"cache={spec!r} is neither 'memory', 'disk' nor a folder path."
-                f"{did_you_mean(spec, _WORDS)} To use a "
-                f"folder of that name, pass './{spec}' or pathlib.Path({spec!r}).")
-    if isinstance(spec, (str, os.PathLike)):
-        path = Path(spec).expanduser()
-        if path.exists() and not path.is_dir():
-            return (f"cache={str(spec)!r} is a file; pass a directory for the disk cache, "
-                    "'memory', or None.")
-        return None
-    return (f"cache={spec!r}; use None, 'memory', 'disk', a directory path, or an "
-            "embedkit.cache.MemoryCache / DiskCache object.")
-
-
-def get_cache(spec) -> EmbeddingCache | None:
-    """Resolve a ``cache=`` parameter to a store (one per process per directory).
-
-    Raises a ValueError naming the fix for a value `cache_spec_problem` refuses.
-
-    Examples
-    --------
-    >>> get_cache(None) is None, type(get_cache("memory")).__name__
-    (True, 'MemoryCache')
-    """
-    global _MEMORY
-    problem = cache_spec_problem(spec)
-    if problem:
-        raise ValueError(problem)
-    if spec is None or isinstance(spec, EmbeddingCache):
-        return spec
-    if spec == "memory":
-        with _REGISTRY_LOCK:
-            if _MEMORY is None:
-                _MEMORY = MemoryCache()
-            return _MEMORY
-    path = default_dir() if spec == "disk" else Path(spec).expanduser()
-    key = str(path.resolve())
-    with _REGISTRY_LOCK:
-        if key not in _DISKS:
-            _DISKS[key] = DiskCache(path)
-        return _DISKS[key]
-
-
-# ---------------------------------------------------------------------------------------------
-# the hook used by Representation._encode
-# ---------------------------------------------------------------------------------------------
-
-def _records(out, n: int) -> list | None:
-    """Split an output into per-document records, or None when the form is not cacheable."""
-    if isinstance(out, np.ndarray) and out.ndim == 2:
-        return [(out[i], None) for i in range(n)]
-    if isinstance(out, Sequences):
-        tokens = out.tokens
-        return [(out.values[i, : int(out.lengths[i])],
-                 None if tokens is None else list(tokens[i])) for i in range(n)]
-    return None
-
-
-def _assemble(records: list, like) -> Any:
-    if like == "pooled":
-        return np.stack([r[0] for r in records]).astype(np.float32, copy=False)
-    tokens = None if any(r[1] is None for r in records) else [r[1] for r in records]
-    return Sequences.from_rows([r[0] for r in records], tokens=tokens)
-
-
-def cached_encode(rep, docs: list[str]):
-    """Encode ``docs`` with ``rep._transform``, reading and filling ``rep.cache``.
-
-    Only the unique documents missing from the cache are passed to ``_transform``; the result
-    keeps the input order.
-    """
-    store = get_cache(rep.cache)
-    if not docs:
-        return rep._transform(docs)
-    rep_key = fingerprint(rep)
-    keys = _doc_keys(docs)
-    unique = list(dict.fromkeys(keys))
-    hits = store.get_many(rep_key, unique)
-    missing = [k for k in unique if k not in hits]
-    if missing:
-        first = {}
-        for k, d in zip(keys, docs, strict=True):
-            first.setdefault(k, d)
-        out = rep._transform([first[k] for k in missing])
-        records = _records(out, len(missing))
-        if records is None:  # sparse / ids: not cacheable, computed for the unique docs
-            if hits:  # cannot happen for one fingerprint (nothing is stored), but stay exact
-                out = rep._transform(list(dict.fromkeys(docs)))
-                missing = unique
-            position = {k: i for i, k in enumerate(missing)}
-            rows = np.array([position[k] for k in keys], dtype=np.intp)
-            if len(missing) == len(keys) and (rows == np.arange(len(keys))).all():
-                return out
-            return out[rows]
-        fresh = dict(zip(missing, records, strict=True))
-        store.put_many(rep_key, fresh, label=_label(rep))
-        hits.update(fresh)
-    ordered = [hits[k] for k in keys]
-    return _assemble(ordered, "sequence" if ordered[0][0].ndim == 2 else "pooled")
-
-
-def _label(rep) -> str:
-    try:
-        from sklearn.base import clone
-
-        text = repr(clone(rep).set_params(cache=None))
-    except Exception:  # pragma: no cover - repr must never break caching
-        text = type(rep).__name__
-    return " ".join(text.split())[:200]
 
