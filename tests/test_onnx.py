@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 
@@ -106,7 +107,7 @@ def test_export_is_reused_and_a_corrupt_file_is_rebuilt(pair, tmp_path, monkeypa
     data = bytearray(graph.read_bytes())
     data[len(data) // 2: len(data) // 2 + 64] = b"\0" * 64  # silent damage in the weights
     graph.write_bytes(bytes(data))
-    _onnx._SESSIONS.clear()
+    _onnx._open_session.cache_clear()
     with pytest.warns(RuntimeWarning, match="corrupt"):
         again = clone(onnx).fit(["x"])
     assert calls == [1]
@@ -131,6 +132,10 @@ def test_backend_errors_are_clear(monkeypatch):
         TransformerEmbedder(dtype="bfloat16", backend="onnx").fit(["x"])
     with pytest.raises(ValueError, match="device='cpu'"):
         _onnx.resolve_backend("onnx", "cuda", "float32")
+    # what needs the resolved device stays here: device="auto" may turn out to be a GPU
+    with pytest.raises(ValueError, match=r"dtype='int8', device='cuda:1'\): int8 runs .* CPU only"):
+        _onnx.resolve_backend("auto", "cuda:1", "int8")
+    assert _onnx.resolve_backend("auto", "cpu", "int8") == "onnx"
     import importlib.util
 
     real = importlib.util.find_spec
@@ -168,6 +173,26 @@ def test_pickle_and_clone_never_carry_the_session(pair):
     assert runner.path == onnx._runner.path
     fresh = clone(onnx)
     assert not hasattr(fresh, "_runner") and not hasattr(fresh, "backend_")
+
+
+def test_sessions_are_shared_and_the_most_recent_kept(pair):
+    onnx, _ = pair
+    path = onnx._runner.path
+    _onnx._open_session.cache_clear()
+    first = _onnx._session(path, 1)
+    assert _onnx._session(path, 1) is first  # shared by every runner of the process
+    assert _onnx._session(path, 2) is not first  # another thread count, another session
+    for threads in range(3, 3 + _onnx._SESSIONS_KEEP):
+        _onnx._session(path, threads)
+    assert _onnx._open_session.cache_info().currsize == _onnx._SESSIONS_KEEP
+    assert _onnx._session(path, 1) is not first  # the least recently used was closed
+    last = _onnx._session(path, 2 + _onnx._SESSIONS_KEEP)
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1000))  # as a rebuilt file
+    try:
+        assert _onnx._session(path, 2 + _onnx._SESSIONS_KEEP) is not last  # opened anew
+    finally:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 def test_runner_exports_a_loaded_encoder_by_content():

@@ -139,3 +139,28 @@ def test_max_steps_caps_the_steps_and_epochs_repeat_the_pairs(sms):
     assert [e["epoch"] for e in capped.history_][-1] < 1
     longer = SetFitClassifier(**PARAMS, epochs=2).fit(X, y)  # 2 epochs of 2 steps
     assert [e["step"] for e in longer.history_][-1] == 4
+
+
+def test_the_device_is_resolved_at_fit_and_when_a_folder_loads(sms, fitted, tmp_path, monkeypatch):
+    from embedkit._batching import resolve_device
+    from embedkit.heads import setfit
+
+    _, _, X_test, _ = sms
+    assert fitted.device_ == resolve_device("auto")
+    want = fitted.predict_proba(X_test)
+
+    def refuse(device):
+        raise AssertionError("the device was resolved again after fit")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(setfit, "resolve_device", refuse)
+        np.testing.assert_array_equal(fitted.predict_proba(X_test), want)
+    # a model folder written on a GPU machine: its encoder loads on this machine's device
+    folder = tmp_path / "encoder"
+    folder.mkdir()
+    state = fitted._to_state(folder)
+    state["device_"] = "cuda"
+    back = SetFitClassifier._from_state(state, folder)
+    assert back.device_ == resolve_device("auto")
+    assert str(back.encoder_.device).split(":")[0] == back.device_
+    np.testing.assert_array_equal(back.predict_proba(X_test), want)

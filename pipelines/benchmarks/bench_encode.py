@@ -41,7 +41,7 @@ def _embedders(extra: bool, bf16: bool, batches=()) -> dict:
         out["embedkit int8"] = TransformerEmbedder(dtype="int8").fit(["x"])
         before = os.environ.get("EMBEDKIT_ONEDNN")
         os.environ["EMBEDKIT_ONEDNN"] = "0"
-        transformer._load.cache_clear()  # load a second, plain copy of the weights
+        transformer.load_encoder.cache_clear()  # load a second, plain copy of the weights
         try:
             out["embedkit torch, no oneDNN"] = TransformerEmbedder(backend="torch").fit(["x"])
         finally:

@@ -23,7 +23,7 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..._batching import length_sorted_batches
+from ..._batching import run_batches
 from ..._params import Interval, StrOptions, positive_int, validate_params
 from ...base import store_params
 from ...documents import validate_documents
@@ -37,7 +37,7 @@ from .._base import (
     _finite_outputs,
 )
 from .._data import HeadDataset, HeadInput
-from ._data import collate_token_ids, pad_token_ids
+from ._data import collate_token_ids
 from ._module import FineTuneModule, freeze_encoder
 
 __all__ = ["TransformerClassifier", "TransformerRegressor"]
@@ -119,7 +119,7 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
     def _build_module(self, inputs: HeadInput, n_outputs: int) -> FineTuneModule:
         """Load the pretrained tokenizer and encoder, freeze as asked, put the head on top."""
         self.tokenizer_, encoder, self.source_ = self._load()
-        return self._build(encoder, n_outputs, self._device())
+        return self._build(encoder, n_outputs, self.device_)
 
     def _dataset(self, inputs: HeadInput, y_enc: np.ndarray):
         """Token ids of every document, padded per batch with the tokenizer's padding id."""
@@ -142,10 +142,9 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
                   ("encoder.*[Nn]orm*", {"lr": self.lr, "weight_decay": 0.0}),
                   ("encoder.*", {"lr": self.lr}),
                   ("*bias", {"weight_decay": 0.0})]
-        # the fused AdamW kernel (CPU and CUDA since torch 2.4) updates the weights in one pass:
-        # on a CPU it cut an update of MiniLM's 22M weights from 1.1-1.7 s to 0.2 s
-        # (pipelines/benchmarks/bench_finetune_step.py), a third of a short-text training step
-        fused = self._device().split(":")[0] in ("cpu", "cuda") and _torch_at_least(2, 4)
+        # the fused AdamW kernel (CPU and CUDA since torch 2.4) updates the weights in one pass,
+        # several times faster than the loop over parameters (results/defaults.md)
+        fused = self.device_.split(":")[0] in ("cpu", "cuda") and _torch_at_least(2, 4)
         return {"optimizer": torch.optim.AdamW, "optimizer__param_groups": groups,
                 "optimizer__weight_decay": self.weight_decay, "lr": self.head_lr,
                 **({"optimizer__fused": True} if fused else {})}
@@ -189,32 +188,32 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
     # -- inference ----------------------------------------------------------------------------
     def _run(self, docs: list[str], what: str):
-        """Run the fitted module over ``docs`` in length-sorted, dynamically padded batches."""
+        """Run the fitted module over ``docs`` with the package's encode loop
+        (`embedkit._batching.run_batches`: length-sorted, dynamically padded batches on
+        ``device_``): ``"logits"``, ``"pooled"`` features or token ``"sequence"`` vectors."""
         ids = self._tokenize(docs) if docs else []
-        lengths = np.fromiter((len(r) for r in ids), dtype=np.int64, count=len(ids))
-        device = next(self.module_.parameters()).device
-        pad_id = self.tokenizer_.pad_token_id
-        self.module_.eval()
-        width = self.n_outputs_ if what == "logits" else self.dim_
-        out = np.zeros((len(ids), width), dtype=np.float32)
-        steps: list = [None] * len(ids)
-        with torch.inference_mode():
-            for rows in length_sorted_batches(lengths, max(self.batch_size, 64)):
-                X = {k: v.to(device) for k, v in pad_token_ids([ids[i] for i in rows], pad_id).items()}
-                if what == "logits":
-                    out[rows] = self.module_(**X).cpu().numpy()
-                    continue
-                hidden, pooled, _ = self.module_.features(**X)
-                if what == "pooled":
-                    out[rows] = pooled.cpu().numpy()
-                    continue
-                hidden = hidden.cpu().numpy()
+        module = self.module_.eval()
+
+        def forward(input_ids, mask):
+            attention_mask = torch.ones_like(input_ids) if mask is None else mask.long()
+            if what == "logits":
+                return module(input_ids=input_ids, attention_mask=attention_mask).cpu().numpy()
+            hidden, pooled, _ = module.features(input_ids=input_ids, attention_mask=attention_mask)
+            return (pooled if what == "pooled" else hidden).cpu().numpy()
+
+        batches = run_batches(ids, forward, device=self._device(), batch_size=max(self.batch_size, 64),
+                              pad_id=self.tokenizer_.pad_token_id, desc=type(self).__name__)
+        if what == "sequence":
+            steps: list = [None] * len(ids)
+            for rows, hidden in batches:
                 for j, i in enumerate(rows):
-                    steps[i] = hidden[j, : lengths[i]]
-        if what != "sequence":
-            return out
-        tokens = [self.tokenizer_.convert_ids_to_tokens(r.tolist()) for r in ids]
-        return Sequences.from_rows(steps, tokens=tokens, dim=self.dim_)
+                    steps[i] = hidden[j, : len(ids[i])]
+            tokens = [self.tokenizer_.convert_ids_to_tokens(r.tolist()) for r in ids]
+            return Sequences.from_rows(steps, tokens=tokens, dim=self.dim_)
+        out = np.zeros((len(ids), self.n_outputs_ if what == "logits" else self.dim_), np.float32)
+        for rows, part in batches:
+            out[rows] = part
+        return out
 
     def _forward(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
@@ -357,6 +356,9 @@ _PARAMS_DOC = """
         (regressor); `plot_history` draws it.
     dim_ : int
         Width of the features ``transform`` returns.
+    device_ : str
+        The device ``device`` resolved to at fit (or at `load`), where the model trains and
+        predicts.
 
     Notes
     -----
@@ -408,7 +410,7 @@ _THRESHOLD_DOC = """
     threshold : float in (0, 1) or "tune", default="tune"
         Multi-label targets only: the probability above which a label is predicted; "tune"
         holds out ``validation_fraction`` of the rows and picks the value maximising micro-F1
-        on them (`embedkit.heads._base.tune_threshold`)."""
+        on them (`embedkit.heads._targets.tune_threshold`)."""
 TransformerClassifier.__doc__ = TransformerClassifier.__doc__.replace(
     "{params}", _PARAMS_DOC.replace("{threshold}", _THRESHOLD_DOC))
 TransformerRegressor.__doc__ = TransformerRegressor.__doc__.replace(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._batching import resolve_device
 from ..._params import validate_params
 
 __all__ = ["load_pretrained", "save_pretrained"]
@@ -65,7 +66,8 @@ def load_pretrained(cls, path, device: str = "auto"):
     params.update(model=str(path.resolve()), device=device)
     est = cls(**params)
     validate_params(est)
-    device = est._device()
+    # the folder may come from another machine (a GPU's): the device is resolved for this one
+    device = est.device_ = resolve_device(est.device)
     est.tokenizer_, encoder, est.source_ = est._load()
     module = est._build(encoder, int(meta["n_outputs"]), device)
     head = load_file(str(path / _HEAD_WEIGHTS))
