@@ -43,13 +43,14 @@ _EXPORTS = {
     **dict.fromkeys(["attention_weights", "TokenAttention"], "embedkit.explain"),
     "history_chart": "embedkit.plots",
     **dict.fromkeys(["extract_features", "write_parquet", "dask_backend"], "embedkit.distributed"),
-    "embed_file": "embedkit.streaming",
-    **dict.fromkeys(["save", "load", "predict_file"], "embedkit.persist"),
+    **dict.fromkeys(["embed_file", "predict_file"], "embedkit.streaming"),
+    **dict.fromkeys(["save", "load"], "embedkit.persist"),
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
     "EnsembleClassifier": "embedkit.heads.ensemble",
     "SetFitClassifier": "embedkit.heads.setfit",
-    "tune": "embedkit.tune",
+    "LogisticRegressionHead": "embedkit.heads.linear",
+    **dict.fromkeys(["tune", "Tuner"], "embedkit.tuning"),
 }
 
 __all__ = sorted(_EXPORTS)

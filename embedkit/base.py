@@ -20,7 +20,8 @@ from sklearn.utils.validation import check_is_fitted
 from .documents import validate_documents
 from .sequences import Sequences
 
-__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "progress_bars", "store_params"]
+__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "output_form",
+           "progress_bars", "store_params"]
 
 #: The forms features take between the two contracts: one vocabulary for a representation's
 #: ``output=`` (``_outputs``), a head's ``_accepts`` and the registry's compatibility.
@@ -30,6 +31,40 @@ __all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "progress_ba
 FORMS = ("pooled", "sequence", "ids", "text")
 #: the forms a representation can output
 OUTPUTS = FORMS[:3]
+
+
+def output_form(representation) -> str:
+    """The form a representation step produces (one of `embedkit.base.FORMS`).
+
+    Examples
+    --------
+    >>> from embedkit import GloveEmbedder
+    >>> output_form(GloveEmbedder(output="sequence")), output_form("passthrough")
+    ('sequence', 'text')
+    """
+    if isinstance(representation, str) and representation == "passthrough":
+        return "text"
+    declared = getattr(type(representation), "_outputs", None)
+    if declared is None:  # a scikit-learn transformer: a feature matrix, one row per document
+        return "pooled"
+    output = getattr(representation, "output", declared[0])
+    if output not in declared:
+        raise ValueError(f"{type(representation).__name__}(output={output!r}) cannot produce that "
+                         f"form; it produces {', '.join(map(repr, declared))}.")
+    return output
+
+
+def accepted_forms(head) -> tuple[str, ...]:
+    """The forms a head step accepts (embedkit heads declare theirs; others read a matrix).
+
+    Examples
+    --------
+    >>> from embedkit import RNNClassifier
+    >>> accepted_forms(RNNClassifier())
+    ('sequence', 'ids')
+    """
+    declared = getattr(type(head), "_accepts", None)
+    return tuple(declared) if declared is not None else ("pooled",)
 
 
 def progress_bars(verbose) -> bool:
@@ -89,7 +124,7 @@ class CheckedKeywords:
 
 
 def _unknown_keyword(owner: str, name: str, names: list[str]) -> str:
-    from ._params import did_you_mean
+    from ._suggest import did_you_mean
 
     return (f"{owner} has no parameter {name!r}.{did_you_mean(name, names)} Its parameters: "
             f"{', '.join(sorted(names))}.")

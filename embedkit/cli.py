@@ -51,7 +51,7 @@ def _fail(err: Exception, ctx: typer.Context | None = None) -> typer.Exit:
 
 
 def _listing() -> None:
-    from . import registry
+    from . import experiments, registry
 
     known = registry.aliases()
 
@@ -68,12 +68,12 @@ def _listing() -> None:
         typer.echo(f"  {name:<14} [{', '.join(registry.head_forms(entry))}]  {entry.about}"
                    f"{also('head', name)}")
     typer.echo("baselines (in every report; --no-baselines leaves them out):")
-    base = registry.BASELINES
+    base = experiments.BASELINES
     for rep, head in base.pairs:
         typer.echo(f"  {rep} + {head}: {base.representations[rep].about}; "
                    f"{base.heads[head].about}")
     typer.echo("experiments (-e NAME, or the path of your own .py file):")
-    for name, about in registry.experiments().items():
+    for name, about in experiments.experiments().items():
         typer.echo(f"  {name:<22} {about}")
 
 
@@ -132,6 +132,7 @@ def compare(
 ):
     """Score representation x head pipelines and write results.csv, results.md and results.png."""
     from . import compare as runner
+    from .report import format_table
 
     if list_:
         _listing()
@@ -162,7 +163,7 @@ def compare(
         raise _fail(err, ctx) from None
     meta = results.attrs
     typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}\n")
-    typer.echo(runner.format_table(results).to_markdown(index=False))
+    typer.echo(format_table(results).to_markdown(index=False))
     if meta.get("pos_label") is not None:
         scored = ", ".join(m for m in meta["metrics"] if m in runner._POSITIVE_CLASS)
         typer.echo(f"\nPositive class of {scored}: {meta['pos_label']!r} (--pos-label to change).")
@@ -199,25 +200,44 @@ def tune(
 ):
     """Find the best pipeline for your data within a time budget, save it, write a leaderboard.
 
-    Successive halving over representation x head x settings (`embedkit.tune`): every candidate
+    Successive halving over representation x head x settings (`embedkit.Tuner`): every candidate
     is scored on a small sample first, the best third goes on with three times the documents.
     The two five-line baselines (plain TF-IDF + LR, plain MiniLM + LR) are scored on the same
     folds. Then `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
     """
-    from .tune import BudgetError, run_tune_cli
+    from .datasets import load_dataset
+    from .io import load_texts
+    from .persist import save
+    from .report import write_leaderboard
+    from .tuning import BudgetError, Tuner, parse_budget, pipelines
 
     choice = {"auto": "auto", "yes": True, "no": False}
     if finetune not in choice:
         raise typer.BadParameter(f"{finetune!r}; use auto, yes or no.", param_hint="--finetune")
-    if file is None and dataset is None:
-        raise _fail(ValueError("give --file PATH (with --text-column/--label-column) or -d NAME "
-                               "for a built-in dataset (see `embedkit datasets`)."), ctx)
+    if (file is None) == (dataset is None):
+        raise _fail(ValueError("give either --file PATH (with --text-column/--label-column) or "
+                               "-d NAME for a built-in dataset (see `embedkit datasets`)."), ctx)
     try:
-        run_tune_cli(file, text_column, label_column, budget, None if file else dataset, output,
-                     cv=folds, seed=seed, finetune=choice[finetune], progress=progress,
-                     representations=representations, heads=heads)
+        parse_budget(budget)  # refuse a bad budget before loading anything
+        df = load_texts(file, text_column, label_column) if file is not None else load_dataset(dataset)
+        if "split" in df and set(df["split"]) >= {"train", "test"}:
+            df = df[df["split"] == "train"].reset_index(drop=True)
+            if progress:
+                typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
+                           "train rows", err=True)
+        tuner = Tuner(budget, cv=folds, random_state=seed, finetune=choice[finetune],
+                      progress=progress, representations=representations or None,
+                      heads=heads or None).fit(df["text"], df["label"])
     except (ValueError, FileNotFoundError, BudgetError) as err:
         raise _fail(err, ctx) from None
+    board = tuner.leaderboard_
+    metric = next(c for c in board.columns if c.endswith("_std"))[: -len("_std")]
+    typer.echo(board.head(15)[["rank", "pipeline", "kind", "documents", metric, "fit_seconds",
+                               "pick"]].to_string(index=False, float_format="{:.3f}".format))
+    paths = write_leaderboard(board, output, title=f"embedkit tune ({len(df):,} documents, "
+                              f"budget {budget})", dataset=df, pipelines=pipelines(tuner))
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+    typer.echo(f"saved the model to {save(tuner.best_estimator_, output / 'model')}")
 
 
 @app.command()
@@ -247,8 +267,8 @@ def embed(
     it is. Parquet output has the id column then one column per dimension. A row without text
     (a JSON or parquet null) is an error that names it; an empty CSV cell is an empty document.
     """
+    from .configure import make_representation, parse_params
     from .io import read_chunks
-    from .registry import make_representation, parse_params
     from .streaming import embed_file
 
     suffix = output.suffix.lower()
@@ -418,7 +438,8 @@ def predict(
     it is; OUTPUT appears only when every row is written. Example:
     `embedkit predict my-model/ new.csv -o predictions.csv --id-column id`.
     """
-    from .persist import load, predict_file
+    from .persist import load
+    from .streaming import predict_file
 
     try:
         model = load(model_dir)

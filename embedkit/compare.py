@@ -2,7 +2,7 @@
 
 Cross-validates (stratified k-fold) on datasets without an official split, and trains on
 ``train`` / scores on ``test`` where the dataset defines one (TREC). Every report carries the
-baselines a user would write in five lines (`embedkit.registry.BASELINES`: the majority class,
+baselines a user would write in five lines (`embedkit.experiments.BASELINES`: the majority class,
 plain TF-IDF + LogisticRegression, plain MiniLM + LogisticRegression), scored on the same splits.
 
 The run uses the whole machine: each (representation, fold) is one job, and ``n_jobs`` of them
@@ -21,15 +21,16 @@ progress.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import registry
-from .plots import metric_name
+from . import experiments
+from ._machine import PeakRSS, Threads, available_cores, largest_process_mb
+from ._suggest import did_you_mean
+from .base import output_form
 
 #: the metrics of a report unless ``metrics=`` says otherwise; the first one ranks the rows
 DEFAULT_METRICS = ("accuracy", "f1_macro")
@@ -49,81 +50,6 @@ _POSITIVE_CLASS = {
 }
 #: two-class-only scorers without a positive class to choose, and their multi-class forms
 _TWO_CLASS_ONLY = {"roc_auc": "roc_auc_ovr"}
-def available_cores() -> int:
-    """CPU cores this process may run on (its affinity where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # macOS, Windows
-        return os.cpu_count() or 1
-
-
-class _PeakRSS:
-    """Peak resident memory of this process while the block runs (sampled every 10 ms).
-
-    On entry, garbage is collected and (glibc) freed heap handed back to the system, so the
-    start reflects live memory rather than what earlier pipelines freed.
-    """
-
-    def __enter__(self):
-        import ctypes
-        import gc
-        import threading
-
-        import psutil
-
-        gc.collect()
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc: the start may include freed memory
-            pass
-
-        self._proc = psutil.Process()
-        self.start = self.peak = self._proc.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.wait(0.01):
-            self.peak = max(self.peak, self._proc.memory_info().rss)
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._proc.memory_info().rss)
-
-
-class _Threads:
-    """Limit BLAS/OpenMP (threadpoolctl) and torch intra-op threads to ``n`` inside the block."""
-
-    def __init__(self, n: int | None):
-        self.n = n
-
-    def __enter__(self):
-        if self.n is None:
-            return self
-        import importlib.util
-
-        from threadpoolctl import threadpool_limits
-
-        self._limits = threadpool_limits(limits=self.n)
-        self._torch = None
-        if importlib.util.find_spec("torch") is not None:
-            import torch
-
-            self._torch = torch.get_num_threads()
-            torch.set_num_threads(self.n)
-        return self
-
-    def __exit__(self, *exc):
-        if self.n is None:
-            return
-        if self._torch is not None:
-            import torch
-
-            torch.set_num_threads(self._torch)
-        self._limits.restore_original_limits()
 
 
 def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None) -> tuple[dict, object]:
@@ -153,7 +79,7 @@ def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None) -> tuple[dict, obje
     names = skm.get_scorer_names()
     for name in metrics:
         if name not in names:
-            raise ValueError(f"unknown metric {name!r}.{registry.did_you_mean(name, names)} Use a "
+            raise ValueError(f"unknown metric {name!r}.{did_you_mean(name, names)} Use a "
                              "scikit-learn scorer name, e.g. --metric accuracy --metric f1_macro "
                              "(all of them: sklearn.metrics.get_scorer_names()).")
     if len(set(metrics)) != len(metrics):
@@ -184,7 +110,7 @@ def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None) -> tuple[dict, obje
             if not match:
                 raise ValueError(f"--pos-label {pos_label!r} is not a class of this dataset; "
                                  f"its classes are {classes}."
-                                 f"{registry.did_you_mean(pos_label, map(str, classes))}")
+                                 f"{did_you_mean(pos_label, map(str, classes))}")
             positive = match[0]
         positive = positive.item() if hasattr(positive, "item") else positive
     out = {}
@@ -214,8 +140,8 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
     from sklearn.metrics import check_scoring
 
     scoring = scoring or scorers()[0]
-    with _Threads(threads):
-        with _PeakRSS() as rep_mem:
+    with Threads(threads):
+        with PeakRSS() as rep_mem:
             start = time.perf_counter()
             if isinstance(representation, str) and representation == "passthrough":
                 train_features, fit_s = X_train, 0.0
@@ -229,7 +155,7 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
                 transform_s = time.perf_counter() - start
         out = {}
         for name, head in heads.items():
-            with _PeakRSS() as head_mem:
+            with PeakRSS() as head_mem:
                 model = clone(head)
                 start = time.perf_counter()
                 model.fit(train_features, y_train)
@@ -324,7 +250,7 @@ def _fold_independent(rep, X, store) -> bool:
         return False
     if type(rep)._cache_identity is Representation._cache_identity:
         return False
-    if registry.output_form(rep) not in ("pooled", "sequence") or len(X) < 32:
+    if output_form(rep) not in ("pooled", "sequence") or len(X) < 32:
         return False
     a = clone(rep).set_params(cache=store).fit(X[:16])
     b = clone(rep).set_params(cache=store).fit(X[16:32])
@@ -340,15 +266,6 @@ def _encode_once(rep, X, store, chunk: int = 1024) -> float:
     for begin in range(0, len(X), chunk):
         fitted.transform(X[begin:begin + chunk])
     return time.perf_counter() - start
-
-
-def _check_dataset(name: str) -> None:
-    from .datasets import DATASETS
-
-    if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}.{registry.did_you_mean(name, DATASETS)} "
-                         f"Choose from {', '.join(DATASETS)} (`embedkit datasets`), or pass your "
-                         "own file with --file.")
 
 
 def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, heads=None,
@@ -382,14 +299,14 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         ``embedkit.distributed.dask_backend`` pass -1: they run on the Dask cluster.
     experiment : str or Path, optional
         A built-in experiment (``course_comparison``, ``representations_only``) or an
-        experiment file (`embedkit.registry.load_experiment`) instead of a representation x
+        experiment file (`embedkit.experiments.load_experiment`) instead of a representation x
         head selection.
     holdout : float, optional
         Score on one stratified held-out fraction (e.g. 0.2) instead of k-fold CV, for slow
         experiments; ignored where the dataset has an official test split.
     params : list of str, optional
         Step parameters ``"[step.]name=value"``, e.g. ``["head.epochs=3",
-        "features.pooling=sif"]`` (`embedkit.registry.Experiment.with_params`); checked before
+        "features.pooling=sif"]`` (`embedkit.experiments.Experiment.with_params`); checked before
         any work.
     metrics : list of str, optional
         scikit-learn scorer names; the first ranks the rows and is charted (`scorers`). By
@@ -400,7 +317,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         The positive class of ``f1`` / ``precision`` / ``recall`` / ... on a two-class dataset;
         the minority class by default.
     baselines : bool, default=True
-        Add the rows of `embedkit.registry.BASELINES` (majority class, plain TF-IDF + LR,
+        Add the rows of `embedkit.experiments.BASELINES` (majority class, plain TF-IDF + LR,
         plain MiniLM + LR), marked ``kind="baseline"``.
 
     Returns
@@ -409,37 +326,19 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     """
     import shutil
 
-    from sklearn.base import clone
-    from tqdm.auto import tqdm
-
     from .cache import DiskCache
-    from .datasets import load_dataset, stratified_sample
+    from .report import write_report
 
     wall = time.perf_counter()
     default_metrics = metrics is None
     metrics = list(metrics or DEFAULT_METRICS)
     scorers(metrics)  # names checked before any work
-    chosen = registry.select(representations, heads, quick=quick, experiment=experiment,
-                             params=params)
-    rows_wanted = [("pipeline", r, h) for r, h in chosen.pairs]
-    reps, hds = dict(chosen.representations), dict(chosen.heads)
-    if baselines:
-        base = registry.BASELINES
-        clash = (set(base.representations) & set(reps)) | (set(base.heads) & set(hds))
-        if clash:
-            raise ValueError(f"the experiment names steps {sorted(clash)} that the baselines use; "
-                             "rename them.")
-        reps.update(base.representations)
-        hds.update(base.heads)
-        rows_wanted += [("baseline", r, h) for r, h in base.pairs]
-    if isinstance(dataset, str):
-        _check_dataset(dataset)
-        dataset_name = dataset_name or dataset
-        df = load_dataset(dataset)
-    else:
-        df = dataset
-        dataset_name = dataset_name or "custom"
+    rows_wanted, reps, hds = _rows_wanted(representations, heads, quick, experiment, params,
+                                          baselines)
+    df, dataset_name = _dataset(dataset, dataset_name)
     if quick:
+        from .datasets import stratified_sample
+
         df = stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
     X, y = df["text"].to_numpy(dtype=object), df["label"].to_numpy()
@@ -459,62 +358,19 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         return (f"{dataset_name}|{len(df)}|{rep}|{head}|{protocol}|{seed}|"
                 f"{_signature(built_reps[rep])}|{_signature(built_heads[head])}")
 
-    def complete(scores: dict) -> bool:
-        return all(m in scores for m in metrics)
-
     # finished pipelines, and per-fold scores so an interruption loses at most the folds running
     runs_path, folds_path = out / "runs.jsonl", out / "folds.jsonl"
-    done = {}
-    if runs_path.exists():
-        for line in runs_path.read_text().splitlines():
-            row = json.loads(line)
-            if row.get("scored") == scored:
-                done[row["key"]] = row
-    fold_done = {}
-    if folds_path.exists():
-        for line in folds_path.read_text().splitlines():
-            row = json.loads(line)
-            if complete(row["scores"]):
-                fold_done[(row["key"], row["fold"])] = row["scores"]
+    done = {row["key"]: row for row in _jsonl(runs_path) if row.get("scored") == scored}
+    fold_done = {(row["key"], row["fold"]): row["scores"] for row in _jsonl(folds_path)
+                 if all(m in row["scores"] for m in metrics)}
     by_rep: dict[str, list[str]] = {}
     for _, rep, head in rows_wanted:
         if key(rep, head) not in done:
             by_rep.setdefault(rep, []).append(head)
-
-    # representations whose vectors do not depend on the fold: encoded once, shared by all jobs
     store = DiskCache(out / "embedding-cache")
-    shared: dict[str, float] = {}  # representation -> encoding seconds per document
-    encoded: dict[str, float] = {}  # cache fingerprint -> seconds per document
-    tasks = []
-    for rep, head_names in by_rep.items():
-        todo = {i: [h for h in head_names if (key(rep, h), i) not in fold_done]
-                for i in range(len(splits))}
-        todo = {i: hs for i, hs in todo.items() if hs}
-        if not todo:
-            continue
-        step = built_reps[rep]
-        if _fold_independent(step, X, store):
-            from .cache import fingerprint
-
-            probe = clone(step).set_params(cache=store).fit(X[:16])
-            fp = fingerprint(probe)
-            if fp not in encoded:
-                encoded[fp] = _encode_once(step, X, store) / len(X)
-            shared[rep] = encoded[fp]
-            step = clone(step).set_params(cache=store)
-        elif not isinstance(step, str) and "cache" in step.get_params(deep=False):
-            step = clone(step).set_params(cache=None)  # a fold's features are used once
-        for i, hs in todo.items():
-            tasks.append((rep, i, step, hs))
-    tasks.sort(key=lambda t: t[0] in shared)  # the slow, fold-trained ones first
-
-    jobs = available_cores() if n_jobs is None else int(n_jobs)
-    if jobs == 0 or jobs < -1:
-        raise ValueError(f"n_jobs={n_jobs!r}; use a positive number of jobs, -1 for every worker, "
-                         "or None for every core.")
-    local = jobs > 0
-    jobs = min(jobs, len(tasks)) if local else jobs
-    threads = max(1, available_cores() // max(jobs, 1)) if local else None
+    tasks, shared = _tasks(by_rep, built_reps, splits, X, store,
+                           lambda rep, h, i: (key(rep, h), i) in fold_done)
+    jobs, threads = _jobs(n_jobs, len(tasks))
 
     def record(task_index: int, scores: dict):
         rep, i, _, _ = tasks[task_index]
@@ -533,23 +389,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         return (step, {h: built_heads[h] for h in hs}, X[train], y[train], X[test], y[test],
                 scoring, threads)
 
-    bar = tqdm(total=len(tasks), disable=None if progress else True, unit="fold")  # None: a terminal only
-    if local and jobs <= 1:
-        for n, t in enumerate(tasks):
-            bar.set_description(f"{t[0]} + {', '.join(t[3])}")
-            record(n, _score_fold(*arguments(t)))
-            bar.update(1)
-    elif tasks:
-        from joblib import Parallel, delayed
-
-        bar.set_description(f"{len(tasks)} jobs, {jobs if local else 'all'} at a time")
-        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_job)(n, *arguments(t)) for n, t in enumerate(tasks))
-        for n, scores in results:
-            record(n, scores)
-            bar.update(1)
-    bar.close()
-
+    _run_tasks(tasks, jobs, arguments, record, progress)
     for kind, rep, head in rows_wanted:
         if key(rep, head) in done:
             continue
@@ -572,96 +412,108 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                .reset_index(drop=True))
     results.attrs.update(dataset=dataset_name, protocol=protocol, n_docs=len(df),
                          wall_seconds=time.perf_counter() - wall, metrics=metrics,
-                         pos_label=positive, n_jobs=jobs if local else "dask",
-                         threads_per_job=threads, peak_process_mb=_largest_process_mb())
+                         pos_label=positive, n_jobs=jobs if jobs > 0 else "dask",
+                         threads_per_job=threads, peak_process_mb=largest_process_mb())
     write_report(results, out, dataset=df, representations=built_reps, heads=built_heads)
     return results
 
 
-def _largest_process_mb() -> float | None:
-    """Peak resident memory of this process or of its largest finished worker, in MB."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return None
-    scale = 1 if os.uname().sysname == "Darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    peaks = [resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    return max(peaks) * scale / 2**20
+def _rows_wanted(representations, heads, quick, experiment, params, baselines):
+    """``(kind, representation, head)`` rows of a run, and the entries their names refer to."""
+    chosen = experiments.select(representations, heads, quick=quick, experiment=experiment,
+                                params=params)
+    rows = [("pipeline", r, h) for r, h in chosen.pairs]
+    reps, hds = dict(chosen.representations), dict(chosen.heads)
+    if baselines:
+        base = experiments.BASELINES
+        clash = (set(base.representations) & set(reps)) | (set(base.heads) & set(hds))
+        if clash:
+            raise ValueError(f"the experiment names steps {sorted(clash)} that the baselines use; "
+                             "rename them.")
+        reps.update(base.representations)
+        hds.update(base.heads)
+        rows += [("baseline", r, h) for r, h in base.pairs]
+    return rows, reps, hds
 
 
-def _metric_columns(results: pd.DataFrame) -> list[str]:
-    return [c[:-5] for c in results.columns if c.endswith("_mean")]
+def _dataset(dataset, name: str | None) -> tuple[pd.DataFrame, str]:
+    """A built-in dataset by name (checked, with did-you-mean), or the caller's frame."""
+    if not isinstance(dataset, str):
+        return dataset, name or "custom"
+    from .datasets import DATASETS, load_dataset
+
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}.{did_you_mean(dataset, DATASETS)} "
+                         f"Choose from {', '.join(DATASETS)} (`embedkit datasets`), or pass your "
+                         "own file with --file.")
+    return load_dataset(dataset), name or dataset
 
 
-def format_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Human-readable table: mean ± std per metric (the score alone for one split), seconds."""
-    splits = results["n_splits"] if "n_splits" in results else pd.Series(2, index=results.index)
-
-    def score(metric):
-        return [f"{m:.3f}" if n == 1 else f"{m:.3f} ± {s:.3f}"
-                for m, s, n in zip(results[f"{metric}_mean"], results[f"{metric}_std"], splits, strict=True)]
-
-    table = {}
-    if "kind" in results:
-        table["kind"] = results["kind"]
-    table.update({"representation": results.representation, "head": results["head"]})
-    for metric in _metric_columns(results):
-        table[metric_name(metric)] = score(metric)
-    table.update({
-        "fit s": results.fit_seconds.round(2),
-        "transform s": results.transform_seconds.round(2),
-        "predict s": results.predict_seconds.round(2),
-        "peak MB": results.peak_mb.map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
-    })
-    return pd.DataFrame(table)
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-_COLUMNS = """\
-*kind*: `baseline` rows are what a user writes in five lines, on the same splits: the majority
-class (scikit-learn `DummyClassifier`), scikit-learn `TfidfVectorizer(ngram_range=(1, 2),
-min_df=2, sublinear_tf=True)` + `LogisticRegression(max_iter=3000)`, and all-MiniLM-L6-v2
-mean-pooled, L2-normalised vectors (sentence-transformers' `encode`) + the same
-`LogisticRegression`. *fit s*: the pipeline's fit on one training fold (representation
-`fit_transform` + head `fit`; the run fits each representation once per fold and shares it
-between its heads; a pretrained encoder is run once over all documents and each fold is charged
-its share). *transform s*: the representation on the test documents; *predict s*: the head's
-predictions on those features and their scoring. Seconds are means over folds. *peak MB*: the
-largest growth of resident memory over a fold's start.
-"""
+def _tasks(by_rep: dict, built_reps: dict, splits, X, store, scored) -> tuple[list, dict]:
+    """One task ``(representation, fold, step, heads)`` per representation and fold with heads
+    left to score (``scored(rep, head, fold)`` says which are done). A representation whose
+    vectors do not depend on the fold is encoded once into ``store`` first (``shared``: its
+    encoding seconds per document); the fold-trained ones run first."""
+    from sklearn.base import clone
+
+    from .cache import fingerprint
+
+    shared: dict[str, float] = {}  # representation -> encoding seconds per document
+    encoded: dict[str, float] = {}  # cache fingerprint -> seconds per document
+    tasks = []
+    for rep, head_names in by_rep.items():
+        todo = {i: [h for h in head_names if not scored(rep, h, i)] for i in range(len(splits))}
+        todo = {i: hs for i, hs in todo.items() if hs}
+        if not todo:
+            continue
+        step = built_reps[rep]
+        if _fold_independent(step, X, store):
+            fp = fingerprint(clone(step).set_params(cache=store).fit(X[:16]))
+            if fp not in encoded:
+                encoded[fp] = _encode_once(step, X, store) / len(X)
+            shared[rep] = encoded[fp]
+            step = clone(step).set_params(cache=store)
+        elif not isinstance(step, str) and "cache" in step.get_params(deep=False):
+            step = clone(step).set_params(cache=None)  # a fold's features are used once
+        tasks.extend((rep, i, step, hs) for i, hs in todo.items())
+    tasks.sort(key=lambda t: t[0] in shared)  # the slow, fold-trained ones first
+    return tasks, shared
 
 
-def write_report(results: pd.DataFrame, out: Path, *, dataset: pd.DataFrame | None = None,
-                 representations=None, heads=None) -> dict[str, Path]:
-    """Write results.csv, results.md, results.png (scores), results_time.png (fit time versus
-    score) and report.html (`embedkit.report.write_html_report`: the sortable table, both charts,
-    the dataset summary when ``dataset`` is given, the parameters of the steps named in
-    ``representations`` / ``heads``) into ``out``; return their paths. The charts show the
-    first metric."""
-    from .plots import score_chart, time_chart
-    from .report import write_html_report
+def _jobs(n_jobs, n_tasks: int) -> tuple[int, int | None]:
+    """``(jobs, threads per job)``: ``jobs`` -1 means every Dask worker (threads left alone)."""
+    jobs = available_cores() if n_jobs is None else int(n_jobs)
+    if jobs == 0 or jobs < -1:
+        raise ValueError(f"n_jobs={n_jobs!r}; use a positive number of jobs, -1 for every worker, "
+                         "or None for every core.")
+    if jobs == -1:
+        return jobs, None
+    jobs = min(jobs, n_tasks)
+    return jobs, max(1, available_cores() // max(jobs, 1))
 
-    paths = {"csv": out / "results.csv", "md": out / "results.md", "png": out / "results.png",
-             "time_png": out / "results_time.png", "html": out / "report.html"}
-    results.to_csv(paths["csv"], index=False)
-    meta = results.attrs
-    metric = (meta.get("metrics") or _metric_columns(results) or ["accuracy"])[0]
-    title = f"{meta.get('dataset', '')}: {meta.get('n_docs', '?')} documents, {meta.get('protocol', '')}"
-    notes = []
-    if meta.get("pos_label") is not None:
-        notes.append(f"Positive class of the two-class metrics: {meta['pos_label']!r} (the minority "
-                     "class unless --pos-label says otherwise).")
-    if meta.get("wall_seconds"):
-        jobs = meta.get("n_jobs")
-        notes.append(f"Wall time of the run that wrote this report: {meta['wall_seconds']:.0f} s"
-                     + (f", {jobs} jobs at a time, {meta.get('threads_per_job')} thread(s) each"
-                        if isinstance(jobs, int) else "") + ".")
-    if meta.get("peak_process_mb"):
-        notes.append(f"Largest resident memory of the run's processes: {meta['peak_process_mb']:.0f} MB.")
-    footer = _COLUMNS + "".join(f"\n{n}\n" for n in notes)
-    paths["md"].write_text(f"# {title}\n\nRanked by {metric_name(metric)}.\n\n"
-                           + format_table(results).to_markdown(index=False) + "\n\n" + footer)
-    score_chart(results, paths["png"], title=title, metric=metric)
-    time_chart(results, paths["time_png"], title=title, metric=metric)
-    write_html_report(results, paths["html"], dataset=dataset, representations=representations,
-                      heads=heads, metric=metric)
-    return paths
+
+def _run_tasks(tasks: list, jobs: int, arguments, record, progress: bool) -> None:
+    """Score every task, in this process (``jobs`` 1) or in ``jobs`` workers (-1: joblib's
+    backend decides, e.g. a Dask cluster), calling ``record(index, scores)`` as each ends."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(tasks), disable=None if progress else True, unit="fold")  # a terminal only
+    if 0 < jobs <= 1:
+        for n, t in enumerate(tasks):
+            bar.set_description(f"{t[0]} + {', '.join(t[3])}")
+            record(n, _score_fold(*arguments(t)))
+            bar.update(1)
+    elif tasks:
+        from joblib import Parallel, delayed
+
+        bar.set_description(f"{len(tasks)} jobs, {jobs if jobs > 0 else 'all'} at a time")
+        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+            delayed(_job)(n, *arguments(t)) for n, t in enumerate(tasks))
+        for n, scores in results:
+            record(n, scores)
+            bar.update(1)
+    bar.close()

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .streaming import atomic_path, encode_frame, keep_columns, output_columns
+from .io import atomic_path
+from .streaming import encode_frame, keep_columns, output_columns
 
 __all__ = ["dask_backend", "extract_features", "write_parquet"]
 

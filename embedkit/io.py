@@ -1,4 +1,5 @@
-"""One reader for the user's files of documents: CSV/TSV, parquet, JSON Lines, class folders.
+"""One reader for the user's files of documents: CSV/TSV, parquet, JSON Lines, class folders;
+and `atomic_path`, through which every file or folder embedkit writes appears whole or not at all.
 
 Everything that reads a file of documents goes through this module: `load_texts` (the whole
 file, for training and ``embedkit compare --file``), `embedkit.streaming.embed_file` and
@@ -20,13 +21,16 @@ How values are read
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["FORMATS", "file_format", "load_texts", "read_chunks", "read_folder", "read_table"]
+__all__ = ["FORMATS", "atomic_path", "file_format", "load_texts", "read_chunks", "read_folder", "read_table"]
 
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
@@ -275,3 +279,44 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     if "split" in df.columns:
         out["split"] = df["split"].to_numpy()
     return out
+
+
+@contextlib.contextmanager
+def atomic_path(path) -> Iterator[Path]:
+    """A hidden temporary path next to ``path``, renamed to ``path`` when the block succeeds.
+
+    Readers see the whole file (or folder) or none: on an error (or a crash) the temporary file
+    or folder is removed and ``path`` is left as it was. The temporary name is
+    ``.{name}.{random}.tmp``; the block creates the file or folder there. A folder replacing an
+    existing folder moves the old one aside first and removes it after the rename.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
+    >>> with atomic_path(target) as tmp:
+    ...     _ = tmp.write_text("done")
+    >>> target.read_text()
+    'done'
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        yield tmp
+        if tmp.is_dir() and path.is_dir() and not path.is_symlink():
+            old = path.with_name(f".{path.name}.{uuid.uuid4().hex}.old")
+            os.replace(path, old)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(old, path)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)  # atomic on POSIX
+    finally:
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()

@@ -1,4 +1,6 @@
-"""One self-contained HTML page for a comparison: ``report.html``.
+"""The files a run leaves: a comparison's results table, charts and page (`write_report`), a tuning
+search's leaderboard (`write_leaderboard`), and the one self-contained HTML page both include,
+``report.html`` (`write_html_report`).
 
 The page holds a sortable results table, the score chart, the score-versus-time chart (hover a
 point to see its pipeline and numbers), the dataset summary, the exact parameters of every
@@ -35,7 +37,7 @@ from .plots import (
     time_chart,
 )
 
-__all__ = ["write_html_report"]
+__all__ = ["format_table", "write_html_report", "write_leaderboard", "write_report"]
 
 #: distributions whose versions the report lists (missing ones are shown as "not installed")
 KEY_PACKAGES = ("embedkit", "numpy", "scipy", "scikit-learn", "pandas", "torch", "skorch",
@@ -302,3 +304,119 @@ def _versions() -> list[tuple[str, str]]:
             out.append((dist, "not installed"))
     out.append(("platform", platform.platform(terse=True)))
     return out
+
+
+def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "embedkit tune",
+                      top: int = 20, dataset: pd.DataFrame | None = None,
+                      pipelines: dict | None = None) -> list[Path]:
+    """Write ``leaderboard.csv``, ``leaderboard.md``, ``leaderboard.png`` (the ``top`` rows as
+    bars, `embedkit.plots.score_chart`) and ``report.html`` (`embedkit.report.write_html_report`:
+    every row, sortable, the score-versus-time chart, the ``dataset`` summary and the parameters
+    of each row's pipeline from ``pipelines``, keyed by the ``pipeline`` column) into the folder
+    ``output``; returns their paths."""
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    metric = next(c for c in board.columns if c.endswith("_std"))[: -len("_std")]
+    csv_path, md_path, png_path = (out / f"leaderboard.{ext}" for ext in ("csv", "md", "png"))
+    board.to_csv(csv_path, index=False)
+    shown = board.head(top).copy()
+    shown["pick"] = np.where(shown["pick"], "**pick**", "")
+    shown["all_data"] = np.where(shown["all_data"], "yes", "no")
+    table = shown[["rank", "pipeline", "kind", "round", "documents", "all_data", metric,
+                   f"{metric}_std", "fit_seconds", "pick"]].to_markdown(index=False,
+                                                                        floatfmt=".3f")
+    md_path.write_text(
+        f"# {title}\n\n{metric} (mean over the cross-validation folds, std beside it) of each "
+        "candidate at the last round it reached (*documents*: that round's sample; *all_data*: "
+        "scored on the full folds, as the baselines are), and of the two plain baselines on the "
+        "same folds. *fit_seconds*: mean per fold, wall clock.\n\n" + table + "\n")
+    # charts and the page name each row by its pipeline, its sample when it is not all the data
+    # and the pick; representation (the family colour) and head stay the registry names
+    results = board.rename(columns={metric: f"{metric}_mean"})
+    results["pipeline"] = [
+        label + ("" if full else f" [{docs:,} docs]") + (" [pick]" if pick else "")
+        for label, full, docs, pick in zip(board["pipeline"], board["all_data"],
+                                           board["documents"], board["pick"], strict=True)]
+    results.attrs.update(board.attrs)
+    score_chart(results.head(top), png_path, title=title, metric=metric)
+    html_path = write_html_report(
+        results, out / "report.html", dataset=dataset, metric=metric, title=title,
+        pipelines={shown_as: pipelines[label] for label, shown_as
+                   in zip(board["pipeline"], results["pipeline"], strict=True)
+                   if pipelines and label in pipelines})
+    return [csv_path, md_path, png_path, html_path]
+
+
+def _metric_columns(results: pd.DataFrame) -> list[str]:
+    return [c[:-5] for c in results.columns if c.endswith("_mean")]
+
+
+def format_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Human-readable table: mean ± std per metric (the score alone for one split), seconds."""
+    splits = results["n_splits"] if "n_splits" in results else pd.Series(2, index=results.index)
+
+    def score(metric):
+        return [f"{m:.3f}" if n == 1 else f"{m:.3f} ± {s:.3f}"
+                for m, s, n in zip(results[f"{metric}_mean"], results[f"{metric}_std"], splits, strict=True)]
+
+    table = {}
+    if "kind" in results:
+        table["kind"] = results["kind"]
+    table.update({"representation": results.representation, "head": results["head"]})
+    for metric in _metric_columns(results):
+        table[metric_name(metric)] = score(metric)
+    table.update({
+        "fit s": results.fit_seconds.round(2),
+        "transform s": results.transform_seconds.round(2),
+        "predict s": results.predict_seconds.round(2),
+        "peak MB": results.peak_mb.map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
+    })
+    return pd.DataFrame(table)
+
+
+_COLUMNS = """\
+*kind*: `baseline` rows are what a user writes in five lines, on the same splits: the majority
+class (scikit-learn `DummyClassifier`), scikit-learn `TfidfVectorizer(ngram_range=(1, 2),
+min_df=2, sublinear_tf=True)` + `LogisticRegression(max_iter=3000)`, and all-MiniLM-L6-v2
+mean-pooled, L2-normalised vectors (sentence-transformers' `encode`) + the same
+`LogisticRegression`. *fit s*: the pipeline's fit on one training fold (representation
+`fit_transform` + head `fit`; the run fits each representation once per fold and shares it
+between its heads; a pretrained encoder is run once over all documents and each fold is charged
+its share). *transform s*: the representation on the test documents; *predict s*: the head's
+predictions on those features and their scoring. Seconds are means over folds. *peak MB*: the
+largest growth of resident memory over a fold's start.
+"""
+
+
+def write_report(results: pd.DataFrame, out: Path, *, dataset: pd.DataFrame | None = None,
+                 representations=None, heads=None) -> dict[str, Path]:
+    """Write results.csv, results.md, results.png (scores), results_time.png (fit time versus
+    score) and report.html (`embedkit.report.write_html_report`: the sortable table, both charts,
+    the dataset summary when ``dataset`` is given, the parameters of the steps named in
+    ``representations`` / ``heads``) into ``out``; return their paths. The charts show the
+    first metric."""
+    paths = {"csv": out / "results.csv", "md": out / "results.md", "png": out / "results.png",
+             "time_png": out / "results_time.png", "html": out / "report.html"}
+    results.to_csv(paths["csv"], index=False)
+    meta = results.attrs
+    metric = (meta.get("metrics") or _metric_columns(results) or ["accuracy"])[0]
+    title = f"{meta.get('dataset', '')}: {meta.get('n_docs', '?')} documents, {meta.get('protocol', '')}"
+    notes = []
+    if meta.get("pos_label") is not None:
+        notes.append(f"Positive class of the two-class metrics: {meta['pos_label']!r} (the minority "
+                     "class unless --pos-label says otherwise).")
+    if meta.get("wall_seconds"):
+        jobs = meta.get("n_jobs")
+        notes.append(f"Wall time of the run that wrote this report: {meta['wall_seconds']:.0f} s"
+                     + (f", {jobs} jobs at a time, {meta.get('threads_per_job')} thread(s) each"
+                        if isinstance(jobs, int) else "") + ".")
+    if meta.get("peak_process_mb"):
+        notes.append(f"Largest resident memory of the run's processes: {meta['peak_process_mb']:.0f} MB.")
+    footer = _COLUMNS + "".join(f"\n{n}\n" for n in notes)
+    paths["md"].write_text(f"# {title}\n\nRanked by {metric_name(metric)}.\n\n"
+                           + format_table(results).to_markdown(index=False) + "\n\n" + footer)
+    score_chart(results, paths["png"], title=title, metric=metric)
+    time_chart(results, paths["time_png"], title=title, metric=metric)
+    write_html_report(results, paths["html"], dataset=dataset, representations=representations,
+                      heads=heads, metric=metric)
+    return paths

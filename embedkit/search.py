@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import registry
+from . import experiments, registry
 
 
 def param_grid(representations=None, heads=None, cache="memory") -> list[dict]:
@@ -32,7 +32,7 @@ def param_grid(representations=None, heads=None, cache="memory") -> list[dict]:
     [2, 2]
     """
     reps = list(representations or registry.REPRESENTATIONS)
-    chosen = registry.select(reps, list(heads or registry.HEADS))
+    chosen = experiments.select(reps, list(heads or registry.HEADS))
     grid = []
     for name in reps:
         ok = [chosen.heads[h].factory() for r, h in chosen.pairs if r == name]

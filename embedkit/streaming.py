@@ -3,11 +3,12 @@
 `embed_file` streams a CSV/TSV/JSONL/parquet file larger than memory through a fitted
 representation, ``chunk_size`` rows at a time (read by `embedkit.io.read_chunks`), appending
 parquet row groups; peak memory depends on ``chunk_size``, not on the file. It is the engine
-behind ``embedkit embed``. It needs pandas and pyarrow only.
+behind ``embedkit embed``. It needs pandas and pyarrow only. `predict_file` is its twin for
+predictions: a saved model over a file, chunk by chunk, behind ``embedkit predict``.
 
 The pieces it shares with `embedkit.distributed` live here: `output_columns` (checks a
 representation is fitted and pooled, names its output columns), `encode_frame` (one chunk or
-partition to a float32 frame) and `atomic_path` (a file appears whole or not at all).
+partition to a float32 frame); `embedkit.io.atomic_path` makes every file appear whole or not at all.
 """
 
 from __future__ import annotations
@@ -15,59 +16,17 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
-import shutil
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .io import read_chunks
+from .io import atomic_path, read_chunks
 
-__all__ = ["FrameWriter", "atomic_path", "embed_file", "encode_frame", "keep_columns", "output_columns"]
-
-
-@contextlib.contextmanager
-def atomic_path(path) -> Iterator[Path]:
-    """A hidden temporary path next to ``path``, renamed to ``path`` when the block succeeds.
-
-    Readers see the whole file (or folder) or none: on an error (or a crash) the temporary file
-    or folder is removed and ``path`` is left as it was. The temporary name is
-    ``.{name}.{random}.tmp``; the block creates the file or folder there. A folder replacing an
-    existing folder moves the old one aside first and removes it after the rename.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
-    >>> with atomic_path(target) as tmp:
-    ...     _ = tmp.write_text("done")
-    >>> target.read_text()
-    'done'
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        yield tmp
-        if tmp.is_dir() and path.is_dir() and not path.is_symlink():
-            old = path.with_name(f".{path.name}.{uuid.uuid4().hex}.old")
-            os.replace(path, old)
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                os.replace(old, path)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)  # atomic on POSIX
-    finally:
-        if tmp.is_dir() and not tmp.is_symlink():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+__all__ = ["FrameWriter", "embed_file", "encode_frame", "keep_columns", "output_columns",
+           "predict_file"]
 
 
 class FrameWriter:
@@ -301,3 +260,102 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
             empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in keep})
             writer.write(pd.concat([empty, pd.DataFrame({c: np.float32([]) for c in names})], axis=1))
     return {"path": str(out_path), "rows": rows, "chunks": chunks, "dim": len(names)}
+
+
+def predict_file(model_dir, input, output, text_column: str = "text",
+                 id_column: str | None = None, chunksize: int = 10_000,
+                 progress: bool = False) -> dict:
+    """Predict every row of a CSV/TSV/JSONL/parquet file with a saved model, in bounded memory.
+
+    The input is read ``chunksize`` rows at a time (`embedkit.io.read_chunks`, the same reader
+    as ``embedkit embed``); each chunk's predictions are appended to ``output``, so memory
+    depends on ``chunksize`` and the model, not on the file. Each output row holds the id (when
+    ``id_column`` is given), the predicted ``label`` and, for a classifier with
+    ``predict_proba``, one ``proba_<class>`` column per class. The output is written under a
+    temporary name and renamed at the end: an interrupted run leaves no partial file.
+
+    Parameters
+    ----------
+    model_dir : str, Path or fitted estimator
+        A model folder written by `embedkit.save` (or an already loaded model).
+    input : str or Path
+        ``.csv``, ``.tsv``, ``.jsonl`` (optionally ``.gz``) or ``.parquet``.
+    output : str or Path
+        ``.csv``, ``.tsv``, ``.jsonl`` or ``.parquet``; its name decides the format.
+    text_column : str, default="text"
+    id_column : str, optional
+        A column copied to the output, e.g. the row's id.
+    chunksize : int, default=10_000
+        Rows per chunk.
+    progress : bool, default=False
+        Show a progress bar (rows).
+
+    Returns
+    -------
+    dict
+        ``{"path", "rows", "chunks", "classes"}``.
+
+    Notes
+    -----
+    The label is the class of highest probability (the rows' ``predict_proba`` is computed
+    once, so the representation encodes each text once). A model without ``predict_proba``
+    (a regressor) writes ``prediction`` only.
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from embedkit import TfidfEmbedder, save
+    >>> folder = tempfile.mkdtemp()
+    >>> docs, y = ["good film", "great plot", "bad film", "awful plot"], ["pos", "pos", "neg", "neg"]
+    >>> model = save(make_pipeline(TfidfEmbedder(), LogisticRegression()).fit(docs, y),
+    ...              f"{folder}/model")
+    >>> pd.DataFrame({"id": [7, 8], "text": ["a good plot", "bad"]}).to_csv(f"{folder}/new.csv",
+    ...                                                                    index=False)
+    >>> predict_file(model, f"{folder}/new.csv", f"{folder}/out.csv", id_column="id")["rows"]
+    2
+    >>> pd.read_csv(f"{folder}/out.csv").columns.tolist()
+    ['id', 'label', 'proba_neg', 'proba_pos']
+    """
+    from tqdm.auto import tqdm
+
+    from .io import file_format
+    from .persist import load
+
+    model = load(model_dir) if isinstance(model_dir, (str, os.PathLike)) else model_dir
+    kind = file_format(output)
+    columns = [text_column] + ([id_column] if id_column is not None else [])
+    if id_column == text_column:
+        raise ValueError(f"id_column={id_column!r} is the text column; name another column.")
+    classes = getattr(model, "classes_", None)
+    proba = hasattr(model, "predict_proba") and classes is not None
+    names = [f"proba_{c}" for c in classes] if proba else []
+    rows = chunks = 0
+    output = Path(output)
+    with FrameWriter(output, kind) as writer, tqdm(unit="docs", disable=not progress,
+                                                   desc=f"predicting {Path(input).name}") as bar:
+        for chunk in read_chunks(input, columns, chunksize):
+            where = f"{input}, rows {rows}-{rows + len(chunk) - 1}"
+            texts = chunk[text_column]
+            try:
+                if proba:
+                    p = np.asarray(model.predict_proba(texts), dtype=np.float64)
+                    frame = pd.DataFrame(p, columns=names, index=chunk.index)
+                    frame.insert(0, "label", np.asarray(classes)[p.argmax(axis=1)])
+                else:
+                    frame = pd.DataFrame({"prediction": model.predict(texts)}, index=chunk.index)
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
+            if id_column is not None:
+                frame.insert(0, id_column, chunk[id_column])
+            writer.write(frame)
+            rows += len(chunk)
+            chunks += 1
+            bar.update(len(chunk))
+        if not rows:
+            empty = {**({id_column: []} if id_column else {}),
+                     **({"label": []} if proba else {"prediction": []}), **{name: [] for name in names}}
+            writer.write(pd.DataFrame(empty))
+    return {"path": str(output), "rows": rows, "chunks": chunks,
+            "classes": None if classes is None else np.asarray(classes).tolist()}

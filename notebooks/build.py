@@ -407,7 +407,7 @@ train.head()"""),
 from sklearn.multiclass import OneVsRestClassifier
 
 from embedkit import MLPClassifier, TfidfEmbedder, TransformerEmbedder
-from embedkit.registry import LogisticRegressionHead
+from embedkit.heads import LogisticRegressionHead
 
 candidates = {
     ("tfidf", "one-vs-rest LR, 0.5 (baseline)"): make_pipeline(

@@ -28,8 +28,9 @@ def test_split_is_official_where_defined_else_stratified_80_20():
 
 
 def test_pairs_are_the_registry_defaults_plus_extras():
-    reg = suite.registry()
-    defaults = list(reg.select().pairs)
+    from embedkit.experiments import select
+
+    defaults = list(select().pairs)
     assert suite.selected_pairs() == defaults
     chosen = suite.selected_pairs(["glove-seq:rnn", "passthrough:finetune", "tfidf:logreg"])
     assert chosen == [*defaults, ("glove-seq", "rnn"), ("passthrough", "finetune")]

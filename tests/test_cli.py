@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from embedkit import TransformerEmbedder, load_dataset
 from embedkit.cache import DiskCache
 from embedkit.cli import app
-from embedkit.registry import make_representation
+from embedkit.configure import make_representation
 
 EXAMPLE = Path(__file__).parents[1] / "pipelines" / "experiments" / "tfidf_variants.py"
 

@@ -25,7 +25,7 @@ def sms_slice():
 def test_compare_shares_the_fit_and_scores_like_the_pipeline(sms_slice, tmp_path, monkeypatch):
     from sklearn.model_selection import StratifiedKFold, cross_validate
 
-    from embedkit.registry import make_pipeline
+    from embedkit.configure import make_pipeline
 
     fast = ["linear.epochs=5"]
     kwargs = {"representations": ["tfidf"], "heads": ["logreg", "linear"], "folds": 3,
@@ -74,7 +74,7 @@ def test_compare_holdout_split():
 
 
 def test_compare_in_parallel_equals_one_job(sms_slice, tmp_path):
-    from embedkit.compare import available_cores
+    from embedkit._machine import available_cores
 
     scores = ["accuracy_mean", "accuracy_std", "f1_macro_mean", "f1_macro_std"]
     kwargs = {"representations": ["tfidf", "minilm"], "heads": ["logreg"], "folds": 3,

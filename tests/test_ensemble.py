@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
-from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.pipeline import Pipeline
+from sklearn.pipeline import make_pipeline as sk_pipeline
 
 from embedkit import EnsembleClassifier, TfidfEmbedder, registry
+from embedkit.configure import make_pipeline
 
 TOY = ["good good fun", "good film", "bad film", "bad bad plot", "fun plot"]
 TOY_Y = ["pos", "pos", "neg", "neg", "pos"]
@@ -19,7 +21,7 @@ def test_ensemble_vote_is_the_mean_of_members(tweets):
     X, y, X_test, _ = tweets
     ens = EnsembleClassifier(members=("nbsvm:logreg-cv", "tfidf:logreg-cv"), method="vote")
     proba = Pipeline([("features", "passthrough"), ("head", ens)]).fit(X, y).predict_proba(X_test)
-    members = [registry.make_pipeline(r, "logreg-cv").fit(X, y) for r in ("nbsvm", "tfidf")]
+    members = [make_pipeline(r, "logreg-cv").fit(X, y) for r in ("nbsvm", "tfidf")]
     want = np.mean([m.predict_proba(X_test) for m in members], axis=0)
     np.testing.assert_allclose(proba, want, atol=1e-6)
     assert ens.classes_.tolist() == ["negative", "positive"]
@@ -30,11 +32,11 @@ def test_ensemble_stack_learns_on_out_of_fold_probabilities(tweets):
     ens = EnsembleClassifier(members=("nbsvm:logreg-cv", "tfidf:logreg-cv"), cv=3, C=2.0).fit(X, y)
     folds = StratifiedKFold(3, shuffle=True, random_state=0)
     oof = np.column_stack([
-        cross_val_predict(registry.make_pipeline(r, "logreg-cv"), X, y, cv=folds,
+        cross_val_predict(make_pipeline(r, "logreg-cv"), X, y, cv=folds,
                           method="predict_proba")[:, 1] for r in ("nbsvm", "tfidf")])
     final = LogisticRegression(C=2.0, max_iter=1000).fit(oof, y)
     np.testing.assert_allclose(ens.model_.final_estimator_.coef_, final.coef_, rtol=1e-4)
-    members = np.column_stack([registry.make_pipeline(r, "logreg-cv").fit(X, y)
+    members = np.column_stack([make_pipeline(r, "logreg-cv").fit(X, y)
                                .predict_proba(X_test)[:, 1] for r in ("nbsvm", "tfidf")])
     np.testing.assert_allclose(ens.predict_proba(X_test), final.predict_proba(members), atol=1e-6)
 
@@ -52,7 +54,7 @@ def test_finetune_seeds_is_finetune_short_twice_with_two_seeds():
 def test_vote_over_estimator_members_saves_and_loads(tmp_path):
     from embedkit import load, save
 
-    members = tuple((f"seed{s}", registry.make_pipeline("tfidf", "mlp", [
+    members = tuple((f"seed{s}", make_pipeline("tfidf", "mlp", [
         f"head.random_state={s}", "head.epochs=3"])) for s in (0, 1))
     pipe = Pipeline([("features", "passthrough"),
                      ("head", EnsembleClassifier(members=members, method="vote"))]).fit(
@@ -76,6 +78,6 @@ def test_ensemble_errors():
         EnsembleClassifier(method="mean").fit(TOY, TOY_Y)
     with pytest.raises(ValueError, match="cv"):
         EnsembleClassifier(cv=1).fit(TOY, TOY_Y)
-    ok = EnsembleClassifier(members=("bow:logreg", ("tfidf", make_pipeline(
+    ok = EnsembleClassifier(members=("bow:logreg", ("tfidf", sk_pipeline(
         TfidfEmbedder(), LogisticRegression()))), method="vote").fit(TOY, TOY_Y)
     assert set(ok.predict(["good fun"])) <= {"pos", "neg"}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from embedkit.io import file_format, load_texts, read_chunks, read_folder, read_table
+from embedkit.io import atomic_path, file_format, load_texts, read_chunks, read_folder, read_table
 
 #: texts pandas would read as missing, or mangle, with its default CSV settings
 TEXTS = ["good film", "NA", "null", "", "None", 'a "quoted", line', "n/a"]
@@ -113,3 +115,15 @@ def test_empty_files_have_no_rows(content, tmp_path):
     assert list(read_chunks(path, ["text"])) == []
     assert read_table(path, ["text", "label"]).columns.tolist() == ["text", "label"]
     assert len(load_texts(path)) == 0
+
+
+def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(KeyError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise KeyError("crash")
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
+    with atomic_path(target) as tmp:
+        tmp.write_text("new")
+    assert target.read_text() == "new" and os.listdir(tmp_path) == ["out.txt"]

@@ -27,7 +27,7 @@ from embedkit import (
     TransformerClassifier,
 )
 from embedkit.datasets import MOVIE_GENRES, load_dataset
-from embedkit.registry import LogisticRegressionHead
+from embedkit.heads import LogisticRegressionHead
 
 GENRES = sorted(MOVIE_GENRES)
 
@@ -111,7 +111,7 @@ def test_finetuned_transformer_multilabel_and_its_model_folder(small, tmp_path):
 def test_threshold_tune_picks_the_best_validation_f1(small, movies):
     from sklearn.metrics import f1_score
 
-    from embedkit.heads._base import tune_threshold
+    from embedkit.heads._targets import tune_threshold
 
     clf = MLPClassifier(epochs=5, threshold="tune", validation_fraction=0.25)
     clf.fit(small["tfidf"], small["lists"])
@@ -234,7 +234,7 @@ def test_bad_multilabel_input_is_named(small):
         MLPClassifier(epochs=1).fit(X, empty_column)
     with pytest.raises(InvalidParameterError, match=r"MLPClassifier\(threshold=1.5\): threshold"):
         MLPClassifier(threshold=1.5).fit(X, small["lists"])
-    with pytest.raises(InvalidParameterError, match="'threshold' parameter of LogisticRegressionHead"):
+    with pytest.raises(InvalidParameterError, match=r"LogisticRegressionHead\(threshold=0\): threshold"):
         LogisticRegressionHead(threshold=0).fit(X, small["lists"])
     with pytest.raises(ValueError, match="class_weight='balanced'"):
         MLPClassifier(class_weight={"Drama": 2.0}).fit(X, small["lists"])

@@ -1,5 +1,5 @@
 """Model folders: every registry pair round-trips to identical probabilities in a fresh process;
-tampered, pickled, newer and non-model folders are refused; predict_file streams files."""
+tampered, pickled, newer and non-model folders are refused."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from embedkit.persist import (
     UntrustedTypeError,
     folder_size,
     load,
-    predict_file,
     save,
 )
 
@@ -296,35 +295,6 @@ def test_an_interrupted_save_leaves_no_model_folder(small_model, monkeypatch, tm
     assert load(folder).predict(["the cat"]).shape == (1,)
 
 
-# -- predict_file ---------------------------------------------------------------------------
-@pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_predict_file_streams_chunks_equal_to_in_memory(small_model, sentences, tmp_path, fmt):
-    SENTENCES = sentences
-    pipe, folder = small_model
-    rows = pd.DataFrame({"qid": np.arange(100, 100 + len(SENTENCES)), "text": SENTENCES})
-    source = tmp_path / f"in.{fmt}"
-    rows.to_csv(source, index=False) if fmt == "csv" else rows.to_parquet(source)
-    out = tmp_path / f"out.{fmt}"
-    info = predict_file(folder, source, out, id_column="qid", chunksize=16)
-    assert (info["rows"], info["chunks"]) == (len(SENTENCES), 3)
-    got = pd.read_csv(out) if fmt == "csv" else pd.read_parquet(out)
-    assert got.columns.tolist() == ["qid", "label", "proba_0", "proba_1"]
-    assert got.qid.tolist() == rows.qid.tolist()
-    assert got.label.tolist() == pipe.predict(SENTENCES).tolist()
-    np.testing.assert_allclose(got[["proba_0", "proba_1"]].to_numpy(), pipe.predict_proba(SENTENCES),
-                               rtol=0, atol=1e-15 if fmt == "csv" else 0)
-
-
-def test_predict_file_names_a_missing_column_or_a_non_model_folder(small_model, tmp_path):
-    _, folder = small_model
-    pd.DataFrame({"body": ["a cat"]}).to_csv(tmp_path / "in.csv", index=False)
-    with pytest.raises(ValueError, match="has no column 'text'; its columns are \\['body'\\]"):
-        predict_file(folder, tmp_path / "in.csv", tmp_path / "out.csv")
-    assert not (tmp_path / "out.csv").exists()
-    with pytest.raises(ValueError, match="is not an embedkit model folder"):
-        predict_file(tmp_path, tmp_path / "in.csv", tmp_path / "out.csv", text_column="body")
-
-
 def test_cli_predict(small_model, tmp_path):
     from typer.testing import CliRunner
 
@@ -368,3 +338,23 @@ def test_remote_code_is_refused_at_save_and_at_load(tmp_path):
                                                        '"trust_remote_code": true'))
     with pytest.raises(ValueError, match="trust_remote_code=True; embedkit model folders never"):
         load(folder)
+
+
+def test_every_public_class_is_trusted_under_the_name_it_is_saved_as():
+    """The trusted list is derived from the package's exports: a new representation or head is
+    loadable as soon as it is exported, and nothing names a class that no longer exists."""
+    from embedkit import heads, representations
+    from embedkit._codec import _name_of, _resolve
+    from embedkit.persist import RENAMED, TRUSTED_TYPES
+
+    classes = [getattr(heads, n) for n in heads.__all__] + [
+        getattr(representations, n) for n in representations.__all__]
+    assert len(classes) >= 23
+    for cls in classes:
+        name = _name_of(cls, TRUSTED_TYPES, "class", "test")
+        assert name.startswith("embedkit.") and _resolve(name) is cls
+    for name in TRUSTED_TYPES - set(RENAMED):
+        if name.startswith("embedkit."):
+            assert isinstance(_resolve(name), type), name
+    for old, new in RENAMED.items():
+        assert old in TRUSTED_TYPES and isinstance(_resolve(new), type)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from embedkit import TfidfEmbedder, load_dataset
-from embedkit.streaming import atomic_path, embed_file, output_columns
+from embedkit.streaming import embed_file, output_columns, predict_file
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +112,41 @@ def test_output_columns_checks_the_representation(sentences):
         output_columns(GloveEmbedder(output="sequence"))
 
 
-def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
-    target = tmp_path / "out.txt"
-    target.write_text("old")
-    with pytest.raises(KeyError), atomic_path(target) as tmp:
-        tmp.write_text("half")
-        raise KeyError("crash")
-    assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
-    with atomic_path(target) as tmp:
-        tmp.write_text("new")
-    assert target.read_text() == "new" and os.listdir(tmp_path) == ["out.txt"]
+@pytest.fixture
+def small_model(sentences, tmp_path):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from embedkit import save
+
+    pipe = make_pipeline(TfidfEmbedder(), LogisticRegression()).fit(sentences, [0, 1] * 20)
+    return pipe, save(pipe, tmp_path / "model")
+
+
+# -- predict_file ---------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_predict_file_streams_chunks_equal_to_in_memory(small_model, sentences, tmp_path, fmt):
+    SENTENCES = sentences
+    pipe, folder = small_model
+    rows = pd.DataFrame({"qid": np.arange(100, 100 + len(SENTENCES)), "text": SENTENCES})
+    source = tmp_path / f"in.{fmt}"
+    rows.to_csv(source, index=False) if fmt == "csv" else rows.to_parquet(source)
+    out = tmp_path / f"out.{fmt}"
+    info = predict_file(folder, source, out, id_column="qid", chunksize=16)
+    assert (info["rows"], info["chunks"]) == (len(SENTENCES), 3)
+    got = pd.read_csv(out) if fmt == "csv" else pd.read_parquet(out)
+    assert got.columns.tolist() == ["qid", "label", "proba_0", "proba_1"]
+    assert got.qid.tolist() == rows.qid.tolist()
+    assert got.label.tolist() == pipe.predict(SENTENCES).tolist()
+    np.testing.assert_allclose(got[["proba_0", "proba_1"]].to_numpy(), pipe.predict_proba(SENTENCES),
+                               rtol=0, atol=1e-15 if fmt == "csv" else 0)
+
+
+def test_predict_file_names_a_missing_column_or_a_non_model_folder(small_model, tmp_path):
+    _, folder = small_model
+    pd.DataFrame({"body": ["a cat"]}).to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(ValueError, match="has no column 'text'; its columns are \\['body'\\]"):
+        predict_file(folder, tmp_path / "in.csv", tmp_path / "out.csv")
+    assert not (tmp_path / "out.csv").exists()
+    with pytest.raises(ValueError, match="is not an embedkit model folder"):
+        predict_file(tmp_path, tmp_path / "in.csv", tmp_path / "out.csv", text_column="body")

@@ -9,7 +9,8 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import accuracy_score
 
-from embedkit import TfidfEmbedder, registry
+from embedkit import TfidfEmbedder
+from embedkit.configure import make_pipeline
 from embedkit.documents import Tokenizer
 
 
@@ -128,5 +129,5 @@ def test_nbsvm_ratios_on_real_tweets(tweets):
     assert min(ratio["love"], ratio["great"], ratio["happy"]) > 0
     assert max(ratio["hate"], ratio["sad"], ratio["worst"]) < 0
     # the registry pair runs as a Pipeline that passes y to the representation
-    pipe = registry.make_pipeline("nbsvm", "logreg-cv").fit(X, y)
+    pipe = make_pipeline("nbsvm", "logreg-cv").fit(X, y)
     assert accuracy_score(y_test, pipe.predict(X_test)) > 0.75

@@ -1,6 +1,7 @@
-"""embedkit.tune: budget parsing, the registry's search spaces, a real budgeted search on a TREC
-slice (the pick beats a dummy on held-out questions, the baselines sit on the leaderboard), and
-budgets too small for any candidate."""
+"""embedkit.Tuner (`embedkit.tuning`, over `embedkit._halving`): budget parsing, the registry's
+search spaces, a real budgeted search on a TREC slice (the pick beats a dummy on held-out
+questions, the baselines sit on the leaderboard), the estimator's API, and budgets too small for
+any candidate."""
 
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ from sklearn.metrics import accuracy_score
 from sklearn.pipeline import Pipeline
 
 import embedkit
+from embedkit._halving import BudgetedHalvingSearchCV, candidates
 from embedkit.registry import HEADS, REPRESENTATIONS
-from embedkit.tune import (
+from embedkit.tuning import (
     MINILM_BASELINE,
     TFIDF_BASELINE,
-    BudgetedHalvingSearchCV,
     BudgetError,
+    Tuner,
+    _score_baselines,
     baseline_pipelines,
-    candidates,
     parse_budget,
-    run_tune_cli,
     tune,
 )
 
@@ -107,9 +108,14 @@ def tuned(trec_slice):
 def test_tune_returns_a_refit_pipeline_that_beats_a_dummy(tuned, trec_slice):
     search, lines = tuned
     train, test = trec_slice
-    assert isinstance(search, BudgetedHalvingSearchCV)
+    assert isinstance(search, Tuner) and isinstance(search.search_, BudgetedHalvingSearchCV)
     assert isinstance(search.best_estimator_, Pipeline)
+    assert list(search.classes_) == sorted(train["label"].unique())
+    np.testing.assert_allclose(search.predict_proba(test["text"][:20]),
+                               search.best_estimator_.predict_proba(test["text"][:20]))
     pred = search.predict(test["text"])
+    assert search.score(test["text"], test["label"]) == accuracy_score(test["label"], pred)
+    assert 0 < search.budget_used_ < 120 and search.budget_ == 60
     dummy = DummyClassifier(strategy="most_frequent").fit(train["text"], train["label"])
     acc, floor = accuracy_score(test["label"], pred), accuracy_score(test["label"],
                                                                     dummy.predict(test["text"]))
@@ -127,7 +133,7 @@ def test_leaderboard_holds_the_candidates_and_both_baselines(tuned, trec_slice):
     assert base["all_data"].all() and (base["documents"] == 300).all()
     assert base["accuracy"].between(0.3, 1.0).all()
     cands = board[board["kind"] == "candidate"]
-    assert len(cands) == len(search.candidates_) - len({s["label"] for s in search.skipped_
+    assert len(cands) == len(search.candidates_) - len({s["label"] for s in search.search_.skipped_
                                                         if s["round"] == 0})
     assert board["pick"].sum() == 1
     pick = board[board["pick"]].iloc[0]
@@ -149,7 +155,7 @@ def test_leaderboard_holds_the_candidates_and_both_baselines(tuned, trec_slice):
 
     train, _ = trec_slice
     again = cross_val_score(baseline_pipelines()[TFIDF_BASELINE], train["text"], train["label"],
-                            cv=search.cv)
+                            cv=search.search_.cv)
     np.testing.assert_allclose(search.baselines_[TFIDF_BASELINE]["scores"], again)
 
 
@@ -173,8 +179,6 @@ def test_a_best_scored_on_a_subsample_meets_the_baselines_on_that_subsample(trec
     from sklearn.model_selection import StratifiedKFold, cross_val_score
     from sklearn.model_selection._search_successive_halving import _SubsampleMetaSplitter
 
-    from embedkit.tune import _refit_the_pick, _score_baselines
-
     train, test = trec_slice
     X, y = train["text"], train["label"].to_numpy()
     cands = candidates([("glove", "logreg")], per_pair=1)  # GloVe means trail TF-IDF on TREC
@@ -184,9 +188,11 @@ def test_a_best_scored_on_a_subsample_meets_the_baselines_on_that_subsample(trec
         Pipeline([("features", first["features"][0]), ("head", first["head"][0])]),
         [c["grid"] for c in cands], cv=folds, min_resources=150, max_resources=150, refit=False,
         random_state=0).fit(X, y)
+    tuner = Tuner()
+    tuner.search_ = search
     assert search.cv_results_["n_resources"][search.best_index_] == 150 < len(X)
     lines = []
-    search.baselines_ = _score_baselines(search, X, y, "memory", lines.append)
+    tuner.baselines_ = _score_baselines(search, X, y, "memory", lines.append)
     # the documents the search scored its best on: re-scoring it on this splitter gives its scores
     half = list(_SubsampleMetaSplitter(base_cv=folds, fraction=0.5, subsample_test=True,
                                        random_state=0).split(X, y))
@@ -195,28 +201,29 @@ def test_a_best_scored_on_a_subsample_meets_the_baselines_on_that_subsample(trec
     np.testing.assert_allclose(
         [search.cv_results_[f"split{i}_test_score"][search.best_index_] for i in range(3)], again)
     for name, pipe in baseline_pipelines().items():
-        info = search.baselines_[name]
+        info = tuner.baselines_[name]
         np.testing.assert_allclose(info["scores_as_best"], cross_val_score(pipe, X, y, cv=half))
         np.testing.assert_allclose(info["scores"], cross_val_score(pipe, X, y, cv=folds))
     assert any("on the best candidate's 150 documents" in line for line in lines)
 
-    _refit_the_pick(search, X, y, "memory", lines.append)
-    as_best = {k: np.mean(v["scores_as_best"]) for k, v in search.baselines_.items()}
-    assert search.pick_ == max(as_best, key=as_best.get)  # GloVe loses to a baseline
+    tuner._refit_the_pick(X, y, lines.append)
+    as_best = {k: np.mean(v["scores_as_best"]) for k, v in tuner.baselines_.items()}
+    assert tuner.pick_ == max(as_best, key=as_best.get)  # GloVe loses to a baseline
     assert "same documents" in lines[-1]
-    expected = baseline_pipelines()[search.pick_].fit(X, y)  # refit on all 300 documents
-    assert list(search.predict(test["text"][:50])) == list(expected.predict(test["text"][:50]))
+    expected = baseline_pipelines()[tuner.pick_].fit(X, y)  # refit on all 300 documents
+    assert list(tuner.predict(test["text"][:50])) == list(expected.predict(test["text"][:50]))
 
 
 def test_leaderboard_files_report_and_the_model_folder(tuned, trec_slice, tmp_path):
-    from embedkit.persist import load
-    from embedkit.tune import _pipelines, save_model, write_leaderboard
+    from embedkit.persist import load, save
+    from embedkit.report import write_leaderboard
+    from embedkit.tuning import pipelines
 
     search, _ = tuned
     train, _ = trec_slice
     paths = write_leaderboard(search.leaderboard_, tmp_path, title="TREC slice",
                               dataset=train,
-                              pipelines=_pipelines(search))
+                              pipelines=pipelines(search))
     assert [p.name for p in paths] == ["leaderboard.csv", "leaderboard.md", "leaderboard.png",
                                        "report.html"]
     back = pd.read_csv(paths[0])
@@ -232,7 +239,7 @@ def test_leaderboard_files_report_and_the_model_folder(tuned, trec_slice, tmp_pa
         assert html.escape(label) in page
     assert "[pick]" in page and "300 documents" in page and "ngram_range" in page
     assert "parameters not given" not in page
-    path = save_model(search.best_estimator_, tmp_path / "model")
+    path = save(search.best_estimator_, tmp_path / "model")
     docs = ["What is the capital of France ?", "Who wrote Hamlet ?"]
     assert list(load(path).predict(docs)) == list(search.best_estimator_.predict(docs))
     assert sorted(p.name for p in tmp_path.iterdir()
@@ -279,7 +286,7 @@ def test_the_command_names_a_missing_data_source():
     from embedkit.cli import app
 
     result = CliRunner().invoke(app, ["tune", "--budget", "1m"])
-    assert result.exit_code == 2 and "give --file PATH" in result.output
+    assert result.exit_code == 2 and "give either --file PATH" in result.output
 
 
 def test_a_budget_too_small_for_any_pair_is_a_clear_error(trec_slice):
@@ -320,15 +327,28 @@ def test_bad_input_gets_clear_errors(trec_slice):
 
 
 def test_the_command_refuses_a_bad_budget_before_loading_data(tmp_path):
-    with pytest.raises(ValueError, match=r"budget='15 minutes' is not a duration"):
-        run_tune_cli(file=tmp_path / "missing.csv", budget="15 minutes")
-    with pytest.raises(ValueError, match=r"either --file"):
-        run_tune_cli(budget="1m")
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+
+    result = CliRunner().invoke(app, ["tune", "-f", str(tmp_path / "missing.csv"),
+                                      "--budget", "15 minutes"])
+    assert result.exit_code == 2 and "--budget '15 minutes' is not a duration" in result.output
 
 
-def test_embedkit_tune_is_callable_after_importing_the_module():
-    import embedkit.tune as module
+def test_tune_is_a_function_and_tuner_an_estimator_after_importing_the_module():
+    import embedkit.tuning  # noqa: F401  (a submodule import must not shadow the function)
 
-    assert embedkit.tune is tune or embedkit.tune is module
+    assert embedkit.tune is tune and embedkit.Tuner is Tuner
     with pytest.raises(ValueError, match=r"budget="):
         embedkit.tune(["a"], ["x"], budget="soon")
+    from sklearn.base import clone
+
+    tuner = Tuner("2m", pairs=[("tfidf", "logreg")], cv=4)
+    assert clone(tuner).get_params() == tuner.get_params()
+    with pytest.raises(ValueError, match=r"Tuner\(cv=1\)"):
+        Tuner(cv=1).fit(["a", "b"], ["x", "y"])
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        tuner.predict(["a"])

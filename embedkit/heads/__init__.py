@@ -4,6 +4,7 @@ from .attention import AttentionClassifier, AttentionRegressor
 from .conv import ConvClassifier, ConvRegressor
 from .ensemble import EnsembleClassifier
 from .finetune import TransformerClassifier, TransformerRegressor
+from .linear import LogisticRegressionHead
 from .mlp import MLPClassifier, MLPRegressor
 from .rnn import RNNClassifier, RNNRegressor
 from .selfattention import SelfAttentionClassifier, SelfAttentionRegressor
@@ -12,4 +13,4 @@ from .setfit import SetFitClassifier
 __all__ = ["MLPClassifier", "MLPRegressor", "ConvClassifier", "ConvRegressor", "RNNClassifier",
            "RNNRegressor", "AttentionClassifier", "AttentionRegressor", "SelfAttentionClassifier",
            "SelfAttentionRegressor", "TransformerClassifier", "TransformerRegressor",
-           "EnsembleClassifier", "SetFitClassifier"]
+           "EnsembleClassifier", "SetFitClassifier", "LogisticRegressionHead"]

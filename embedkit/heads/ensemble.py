@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._params import SEED, Interval, StrOptions, validate_params, validate_steps
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
-from ._base import multilabel_decisions
+from ._targets import multilabel_decisions
 
 __all__ = ["EnsembleClassifier"]
 
@@ -72,7 +72,8 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
     ----------
     members : tuple, default=("nbsvm:logreg-cv", "minilm:logreg-cv")
         The member pipelines: registry pairs ``"representation:head"`` (each built as
-        ``embedkit.registry.make_pipeline(representation, head)``) and/or ``(name, estimator)``
+        ``Pipeline([("features", REPRESENTATIONS[representation].factory()), ("head",
+        HEADS[head].factory())])`` from `embedkit.registry`) and/or ``(name, estimator)``
         pairs whose estimator takes raw documents. At least two.
     method : {"stack", "vote"}, default="stack"
         ``"stack"``: scikit-learn's `StackingClassifier`; a logistic regression learns how much
@@ -139,14 +140,16 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     def _estimators(self) -> list[tuple[str, object]]:
         from sklearn.base import clone
+        from sklearn.pipeline import Pipeline
 
-        from .. import registry
+        from ..registry import HEADS, REPRESENTATIONS
 
         out = []
         for member in self.members:  # checked by the table (Members) at the start of fit
             if isinstance(member, str):
                 rep, _, head = member.partition(":")
-                out.append((f"{rep}+{head}", registry.make_pipeline(rep, head)))
+                out.append((f"{rep}+{head}", Pipeline([("features", REPRESENTATIONS[rep].factory()),
+                                                       ("head", HEADS[head].factory())])))
             else:
                 out.append((str(member[0]), clone(member[1])))
         return out
@@ -170,7 +173,7 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from sklearn.multioutput import MultiOutputClassifier
         from sklearn.utils import get_tags
 
-        from ._base import encode_targets
+        from ._targets import encode_targets
 
         validate_params(self)
         name = type(self).__name__

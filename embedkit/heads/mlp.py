@@ -94,9 +94,9 @@ class MLPClassifier(NeuralClassifierMixin, ClassifierMixin, _MLPHead):
     standardize : bool, default=True
         Centre and scale dense input features by the training rows' mean and standard
         deviation (kept in the module, so prediction uses the same). Averaged word vectors
-        share one large common direction and small, uneven scales; standardizing lifted a
-        10-epoch MLP on BBC News from 0.86 to 0.94 over Word2Vec. Sparse input (TF-IDF) is
-        left as it is: centring would densify it, and scaling it cost 3 points.
+        share one large common direction and small, uneven scales, which an MLP trains poorly
+        on. Sparse input (TF-IDF) is left as it is: centring would densify it, and scaling
+        rare terms' columns up hurts (figures: ``pipelines/benchmarks/results/defaults.md``).
     lr : float in (0, 1], default=1e-3
         Above 1 no optimizer here trains; a run whose loss or weights stop being finite raises
         a ValueError that says to lower it.

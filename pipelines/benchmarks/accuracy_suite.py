@@ -65,7 +65,8 @@ MATCHING = {"tfidf + logreg": TFIDF, "minilm + logreg": MINILM, "glove + logreg"
 def registry():
     """The representation/head registry: the one place this script reaches it.
 
-    The script uses ``compatible()``, ``REPRESENTATIONS`` and ``HEADS`` and the default selection.
+    The script uses ``compatible()``, ``REPRESENTATIONS`` and ``HEADS`` (the default selection is
+    `embedkit.experiments.select`).
     """
     from embedkit import registry as grids
 
@@ -232,7 +233,9 @@ def score_heads(rep: str, heads: list[str], train: pd.DataFrame, test: pd.DataFr
 def selected_pairs(extra=(), skip_slow: bool = False) -> list[tuple[str, str]]:
     """Every default registry pair, then ``extra`` ("rep:head" strings), without repeats."""
     reg = registry()
-    chosen = list(reg.select().pairs)
+    from embedkit.experiments import select
+
+    chosen = list(select().pairs)
     for item in extra:
         rep, sep, head = item.partition(":")
         if not sep or rep not in reg.REPRESENTATIONS or head not in reg.HEADS:
@@ -368,7 +371,9 @@ def better_baseline(results: pd.DataFrame) -> pd.Series:
 def tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Pipelines x datasets tables (baselines first): accuracy, delta in points against the better
     baseline, macro-F1, fit and predict seconds, and the matching-baseline check."""
-    defaults = [pair_name(r, h) for r, h in registry().select().pairs]
+    from embedkit.experiments import select
+
+    defaults = [pair_name(r, h) for r, h in select().pairs]
     order = list(dict.fromkeys([*BASELINES, *defaults, *results["pipeline"]]))
     order = [p for p in order if p in set(results["pipeline"])]
     cols = list(dict.fromkeys([*DATASETS, *results["dataset"]]))

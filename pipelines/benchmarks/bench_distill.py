@@ -12,7 +12,7 @@ the run; say when the machine was shared):
    and BBC News articles (long), both with ``--threads`` threads (torch / ONNX Runtime
    intra-op threads for MiniLM, the tokenizer's Rayon pool for the static model); fitted
    before timing, fastest of ``--rounds`` rounds;
-3. **accuracy**: the registry's ``logreg`` head (`embedkit.registry.LogisticRegressionHead`) on
+3. **accuracy**: the registry's ``logreg`` head (`embedkit.heads.LogisticRegressionHead`) on
    ``minilm-static``, ``glove`` and ``minilm``, beside the accuracy suite's plain
    ``GloVe-mean + LR`` and ``MiniLM + LR`` (sentence-transformers) baselines, on the suite's
    splits (`accuracy_suite.split`: official train/test, else stratified 80/20 seed 0).

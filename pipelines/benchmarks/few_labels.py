@@ -89,7 +89,7 @@ def run_frozen(name: str, runs: list[tuple[int, int]], test_size: int) -> list[d
     from sklearn.base import clone
     from sklearn.linear_model import LogisticRegression
 
-    from embedkit.registry import logreg_head
+    from embedkit.heads import LogisticRegressionHead as logreg_head
 
     train, test = data(name, test_size)
     encoder = suite.SentenceTransformerEncoder().fit(None)

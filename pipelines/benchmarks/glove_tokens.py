@@ -61,7 +61,7 @@ def run(datasets) -> pd.DataFrame:
     from sklearn.metrics import accuracy_score
 
     from embedkit import load_dataset
-    from embedkit.registry import LogisticRegressionHead
+    from embedkit.heads import LogisticRegressionHead
 
     rows = []
     for name in datasets:

@@ -7,7 +7,7 @@
 On a machine other jobs share, run it with one BLAS thread (``OMP_NUM_THREADS=1
 OPENBLAS_NUM_THREADS=1``): OpenBLAS's two threads made one LogisticRegression fit 36x slower
 there (busy-waiting threads without a free core), which distorts every seconds column. The
-measured table and what it decided are in `embedkit.registry.LogisticRegressionHead`.
+measured table and what it decided are in `pipelines/benchmarks/results/head_defaults.md`.
 
 Each dataset is split as the accuracy suite splits it (official split, else stratified 80/20
 seed 0), then sliced (stratified, seed 0) to at most ``--train`` / ``--test`` documents. Every
@@ -24,7 +24,7 @@ Heads compared (issue 13, "defaults that never lose"):
 * ``cv``: ``LogisticRegressionCV`` (the head's ``Cs``, 0.01..100, from an inner 3-fold CV on log-loss), no
   scaling;
 * ``scaled-cv``: ``StandardScaler(with_mean=False)`` + the same ``LogisticRegressionCV``;
-* ``auto``: `embedkit.registry.LogisticRegressionHead` (C and, for dense input, scaling chosen
+* ``auto``: `embedkit.heads.LogisticRegressionHead` (C and, for dense input, scaling chosen
   by the inner CV); on sparse input it is exactly the ``cv`` model, whose row it reuses;
 * ``logreg-cv``: the registry's ``logreg-cv`` head (``LogisticRegressionCV``, C in 0.25..64 by
   inner 3-fold CV on accuracy, no scaling).
@@ -96,7 +96,8 @@ def heads() -> dict:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from embedkit.registry import HEADS, LogisticRegressionHead
+    from embedkit.heads import LogisticRegressionHead
+    from embedkit.registry import HEADS
 
     cv = {"Cs": LogisticRegressionHead().Cs, "cv": 3, "scoring": "neg_log_loss", "l1_ratios": (0.0,),
           "use_legacy_attributes": False, "max_iter": 3000}

@@ -23,7 +23,8 @@ DEFAULT = ("tfidf:logreg", "nbsvm:logreg-cv", "lsa:mlp", "word2vec:logreg", "fas
 
 
 def main() -> None:
-    from embedkit import load, registry, save
+    from embedkit import load, save
+    from embedkit.configure import make_pipeline
     from embedkit.datasets import load_dataset
     from embedkit.persist import folder_size
 
@@ -39,7 +40,7 @@ def main() -> None:
     print(f"{'pair':32s} {'folder':>10s} {'identical':>9s} {'save s':>7s} {'load s':>7s}")
     for pair in args.pairs:
         rep, head = pair.split(":")
-        pipe = registry.make_pipeline(rep, head)
+        pipe = make_pipeline(rep, head)
         if "epochs" in pipe[-1].get_params():
             pipe[-1].set_params(epochs=min(pipe[-1].epochs, 2))
         if rep == "lsa":

@@ -8,7 +8,7 @@ Protocol (that of `accuracy_suite.py`): each dataset's official split where it h
 stratified 80/20 split with seed 0. `embedkit.tune` runs on the training side only, with the
 budget given and its defaults (pairs, 3 folds, the in-memory embedding cache); its pick, refit
 on the whole training side, predicts the held-out side. The two plain baselines of issue 13
-(`embedkit.tune.baseline_pipelines`: scikit-learn TF-IDF + LR, embedkit's MiniLM + LR) are
+(`embedkit.tuning.baseline_pipelines`: scikit-learn TF-IDF + LR, embedkit's MiniLM + LR) are
 fitted on the same training side and scored on the same held-out side. ``--cache DIR`` gives the
 *baselines'* MiniLM a disk cache (vectors are unchanged; it only saves re-encoding between
 runs); the search itself always starts cold.
@@ -40,12 +40,8 @@ def run_one(name: str, budget: str, cache, output: Path, quick: bool = False) ->
     from sklearn.metrics import accuracy_score
 
     import embedkit
-    from embedkit.tune import (
-        TFIDF_BASELINE,
-        baseline_pipelines,
-        parse_budget,
-        write_leaderboard,
-    )
+    from embedkit.report import write_leaderboard
+    from embedkit.tuning import TFIDF_BASELINE, baseline_pipelines, parse_budget
     from pipelines.benchmarks.accuracy_suite import split
 
     train, test, protocol = split(embedkit.load_dataset(name), quick=quick)
@@ -60,7 +56,7 @@ def run_one(name: str, budget: str, cache, output: Path, quick: bool = False) ->
     pick = search.leaderboard_[search.leaderboard_["pick"]].iloc[0]
     row = {"dataset": name, "protocol": protocol, "n_train": len(train), "n_test": len(test),
            "budget_s": parse_budget(budget), "tune_s": tune_s,
-           "search_s": search.search_seconds_ + search.refit_time_, "pick": pick["pipeline"],
+           "search_s": search.search_.search_seconds_ + search.refit_time_, "pick": pick["pipeline"],
            "pick_kind": pick["kind"],
            "pick_round": int(pick["round"]), "pick_docs": int(pick["documents"]),
            "pick_cv": float(pick["accuracy"]),
@@ -68,7 +64,7 @@ def run_one(name: str, budget: str, cache, output: Path, quick: bool = False) ->
            "candidates": len(search.candidates_),
            "scored_last_round": int((search.leaderboard_["round"]
                                      == search.leaderboard_["round"].max()).sum()),
-           "skipped": len(search.skipped_), "pairs": [f"{r} + {h}" for r, h in search.pairs_]}
+           "skipped": len(search.search_.skipped_), "pairs": [f"{r} + {h}" for r, h in search.pairs_]}
     print(f"{name}: pick {row['pick']} {row['pick_acc']:.3f} held out ({tune_s:.0f} s)",
           file=sys.stderr, flush=True)
     for base, pipe in baseline_pipelines(cache).items():
@@ -112,7 +108,7 @@ def main(argv=None):
     parser.add_argument("--output", default="tune-budget")
     parser.add_argument("--quick", action="store_true", help="the suite's small slices")
     args = parser.parse_args(argv)
-    from embedkit.tune import parse_budget
+    from embedkit.tuning import parse_budget
 
     seconds = parse_budget(args.budget)
     out = Path(args.output)
