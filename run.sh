@@ -41,7 +41,11 @@ case "$job" in
     exec "$VENV/bin/embedkit" compare "$@" ;;
   test)
     set +e
-    "$py" -m pytest -q -p no:cacheprovider "$@"
+    # the whole suite spreads over every core (pytest-xdist); `./run.sh test -k NAME` (any
+    # argument) runs just that part in one process, which starts faster
+    parallel=()
+    [ $# -eq 0 ] && parallel=(-n auto)
+    "$py" -m pytest -q -p no:cacheprovider "${parallel[@]}" "$@"
     rc=$?
     # pytest exits 5 when it collected no test: that is a failure, not a pass
     [ "$rc" -eq 5 ] && { echo "no tests were collected" >&2; exit 1; }

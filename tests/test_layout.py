@@ -36,3 +36,56 @@ def test_every_public_module_has_its_own_test_file():
     stale = [f"{name} -> {target}" for name, target in ELSEWHERE.items()
              if name not in modules or (TESTS / f"test_{name}.py").exists() or not (TESTS / target).exists()]
     assert not stale, f"ELSEWHERE entries to drop or fix (no such module, own test file, no target): {stale}"
+
+
+def _imports_of(path: Path, module: str, modules: set[str]) -> set[str]:
+    """Modules of the package that ``module`` imports anywhere in its file (function-level,
+    lazy imports included)."""
+    import ast
+
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: len(module.split(".")) - (node.level - 1) - (not is_package)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target
+                       for a in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in modules and t != module)
+    return found
+
+
+def test_no_import_cycle_counting_lazy_imports_and_no_module_over_550_lines():
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {m: _imports_of(p, m, set(files)) for m, p in files.items()}
+    assert "embedkit.base" in graph["embedkit.representations.tfidf"]  # the walk sees imports
+    # a cycle is a path back to where it started: depth-first search with a colour per module
+    state, cycles = {}, []
+
+    def visit(m, path):
+        state[m] = "open"
+        for n in sorted(graph[m]):
+            if n == "embedkit":  # the package root only re-exports lazily, by name
+                continue
+            if state.get(n) == "open":
+                cycles.append(path[path.index(n):] + [n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, f"import cycles (lazy imports count): {cycles}"
+    long = {m: n for m, p in files.items() if (n := len(p.read_text().splitlines())) > 550}
+    assert not long, f"modules over 550 lines: split them by concern ({long})"
