@@ -188,32 +188,33 @@ def tune(
     heads: list[str] | None = typer.Option(
         None, "--head", "-H", help="Search only these heads (repeatable)."),
     budget: str = typer.Option("15m", "--budget", "-b",
-                               help="Time for the search and the winner's refit: 90s, 15m, 1h, 1h30m."),
+                               help="Wall time of the whole command: 90s, 15m, 1h, 1h30m."),
     output: Path = typer.Option(Path("embedkit-tune"), "--output", "-o",
                                 help="Folder for the leaderboard files, report.html and the model "
                                      "folder OUTPUT/model/."),
-    folds: int = typer.Option(3, min=2, help="Stratified cross-validation folds of every round."),
-    seed: int = typer.Option(0, help="Seed for the folds, the subsamples and the sampled settings."),
-    finetune: str = typer.Option("auto", help="Fine-tuning candidates: auto (when the budget can pay "
-                                              "for them), yes, no."),
-    progress: bool = typer.Option(True, help="A line per candidate on stderr."),
+    validation: float = typer.Option(0.2, min=0.01, max=0.5,
+                                     help="Share of the documents every model is scored on."),
+    seed: int = typer.Option(0, help="Seed for the split, the probes and the sampled settings."),
+    finetune: str = typer.Option("auto", help="Fine-tuning: auto (when the time left pays for it) "
+                                              "or no."),
+    progress: bool = typer.Option(True, help="A line per model on stderr, with the time left."),
 ):
     """Find the best pipeline for your data within a time budget, save it, write a leaderboard.
 
-    Successive halving over representation x head x settings (`embedkit.Tuner`): every candidate
-    is scored on a small sample first, the best third goes on with three times the documents.
-    The two five-line baselines (plain TF-IDF + LR, plain MiniLM + LR) are scored on the same
-    folds. Then `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
+    Tier by tier (`embedkit.Tuner`): sparse features with linear heads, the frozen MiniLM
+    encoder (one pass, cached), fine-tuning sized to the time left, then more seeds and settings
+    of the leaders and an ensemble of what was scored. Every model, and the two five-line
+    baselines (plain TF-IDF + LR, plain MiniLM + LR), is scored on the same validation rows.
+    Ctrl-C stops the search and keeps the best so far. Then
+    `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
     """
     from .datasets import load_dataset
     from .io import load_texts
-    from .persist import save
-    from .report import write_leaderboard
-    from .tuning import BudgetError, Tuner, parse_budget, pipelines
+    from .tuning import BudgetError, Tuner, parse_budget
 
     choice = {"auto": "auto", "yes": True, "no": False}
     if finetune not in choice:
-        raise typer.BadParameter(f"{finetune!r}; use auto, yes or no.", param_hint="--finetune")
+        raise typer.BadParameter(f"{finetune!r}; use auto or no.", param_hint="--finetune")
     if (file is None) == (dataset is None):
         raise _fail(ValueError("give either --file PATH (with --text-column/--label-column) or "
                                "-d NAME for a built-in dataset (see `embedkit datasets`)."), ctx)
@@ -225,19 +226,22 @@ def tune(
             if progress:
                 typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
                            "train rows", err=True)
-        tuner = Tuner(budget, cv=folds, random_state=seed, finetune=choice[finetune],
+        tuner = Tuner(budget, validation=validation, random_state=seed, finetune=choice[finetune],
                       progress=progress, representations=representations or None,
-                      heads=heads or None).fit(df["text"], df["label"])
+                      heads=heads or None, output=output).fit(df["text"], df["label"])
     except (ValueError, FileNotFoundError, BudgetError) as err:
         raise _fail(err, ctx) from None
     board = tuner.leaderboard_
-    metric = next(c for c in board.columns if c.endswith("_std"))[: -len("_std")]
-    typer.echo(board.head(15)[["rank", "pipeline", "kind", "documents", metric, "fit_seconds",
-                               "pick"]].to_string(index=False, float_format="{:.3f}".format))
-    paths = write_leaderboard(board, output, title=f"embedkit tune ({len(df):,} documents, "
-                              f"budget {budget})", dataset=df, pipelines=pipelines(tuner))
-    typer.echo("wrote " + ", ".join(str(p) for p in paths))
-    typer.echo(f"saved the model to {save(tuner.best_estimator_, output / 'model')}")
+    metric = board.attrs["metrics"][0]
+    scored = board[board["status"] == "scored"]
+    typer.echo(scored.head(15)[["rank", "pipeline", "kind", "documents", metric, "fit_seconds",
+                                "pick"]].to_string(index=False, float_format="{:.3f}".format))
+    left = board[board["status"] == "left out"]
+    for _, row in left.iterrows():
+        typer.echo(f"left out: {row['pipeline']}: {row['note']}")
+    typer.echo(f"{tuner.budget_used_:.0f} s of {tuner.budget_:.0f} s used; tiers reached: "
+               f"{', '.join(tuner.tiers_reached_)}. Wrote {output / 'leaderboard.md'}, "
+               f"{output / 'report.html'}; saved the model to {output / 'model'}")
 
 
 @app.command()

@@ -87,6 +87,7 @@ TRUSTED_TYPES = frozenset({
     *(f"{_SK}.ensemble.{n}" for n in (
         "StackingClassifier", "StackingRegressor", "VotingClassifier", "VotingRegressor")),
     f"{_SK}.model_selection.StratifiedKFold", f"{_SK}.model_selection.KFold",
+    f"{_SK}.frozen.FrozenEstimator",  # ensembles of fitted members (`embedkit.Tuner`)
     f"{_SK}.dummy.DummyClassifier", f"{_SK}.dummy.DummyRegressor",
     # gensim's models, as embedkit's word and document vectors hold them
     "gensim.models.keyedvectors.KeyedVectors", "gensim.models.fasttext.FastTextKeyedVectors",

@@ -107,10 +107,15 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
 
     Examples
     --------
-    >>> from embedkit.report import write_html_report
-    >>> write_html_report(results, "out/report.html", dataset=df,
+    >>> import pandas as pd
+    >>> from embedkit import MLPClassifier, TfidfEmbedder
+    >>> results = pd.DataFrame({"representation": ["tfidf"], "head": ["mlp"],
+    ...                         "accuracy_mean": [0.91], "accuracy_std": [0.02]})
+    >>> df = pd.DataFrame({"text": ["good film", "bad film"], "label": ["pos", "neg"]})
+    >>> write_html_report(results, "report.html", dataset=df,
     ...                   representations={"tfidf": TfidfEmbedder()},
-    ...                   heads={"mlp": MLPClassifier()})  # doctest: +SKIP
+    ...                   heads={"mlp": MLPClassifier()}).name
+    'report.html'
     """
     try:
         import jinja2
@@ -309,40 +314,46 @@ def _versions() -> list[tuple[str, str]]:
 def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "embedkit tune",
                       top: int = 20, dataset: pd.DataFrame | None = None,
                       pipelines: dict | None = None) -> list[Path]:
-    """Write ``leaderboard.csv``, ``leaderboard.md``, ``leaderboard.png`` (the ``top`` rows as
-    bars, `embedkit.plots.score_chart`) and ``report.html`` (`embedkit.report.write_html_report`:
-    every row, sortable, the score-versus-time chart, the ``dataset`` summary and the parameters
-    of each row's pipeline from ``pipelines``, keyed by the ``pipeline`` column) into the folder
-    ``output``; returns their paths."""
+    """Write a tuning search's ``leaderboard.csv`` (every row), ``leaderboard.md`` (the scored
+    rows, then what was left out and why), ``leaderboard.png`` (the ``top`` scored rows as bars,
+    `embedkit.plots.score_chart`) and ``report.html`` (`write_html_report`: the scored rows,
+    sortable, the score-versus-time chart, the ``dataset`` summary and each row's parameters
+    from ``pipelines``, keyed by the ``pipeline`` column) into the folder ``output``; returns
+    their paths. ``board`` is `embedkit.tuning.leaderboard`'s frame."""
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    metric = next(c for c in board.columns if c.endswith("_std"))[: -len("_std")]
+    meta = board.attrs
+    metric = (meta.get("metrics") or ["accuracy"])[0]
     csv_path, md_path, png_path = (out / f"leaderboard.{ext}" for ext in ("csv", "md", "png"))
     board.to_csv(csv_path, index=False)
-    shown = board.head(top).copy()
+    scored = board[board["status"] == "scored"].copy()
+    n_valid = int(meta.get("n_valid") or 0)
+    # a single split's spread: the binomial standard error of an accuracy on the validation rows
+    scored[f"{metric}_std"] = (np.sqrt(scored[metric] * (1 - scored[metric]) / n_valid)
+                               if metric == "accuracy" and n_valid else np.nan)
+    shown = scored.head(top).copy()
     shown["pick"] = np.where(shown["pick"], "**pick**", "")
-    shown["all_data"] = np.where(shown["all_data"], "yes", "no")
-    table = shown[["rank", "pipeline", "kind", "round", "documents", "all_data", metric,
-                   f"{metric}_std", "fit_seconds", "pick"]].to_markdown(index=False,
-                                                                        floatfmt=".3f")
-    md_path.write_text(
-        f"# {title}\n\n{metric} (mean over the cross-validation folds, std beside it) of each "
-        "candidate at the last round it reached (*documents*: that round's sample; *all_data*: "
-        "scored on the full folds, as the baselines are), and of the two plain baselines on the "
-        "same folds. *fit_seconds*: mean per fold, wall clock.\n\n" + table + "\n")
-    # charts and the page name each row by its pipeline, its sample when it is not all the data
-    # and the pick; representation (the family colour) and head stay the registry names
-    results = board.rename(columns={metric: f"{metric}_mean"})
-    results["pipeline"] = [
-        label + ("" if full else f" [{docs:,} docs]") + (" [pick]" if pick else "")
-        for label, full, docs, pick in zip(board["pipeline"], board["all_data"],
-                                           board["documents"], board["pick"], strict=True)]
-    results.attrs.update(board.attrs)
+    table = shown[["rank", "pipeline", "kind", "tier", "documents", metric, "fit_seconds",
+                   "pick"]].to_markdown(index=False, floatfmt=".3f")
+    rest = board[board["status"] != "scored"]
+    lines = [f"# {title}", "", f"{metric} on {meta.get('protocol', 'the validation rows')}. "
+             f"Tiers reached: {', '.join(meta.get('tiers_reached', [])) or 'none'}"
+             + ("; the search was interrupted" if meta.get("interrupted") else "") + ". "
+             "*documents*: the training rows a model fitted on; *fit_seconds*: its fit and its "
+             "predictions on the validation rows, wall clock.", "", table, ""]
+    if len(rest):
+        lines += ["## Left out or failed", "",
+                  rest[["pipeline", "tier", "status", "note"]].to_markdown(index=False), ""]
+    md_path.write_text("\n".join(lines))
+    results = scored.rename(columns={metric: f"{metric}_mean"})
+    results["pipeline"] = [label + (" [pick]" if pick else "")
+                           for label, pick in zip(scored["pipeline"], scored["pick"], strict=True)]
+    results.attrs.update(meta)
     score_chart(results.head(top), png_path, title=title, metric=metric)
     html_path = write_html_report(
         results, out / "report.html", dataset=dataset, metric=metric, title=title,
         pipelines={shown_as: pipelines[label] for label, shown_as
-                   in zip(board["pipeline"], results["pipeline"], strict=True)
+                   in zip(scored["pipeline"], results["pipeline"], strict=True)
                    if pipelines and label in pipelines})
     return [csv_path, md_path, png_path, html_path]
 

@@ -1,50 +1,23 @@
-"""Budgeted search over representation x head x hyperparameters, as an estimator: `Tuner`.
+"""The best pipeline a time budget buys, as an estimator: `Tuner`.
 
-    tuner = embedkit.Tuner(budget="15m").fit(texts, labels)
-    tuner.predict(["a new document"])      # the pick, refit on all the documents
-    tuner.leaderboard_                     # candidates and the two plain baselines, best first
+    tuner = embedkit.Tuner(budget="10m", output="my-tune").fit(texts, labels)
+    tuner.predict(["a new document"])      # the pick
+    tuner.leaderboard_                     # every model tried, the baselines, what was left out
 
-``embedkit.tune(texts, labels, budget="15m")`` is ``Tuner(budget="15m").fit(texts, labels)``;
+``embedkit.tune(texts, labels, budget="10m")`` is ``Tuner(budget="10m").fit(texts, labels)``;
 ``embedkit tune`` (`embedkit.cli`) is a thin layer over it.
 
-How it searches
----------------
-* **Candidates** come from `embedkit.registry`: each ``(representation, head)`` pair with its
-  registry defaults first, then up to ``per_pair - 1`` settings sampled (scikit-learn's
-  `ParameterSampler`) from the entries' ``space`` (e.g. TF-IDF's ``ngram_range`` / ``min_df``,
-  LR's ``C``, the MLP's hidden size and epochs). Pairs are ordered by their registry ``cost``
-  (cheap first), and a pair whose one fit on all the documents is estimated at more than a
-  quarter of the budget is left out (``finetune="auto"``: fine-tuning joins at budgets that
-  can pay for it).
-* **Successive halving** is scikit-learn's `HalvingGridSearchCV` (resource: documents): every
-  candidate is cross-validated on a small stratified subsample first, the best third goes on
-  with three times the documents, and so on until the last round uses all of them; fine-tuning
-  is therefore tried on subsets first and carried on only while it leads.
-* **The embedding cache** (``cache="memory"``) is set on every representation that takes one, so
-  a pretrained encoder encodes each document once for all candidates, folds and rounds.
-
-The budget
-----------
-``budget`` bounds the search (`embedkit._halving.BudgetedHalvingSearchCV`) and the refit of the
-winner on all the data. Before each candidate is cross-validated, its time is estimated (from
-its own time in the previous round, scaled by the documents, or in the first round from the
-registry ``cost``) together with the time to refit the current leader (``REFIT_MARGIN`` times
-its time scaled linearly to all the documents); a candidate that would not finish in what is
-left is skipped, and a round in which no candidate fits ends the search. **Granularity: one
-candidate's cross-validation at one round's sample size** -- a candidate that has started is
-finished, never killed half-way, so a search overruns its budget by the error of that estimate,
-which is large for a candidate whose time grows faster than linearly with the documents (NBSVM +
-``logreg-cv``: lbfgs over NB-scaled features); `pipelines/benchmarks/tune_budget.py` measures
-the overrun (`pipelines/benchmarks/results/tune_budget.md`). Within a round, candidates are
-evaluated best-first (by the previous round's score), so when the budget runs out it is the
-weakest that go unscored, and the pick is the best of the last round reached (scikit-learn's
-rule for halving searches). The two plain baselines are scored after the search, outside the
-budget, on the same folds (plain MiniLM costs one encoder pass, none when the search already
-encoded the documents), and, where the search's best was scored on a subsample only, also on
-that subsample of those folds: a candidate is compared with the baselines on the same documents.
-Where a baseline out-scores the search's best, it is the pick. The pick is refit on all the
-documents after that comparison (so no time goes into refitting a loser), and the saved model is
-never worse than those five lines on the search's folds.
+The budget is wall time for the whole of `Tuner.fit`: the search, the two plain baselines, the
+refit of the pick and writing ``output``. The search (`embedkit._search`) scores every model on
+one validation split (the same rows for all), tier by tier: sparse features with linear heads,
+then the frozen encoder (its pass over the documents paid once and cached), then fine-tuning
+sized to the time left, then more seeds and settings of the leaders; an ensemble is selected
+from everything scored. Each model's time is estimated from what this machine measured before it
+runs, and a model that does not fit is left out, with the budget that would include it. The
+pick is the best validation score among the models, the ensemble and the two baselines a user
+could write in five lines (so it is never worse than those on the same rows); it is refit on all
+the documents when the time left pays for it, and otherwise kept as fitted on the training rows.
+Ctrl-C (``KeyboardInterrupt``) during the search ends it and finishes with the best so far.
 """
 
 from __future__ import annotations
@@ -65,32 +38,22 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._halving import (
-    BudgetedHalvingSearchCV,
-    BudgetError,
-    candidate_label,
-    candidates,
-    describe,
-    parse_budget,
-)
+from ._budget import BudgetError, Clock, format_seconds, parse_budget
 from ._params import validate_params
+from ._search import FINETUNE_HEADS, MARGIN, TIER_NAMES, Search, describe
 from .base import CheckedKeywords, store_params
 from .registry import HEADS, REPRESENTATIONS
 
 __all__ = ["DEFAULT_PAIRS", "FINETUNE_HEADS", "MINILM_BASELINE", "TFIDF_BASELINE", "BudgetError",
            "Tuner", "baseline_pipelines", "leaderboard", "parse_budget", "pipelines", "tune"]
 
-#: what `Tuner` searches when no pairs are given: the levers the accuracy suite found (issue 13)
+#: what `Tuner` searches when no pairs are given: the levers the accuracy suite found, by tier
+#: (stacking NBSVM with MiniLM is left to the ensemble selection, which combines the same two
+#: models from their validation probabilities instead of refitting them five times)
 DEFAULT_PAIRS = (
-    ("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("glove", "logreg-cv"),
-    ("nbsvm-char", "logreg-cv"), ("tfidf", "mlp"), ("minilm", "logreg-cv"), ("minilm", "mlp"),
-    ("minilm-tokens", "attention"), ("passthrough", "stack"), ("glove-seq", "rnn"),
-    ("passthrough", "finetune-short"), ("passthrough", "finetune"), ("passthrough", "setfit"),
+    ("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
+    ("minilm", "logreg-cv"), ("minilm", "mlp"), ("passthrough", "finetune-short"),
 )
-#: heads that fine-tune a Transformer: ``finetune=False`` leaves them out
-FINETUNE_HEADS = ("finetune", "finetune-short", "finetune-seeds", "vote-finetune", "setfit")
-#: a pair is left out when one fit on all the documents is estimated above this share of budget
-BUDGET_SHARE_PER_FIT = 0.25
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
 
@@ -132,10 +95,13 @@ def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
         chosen = list(experiments.checked_pairs(pairs, REPRESENTATIONS, HEADS, "tune(pairs=...)"))
     if finetune is False:
         chosen = [(r, h) for r, h in chosen if h not in FINETUNE_HEADS]
+    if not chosen:
+        raise ValueError("no pair left to search: finetune=False removed every pair given; "
+                         "add pairs that do not fine-tune, or allow fine-tuning.")
     return chosen
 
 
-def _check_labels(y, n_docs: int, cv: int) -> np.ndarray:
+def _check_labels(y, n_docs: int) -> np.ndarray:
     from .datasets import is_multilabel
 
     if is_multilabel(y) or getattr(y, "ndim", 1) == 2:
@@ -153,117 +119,86 @@ def _check_labels(y, n_docs: int, cv: int) -> np.ndarray:
     classes, counts = np.unique(y.astype(str) if y.dtype == object else y, return_counts=True)
     if len(classes) < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); tune needs at least two.")
-    if counts.min() < cv:
-        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < cv][:10]
-        raise ValueError(f"classes {rare} have fewer than cv={cv} documents; each fold needs one "
-                         "of each class. Add documents, merge rare classes or lower cv.")
+    if counts.min() < 3:
+        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < 3][:10]
+        raise ValueError(f"classes {rare} have fewer than 3 documents; the training and the "
+                         "validation rows each need some of every class. Add documents or merge "
+                         "rare classes.")
     return y
 
 
-def _affordable(chosen, n: int, seconds: float, finetune, say) -> list[tuple[str, str]]:
-    """The pairs whose one fit on all ``n`` documents is estimated within
-    ``BUDGET_SHARE_PER_FIT`` of the budget (fine-tuning ones too when ``finetune=True``)."""
-    kept, dropped = [], []
-    for rep, head in chosen:
-        fit_s = (REPRESENTATIONS[rep].cost + HEADS[head].cost) * n / 1000
-        affordable = fit_s <= BUDGET_SHARE_PER_FIT * seconds
-        (kept if affordable or (finetune is True and head in FINETUNE_HEADS) else dropped).append(
-            (rep, head))
-        if not affordable and (rep, head) in kept:
-            say(f"kept {rep} + {head} (finetune=True) though one fit is estimated at {fit_s:.0f} s")
-    if dropped:
-        say(f"left out for the budget ({seconds:g} s; one fit on {n:,} documents estimated above "
-            f"{BUDGET_SHARE_PER_FIT:.0%} of it): " + ", ".join(f"{r} + {h}" for r, h in dropped))
-    if not kept:
-        cheapest = min(chosen, key=lambda p: REPRESENTATIONS[p[0]].cost + HEADS[p[1]].cost)
-        need = (REPRESENTATIONS[cheapest[0]].cost + HEADS[cheapest[1]].cost) * n / 1000
-        raise BudgetError(
-            f"a budget of {seconds:g} s is too small for any pair on {n:,} documents: the cheapest,"
-            f" {cheapest[0]} + {cheapest[1]}, is estimated at {need:.0f} s per fit. Give at least "
-            f"{math.ceil(need / BUDGET_SHARE_PER_FIT)} s, or fewer documents.")
-    return kept
-
-
 class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
-    """Find the best representation x head x hyperparameters for ``(X, y)`` within a budget.
+    """Find the best representation x head x settings for ``(X, y)`` within a time budget.
 
-    A scikit-learn classifier: `fit` runs the search, scores the two plain baselines on the
-    same folds and refits the pick on all the documents; `predict`, `predict_proba` and `score`
-    use that pick. See the module docstring for how the search runs and how the budget is kept.
+    A scikit-learn classifier: `fit` runs the search and keeps the pick (see the module
+    docstring); `predict`, `predict_proba` and `score` use it.
 
     Parameters
     ----------
     budget : str or float, default="15m"
-        Seconds, or a duration such as ``"90s"``, ``"15m"``, ``"1h"`` (`parse_budget`), for the
-        search and the winner's refit.
+        Wall time of the whole `fit`, in seconds or as ``"90s"``, ``"15m"``, ``"1h"``
+        (`parse_budget`).
     pairs : list of (str, str), optional
-        ``(representation, head)`` registry names to search; default `DEFAULT_PAIRS`.
+        ``(representation, head)`` registry names to search; default `DEFAULT_PAIRS`. Each is
+        placed in its tier (sparse, frozen encoder, fine-tuning) by what it is.
     representations, heads : list of str, optional
         Instead of ``pairs``: every compatible pair of these (registry defaults for the other).
-    cv : int, default=3
-        Stratified folds (shuffled, seeded); the baselines are scored on the same folds.
+    validation : float, default=0.2
+        Share of the documents held out as the one validation split every model is scored on
+        (at least 20 rows and two of each class, at most 2,000 rows).
     scoring : str, default="accuracy"
         A scikit-learn scorer name.
-    factor : int, default=3
-        Halving factor: a third of the candidates go on, with three times the documents.
-    per_pair : int, default=3
-        Candidates per pair: its registry defaults plus settings sampled from its ``space``.
     finetune : {"auto", True, False}, default="auto"
-        ``"auto"``: fine-tuning heads join when the budget can pay for them (like every pair);
-        True: always (still skipped within the search when they would overrun); False: never.
-    baselines : bool, default=True
-        Score the two plain baselines (`baseline_pipelines`) on the same folds after the search.
+        Fine-tuning pairs join when the time left pays for them ("auto"; True is the same, kept
+        for the command line's ``--finetune yes``); False leaves them out.
     cache : None, "memory" or a folder, default="memory"
-        Embedding cache of every representation that takes one (a folder with ``n_jobs > 1``).
+        Embedding cache of every representation that takes one: the frozen encoder's vectors
+        are computed once for every model that reads them.
     random_state : int, default=0
-        Seeds the folds, the subsamples and the sampled settings.
-    n_jobs : int, optional
-        Parallel fits of one candidate's folds (scikit-learn's ``n_jobs``).
+        Seeds the split, the probes, the sampled settings and the models.
     output : str or Path, optional
         A folder: ``leaderboard.csv`` / ``.md`` / ``.png`` and ``report.html`` are written there,
-        and the refit pick is saved to ``output/model/`` with `embedkit.save`.
+        and the pick is saved to ``output/model/`` with `embedkit.save`, within the budget.
     progress : bool or callable, default=True
-        Print a line per candidate (to stderr), or call ``progress(line)``.
+        Print a line per model (to stderr) with the time left, or call ``progress(line)``.
 
     Attributes
     ----------
     best_estimator_ : Pipeline
-        The pick refit on all of ``X``: the search's best candidate, or a plain baseline when it
-        out-scores that candidate on the same documents of the same folds.
+        The pick: a registry pair's pipeline, a baseline, or an ensemble of scored models
+        (``Pipeline([("features", "passthrough"), ("head", EnsembleClassifier(...))])``).
     pick_ : str
         The leaderboard name of the pick.
+    refit_ : bool
+        Whether the pick was refit on all the documents (else it is as fitted on the training
+        rows: the time left could not pay for a refit).
     leaderboard_ : DataFrame
-        One row per candidate (its last round) and per baseline, best first (`leaderboard`).
-    search_ : BudgetedHalvingSearchCV
-        The fitted search (``cv_results_``, ``best_index_``, ``skipped_``, ...).
-    baselines_ : dict
-        The baselines' fold scores: ``scores`` on all the documents, ``scores_as_best`` on the
-        documents the best candidate was scored on.
+        Every model: scored, left out (with the budget that would include it) or failed.
     classes_ : ndarray
         The labels seen at fit.
     budget_ : float
         The budget in seconds.
     budget_used_ : float
-        Wall-clock seconds of `fit`: search, baselines, refit and writing ``output``.
-    refit_time_ : float
-        Seconds of the pick's refit.
-    pairs_ : list of (str, str)
-        The pairs searched (after the ones the budget cannot pay for were left out).
-    candidates_ : list of dict
-        Every candidate (`embedkit._halving.candidates`), in search order.
+        Wall-clock seconds of `fit`, everything included.
+    tiers_reached_ : list of str
+        The tiers the search got to.
+    interrupted_ : bool
+        Whether a ``KeyboardInterrupt`` ended the search early.
+    search_ : `embedkit._search.Search`
+        The search itself (``candidates``, the split's ``train`` / ``valid`` rows).
 
     Raises
     ------
     BudgetError
-        When the budget runs out before any candidate is scored.
+        When the budget runs out before even the first baseline is scored.
 
     Examples
     --------
     >>> from embedkit import load_dataset
-    >>> df = load_dataset("bbc-news").sample(300, random_state=0)
-    >>> tuner = Tuner(budget="1m", pairs=[("tfidf", "logreg-cv")], progress=False)
-    >>> tuner.fit(df["text"], df["label"]).leaderboard_["pipeline"].iloc[0]  # doctest: +SKIP
-    'tfidf + logreg-cv'
+    >>> df = load_dataset("trec").sample(400, random_state=0)
+    >>> tuner = Tuner(budget="40s", pairs=[("tfidf", "logreg-cv")], progress=False)
+    >>> tuner.fit(df["text"], df["label"]).pick_ in set(tuner.leaderboard_["pipeline"])
+    True
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -271,24 +206,19 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "pairs": [list, tuple, None],
         "representations": [list, tuple, None],
         "heads": [list, tuple, None],
-        "cv": [Interval(Integral, 2, None, closed="left")],
+        "validation": [Interval(Real, 0, 0.5, closed="neither")],
         "scoring": [StrOptions(set(get_scorer_names()))],
-        "factor": [Interval(Integral, 2, None, closed="left")],
-        "per_pair": [Interval(Integral, 1, None, closed="left")],
         "finetune": [StrOptions({"auto"}), "boolean"],
-        "baselines": ["boolean"],
         "cache": [None, str, os.PathLike],
         "random_state": [Interval(Integral, 0, None, closed="left")],
-        "n_jobs": [Integral, None],
         "output": [None, str, os.PathLike],
         "progress": ["boolean", callable],
     }
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
-                 heads=None, cv: int = 3, scoring: str = "accuracy", factor: int = 3,
-                 per_pair: int = 3, finetune: bool | str = "auto", baselines: bool = True,
-                 cache="memory", random_state: int = 0, n_jobs: int | None = None, output=None,
-                 progress: bool | Callable[[str], None] = True):
+                 heads=None, validation: float = 0.2, scoring: str = "accuracy",
+                 finetune: bool | str = "auto", cache="memory", random_state: int = 0,
+                 output=None, progress: bool | Callable[[str], None] = True):
         store_params(self, locals())
 
     def _say(self) -> Callable[[str], None]:
@@ -299,96 +229,108 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         return lambda line: None
 
     def fit(self, X, y):
-        """Search, score the baselines on the same folds, refit the pick on all of ``X``."""
-        from sklearn.model_selection import StratifiedKFold
-        from sklearn.pipeline import Pipeline
-
+        """Search within the budget, then keep (and where time allows refit) the pick."""
         from .documents import validate_documents
 
-        started = time.monotonic()
         validate_params(self)
-        seconds = parse_budget(self.budget)
+        clock = Clock(parse_budget(self.budget))
         docs = np.asarray(validate_documents(X), dtype=object)
-        y = _check_labels(y, len(docs), self.cv)
+        y = _check_labels(y, len(docs))
         say = self._say()
-        n = len(docs)
-        chosen = _pairs(self.pairs, self.representations, self.heads, self.finetune)
-        kept = _affordable(chosen, n, seconds, self.finetune, say)
-        cands = candidates(kept, per_pair=self.per_pair, random_state=self.random_state,
-                           cache=self.cache)
-        n_classes = len(np.unique(y))
-        n_required = 1 + math.floor(math.log(len(cands), self.factor))
-        floor = min(n, max(100, 5 * n_classes * self.cv))
-        n_rounds = max(1, min(n_required, 1 + math.floor(math.log(n / floor, self.factor))))
-        min_resources = n // self.factor ** (n_rounds - 1)
-        folds = StratifiedKFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
-        first = cands[0]["grid"]
-        search = BudgetedHalvingSearchCV(
-            Pipeline([("features", first["features"][0]), ("head", first["head"][0])]),
-            [c["grid"] for c in cands], budget=seconds,
-            info=[{"label": candidate_label(c), "cost": c["cost"],
-                   "pair": f"{c['representation']} + {c['head']}"} for c in cands], progress=say,
-            # refit after the baselines are scored: the pick may be one of them (no wasted refit)
-            factor=self.factor, min_resources=min_resources, cv=folds, scoring=self.scoring,
-            refit=False, error_score=np.nan, return_train_score=False,
-            random_state=self.random_state, n_jobs=self.n_jobs)
-        say(f"tune: {len(cands)} candidates from {len(kept)} pairs, {n:,} documents, {self.cv} "
-            f"folds, up to {n_rounds} rounds from {min_resources:,} documents, budget {seconds:g} s")
-        texts = pd.Series(docs)
-        search.fit(texts, y)
-        self.search_, self.budget_, self.pairs_ = search, seconds, kept
-        self.candidates_ = [{k: v for k, v in c.items() if k != "grid"} for c in cands]
-        self.pick_ = candidate_label(cands[search.candidate_[search.best_index_]])
-        say(f"search: {search.search_seconds_:.0f} s; best candidate: {self.pick_} "
-            f"({int(search.cv_results_['n_resources'][search.best_index_]):,} documents)")
-        self.baselines_ = _score_baselines(search, texts, y, self.cache, say) if self.baselines else {}
-        self._refit_the_pick(texts, y, say)
-        self.classes_ = self.best_estimator_.classes_
-        self.leaderboard_ = leaderboard(self)
-        if self.output is not None:
-            from .persist import save
-            from .report import write_leaderboard
-
-            title = f"embedkit tune ({n:,} documents, budget {seconds:g} s)"
-            paths = write_leaderboard(self.leaderboard_, self.output, title=title,
-                                      dataset=pd.DataFrame({"text": docs, "label": y}),
-                                      pipelines=pipelines(self))
-            say("wrote " + ", ".join(str(p) for p in paths))
-            say(f"saved the model to {save(self.best_estimator_, Path(self.output) / 'model')}")
-        self.budget_used_ = time.monotonic() - started
-        return self
-
-    def _refit_the_pick(self, X, y, say) -> None:
-        """Refit the pick on all documents as ``best_estimator_``: the search's best candidate,
-        or a plain baseline where one out-scores it on the same documents of the same folds.
-
-        The halving search may end with its best candidate scored on a subsample only (the
-        budget stopped it at an early round); that score is then compared with the baselines'
-        scores on that very subsample (``baselines_[name]["scores_as_best"]``), not with their
-        scores on all the documents, which more training data makes higher. A baseline that
-        wins is the pick (``pick_`` names it): a user never leaves with a model worse than the
-        five lines they could have written.
-        """
+        pairs = _pairs(self.pairs, self.representations, self.heads, self.finetune)
+        search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
+                        validation=self.validation, finetune=self.finetune, cache=self.cache,
+                        random_state=self.random_state, say=say,
+                        finish_reserve=lambda: self._reserve(search))
+        say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
+            f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         from sklearn.base import clone
 
-        search = self.search_
-        best = float(search.cv_results_["mean_test_score"][search.best_index_])
-        began = time.monotonic()
-        winner = (max(self.baselines_.items(), key=lambda item: np.mean(item[1]["scores_as_best"]))
-                  if self.baselines_ else None)
-        if winner is not None and np.mean(winner[1]["scores_as_best"]) > best:
-            name, info = winner
-            self.best_estimator_ = baseline_pipelines(self.cache)[name].fit(X, y)  # fresh: no clone
-            self.pick_ = name
-            say(f"pick: the baseline {name} ({np.mean(info['scores_as_best']):.3f}) beats the "
-                f"search's best ({best:.3f}) on the same documents; refit on all documents in "
-                f"{time.monotonic() - began:.0f} s")
-        else:
-            self.best_estimator_ = clone(search.estimator).set_params(
-                **clone(search.best_params_, safe=False)).fit(X, y)
-            say(f"pick: {self.pick_}; refit on all documents in {time.monotonic() - began:.0f} s")
-        self.refit_time_ = time.monotonic() - began
+        search.run_tiers({name: (lambda pipe=pipe: clone(pipe))
+                          for name, pipe in baseline_pipelines(self.cache).items()})
+        self.search_, self.budget_ = search, clock.budget
+        if not any(c.status == "scored" for c in search.candidates):
+            raise BudgetError(f"the budget of {format_seconds(clock.budget)} ran out before even the "
+                              "plain TF-IDF baseline was scored; give a larger budget (e.g. 2m).")
+        self.tiers_reached_ = [TIER_NAMES[t] for t in sorted(set(search.tiers_reached))]
+        self.interrupted_ = search.interrupted
+        pick = search.best()
+        self.pick_ = pick.label
+        self.best_estimator_, self.refit_ = self._finish(search, pick, clock, say)
+        self.classes_ = np.asarray(self.best_estimator_.classes_)
+        self.leaderboard_ = leaderboard(self)
+        if self.output is not None:
+            self._write(docs, y, clock, say)
+        self.budget_used_ = clock.elapsed()
+        say(f"{clock.stamp()} done: {self.pick_} ({pick.score:.3f} on the validation rows); "
+            f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used")
+        return self
 
+    # -- the finish -------------------------------------------------------------------------------
+    def _write_seconds(self) -> float:
+        return 0.0 if self.output is None else min(max(5.0, 0.02 * parse_budget(self.budget)), 30.0)
+
+    def _refit_seconds(self, search: Search, c) -> float:
+        """Seconds to refit ``c`` (its members) on all the documents, from their measured fits."""
+        members = [search_candidate(search, label) for label in c.weights] if c.weights else [c]
+        n_all, n_train = len(search.docs), max(len(search.train), 1)
+        return MARGIN * sum(m.fit_seconds * (n_all / (n_train if m.rows is None else len(m.rows)))
+                            ** 1.1 for m in members)
+
+    def _reserve(self, search: Search) -> float:
+        """What the finish needs: writing the output, and the refit of the leader where it is
+        cheap (a quarter of the budget at most; a dearer leader is kept as fitted)."""
+        scored = [c for c in search.candidates if c.status == "scored"]
+        refit = 0.0
+        if scored:
+            need = self._refit_seconds(search, search.best())
+            refit = need if need <= 0.25 * search.clock.budget else 0.0
+        return self._write_seconds() + refit
+
+    def _finish(self, search: Search, pick, clock: Clock, say):
+        """The pick as one estimator: refit on every document when the time left pays for it."""
+        from sklearn.base import clone
+        from sklearn.frozen import FrozenEstimator
+        from sklearn.pipeline import Pipeline
+
+        members = ([(search_candidate(search, label), w) for label, w in pick.weights.items()]
+                   if pick.weights else [(pick, 1.0)])
+        need = self._refit_seconds(search, pick)
+        refit = not search.interrupted and need <= clock.left() - self._write_seconds()
+        fitted = []
+        for member, weight in members:
+            model = member.model
+            if refit:
+                began = time.monotonic()
+                model = clone(member.build()).fit(search.docs, search.y)
+                say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} documents "
+                    f"({time.monotonic() - began:.0f} s)")
+            fitted.append((member.label, model, weight))
+        if not refit:
+            say(f"{clock.stamp()} kept {pick.label} as fitted on the {len(search.train):,} training "
+                f"rows (a refit on all the documents needs about {format_seconds(need)})")
+        if len(fitted) == 1:
+            return fitted[0][1], refit
+        from .heads.ensemble import EnsembleClassifier
+
+        ensemble = EnsembleClassifier(members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
+                                                    for i, (label, model, _) in enumerate(fitted)),
+                                      method="vote", weights=[w for _, _, w in fitted])
+        head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
+        return Pipeline([("features", "passthrough"), ("head", head)]), refit
+
+    def _write(self, docs, y, clock: Clock, say) -> None:
+        from .persist import save
+        from .report import write_leaderboard
+
+        title = f"embedkit tune ({len(docs):,} documents, budget {format_seconds(clock.budget)})"
+        paths = write_leaderboard(self.leaderboard_, self.output, title=title,
+                                  dataset=pd.DataFrame({"text": docs, "label": y}),
+                                  pipelines=pipelines(self))
+        folder = save(self.best_estimator_, Path(self.output) / "model")
+        say(f"{clock.stamp()} wrote " + ", ".join(str(p) for p in paths) + f" and the model {folder}")
+
+    # -- the estimator ----------------------------------------------------------------------------
     def predict(self, X):
         """The pick's predictions."""
         check_is_fitted(self, "best_estimator_")
@@ -415,115 +357,71 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         return tags
 
 
+def search_candidate(search: Search, label: str):
+    """The candidate called ``label``."""
+    return next(c for c in search.candidates if c.label == label)
+
+
 def tune(X, y, budget: str | float = "15m", **params) -> Tuner:
     """``Tuner(budget, **params).fit(X, y)``: the budgeted search in one call.
 
     Examples
     --------
     >>> from embedkit import load_dataset
-    >>> df = load_dataset("trec").sample(300, random_state=0)
-    >>> tune(df["text"], df["label"], "30s", pairs=[("tfidf", "logreg-cv")],
-    ...      progress=False).pick_  # doctest: +SKIP
-    'tfidf + logreg-cv'
+    >>> df = load_dataset("trec").sample(400, random_state=0)
+    >>> tune(df["text"], df["label"], "40s", pairs=[("tfidf", "logreg-cv")],
+    ...      progress=False).budget_used_ < 60
+    True
     """
     return Tuner(budget, **params).fit(X, y)
 
 
-def _rounding_slack(search) -> int:
-    """Documents the halving search's last round may fall short of all of them by (its
-    ``n_resources`` are ``min_resources * factor ** round``, rounded down)."""
-    return search.factor ** max(len(search.n_resources_) - 1, 0)
-
-
-def _score_baselines(search, X, y, cache, say) -> dict:
-    """Cross-validate the plain baselines on the search's folds: ``scores`` on all the
-    documents, and ``scores_as_best`` on the documents the search's best candidate was scored
-    on (the halving search's subsample of those folds at its round; ``scores`` when that round
-    had them all)."""
-    from sklearn.model_selection import cross_validate
-    from sklearn.model_selection._search_successive_halving import _SubsampleMetaSplitter
-
-    n = len(X)
-    best_docs = int(search.cv_results_["n_resources"][search.best_index_])
-    # the last round's n_resources is rounded down (5,985 of 5,988): that is all the data, as
-    # in the leaderboard's all_data, and the baselines' scores on all of it serve as they are
-    same_docs = None if n - best_docs < _rounding_slack(search) else list(_SubsampleMetaSplitter(
-        base_cv=search.cv, fraction=best_docs / n, subsample_test=True,
-        random_state=search.random_state).split(X, y))  # HalvingGridSearchCV's at that round
-    out = {}
-    for name, pipe in baseline_pipelines(cache).items():
-        began = time.monotonic()
-        scores = cross_validate(pipe, X, y, cv=search.cv, scoring=search.scoring)
-        info = {"scores": scores["test_score"], "fit_seconds": float(np.mean(scores["fit_time"]))}
-        info["scores_as_best"] = (info["scores"] if same_docs is None else cross_validate(
-            pipe, X, y, cv=same_docs, scoring=search.scoring)["test_score"])
-        info["seconds"] = time.monotonic() - began
-        out[name] = info
-        say(f"baseline {name}: {np.mean(info['scores']):.3f}" + (
-            "" if same_docs is None else f", {np.mean(info['scores_as_best']):.3f} on the best "
-            f"candidate's {best_docs:,} documents") + f" ({info['seconds']:.0f} s)")
-    return out
-
-
 def leaderboard(tuner) -> pd.DataFrame:
-    """One row per candidate (its last round) and per baseline, best first.
+    """One row per model of the search, best first, then the ones left out or failed.
 
-    Columns: ``pipeline``, ``kind`` ("candidate" / "baseline"), ``representation``, ``head``,
-    ``params``, ``round`` (1-based; baselines: the last), ``documents`` (of the round),
-    ``all_data`` (scored on the full folds), ``<scoring>`` and ``<scoring>_std`` (over folds),
-    ``fit_seconds`` (mean per fold), ``pick`` (the refit winner). Rows scored on all the data
-    come first, then by documents and score.
+    Columns: ``rank``, ``pipeline``, ``kind`` (candidate / baseline / ensemble), ``tier``,
+    ``representation``, ``head``, ``params``, ``documents`` (training rows it fitted on),
+    ``<scoring>`` (on the validation rows), ``fit_seconds`` (fit and validation predictions),
+    ``status`` (scored / left out / failed), ``note`` (why, and the budget that would include a
+    left-out model) and ``pick``. ``attrs`` holds the split, the tiers reached and the budget.
     """
     search = tuner.search_
-    res = search.cv_results_
-    name = search.scoring if isinstance(search.scoring, str) else "score"
-    n = search._n_samples_orig if hasattr(search, "_n_samples_orig") else search.n_resources_[-1]
-    slack = _rounding_slack(search)
-    pick = getattr(tuner, "pick_", None)
-    last_row: dict[int, int] = {}
-    for row, cand in enumerate(search.candidate_):
-        last_row[int(cand)] = row  # rows are in evaluation order: the last is the latest round
+    name = tuner.scoring
     rows = []
-    for cand, row in last_row.items():
-        c = tuner.candidates_[cand]
-        docs = int(res["n_resources"][row])
-        rows.append({
-            "pipeline": search.info[cand]["label"] if search.info else str(cand),
-            "kind": "candidate", "representation": c.get("representation", ""),
-            "head": c.get("head", ""), "params": describe(c.get("params", {})),
-            "round": int(res["iter"][row]) + 1, "documents": docs,
-            "all_data": n - docs < slack, name: float(res["mean_test_score"][row]),
-            f"{name}_std": float(res["std_test_score"][row]),
-            "fit_seconds": float(res["mean_fit_time"][row]),
-            "pick": row == search.best_index_ and pick in (None, search.info[cand]["label"]
-                                                        if search.info else None)})
-    for base, info in getattr(tuner, "baselines_", {}).items():
-        rep, head = base.rsplit(" + ", 1)
-        rows.append({"pipeline": base, "kind": "baseline", "representation": rep, "head": head,
-                     "params": "", "round": len(search.n_resources_), "documents": n,
-                     "all_data": True, name: float(np.mean(info["scores"])),
-                     f"{name}_std": float(np.std(info["scores"])),
-                     "fit_seconds": info["fit_seconds"], "pick": base == pick})
+    for c in search.candidates:
+        trained = len(search.train) if c.rows is None else len(c.rows)
+        rows.append({"pipeline": c.label, "kind": c.kind, "tier": TIER_NAMES[c.tier],
+                     "representation": c.representation, "head": c.head,
+                     "params": describe(c.params), "documents": trained if c.kind != "ensemble"
+                     else len(search.train), name: c.score,
+                     "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
+                                                     else c.predict_seconds),
+                     "status": c.status, "note": c.note, "pick": c.label == tuner.pick_})
     board = pd.DataFrame(rows)
-    board[name] = board[name].astype(float)
-    board = board.sort_values(["all_data", "documents", name], ascending=False,
-                              na_position="last", kind="stable").reset_index(drop=True)
+    order = board["status"].map({"scored": 0, "left out": 1, "failed": 2, "waiting": 3})
+    board = (board.assign(_order=order).sort_values(["_order", name], ascending=[True, False],
+                                                      na_position="last", kind="stable")
+             .drop(columns="_order").reset_index(drop=True))
     board.insert(0, "rank", np.arange(1, len(board) + 1))
-    folds = search.cv if isinstance(search.cv, int) else search.cv.get_n_splits()
-    board.attrs.update(n_docs=n, metrics=[name], protocol=f"{folds}-fold stratified CV, "
-                       f"successive halving (factor {search.factor})")
+    board.attrs.update(
+        n_docs=len(search.docs), n_valid=len(search.valid), metrics=[name], budget_s=tuner.budget_,
+        protocol=f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
+                 f"(stratified, seed {tuner.random_state}); every model trained on the other "
+                 f"{len(search.train):,}",
+        tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
+        encoder_seconds=search.encoder_seconds, refit=tuner.refit_)
     return board
 
 
 def pipelines(tuner) -> dict:
-    """Each leaderboard row's pipeline, unfitted: a candidate's is the search's estimator with
-    its parameters, a baseline's its five-line pipeline."""
-    from sklearn.base import clone
-
-    search = tuner.search_
-    res, out = search.cv_results_, {}
-    for row, cand in enumerate(search.candidate_):
-        label = search.info[int(cand)]["label"] if search.info else str(cand)
-        out[label] = clone(search.estimator).set_params(**res["params"][row])
-    return {**out, **{name: pipe for name, pipe in baseline_pipelines(None).items()
-                      if name in getattr(tuner, "baselines_", {})}}
+    """Each leaderboard row's pipeline, unfitted (for the report's parameter listing); an
+    ensemble's row has none of its own."""
+    out = {}
+    for c in tuner.search_.candidates:
+        if c.kind == "ensemble":
+            continue
+        try:
+            out[c.label] = c.build()
+        except Exception:  # a left-out plan has no builder
+            continue
+    return {k: v for k, v in out.items() if v is not None}

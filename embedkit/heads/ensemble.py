@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import _Constraint
 from sklearn.utils.validation import check_is_fitted
 
-from .._params import SEED, Interval, StrOptions, validate_params, validate_steps
+from .._params import SEED, Interval, Rule, StrOptions, validate_params, validate_steps
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
 from ._targets import multilabel_decisions
@@ -85,6 +85,11 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Stratified folds (shuffled with ``random_state``) for ``method="stack"``.
     C : float, default=1.0
         Inverse regularisation of the stacking logistic regression.
+    weights : list of float or None, default=None
+        ``method="vote"`` only: each member's weight in the mean of the probabilities (None:
+        equal weights), as scikit-learn's `VotingClassifier` takes them. `embedkit.Tuner`
+        writes the weights its ensemble selection chose here. A member given as
+        ``(name, FrozenEstimator(fitted))`` (`sklearn.frozen`) is used as it is, not refitted.
     random_state : int, default=0
         Seeds the folds.
     threshold : float in (0, 1), default=0.5
@@ -130,12 +135,21 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "method": [StrOptions({"stack", "vote"})],
         "cv": [Interval(Integral, 2, None, closed="left")],
         "C": [Interval(Real, 0, None, closed="neither")],
+        "weights": [None, "array-like"],
         "random_state": [None, SEED],
         "threshold": [Interval(Real, 0, 1, closed="neither")],
     }
+    _parameter_rules = (
+        Rule(("weights", "members", "method"), lambda weights, members, method: weights is None or (
+            method == "vote" and isinstance(members, (list, tuple)) and len(weights) == len(members)
+            and all(isinstance(w, Real) and w >= 0 for w in weights) and sum(weights) > 0),
+             "weights must be None, or with method='vote' one non-negative number per member "
+             "(not all zero)", bad={"weights": [1.0], "method": "vote"}),
+    )
 
     def __init__(self, members=("nbsvm:logreg-cv", "minilm:logreg-cv"), method: str = "stack",
-                 cv: int = 5, C: float = 1.0, random_state: int = 0, threshold: float = 0.5):
+                 cv: int = 5, C: float = 1.0, weights=None, random_state: int = 0,
+                 threshold: float = 0.5):
         store_params(self, locals())
 
     def _estimators(self) -> list[tuple[str, object]]:
@@ -204,7 +218,8 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
             model = StackingClassifier(estimators, cv=folds, stack_method="predict_proba",
                                        final_estimator=combiner)
         else:
-            model = VotingClassifier(estimators, voting="soft")
+            model = VotingClassifier(estimators, voting="soft",
+                                     weights=None if self.weights is None else list(self.weights))
         self.model_ = model.fit(docs, y)
         self.classes_ = classes if self.multilabel_ else self.model_.classes_
         if self.multilabel_:

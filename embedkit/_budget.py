@@ -1,0 +1,94 @@
+"""Time budgets: ``"15m"``-style durations, the clock a budgeted run reads, and its error.
+
+A leaf: the tuning search (`embedkit.tuning`) and the command line read budgets here.
+
+Examples
+--------
+>>> parse_budget("1h30m"), parse_budget(45)
+(5400.0, 45.0)
+>>> clock = Clock(60.0)
+>>> 59 < clock.left() <= 60
+True
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from numbers import Real
+
+__all__ = ["BudgetError", "Clock", "format_seconds", "parse_budget"]
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
+
+
+class BudgetError(RuntimeError):
+    """The budget cannot pay for anything: not even the first model could be scored."""
+
+
+def parse_budget(budget: str | float) -> float:
+    """Seconds from a budget: a number of seconds, or a duration such as ``"90s"``, ``"15m"``,
+    ``"1h"`` or ``"1h30m"``.
+
+    Examples
+    --------
+    >>> parse_budget("15m"), parse_budget("1h30m"), parse_budget("90s"), parse_budget(45)
+    (900.0, 5400.0, 90.0, 45.0)
+    """
+    how = ("write a number of seconds or a duration such as 90s, 15m, 1h or 1h30m "
+           "(units: h, m, s)")
+    if isinstance(budget, bool):
+        raise TypeError(f"budget={budget!r}; {how}.")
+    if isinstance(budget, Real):
+        seconds = float(budget)
+    elif isinstance(budget, str):
+        text = budget.strip().lower().replace(" ", "")
+        match = _DURATION.fullmatch(text)
+        if re.fullmatch(r"\d+(?:\.\d+)?", text):
+            seconds = float(text)
+        elif text and match and any(match.groups()):
+            h, m, s = (float(g) if g else 0.0 for g in match.groups())
+            seconds = 3600 * h + 60 * m + s
+        else:
+            raise ValueError(f"budget={budget!r} is not a duration; {how}.")
+    else:
+        raise TypeError(f"budget={budget!r} ({type(budget).__name__}); {how}.")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"budget={budget!r}; the budget must be a positive time: {how}.")
+    return seconds
+
+
+def format_seconds(seconds: float) -> str:
+    """``"45 s"``, ``"4.5 min"`` or ``"1.2 h"``: a duration as a person reads it.
+
+    Examples
+    --------
+    >>> format_seconds(45), format_seconds(270), format_seconds(4300)
+    ('45 s', '4.5 min', '1.2 h')
+    """
+    if seconds < 100:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class Clock:
+    """Wall-clock time of a budgeted run, from its start (`time.monotonic`)."""
+
+    def __init__(self, seconds: float):
+        self.budget = float(seconds)
+        self.start = time.monotonic()
+
+    def elapsed(self) -> float:
+        """Seconds since the start."""
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        """Seconds of the budget not spent yet (negative once it is overrun)."""
+        return self.budget - self.elapsed()
+
+    def stamp(self) -> str:
+        """``[  123 s,  477 s left]``: the prefix of a progress line."""
+        return f"[{self.elapsed():5.0f} s, {max(self.left(), 0):5.0f} s left]"
