@@ -113,6 +113,8 @@ def configure(estimator, params: Mapping[str, Any], label: str = ""):
 
 
 def configured(factory: Callable[[], Any], params: dict, label: str):
+    """``configure(factory(), params, label)``: a registry entry's fresh step with ``params``
+    set and checked (a factory, so each call builds its own estimator)."""
     return configure(factory(), params, label)
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "attention_heatmap",
     "family_colour",
     "metric_name",
+    "reference_rows",
     "representation_family",
     "score_chart",
     "time_chart",
@@ -112,13 +113,13 @@ def _title(results, title: str, metric: str) -> str:
     return f"{title}\n{line}" if title else line
 
 
-def _family_legend(fig, representations) -> None:
+def _family_legend(fig, representations, extra=()) -> None:
     from matplotlib.patches import Patch
 
     found = {representation_family(r) for r in representations}
     present = [f for f in FAMILIES if f in found]  # always in palette order
-    handles = [Patch(color=FAMILIES[f][1], label=FAMILIES[f][0]) for f in present]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4),
+    handles = [Patch(color=FAMILIES[f][1], label=FAMILIES[f][0]) for f in present] + list(extra)
+    fig.legend(handles=handles, loc="outside lower center", ncols=max(1, min(len(handles), 4)),
                fontsize=8, frameon=False)
 
 
@@ -128,6 +129,57 @@ def pipeline_labels(results) -> list[str]:
     if "pipeline" in results:
         return results["pipeline"].astype(str).tolist()
     return [f"{r} + {h}" for r, h in zip(results.representation, results["head"], strict=True)]
+
+
+#: a row whose head (or label) matches this is a reference, not a pipeline to rank: the majority
+#: class. Charts draw it as a dashed line and scale their axes to the real pipelines.
+_REFERENCE = re.compile(r"majority|dummy|most.?frequent", flags=re.I)
+
+
+def reference_rows(results) -> np.ndarray:
+    """Boolean mask of the rows that are references (the majority class), not pipelines.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"representation": ["baseline", "tfidf"],
+    ...                      "head": ["majority-class", "logreg"]})
+    >>> reference_rows(rows).tolist()
+    [True, False]
+    """
+    heads = results["head"].astype(str) if "head" in results else None
+    labels = pipeline_labels(results) if len(results) else []
+    mask = np.array([bool(_REFERENCE.search(label)) for label in labels], dtype=bool)
+    if heads is not None:
+        mask |= heads.str.contains(_REFERENCE).to_numpy(dtype=bool)
+    if mask.all():  # nothing but references: chart them as they are
+        mask[:] = False
+    return mask
+
+
+def _reference_lines(ax, results, refs, metric: str, *, vertical: bool) -> list:
+    """Draw each reference row as a dashed line across the plot (vertical on a horizontal score
+    axis) where it falls inside the axis; return legend handles that name it and its score,
+    saying so when it lies off the axis."""
+    from matplotlib.lines import Line2D
+
+    low, high = ax.get_xlim() if vertical else ax.get_ylim()
+    handles = []
+    for i in np.flatnonzero(refs):
+        row = results.iloc[i]
+        value = float(row[f"{metric}_mean"])
+        name = pipeline_labels(results.iloc[[i]])[0]
+        label = f"{'majority class' if 'majority' in name.lower() else name}: {value:.3f}"
+        style = {"color": "#555555", "linestyle": "--", "linewidth": 1.2, "zorder": 1.5}
+        if low <= value <= high:
+            line = (ax.axvline if vertical else ax.axhline)(value, **style)
+            line.set_gid(f"pipeline-{i}")
+        else:
+            side = ("left of" if value < low else "right of") if vertical else (
+                "below" if value < low else "above")
+            label += f" ({side} the axis)"
+        handles.append(Line2D([], [], label=label, **style))
+    return handles
 
 
 def _score_text(mean: float, std: float, n_splits) -> str:
@@ -140,7 +192,10 @@ def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
     """Horizontal bars of ``<metric>_mean`` with ``<metric>_std`` error bars, one per pipeline.
 
     Bars are coloured by representation family (`FAMILIES`), best pipeline on top; each score is
-    printed in a column right of the plot, clear of every error bar.
+    printed in a column right of the plot, clear of every error bar. The majority class
+    (`reference_rows`) is no bar: it is a dashed line, named in the legend with its score, and
+    the axis is scaled to the real pipelines (a majority class at 0.23 would squeeze every bar
+    into 0.9-1.0).
 
     Parameters
     ----------
@@ -162,9 +217,18 @@ def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
 
     Examples
     --------
-    >>> fig = score_chart(results, "results.png")  # doctest: +SKIP
+    >>> import pandas as pd
+    >>> results = pd.DataFrame({
+    ...     "representation": ["baseline", "tfidf", "minilm"],
+    ...     "head": ["majority-class", "logreg", "logreg"],
+    ...     "accuracy_mean": [0.23, 0.98, 0.97], "accuracy_std": [0.0, 0.01, 0.01]})
+    >>> fig = score_chart(results, "results.png")
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]  # the majority class is a line
+    ['minilm + logreg', 'tfidf + logreg']
     """
-    data = results.sort_values(f"{metric}_mean").reset_index(drop=True)
+    refs = reference_rows(results)
+    everything = results
+    data = results[~refs].sort_values(f"{metric}_mean").reset_index(drop=True)
     means = data[f"{metric}_mean"].to_numpy(dtype=float)
     stds = np.nan_to_num(data[f"{metric}_std"].to_numpy(dtype=float))
     splits = data["n_splits"] if "n_splits" in data else [None] * len(data)
@@ -187,7 +251,8 @@ def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
                     xytext=(6, 0), textcoords="offset points", va="center", fontsize=8,
                     annotation_clip=False)
     ax.set_title(_title(results, title, metric), fontsize=10)
-    _family_legend(fig, data.representation)
+    lines = _reference_lines(ax, everything, refs, metric, vertical=True)
+    _family_legend(fig, data.representation, lines)
     return _finish(fig, path)
 
 
@@ -211,18 +276,24 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
 
     Same arguments as `score_chart`, plus ``seconds``: the timing column for the x axis. Each
     point's marker carries the SVG id ``pipeline-<i>``, ``i`` its row position in ``results``
-    (the HTML report attaches a tooltip to it). Returns the `matplotlib.figure.Figure`.
+    (the HTML report attaches a tooltip to it). The majority class (`reference_rows`) is a
+    dashed horizontal line with that id, not a point: both axes are scaled to the real
+    pipelines, and their labels are moved apart (adjustText) so none covers another. Returns
+    the `matplotlib.figure.Figure`.
     """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    x = np.maximum(results[seconds].to_numpy(dtype=float), 1e-3)
-    means = results[f"{metric}_mean"].to_numpy(dtype=float)
-    stds = np.nan_to_num(results[f"{metric}_std"].to_numpy(dtype=float))
-    colours = [family_colour(r) for r in results.representation]
-    fig = _figure(8, 5.5)
+    refs = reference_rows(results)
+    rows = np.flatnonzero(~refs)
+    data = results.iloc[rows]
+    x = np.maximum(data[seconds].to_numpy(dtype=float), 1e-3)
+    means = data[f"{metric}_mean"].to_numpy(dtype=float)
+    stds = np.nan_to_num(data[f"{metric}_std"].to_numpy(dtype=float))
+    colours = [family_colour(r) for r in data.representation]
+    fig = _figure(8, 5.5 + 0.12 * max(0, len(data) - 10))
     ax = fig.add_subplot()
     ax.vlines(x, means - stds, means + stds, colors=colours, linewidth=1.2, alpha=0.7)
-    for i, (xi, yi, c) in enumerate(zip(x, means, colours, strict=True)):
+    for i, xi, yi, c in zip(rows, x, means, colours, strict=True):
         ax.plot([xi], [yi], "o", color=c, markeredgecolor="white", markersize=8, zorder=3,
                 gid=f"pipeline-{i}")
     ax.set_xscale("log")
@@ -233,14 +304,16 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
     ax.xaxis.set_minor_formatter(NullFormatter())
     if len(x):
         ax.set_xlim(*_log_limits(float(x.min()), float(x.max()), steps))
-        pad = max(0.01, 0.08 * float(np.ptp(means)))
-        ax.set_ylim(float((means - stds).min()) - pad, float((means + stds).max()) + pad)
+        low, high = float((means - stds).min()), float((means + stds).max())
+        pad = max(0.01, 0.08 * (high - low))
+        ax.set_ylim(low - pad, high + pad)
     ax.set_xlabel(f"{seconds.replace('_', ' ')} per split (log scale)")
     ax.set_ylabel(metric_name(metric))
     ax.grid(alpha=0.3, which="major")
-    _label_points(fig, ax, x, means, pipeline_labels(results))
+    lines = _reference_lines(ax, results, refs, metric, vertical=False)
     ax.set_title(_title(results, title, metric), fontsize=10)
-    _family_legend(fig, results.representation)
+    _family_legend(fig, data.representation, lines)
+    _label_points(fig, ax, x, means, pipeline_labels(data))
     return _finish(fig, path)
 
 
@@ -254,7 +327,8 @@ def _label_points(fig, ax, x, y, labels) -> None:
              for xi, yi, label in zip(x, y, labels, strict=True)]
     if texts:
         fig.canvas.draw()  # lay the figure out first: adjustText works in display coordinates
-        adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6),
+        adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6), ensure_inside_axes=True,
+                    max_move=None, iter_lim=2000,
                     arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
 
 
@@ -290,7 +364,9 @@ def attention_heatmap(words, weights=None, path=None, *, title: str | None = Non
 
     Examples
     --------
-    >>> fig = attention_heatmap(["not", "good"], [0.7, 0.3], "attention.png")  # doctest: +SKIP
+    >>> fig = attention_heatmap(["not", "good"], [0.7, 0.3], "attention.png")
+    >>> [t.get_text() for t in fig.axes[0].texts]
+    ['not', 'good']
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

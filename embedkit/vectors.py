@@ -211,9 +211,9 @@ class WordVectors:
 
         Examples
         --------
-        >>> wv = load_word_vectors("glove-6b-50d")  # doctest: +SKIP
-        >>> wv.most_similar("frog", topn=3)  # doctest: +SKIP
-        [('toad', 0.81...), ...]
+        >>> wv = load_word_vectors("glove-6b-50d")
+        >>> [word for word, _ in wv.most_similar("frog", topn=3)]
+        ['snake', 'ape', 'toad']
         """
         exclude = set(exclude)
         if isinstance(word, str):
@@ -328,8 +328,8 @@ def load_word_vectors(spec, fmt: str = "auto") -> WordVectors:
 
     Examples
     --------
-    >>> wv = load_word_vectors("glove-6b-50d")  # doctest: +SKIP
-    >>> wv.vectors.shape  # doctest: +SKIP
+    >>> wv = load_word_vectors("glove-6b-50d")
+    >>> wv.vectors.shape
     (400000, 50)
     """
     if fmt not in FORMATS:
@@ -410,8 +410,8 @@ def evaluate_analogies(vectors, path=None, restrict_vocab: int = 30_000) -> dict
 
     Examples
     --------
-    >>> evaluate_analogies(load_word_vectors("glove-6b-50d"))["accuracy"]  # doctest: +SKIP
-    0.62...
+    >>> round(evaluate_analogies(load_word_vectors("glove-6b-50d"))["accuracy"], 2)
+    0.5
     """
     import logging
 
@@ -438,8 +438,8 @@ def evaluate_similarity(vectors, dataset: str = "wordsim353", restrict_vocab: in
 
     Examples
     --------
-    >>> evaluate_similarity(load_word_vectors("glove-6b-50d"))["spearman"]  # doctest: +SKIP
-    0.49...
+    >>> round(evaluate_similarity(load_word_vectors("glove-6b-50d"))["spearman"], 2)
+    0.5
     """
     import logging
 

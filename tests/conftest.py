@@ -152,3 +152,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{name:<26}" + "".join(f"{stats[name][k]:>16}" for k in keys))
     total = {k: sum(s[k] for s in stats.values()) for k in keys}
     terminalreporter.write_line(f"{'total':<26}" + "".join(f"{total[k]:>16}" for k in keys))
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """One headless Chromium per session (tests/_browser.py installs it where it is missing)."""
+    from _browser import start_chromium
+
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()

@@ -24,3 +24,107 @@ def test_attention_heatmap_writes_png(tmp_path, negation):
     assert [t.get_text() for t in single.axes[0].texts] == ["not", "good"]
     with pytest.raises(ValueError, match="2 words but 3 weights"):
         attention_heatmap(["not", "good"], [0.2, 0.3, 0.5])
+
+
+# ----------------------------------------------------------------------------------------------
+# the comparison charts: the majority class is a reference line, the axes fit the pipelines
+# ----------------------------------------------------------------------------------------------
+
+#: `embedkit compare` on BBC News as a person first sees it: three baselines (the majority class
+#: far below), twelve pipelines within 0.955-0.984, ten of them between 20 and 70 seconds
+_BBC = [  # representation, head, accuracy, std, fit seconds
+    ("baseline", "majority-class", 0.230, 0.001, 0.002),
+    ("baseline-tfidf", "plain-lr", 0.979, 0.005, 2.4), ("baseline-minilm", "plain-lr", 0.975, 0.006, 27.0),
+    ("tfidf", "logreg", 0.982, 0.004, 3.1), ("tfidf", "mlp", 0.984, 0.005, 11.5),
+    ("word2vec", "logreg", 0.957, 0.008, 31.0), ("word2vec", "mlp", 0.962, 0.009, 33.0),
+    ("fasttext", "logreg", 0.955, 0.010, 60.0), ("fasttext", "mlp", 0.958, 0.010, 63.0),
+    ("glove", "logreg", 0.961, 0.007, 3.5), ("glove", "mlp", 0.965, 0.006, 6.0),
+    ("doc2vec", "logreg", 0.978, 0.006, 44.0), ("doc2vec", "mlp", 0.976, 0.007, 46.0),
+    ("minilm", "logreg", 0.973, 0.005, 26.0), ("minilm", "mlp", 0.975, 0.004, 29.0),
+]
+
+
+def _results(rows=_BBC):
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=["representation", "head", "accuracy_mean", "accuracy_std",
+                                        "fit_seconds"]).assign(n_splits=5)
+    frame = frame.sort_values("accuracy_mean", ascending=False).reset_index(drop=True)
+    frame.attrs.update(dataset="bbc-news", n_docs=2225, protocol="5-fold stratified CV")
+    return frame
+
+
+def _legend_texts(fig):
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
+def test_reference_rows_are_the_majority_class_only():
+    from embedkit.plots import reference_rows
+
+    results = _results()
+    assert results["head"][reference_rows(results)].tolist() == ["majority-class"]
+    only = results[results["head"] == "majority-class"]
+    assert not reference_rows(only).any()  # nothing else to chart: it stays a row
+
+
+def test_score_chart_draws_the_majority_class_as_a_line_and_scales_to_the_pipelines():
+    from embedkit.plots import score_chart
+
+    results = _results()
+    fig = score_chart(results)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(ax.patches) == len(labels) == len(results) - 1 and "baseline + majority-class" not in labels
+    low, high = ax.get_xlim()
+    assert 0.85 < low < 0.955 and high == 1.0  # the real pipelines' range, not 0.23-1.0
+    assert "majority class: 0.230 (left of the axis)" in _legend_texts(fig)
+    # a majority class inside the pipelines' range is a dashed line at its score
+    close = _results([("baseline", "majority-class", 0.52, 0.0, 0.001),
+                      ("tfidf", "logreg", 0.60, 0.02, 2.0), ("glove", "logreg", 0.55, 0.02, 3.0)])
+    fig = score_chart(close)
+    ax = fig.axes[0]
+    [line] = [line for line in ax.lines if (line.get_gid() or "").startswith("pipeline-")]
+    assert line.get_linestyle() == "--" and line.get_xdata()[0] == pytest.approx(0.52)
+    assert line.get_gid() == f"pipeline-{close.index[close['head'] == 'majority-class'][0]}"
+    assert "majority class: 0.520" in _legend_texts(fig)
+
+
+def _overlaps(boxes):
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if boxes[i].overlaps(boxes[j])]
+
+
+def test_time_chart_keeps_labels_apart_with_the_axis_on_the_pipelines():
+    from embedkit.plots import time_chart
+
+    results = _results()
+    fig = time_chart(results)
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    points = {line.get_gid() for line in ax.lines if line.get_marker() == "o"}
+    majority = int(results.index[results["head"] == "majority-class"][0])
+    assert f"pipeline-{majority}" not in points and len(points) == len(results) - 1
+    low, high = ax.get_ylim()
+    assert 0.9 < low < 0.945 and 0.989 < high < 1.0  # 0.945-0.989 is every pipeline's whisker
+    assert ax.get_xlim()[0] >= 1.0  # the majority class's 0.002 s does not stretch the time axis
+    assert "majority class: 0.230 (below the axis)" in _legend_texts(fig)
+    texts = [t for t in ax.texts if "+" in t.get_text()]
+    assert len(texts) == len(results) - 1
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    assert not _overlaps(boxes), [(texts[i].get_text(), texts[j].get_text()) for i, j in _overlaps(boxes)]
+    frame = ax.get_window_extent(renderer).expanded(1.002, 1.002)  # a pixel of rounding
+    assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
+               for b in boxes)
+
+
+def test_time_chart_draws_a_majority_class_inside_the_range_as_a_horizontal_line():
+    from embedkit.plots import time_chart
+
+    close = _results([("baseline", "majority-class", 0.56, 0.0, 0.001),
+                      ("tfidf", "logreg", 0.60, 0.03, 2.0), ("glove", "logreg", 0.55, 0.03, 3.0)])
+    fig = time_chart(close)
+    ax = fig.axes[0]
+    [line] = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert line.get_ydata()[0] == pytest.approx(0.56)
+    assert line.get_gid() == f"pipeline-{close.index[close['head'] == 'majority-class'][0]}"
+    assert ax.get_xlim()[0] >= 1.0

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from _browser import severe_errors
 
 from embedkit import plots
 from embedkit.report import write_html_report
@@ -251,55 +249,9 @@ def test_report_rejects_results_it_cannot_show(tmp_path, results):
 # the report in a real browser
 # ----------------------------------------------------------------------------------------------
 
-_CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                   "--disable-dev-shm-usage"]
-
-
-def _install_chromium() -> str:
-    """Install Debian's chromium + chromium-driver; return how it went, or skip saying why."""
-    if os.name != "posix" or os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("headless Chromium is not installed and this test can install it only as root "
-                    "with apt-get (Debian/Ubuntu); install the `chromium` and `chromium-driver` "
-                    "packages to run it")
-    command = ["apt-get", "install", "-y", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=300",
-               "chromium", "chromium-driver"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    start = time.perf_counter()
-    done = subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=1200)
-    if done.returncode != 0:  # a fresh machine may have no (or stale) package lists
-        subprocess.run(["apt-get", "update"], check=False, capture_output=True, text=True, env=env,
-                       timeout=600)
-        done = subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=1200)
-    if done.returncode != 0:
-        pytest.skip(f"headless Chromium is missing and `{' '.join(command)}` failed "
-                    f"(exit {done.returncode}): {done.stderr.strip()[-500:]}")
-    return f"installed chromium and chromium-driver in {time.perf_counter() - start:.0f} s"
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    webdriver = pytest.importorskip(
-        "selenium.webdriver", reason="the browser test drives Chromium through selenium: "
-        "`pip install -e '.[dev]'`")
-    setup = "chromium was already installed"
-    if not (shutil.which("chromium") and shutil.which("chromedriver")):
-        setup = _install_chromium()
-    print(f"\n[browser test] {setup}")
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for flag in _CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options,
-                              service=webdriver.ChromeService(executable_path=shutil.which("chromedriver")))
-    driver.set_window_size(1280, 1000)
-    yield driver
-    driver.quit()
-
-
-def _errors(driver) -> list[str]:
-    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+# the `browser` fixture (one headless Chromium per session) is in conftest.py, its helpers in
+# _browser.py: the built manual's test (`test_docs.py`) opens pages the same way
+_errors = severe_errors
 
 
 def test_browser_log_check_catches_a_script_error(browser, tmp_path):

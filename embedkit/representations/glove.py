@@ -194,8 +194,8 @@ class GloveEmbedder(StaticEmbedder):
 
     Examples
     --------
-    >>> emb = GloveEmbedder().fit(["the cat sat"])  # doctest: +SKIP
-    >>> emb.analogy("man", "king", "woman")[0][0]  # doctest: +SKIP
+    >>> emb = GloveEmbedder().fit(["the cat sat"])
+    >>> emb.analogy("man", "king", "woman")[0][0]
     'queen'
     """
 

@@ -67,7 +67,7 @@ class TokenIndexer(Representation):
         Word of each id; ``vocabulary_[0] == "<pad>"``, ``vocabulary_[1] == "<unk>"``.
     vocab_size_ : int
         ``len(vocabulary_)``.
-    vectors_ : ndarray of shape (vocab_size_, dim) or None
+    vectors_ : ndarray of shape (vocab_size, dim) or None
         Aligned pretrained vectors (None without ``pretrained``).
     coverage_ : float or None
         Share of the fitted words found in ``pretrained`` (None without it).

@@ -121,7 +121,8 @@ class Word2VecEmbedder(StaticEmbedder):
         The vocabulary and vector matrix (gensim's ``model.wv`` data, not the whole model).
     vocabulary_ : list of str
         Words seen at fit that have a vector, most frequent first (ids 2.. of ``output="ids"``).
-    embedding_matrix_ : ndarray of shape (len(vocabulary_) + 2, dim_)
+    embedding_matrix_ : ndarray of shape (n_words + 2, dim)
+        Rows for padding, the unknown word, then each word of ``vocabulary_``; ``dim_`` columns.
     dim_ : int
     oov_rate_fit_, oov_rate_ : float
         Share of tokens without a vector at fit and in the last transform.

@@ -1,0 +1,74 @@
+"""docs/architecture.md stays in step with the package: every module named in exactly one layer,
+every named module real, and no module importing from a layer above its own (imports inside
+functions counted, with the same reading of imports as `test_layout.py`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from test_layout import PACKAGE, _imports_of
+
+PAGE = Path(__file__).parents[1] / "docs" / "architecture.md"
+ROOT = "embedkit"  # the package root re-exports lazily, by name: outside the layers
+
+
+def _modules() -> dict[str, Path]:
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def _layers() -> list[tuple[str, list[str]]]:
+    """(layer heading, modules named in its table's first column), top layer first."""
+    text = PAGE.read_text(encoding="utf-8")
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for block in section.split("\n### ")[1:]:
+        heading, _, body = block.partition("\n")
+        names = []
+        for row in body.splitlines():
+            cells = row.split("|")
+            if row.startswith("|") and len(cells) > 2:
+                names += re.findall(r"`(embedkit(?:\.\w+)*)`", cells[1])
+        layers.append((heading.strip(), names))
+    return layers
+
+
+def test_every_module_is_in_exactly_one_layer_and_every_named_module_exists():
+    layers = _layers()
+    assert [h for h, _ in layers][:2] == ["1. Command line", "2. Jobs"]  # the page was parsed
+    named = [m for _, names in layers for m in names]
+    modules = set(_modules()) - {ROOT}
+    twice = sorted({m for m in named if named.count(m) > 1})
+    assert not twice, f"docs/architecture.md names these modules in more than one row: {twice}"
+    missing = sorted(modules - set(named))
+    assert not missing, (f"docs/architecture.md has no row for {missing}: add each to the table of "
+                         "its layer (## Layers), with what it owns")
+    gone = sorted(set(named) - modules)
+    assert not gone, f"docs/architecture.md names modules that do not exist: {gone}"
+
+
+def test_every_path_the_page_names_exists():
+    text = PAGE.read_text(encoding="utf-8")
+    paths = set(re.findall(r"`((?:embedkit|tests|pipelines|notebooks|docs)/[\w./<>-]*)`", text))
+    assert "embedkit/base.py" in paths
+    missing = sorted(p for p in paths if "<" not in p and not (PACKAGE.parent / p).exists())
+    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    files = _modules()
+    layer = {m: i for i, (_, names) in enumerate(_layers()) for m in names}
+    upward = []
+    for module, path in files.items():
+        if module == ROOT or module not in layer:
+            continue  # a module without a row fails the test above
+        for imported in _imports_of(path, module, set(files)):
+            if imported != ROOT and imported in layer and layer[imported] < layer[module]:
+                upward.append(f"{module} (layer {layer[module] + 1}) imports {imported} "
+                              f"(layer {layer[imported] + 1})")
+    assert not upward, ("imports against docs/architecture.md's layers: " + "; ".join(sorted(upward))
+                        + ". Move the module to the layer it belongs to, or the import out.")
