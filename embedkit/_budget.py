@@ -64,8 +64,8 @@ def format_seconds(seconds: float) -> str:
 
     Examples
     --------
-    >>> format_seconds(45), format_seconds(270), format_seconds(4300)
-    ('45 s', '4.5 min', '1.2 h')
+    >>> format_seconds(45), format_seconds(270), format_seconds(7200)
+    ('45 s', '4.5 min', '2.0 h')
     """
     if seconds < 100:
         return f"{seconds:.0f} s"

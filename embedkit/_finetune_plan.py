@@ -103,7 +103,9 @@ def plan(search, head: str, seed: int = 0) -> Plan:
                     note=f"too little time left to measure it ({format_seconds(max(search.left(), 0))}); "
                          f"it needs roughly {format_seconds(prior)}, a budget of about "
                          f"{format_seconds(enough)}")
-    if n <= PROBE_STEPS[1] * batch:  # no bigger than the probes: the recipe itself is quick
+    if n <= PROBE_STEPS[1] * batch or prior <= 0.2 * search.left():
+        # small data, or surely affordable: the recipe itself is quicker than measuring it, and
+        # its own fit time then sizes whatever comes after (more seeds)
         build, params = build_with()
         label = f"{head} (max_length={max_length}, epochs={base.epochs}, seed 0)"
         return Plan(label=label, build=build, params={f"head__{a}": b for a, b in params.items()},

@@ -297,15 +297,20 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                    if pick.weights else [(pick, 1.0)])
         need = self._refit_seconds(search, pick)
         refit = not search.interrupted and need <= clock.left() - self._write_seconds()
-        fitted = []
-        for member, weight in members:
-            model = member.model
-            if refit:
-                began = time.monotonic()
-                model = clone(member.build()).fit(search.docs, search.y)
-                say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} documents "
-                    f"({time.monotonic() - began:.0f} s)")
-            fitted.append((member.label, model, weight))
+        fitted = [(member.label, member.model, weight) for member, weight in members]
+        if refit:
+            try:
+                again = []
+                for member, weight in members:
+                    began = time.monotonic()
+                    model = clone(member.build()).fit(search.docs, search.y)
+                    say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} "
+                        f"documents ({time.monotonic() - began:.0f} s)")
+                    again.append((member.label, model, weight))
+                fitted = again
+            except KeyboardInterrupt:  # Ctrl-C during the refit: keep the fitted members
+                refit = False
+                say(f"{clock.stamp()} interrupted: the refit is dropped")
         if not refit:
             say(f"{clock.stamp()} kept {pick.label} as fitted on the {len(search.train):,} training "
                 f"rows (a refit on all the documents needs about {format_seconds(need)})")
