@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["DEVICES", "length_sorted_batches", "pad_rows", "resolve_device", "run_batches",
+__all__ = ["DEVICES", "Chunks", "batch_settings", "chunk_bounds", "length_sorted_batches",
+           "on_accelerator", "pad_rows", "resolve_device", "resolve_precision", "run_batches",
            "torch_threads"]
 
 #: device names accepted wherever a ``device`` parameter exists ("cuda:N" too)
@@ -129,6 +130,40 @@ def resolve_device(device: str) -> str:
     return device
 
 
+#: a training step (forward and backward) of at least this many floating-point operations runs
+#: in bf16 under ``precision="auto"`` on a CUDA GPU: below it the step is bound by kernel
+#: launches, where autocast's extra casts cost more than bf16's faster matrix products save
+#: (``pipelines/benchmarks/results/bench_gpu.md``: MiniLM at batch 32 x 64 tokens, ~3e11 per step)
+BF16_MIN_STEP_FLOPS = 1e12
+
+
+def resolve_precision(precision: str, device: str, step_flops: float | None = None) -> str:
+    """A training ``precision`` for a resolved ``device``: ``"fp32"`` / ``"bf16"`` stay (bf16
+    autocast runs on a CPU too, slowly where it has no bf16 units); ``"auto"`` is ``"bf16"`` on a
+    CUDA GPU with bf16 units (Ampere and later) when a training step is large enough,
+    ``step_flops`` (about 6 x parameters x tokens per batch; None: large) at least
+    `BF16_MIN_STEP_FLOPS`, and ``"fp32"`` otherwise (CPU, MPS, small steps).
+
+    Examples
+    --------
+    >>> resolve_precision("auto", "cpu"), resolve_precision("bf16", "cpu")
+    ('fp32', 'bf16')
+    """
+    if precision != "auto":
+        return precision
+    if str(device).split(":")[0] != "cuda":
+        return "fp32"
+    if step_flops is not None and step_flops < BF16_MIN_STEP_FLOPS:
+        return "fp32"
+    import torch
+
+    try:
+        native = torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # pragma: no cover - torch < 2.3
+        native = torch.cuda.is_bf16_supported()
+    return "bf16" if native else "fp32"
+
+
 @contextlib.contextmanager
 def torch_threads(n: int | None):
     """Set torch's CPU thread count to ``n`` for the block and restore it after; None: unchanged."""
@@ -145,31 +180,207 @@ def torch_threads(n: int | None):
         torch.set_num_threads(before)
 
 
-def run_batches(items: Sequence[np.ndarray], forward: Callable, *, device: str, batch_size: int,
-                max_tokens: int | None = None, pad_id: int = 0, num_threads: int | None = None,
-                progress: bool = False, desc: str | None = None,
-                on_batch: Callable[[np.ndarray], None] | None = None) -> list[tuple[np.ndarray, object]]:
+def on_accelerator(device: str) -> bool:
+    """Whether ``device`` (a resolved torch device) is not the CPU: the encode loop then
+    overlaps preparing batches with the device's work (`run_batches`, `chunk_bounds`)."""
+    return str(device).split(":")[0] != "cpu"
+
+
+def batch_settings(device: str) -> tuple[int, int]:
+    """``(rows, padded tokens)`` per batch that ``"auto"`` batch settings resolve to on ``device``.
+
+    CPU: 32 rows and 2,048 padded tokens (larger batches only add padding there;
+    ``pipelines/benchmarks/results/defaults.md``). CUDA: 512 rows and 2,048 tokens per GiB of
+    the card's memory, rounded down to a power of two between 16,384 and 131,072 (a large batch
+    keeps the card busy between launches; ``pipelines/benchmarks/bench_gpu.py`` measures it).
+    MPS: 256 rows and 16,384 tokens.
+
+    Examples
+    --------
+    >>> batch_settings("cpu")
+    (32, 2048)
+    """
+    kind = str(device).split(":")[0]
+    if kind == "cuda":
+        import torch
+
+        gib = torch.cuda.get_device_properties(torch.device(device)).total_memory / 2**30
+        tokens = 2048 * 2 ** int(np.floor(np.log2(max(gib, 1.0))))
+        return 512, int(min(max(tokens, 16384), 131072))
+    if kind == "mps":
+        return 256, 16384
+    return 32, 2048
+
+
+def chunk_bounds(n: int, device: str, first: int = 256, cap: int = 4096) -> list[tuple[int, int]]:
+    """``(start, stop)`` slices of ``n`` rows in which an encoder prepares (tokenizes) its input.
+
+    On the CPU one slice (everything is prepared before the first batch, as the loop runs on the
+    same cores). On an accelerator, slices of ``first`` rows doubling up to ``cap``: `run_batches`
+    prepares the next slice in a background thread while the device runs the current one, and
+    the device starts after the small first slice.
+
+    Examples
+    --------
+    >>> chunk_bounds(1000, "cpu")
+    [(0, 1000)]
+    >>> chunk_bounds(1000, "cuda")
+    [(0, 256), (256, 768), (768, 1000)]
+    """
+    if not on_accelerator(device):
+        return [(0, n)] if n else []
+    bounds, start, size = [], 0, int(first)
+    while start < n:
+        bounds.append((start, min(start + size, n)))
+        start, size = start + size, min(size * 2, int(cap))
+    return bounds
+
+
+class Chunks:
+    """Rows for `run_batches` that are produced chunk by chunk (e.g. tokenized lazily).
+
+    ``chunks`` is an iterable of sequences of 1-D int arrays; `run_batches` numbers the rows
+    across chunks (the first row of the second chunk follows the last of the first), sorts and
+    batches each chunk on its own, and on an accelerator draws the next chunks in a background
+    thread while the device runs the current one. ``total`` (rows, when known) sizes the
+    progress bar.
+    """
+
+    def __init__(self, chunks, total: int | None = None):
+        self.chunks = chunks
+        self.total = total
+
+
+def _pad_ids(rows: Sequence[np.ndarray], idx: np.ndarray, lengths: np.ndarray, pad_id: int):
+    """The rows ``idx`` padded with ``pad_id`` to the longest (at least 1): ``(ids, mask)``."""
+    width = max(int(lengths.max()), 1)
+    ids = np.full((len(idx), width), pad_id, dtype=np.int64)
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    if lengths.any():  # a boolean mask fills row by row: the rows' ids in order
+        ids[mask] = np.concatenate([np.asarray(rows[i]).reshape(-1) for i in idx])
+    return ids, mask
+
+
+def _prepared(chunks, batch_size: int, max_tokens: int | None, pad_id: int, pin: bool):
+    """``(positions, ids, mask or None)`` per batch, each chunk's rows length-sorted (CPU tensors,
+    pinned when ``pin``, so the copy to the GPU does not block)."""
+    import torch
+
+    offset = 0
+    for chunk in chunks:
+        lengths = np.fromiter((len(x) for x in chunk), dtype=np.int64, count=len(chunk))
+        for idx in length_sorted_batches(lengths, batch_size, max_tokens):
+            ids, mask = _pad_ids(chunk, idx, lengths[idx], pad_id)
+            ids_t = torch.from_numpy(ids)
+            mask_t = None if mask.all() else torch.from_numpy(mask)
+            if pin:
+                ids_t = ids_t.pin_memory()
+                mask_t = None if mask_t is None else mask_t.pin_memory()
+            yield offset + idx, ids_t, mask_t
+        offset += len(chunk)
+
+
+_DONE = object()
+
+
+def _in_background(batches, depth: int = 4):
+    """Iterate ``batches`` in a worker thread, ``depth`` ahead; its errors are raised here.
+
+    The fast tokenizers and numpy release the GIL for most of their work, so preparing the next
+    batches overlaps the forward passes the caller launches meanwhile.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work():
+        try:
+            for item in batches:
+                if not put(item):
+                    return
+            put(_DONE)
+        except BaseException as err:  # noqa: BLE001 - handed to the consuming thread
+            put(err)
+
+    worker = threading.Thread(target=work, name="embedkit-batches", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+class _HostCopy:
+    """A device tensor's copy to (pinned) host memory, started without waiting for the device."""
+
+    def __init__(self, out):
+        import torch
+
+        if out.device.type == "cuda":
+            self.host = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+            self.host.copy_(out, non_blocking=True)
+            self.event = torch.cuda.Event()
+            self.event.record()
+        else:
+            self.host, self.event = out.detach().cpu(), None
+
+    def result(self) -> np.ndarray:
+        if self.event is not None:
+            self.event.synchronize()
+        return self.host.numpy()
+
+
+def run_batches(items: Sequence[np.ndarray] | Chunks, forward: Callable, *, device: str,
+                batch_size: int, max_tokens: int | None = None, pad_id: int = 0,
+                num_threads: int | None = None, progress: bool = False, desc: str | None = None,
+                on_batch: Callable[[np.ndarray], None] | None = None,
+                overlap: bool | None = None) -> list[tuple[np.ndarray, object]]:
     """Run ``forward(ids, mask)`` over token-id rows in length-sorted, padded batches.
 
     The one inference loop of the package's networks over token ids. Rows are grouped by
     `length_sorted_batches` (at most ``batch_size`` rows and ``max_tokens`` padded tokens per
-    batch), padded with ``pad_id`` to the batch's longest row (`pad_rows`), moved to ``device``
-    and passed to ``forward`` under ``torch.inference_mode``, with ``num_threads`` torch CPU
-    threads (`torch_threads`) and a tqdm bar when ``progress``.
+    batch), padded with ``pad_id`` to the batch's longest row, moved to ``device`` and passed to
+    ``forward`` under ``torch.inference_mode``, with ``num_threads`` torch CPU threads
+    (`torch_threads`) and a tqdm bar when ``progress``.
+
+    On an accelerator the batches are prepared in a background thread (``overlap``): while the
+    device runs one batch, the next chunks of rows are produced (e.g. tokenized, `Chunks`),
+    sorted, padded and pinned in host memory, and copied with ``non_blocking=True``; a tensor
+    that ``forward`` returns is copied back to the host without waiting for the device either.
+    On the CPU the loop runs in the calling thread, as the work shares the same cores.
 
     Parameters
     ----------
-    items : sequence of 1-D int arrays
-        Token ids of each row (special tokens included).
+    items : sequence of 1-D int arrays, or `Chunks`
+        Token ids of each row (special tokens included), or chunks of them produced lazily
+        (each chunk sorted and batched on its own; positions run across chunks).
     forward : callable
         ``forward(ids, mask)``: ``ids`` an int64 tensor ``(B, T)`` on ``device``; ``mask`` a bool
         tensor ``(B, T)`` on ``device``, True on real tokens, or None when no row of the batch is
-        padded. Returns anything (typically a numpy array of the batch's rows).
+        padded. Returns anything; a torch tensor comes back as a numpy array.
     device : str
         A resolved torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``), as
         `resolve_device` gives it.
     batch_size : int
-        Most rows per batch.
+        Most rows per batch (`batch_settings` gives the ``"auto"`` value per device).
     max_tokens : int or None, default=None
         Most padded tokens (rows x longest row) per batch; None: no bound.
     pad_id : int, default=0
@@ -181,12 +392,14 @@ def run_batches(items: Sequence[np.ndarray], forward: Callable, *, device: str, 
     desc : str or None, default=None
         The progress bar's label.
     on_batch : callable or None, default=None
-        Called with each batch's row indices after its forward pass (e.g. to count passes).
+        Called with each batch's row positions after its forward pass (e.g. to count passes).
+    overlap : bool or None, default=None
+        Prepare batches in a background thread; None: on any device but the CPU.
 
     Returns
     -------
     list of ``(indices, output)``, one per batch, in the order the batches ran; ``indices`` are
-    positions into ``items``.
+    positions into ``items`` (across chunks).
 
     Examples
     --------
@@ -198,18 +411,38 @@ def run_batches(items: Sequence[np.ndarray], forward: Callable, *, device: str, 
     import torch
     from tqdm.auto import tqdm
 
-    lengths = np.fromiter((len(x) for x in items), dtype=np.int64, count=len(items))
-    results = []
-    with torch_threads(num_threads), torch.inference_mode(), tqdm(
-        total=len(items), disable=not progress, unit="text", desc=desc, leave=False,
-    ) as bar:
-        for idx in length_sorted_batches(lengths, batch_size, max_tokens):
-            ids, _ = pad_rows([items[i] for i in idx], value=pad_id, dtype=np.int64)
-            mask = np.arange(ids.shape[1])[None, :] < lengths[idx][:, None]
-            ids_t = torch.from_numpy(ids).to(device)
-            mask_t = None if mask.all() else torch.from_numpy(mask).to(device)
-            results.append((idx, forward(ids_t, mask_t)))
-            if on_batch is not None:
-                on_batch(idx)
-            bar.update(len(idx))
-    return results
+    chunked = isinstance(items, Chunks)
+    total = items.total if chunked else len(items)
+    copy = on_accelerator(device)
+    overlap = copy if overlap is None else bool(overlap)
+    batches = _prepared(items.chunks if chunked else [items], int(batch_size), max_tokens,
+                        pad_id, pin=overlap and str(device).startswith("cuda"))
+    if overlap:
+        batches = _in_background(batches)
+    results, pending = [], []
+    try:
+        with torch_threads(num_threads), torch.inference_mode(), tqdm(
+            total=total, disable=not progress, unit="text", desc=desc, leave=False,
+        ) as bar:
+            for idx, ids_t, mask_t in batches:
+                if copy:
+                    ids_t = ids_t.to(device, non_blocking=True)
+                    mask_t = None if mask_t is None else mask_t.to(device, non_blocking=True)
+                out = forward(ids_t, mask_t)
+                if isinstance(out, torch.Tensor):
+                    out = _HostCopy(out)
+                    pending.append(len(results))
+                results.append([idx, out])
+                while len(pending) > 2:  # bound what waits on the device
+                    i = pending.pop(0)
+                    results[i][1] = results[i][1].result()
+                if on_batch is not None:
+                    on_batch(idx)
+                bar.update(len(idx))
+            for i in pending:
+                results[i][1] = results[i][1].result()
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()  # stops the background thread when forward raised
+    return [(idx, out) for idx, out in results]

@@ -91,3 +91,63 @@ def test_pad_rows_and_resolve_device():
     assert resolve_device("auto") in ("cpu", "cuda", "mps")
     with pytest.raises(ValueError, match="use 'auto', 'cpu'"):
         resolve_device("tpu")
+
+
+# -- the overlapped loop (what a GPU runs), exercised on the CPU ------------------------------
+def test_overlapped_loop_gives_the_serial_loops_batches_and_outputs():
+    from embedkit._batching import Chunks
+
+    items = _rows(5, 2, 7, 1, 3, 0, 4)
+
+    def forward(ids, mask):  # a tensor: the loop hands it back as a numpy array
+        return ids.sum(1) if mask is None else (ids * mask).sum(1)
+
+    serial = run_batches(items, forward, device="cpu", batch_size=3, pad_id=-1)
+    overlapped = run_batches(items, forward, device="cpu", batch_size=3, pad_id=-1, overlap=True)
+    assert [i.tolist() for i, _ in overlapped] == [i.tolist() for i, _ in serial]
+    assert all(isinstance(o, np.ndarray) for _, o in overlapped)
+    assert [o.tolist() for _, o in overlapped] == [o.tolist() for _, o in serial]
+    # chunks: each sorted on its own, positions numbered across chunks, every row once
+    chunked = run_batches(Chunks(iter([items[:3], [], items[3:]]), total=len(items)), forward,
+                          device="cpu", batch_size=3, pad_id=-1, overlap=True)
+    assert [i.tolist() for i, _ in chunked] == [[2, 0, 1], [6, 4, 3], [5]]
+    sums = {int(i): int(s) for idx, out in chunked for i, s in zip(idx, out, strict=True)}
+    assert sums == {i: int(r.sum()) for i, r in enumerate(items)}
+
+
+def test_overlapped_loop_raises_the_producers_error_and_stops_its_thread_on_forward_errors():
+    import threading
+
+    from embedkit._batching import Chunks
+
+    def chunks():
+        yield _rows(2, 3)
+        raise RuntimeError("tokenizer broke")
+
+    with pytest.raises(RuntimeError, match="tokenizer broke"):
+        run_batches(Chunks(chunks()), lambda ids, mask: None, device="cpu", batch_size=1,
+                    overlap=True)
+
+    def forward(ids, mask):
+        raise ValueError("forward broke")
+
+    many = Chunks(_rows(*([3] * 8)) for _ in range(100))
+    with pytest.raises(ValueError, match="forward broke"):
+        run_batches(many, forward, device="cpu", batch_size=2, overlap=True)
+    assert not any(t.name == "embedkit-batches" for t in threading.enumerate())
+
+
+def test_device_settings_chunks_and_precision():
+    from embedkit._batching import batch_settings, chunk_bounds, resolve_precision
+
+    assert batch_settings("cpu") == (32, 2048)  # the CPU's measured defaults, unchanged
+    assert batch_settings("mps") == (256, 16384)
+    assert chunk_bounds(10, "cpu") == [(0, 10)] and chunk_bounds(0, "cpu") == []
+    bounds = chunk_bounds(10000, "cuda")
+    assert bounds[0] == (0, 256) and bounds[-1][1] == 10000
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+    assert max(b - a for a, b in bounds) == 4096
+    assert resolve_precision("auto", "cpu") == "fp32" and resolve_precision("auto", "mps") == "fp32"
+    assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("fp32", "cuda") == "fp32"
+    # a small training step (MiniLM, batch 32 x 64 tokens) stays fp32 even on a GPU: launch-bound
+    assert resolve_precision("auto", "cuda", step_flops=6 * 22.7e6 * 32 * 64) == "fp32"

@@ -330,3 +330,38 @@ def test_loading_a_folder_resolves_the_device_on_this_machine(fitted, tmp_path):
     again = load(save(Pipeline([("features", "passthrough"), ("head", clf)]), tmp_path / "pipe"))
     assert again.named_steps["head"].device_ == "cpu"  # the parameter, resolved here
     np.testing.assert_array_equal(again.predict_proba(TEST_DOCS), fitted.predict_proba(TEST_DOCS))
+
+
+def test_precision_auto_is_fp32_off_cuda_and_bf16_runs_under_autocast(fitted):
+    clf = fitted.named_steps["head"]
+    assert clf.precision == "auto" and clf.precision_ == "fp32" == clf.module_.precision
+    half = TransformerClassifier(epochs=2, lr=1e-4, head_lr=3e-3, precision="bf16",
+                                 **SMALL).fit(DOCS, LABELS)
+    assert half.precision_ == "bf16"
+    seen = []
+    hook = half.module_.head.register_forward_pre_hook(
+        lambda module, args: seen.append(torch.is_autocast_enabled("cpu")))
+    try:
+        proba = half.predict_proba(TEST_DOCS)
+    finally:
+        hook.remove()
+    assert seen and all(seen)  # bf16 autocast on the CPU too, when asked for
+    assert np.isfinite(proba).all()
+    assert _accuracy(half, TEST_DOCS, TEST_LABELS) == _accuracy(fitted, TEST_DOCS, TEST_LABELS)
+    # a module pickled before ``precision`` existed keeps its CUDA-only ``autocast`` flag
+    old = pickle.loads(pickle.dumps(clf))
+    del old.module_.precision
+    old.module_.autocast = True
+    np.testing.assert_allclose(old.predict_proba(TEST_DOCS), clf.predict_proba(TEST_DOCS),
+                               atol=1e-6)
+
+
+def test_gpu_batches_are_padded_to_a_multiple_of_8_tokens():
+    from embedkit.heads.finetune._data import collate_token_ids
+
+    items = [(np.array([5, 6, 7]), 0), (np.array([8]), 1)]
+    plain, _ = collate_token_ids(items, pad_id=0)
+    eight, y = collate_token_ids(items, pad_id=0, multiple=8)
+    assert plain["input_ids"].shape == (2, 3) and eight["input_ids"].shape == (2, 8)
+    assert eight["attention_mask"].sum(1).tolist() == [3, 1] and y.tolist() == [0, 1]
+    assert eight["input_ids"][:, :3].tolist() == plain["input_ids"].tolist()

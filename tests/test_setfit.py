@@ -164,3 +164,22 @@ def test_the_device_is_resolved_at_fit_and_when_a_folder_loads(sms, fitted, tmp_
     assert back.device_ == resolve_device("auto")
     assert str(back.encoder_.device).split(":")[0] == back.device_
     np.testing.assert_array_equal(back.predict_proba(X_test), want)
+
+
+def test_precision_resolves_for_the_device_and_bf16_reaches_the_trainer(sms, fitted, monkeypatch):
+    from embedkit.heads import setfit
+
+    assert fitted.precision == "auto" and fitted.precision_ == "fp32"  # no CUDA GPU here
+    real = setfit._cardless_trainer()
+    seen = []
+
+    class Recording(real):
+        def train(self, *args, **kwargs):
+            seen.append(self.args.bf16)
+            return super().train(*args, **kwargs)
+
+    monkeypatch.setattr(setfit, "_cardless_trainer", lambda: Recording)
+    X, y, X_test, _ = sms
+    half = SetFitClassifier(**{**PARAMS, "device": "cpu"}, max_steps=1, precision="bf16").fit(X, y)
+    assert half.precision_ == "bf16" and seen == [True]
+    assert np.isfinite(half.predict_proba(X_test)).all()

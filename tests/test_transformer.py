@@ -276,3 +276,53 @@ def test_a_pickle_from_before_device_was_stored_still_encodes(minilm):
     old.__setstate__(state)
     np.testing.assert_array_equal(old.transform(SENTENCES), minilm.transform(SENTENCES))
     assert old.device_ == minilm.device_
+
+
+def test_auto_batch_settings_resolve_for_the_device(minilm):
+    from embedkit._batching import batch_settings
+
+    assert minilm.batch_size == "auto" and minilm.max_tokens_per_batch == "auto"
+    assert (minilm.batch_size_, minilm.max_tokens_per_batch_) == batch_settings(minilm.device_)
+    cpu = clone(minilm).set_params(device="cpu").fit(["x"])
+    assert (cpu.batch_size_, cpu.max_tokens_per_batch_) == (32, 2048)  # as measured on a CPU
+    mine = clone(cpu).set_params(batch_size=4, max_tokens_per_batch=None).fit(["x"])
+    assert (mine.batch_size_, mine.max_tokens_per_batch_) == (4, None)
+    mine.set_params(batch_size=2)  # the batch settings are read again at each transform
+    mine.transform(SENTENCES)
+    assert mine.batch_size_ == 2
+
+
+def test_gpu_path_tokenizes_in_chunks_overlapped_and_gives_the_same_vectors(minilm, long_doc,
+                                                                             monkeypatch):
+    """What a GPU runs (tokenizing chunk by chunk in a background thread while the device
+    encodes, a 4-D attention mask) gives the vectors, tokens and counts of the CPU path."""
+    from embedkit import _batching
+    from embedkit.representations import transformer
+    from embedkit.representations._neural import broadcast_mask_ok
+
+    assert broadcast_mask_ok(minilm._network)  # the probe: a (B, 1, 1, T) mask gives the same
+
+    docs = [*SENTENCES, *ODD, " ".join(long_doc.split()[:150]), *SENTENCES[::-1]] * 3
+    settings = [{}, {"long_documents": "window", "stride": 16},
+                {"output": "sequence", "long_documents": "window"},
+                {"output": "sequence", "word_pooling": "mean"}]
+    cpu = []
+    for extra in settings:
+        emb = clone(minilm).set_params(max_length=64, backend="torch", **extra).fit(["x"])
+        cpu.append((emb.transform(docs), emb.n_truncated_))
+    chunked = []
+    real_bounds = _batching.chunk_bounds
+    monkeypatch.setattr(_batching, "on_accelerator", lambda device: True)  # as on a GPU
+    monkeypatch.setattr(transformer, "on_accelerator", lambda device: True)
+    monkeypatch.setattr(transformer, "chunk_bounds",
+                        lambda n, device: real_bounds(n, device, first=3, cap=8))
+    for extra in settings:
+        emb = clone(minilm).set_params(max_length=64, backend="torch", **extra).fit(["x"])
+        chunked.append((emb.transform(docs), emb.n_truncated_))
+    for (want, n_want), (got, n_got), extra in zip(cpu, chunked, settings, strict=True):
+        assert n_got == n_want, extra
+        if extra.get("output") == "sequence":
+            assert [list(t) for t in got.tokens] == [list(t) for t in want.tokens], extra
+            np.testing.assert_array_equal(got.lengths, want.lengths)
+            got, want = got.values, want.values
+        np.testing.assert_allclose(got, want, atol=2e-5, err_msg=str(extra))

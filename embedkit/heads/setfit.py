@@ -27,8 +27,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._batching import resolve_device
-from .._params import SEED, Device, Interval, positive_int, validate_params
+from .._batching import resolve_device, resolve_precision
+from .._params import SEED, Device, Interval, StrOptions, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
 from ..documents import validate_documents
 from ._base import LEARNING_RATE, ReadsText
@@ -119,6 +119,13 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         Where the encoder trains and runs; "auto" takes a GPU when there is one.
     verbose : int, default=0
         1: the training progress bar and the loss every 50 steps.
+    precision : {"auto", "fp32", "bf16"}, default="auto"
+        Arithmetic of the contrastive tuning: "bf16" trains under bfloat16 autocast (the
+        trainer's ``bf16``; weights and optimizer state stay float32), "fp32" in float32. "auto":
+        bf16 on a CUDA GPU with bf16 units when a training step is large (6 x parameters x
+        ``batch_size`` pairs x 2 texts x ``max_length`` >= 1e12 FLOPs), fp32 otherwise (as
+        `TransformerClassifier`'s ``precision``). Encoding for the logistic regression and
+        `transform` stay float32.
 
     Attributes
     ----------
@@ -137,6 +144,8 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
     device_ : str
         The device ``device`` resolved to at fit (or when a model folder is loaded), where the
         encoder tunes and encodes.
+    precision_ : {"fp32", "bf16"}
+        The precision ``precision`` resolved to for ``device_``.
 
     Notes
     -----
@@ -172,12 +181,14 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         "random_state": [None, SEED],
         "device": [Device()],
         "verbose": ["verbose"],
+        "precision": [StrOptions({"auto", "fp32", "bf16"})],
     }
 
     def __init__(self, model: str = "all-minilm-l6-v2", num_iterations: int = 20,
                  epochs: int = 1, max_steps: int | None = None, batch_size: int = 16,
                  lr: float = 2e-5, max_length: int = 128, C: float = 1.0,
-                 random_state: int | None = 0, device: str = "auto", verbose: int = 0):
+                 random_state: int | None = 0, device: str = "auto", verbose: int = 0,
+                 precision: str = "auto"):
         store_params(self, locals())
 
     # -- input and model ----------------------------------------------------------------------
@@ -266,6 +277,9 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         self.device_ = resolve_device(self.device)  # once: tuning and encoding run there
         with _kept_global_random_state():
             encoder = self._load()
+            n_params = sum(p.numel() for p in encoder.parameters())
+            step = 6.0 * n_params * self.batch_size * 2 * self.max_length  # two texts a pair
+            self.precision_ = resolve_precision(self.precision, self.device_, step)
             self.n_pairs_, self.history_ = self._tune(encoder, docs, codes, seed)
         self.encoder_ = encoder.eval()
         dimension = getattr(encoder, "get_embedding_dimension", None)  # sentence-transformers 6
@@ -299,7 +313,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                 per_device_train_batch_size=self.batch_size, learning_rate=float(self.lr),
                 warmup_steps=0.1, seed=seed, data_seed=seed, use_cpu=self.device_ == "cpu",
                 save_strategy="no", report_to="none", disable_tqdm=not self.verbose,
-                logging_steps=50, dataloader_pin_memory=False)
+                logging_steps=50, dataloader_pin_memory=False, bf16=self.precision_ == "bf16")
             trainer = _cardless_trainer()(model=encoder, args=args, train_dataset=pairs,
                                          loss=losses.CosineSimilarityLoss(encoder))
             _quiet(trainer, keep_progress=bool(self.verbose))

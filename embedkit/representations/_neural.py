@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._batching import run_batches
+from .._batching import batch_settings, run_batches
 from ..base import Representation, progress_bars
 
-__all__ = ["NeuralEncoder", "onednn_linears"]
+__all__ = ["NeuralEncoder", "broadcast_mask_ok", "onednn_linears"]
 
 
 def onednn_linears(network):
@@ -92,34 +92,84 @@ def onednn_linears(network):
     return routed
 
 
+def broadcast_mask_ok(network) -> bool:
+    """Whether ``network`` takes a ``(B, 1, 1, T)`` boolean attention mask (True: a real token)
+    and gives what its ``(B, T)`` mask gives, checked once per loaded model on a probe batch.
+
+    Hugging Face models turn a 2-D mask into their attention's form and, for SDPA, ask whether any
+    token is padded (``mask.all()``): a wait for the device in every forward pass, which stops
+    the encode loop from queueing the next batch while the device runs this one. A 4-D mask is
+    taken as it is (recent transformers, SDPA attention); where it is not, or gives other
+    vectors (eager attention adds the mask), the 2-D mask stays.
+    """
+    found = getattr(network, "_embedkit_broadcast_mask", None)
+    if found is not None:
+        return found
+    import torch
+
+    ok = False
+    try:
+        device = next(network.parameters()).device
+        vocab = int(getattr(network.config, "vocab_size", 1000))
+        gen = torch.Generator().manual_seed(0)
+        ids = torch.randint(5, max(6, min(vocab, 1000)), (2, 6), generator=gen).to(device)
+        mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2], device=device)
+        with torch.inference_mode():
+            want = network(input_ids=ids, attention_mask=mask.long()).last_hidden_state
+            got = network(input_ids=ids, attention_mask=mask[:, None, None, :]).last_hidden_state
+        real = mask[..., None].expand_as(want)
+        ok = bool(torch.allclose(got[real].float(), want[real].float(), rtol=1e-2, atol=1e-3))
+    except Exception:  # noqa: BLE001 - any failure keeps the 2-D mask
+        ok = False
+    network._embedkit_broadcast_mask = ok
+    return ok
+
+
 class NeuralEncoder(Representation):
     """Base of pretrained neural encoders: batching, padding, devices, threads, progress.
 
     Subclasses define the parameters ``batch_size``, ``max_tokens_per_batch``, ``device``,
     ``num_threads`` and ``verbose``, store the device resolved at ``_fit`` as ``device_``
-    (`embedkit._batching.resolve_device`) and call `_run`.
+    (`embedkit._batching.resolve_device`) and the batch settings for it as ``batch_size_`` /
+    ``max_tokens_per_batch_`` ("auto" resolved by `embedkit._batching.batch_settings`), and call
+    `_run`.
     """
 
     #: set to a ``collections.Counter`` to count network passes per document text
     forward_counts: collections.Counter | None = None
 
-    def _run(self, items: Sequence[np.ndarray], forward: Callable, pad_id: int,
-             owners: np.ndarray | None = None, texts: Sequence[str] | None = None) -> list:
-        """Run ``forward(ids, mask)`` over ``items`` (1-D int arrays) with `run_batches`.
+    def _resolve_batches(self) -> None:
+        """``batch_size_`` / ``max_tokens_per_batch_``: the parameters, "auto" resolved for
+        ``device_`` (`batch_settings`)."""
+        rows, tokens = batch_settings(self.device_)
+        self.batch_size_ = rows if self.batch_size == "auto" else int(self.batch_size)
+        self.max_tokens_per_batch_ = (tokens if self.max_tokens_per_batch == "auto"
+                                      else self.max_tokens_per_batch)
+
+    def _run(self, items, forward: Callable, pad_id: int,
+             owners: Sequence[int] | Callable[[], np.ndarray] | None = None,
+             texts: Sequence[str] | None = None) -> list:
+        """Run ``forward(ids, mask)`` over ``items`` (1-D int arrays, or `Chunks` of them) with
+        `run_batches`, at the batch settings resolved for ``device_`` (``batch_size_``,
+        ``max_tokens_per_batch_``).
 
         ``forward`` gets int64 tensors ``(B, T)`` on ``device_`` (``mask`` is None when no row is
         padded) and returns anything; this returns, per batch, ``(indices, output)``.
-        ``owners[i]`` is the document of item ``i`` and ``texts`` the documents, used only by the
-        forward counter.
+        ``owners[i]`` is the document of item ``i`` (or a callable giving that array once the
+        loop has run: chunks may be produced during it) and ``texts`` the documents, used only by
+        the forward counter.
         """
         counts = type(self).forward_counts
-        on_batch = None
+        seen: list = []
+        self._resolve_batches()  # the parameters as they are now (set_params after fit counts)
+        batches = run_batches(items, forward, device=self.device_, batch_size=self.batch_size_,
+                              max_tokens=self.max_tokens_per_batch_, pad_id=pad_id,
+                              num_threads=self.num_threads,
+                              progress=progress_bars(self.verbose), desc=type(self).__name__,
+                              on_batch=seen.append if counts is not None else None)
         if counts is not None and texts is not None:
-            def on_batch(idx):
-                docs = idx if owners is None else np.unique(owners[idx])
-                counts.update(texts[d] for d in docs)
-
-        return run_batches(items, forward, device=self.device_, batch_size=int(self.batch_size),
-                           max_tokens=self.max_tokens_per_batch, pad_id=pad_id,
-                           num_threads=self.num_threads, progress=progress_bars(self.verbose),
-                           desc=type(self).__name__, on_batch=on_batch)
+            owner = owners() if callable(owners) else owners
+            owner = None if owner is None else np.asarray(owner, dtype=np.int64)
+            for idx in seen:
+                counts.update(texts[d] for d in (idx if owner is None else np.unique(owner[idx])))
+        return batches

@@ -12,19 +12,20 @@ truncated or split into overlapping windows. Batching, sorting by length, dynami
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import warnings
 from typing import ClassVar
 
 import numpy as np
 
-from .._batching import resolve_device
+from .._batching import Chunks, chunk_bounds, on_accelerator, resolve_device
 from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
 from ..resources import load_transformer, weights_identity
 from ..sequences import Sequences, masked_pool
 from . import _onnx
-from ._neural import NeuralEncoder, onednn_linears
+from ._neural import NeuralEncoder, broadcast_mask_ok, onednn_linears
 
 __all__ = ["TransformerEmbedder"]
 
@@ -90,19 +91,24 @@ class TransformerEmbedder(NeuralEncoder):
         For sequence output: None keeps word pieces (with the special tokens the model sees,
         e.g. ``[CLS]``/``[SEP]``); "mean" / "first" pool the pieces of each word into one vector
         per word (special tokens dropped), tokens being the words of the text.
-    batch_size : int, default=32
+    batch_size : int or "auto", default="auto"
         Most texts per forward pass. Texts are sorted by token length first, so a batch holds
-        texts of about the same length and is padded only to its longest.
-    max_tokens_per_batch : int or None, default=2048
-        Most padded tokens per forward pass (8 texts of 256 tokens). None: no bound. The
-        defaults suit a CPU, where larger batches only add padding
+        texts of about the same length and is padded only to its longest. "auto" resolves at
+        `fit` for the device (`embedkit._batching.batch_settings`): 32 on a CPU, 512 on a CUDA
+        GPU, 256 on MPS.
+    max_tokens_per_batch : int, None or "auto", default="auto"
+        Most padded tokens per forward pass. None: no bound. "auto": 2,048 on a CPU (8 texts of
+        256 tokens), where larger batches only add padding
         (``pipelines/benchmarks/bench_encode.py --batches`` times other settings; figures in
-        ``pipelines/benchmarks/results/defaults.md``). On a GPU, raise both.
+        ``pipelines/benchmarks/results/defaults.md``); on a CUDA GPU 2,048 per GiB of its memory
+        (16,384 to 131,072; ``pipelines/benchmarks/bench_gpu.py`` measures it); 16,384 on MPS.
+        On a GPU, tokenizing overlaps the forward passes (`embedkit._batching.run_batches`).
     device : {"auto", "cpu", "cuda", "mps"}, default="auto"
     num_threads : int or None, default=None
         torch CPU threads during encoding (restored afterwards); None keeps torch's setting.
     dtype : {"float32", "bfloat16", "int8"}, default="float32"
-        bfloat16 (PyTorch backend) halves memory and is faster on GPUs and CPUs with native bf16
+        bfloat16 (PyTorch backend: the weights in bf16) halves memory and is faster on GPUs
+        (``pipelines/benchmarks/bench_gpu.py``) and CPUs with native bf16
         (AVX512-BF16, AMX), slower on CPUs without (``pipelines/benchmarks/bench_encode.py --bf16``
         times it on yours); vectors differ slightly from float32.
         int8 (ONNX backend, CPU; opt-in) quantizes the weights dynamically (ONNX Runtime's
@@ -139,6 +145,8 @@ class TransformerEmbedder(NeuralEncoder):
     device_ : str
         The device ``device`` resolved to at `fit` (e.g. ``"cpu"``, ``"cuda"``): every
         `transform` runs there.
+    batch_size_, max_tokens_per_batch_ : int (or None)
+        The batch settings in use: the parameters, "auto" resolved for ``device_``.
     max_length_ : int
         Effective window length.
     n_truncated_ : int
@@ -177,8 +185,8 @@ class TransformerEmbedder(NeuralEncoder):
         "stride": [None, positive_int(0)],  # below the window's text tokens: checked at transform
         "output": [StrOptions({"pooled", "sequence"})],
         "word_pooling": [None, StrOptions({"mean", "first"})],
-        "batch_size": [positive_int()],
-        "max_tokens_per_batch": [None, positive_int()],
+        "batch_size": [StrOptions({"auto"}), positive_int()],
+        "max_tokens_per_batch": [None, StrOptions({"auto"}), positive_int()],
         "device": [Device()],
         "num_threads": [None, positive_int()],
         "dtype": [StrOptions({"float32", "bfloat16", "int8"})],
@@ -202,7 +210,7 @@ class TransformerEmbedder(NeuralEncoder):
     def __init__(self, model: str = "all-minilm-l6-v2", pooling: str = "mean", layers="last",
                  normalize: bool = False, max_length: int = 256, long_documents: str = "truncate",
                  stride: int | None = None, output: str = "pooled", word_pooling: str | None = None,
-                 batch_size: int = 32, max_tokens_per_batch: int | None = 2048,
+                 batch_size: int | str = "auto", max_tokens_per_batch: int | str | None = "auto",
                  device: str = "auto", num_threads: int | None = None, dtype: str = "float32",
                  backend: str = "auto", trust_remote_code: bool = False, verbose: int = 0, cache=None):
         store_params(self, locals())
@@ -227,6 +235,7 @@ class TransformerEmbedder(NeuralEncoder):
                                                   device, self._torch_dtype())
         self._tokenizer, self._network = tokenizer, network
         self.device_ = device  # resolved once: every transform runs there
+        self._resolve_batches()
         self.source_ = source
         self.weights_id_ = weights_identity(source, network)
         config = network.config
@@ -262,6 +271,7 @@ class TransformerEmbedder(NeuralEncoder):
         """
         if getattr(self, "_network", None) is None:
             self.device_ = resolve_device(self.device)
+            self._resolve_batches()
             tokenizer, network, source = load_encoder(self.model, bool(self.trust_remote_code),
                                                       self.device_, self._torch_dtype())
             found = weights_identity(source, network)
@@ -300,6 +310,84 @@ class TransformerEmbedder(NeuralEncoder):
         return [(k * step, min(k * step + room, n)) for k in range(count)]
 
     # -- encoding ---------------------------------------------------------------------------
+    def _tokenized(self, docs, tokenizer, prefix, suffix, store: dict):
+        """`Chunks` of items (token ids of each window, special tokens included), tokenized chunk
+        by chunk (`chunk_bounds`: all at once on the CPU; on an accelerator the encode loop
+        tokenizes the next chunks while the device runs the current one). ``store`` collects,
+        in document order, each item's document and span and each document's ids / encoding."""
+        room = self.max_length_ - len(prefix) - len(suffix)
+        prefix_a = np.asarray(prefix, dtype=np.int64)
+        suffix_a = np.asarray(suffix, dtype=np.int64)
+        n_pre, n_suf = len(prefix), len(suffix)
+        for key in ("owners", "starts", "stops", "ids", "encodings"):
+            store[key] = []
+        store["n_truncated"] = 0
+
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if not getattr(tokenizer, "is_fast", False) or backend is None:
+            backend = None
+        else:  # the Rust tokenizer itself (what the Python wrapper calls, without its per-text
+            # Python): no padding, no truncation (a saved tokenizer.json may set both)
+            if backend.truncation is not None:
+                backend.no_truncation()
+            if backend.padding is not None:
+                backend.no_padding()
+
+        def encode(texts):
+            if backend is not None:
+                encodings = backend.encode_batch(texts, add_special_tokens=False)
+                return [e.ids for e in encodings], encodings
+            encoded = tokenizer(texts, add_special_tokens=False, truncation=False,
+                                return_attention_mask=False, return_token_type_ids=False,
+                                verbose=False)
+            return encoded["input_ids"], [None] * len(texts)
+
+        def truncated(doc_ids):
+            """One window per document, built for the whole chunk at once (no per-text numpy)."""
+            lens = np.fromiter(map(len, doc_ids), dtype=np.int64, count=len(doc_ids))
+            keep = np.minimum(lens, room)
+            store["n_truncated"] += int((lens > room).sum())
+            flat = np.fromiter(itertools.chain.from_iterable(doc_ids), dtype=np.int64,
+                               count=int(lens.sum()))
+            ends = np.cumsum(keep + n_pre + n_suf)
+            begins = ends - (keep + n_pre + n_suf)
+            out = np.empty(int(ends[-1]), dtype=np.int64)
+            out[begins[:, None] + np.arange(n_pre)] = prefix_a
+            out[(ends - n_suf)[:, None] + np.arange(n_suf)] = suffix_a
+            within = np.arange(int(keep.sum())) - np.repeat(np.cumsum(keep) - keep, keep)
+            out[np.repeat(begins + n_pre, keep) + within] = flat[
+                np.repeat(np.cumsum(lens) - lens, keep) + within]
+            store["starts"].append(np.zeros(len(keep), dtype=np.int64))
+            store["stops"].append(keep)
+            return [out[a:b] for a, b in zip(begins.tolist(), ends.tolist(), strict=True)]
+
+        def windowed(doc_ids, start):
+            items, owners, starts, stops = [], [], [], []
+            for d, ids in enumerate(doc_ids, start=start):
+                ids = np.asarray(ids, dtype=np.int64)
+                for a, b in self._windows(len(ids), room):
+                    items.append(np.concatenate([prefix_a, ids[a:b], suffix_a]))
+                    owners.append(d)
+                    starts.append(a)
+                    stops.append(b)
+            store["owners"][-1] = np.asarray(owners, dtype=np.int64)
+            store["starts"].append(np.asarray(starts, dtype=np.int64))
+            store["stops"].append(np.asarray(stops, dtype=np.int64))
+            return items
+
+        def chunk(start, stop):
+            doc_ids, encodings = encode(docs[start:stop])
+            store["ids"] += doc_ids
+            store["encodings"] += encodings
+            store["owners"].append(np.arange(start, stop, dtype=np.int64))
+            if self.long_documents == "truncate":
+                return truncated(doc_ids)
+            return windowed(doc_ids, start)
+
+        bounds = chunk_bounds(len(docs), self.device_)
+        total = len(docs) if self.long_documents == "truncate" else None
+        return Chunks((chunk(a, b) for a, b in bounds), total=total)
+
     def _transform(self, docs):
         import torch
 
@@ -312,65 +400,58 @@ class TransformerEmbedder(NeuralEncoder):
         if words and not getattr(tokenizer, "is_fast", False):
             raise ValueError("word_pooling needs a fast (Rust) tokenizer to map pieces to words; "
                              "this model has none. Use word_pooling=None.")
-        encoded = tokenizer(list(docs), add_special_tokens=False, truncation=False,
-                            return_attention_mask=False, return_token_type_ids=False,
-                            return_offsets_mapping=words, verbose=False)
         prefix, suffix = special_tokens(tokenizer)
-        room = self.max_length_ - len(prefix) - len(suffix)
-        prefix_a = np.asarray(prefix, dtype=np.int64)
-        suffix_a = np.asarray(suffix, dtype=np.int64)
-        items, owners, spans = [], [], []
-        n_truncated = 0
-        for d, ids in enumerate(encoded["input_ids"]):
-            ids = np.asarray(ids, dtype=np.int64)
-            if len(ids) > room and self.long_documents == "truncate":
-                n_truncated += 1
-            for start, stop in self._windows(len(ids), room):
-                items.append(np.concatenate([prefix_a, ids[start:stop], suffix_a]))
-                owners.append(d)
-                spans.append((start, stop))
-        self.n_truncated_ = n_truncated
-        owners = np.asarray(owners, dtype=np.int64)
+        store: dict = {}
+        chunks = self._tokenized(list(docs), tokenizer, prefix, suffix, store)
         layer_ids = self._layer_indices()
         pooling = self.pooling
         runner = getattr(self, "_runner", None)
+        # off the CPU, a 4-D mask spares a wait for the device per batch (`broadcast_mask_ok`)
+        broadcast = runner is None and on_accelerator(self.device_) and broadcast_mask_ok(network)
 
         def hidden(ids, mask):
             if runner is not None:  # ONNX Runtime; the graph already averages ``layers``
                 return torch.from_numpy(runner(ids.numpy(), None if mask is None else mask.numpy()))
             kwargs = {"input_ids": ids}
             if mask is not None:
-                kwargs["attention_mask"] = mask.long()
+                kwargs["attention_mask"] = mask[:, None, None, :] if broadcast else mask.long()
             if layer_ids is None:
                 return network(**kwargs).last_hidden_state
             states = network(**kwargs, output_hidden_states=True).hidden_states
             return torch.stack([states[i] for i in layer_ids]).mean(0)
 
-        def forward_pooled(ids, mask):
+        def forward_pooled(ids, mask):  # a device tensor: the loop copies it back unblocking
             h = hidden(ids, mask).float()
             if pooling == "cls":
-                return h[:, 0].cpu().numpy()
+                return h[:, 0]
             if mask is None:
                 mask = torch.ones(h.shape[:2], dtype=torch.bool, device=h.device)
-            return masked_pool(h, mask, pooling).cpu().numpy()
+            return masked_pool(h, mask, pooling)
 
         def forward_sequence(ids, mask):
-            return hidden(ids, mask).float().cpu().numpy()
+            return hidden(ids, mask).float()
 
         texts = docs if type(self).forward_counts is not None else None
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         forward = forward_sequence if sequence else forward_pooled
-        batches = self._run(items, forward, pad_id, owners=owners, texts=texts)
-        if not sequence:
-            return self._pool_windows(batches, items, owners, len(docs))
-        return self._sequences(batches, items, owners, spans, encoded, docs, len(prefix),
-                               len(suffix), words)
+        def owners():  # complete once the loop has run (chunks are tokenized during it)
+            return np.concatenate(store["owners"])
 
-    def _pool_windows(self, batches, items, owners, n_docs):
-        vectors = np.empty((len(items), self.dim_), dtype=np.float32)
+        batches = self._run(chunks, forward, pad_id, owners=owners, texts=texts)
+        self.n_truncated_ = store["n_truncated"]
+        starts, stops = np.concatenate(store["starts"]), np.concatenate(store["stops"])
+        items_len = stops - starts + len(prefix) + len(suffix)
+        store["spans"] = list(zip(starts.tolist(), stops.tolist(), strict=True))
+        owners = owners()
+        if not sequence:
+            return self._pool_windows(batches, items_len, owners, len(docs))
+        return self._sequences(batches, items_len, owners, store, docs, prefix, suffix, words)
+
+    def _pool_windows(self, batches, lengths, owners, n_docs):
+        vectors = np.empty((len(lengths), self.dim_), dtype=np.float32)
         for idx, out in batches:
             vectors[idx] = out
-        if len(items) == n_docs:  # one window per document, in document order
+        if len(lengths) == n_docs:  # one window per document, in document order
             pooled = vectors
         else:
             pooled = np.zeros((n_docs, self.dim_), dtype=np.float32)
@@ -378,7 +459,7 @@ class TransformerEmbedder(NeuralEncoder):
                 pooled[:] = -np.inf
                 np.maximum.at(pooled, owners, vectors)
             else:
-                weights = np.fromiter((len(x) for x in items), dtype=np.float32, count=len(items))
+                weights = lengths.astype(np.float32)  # window tokens, special ones included
                 if self.pooling == "cls":
                     weights[:] = 1.0
                 np.add.at(pooled, owners, vectors * weights[:, None])
@@ -388,17 +469,19 @@ class TransformerEmbedder(NeuralEncoder):
             pooled = pooled / np.maximum(norms, 1e-12)
         return np.ascontiguousarray(pooled, dtype=np.float32)
 
-    def _sequences(self, batches, items, owners, spans, encoded, docs, n_pre, n_suf, words):
-        per_item: list = [None] * len(items)
+    def _sequences(self, batches, lengths, owners, store, docs, prefix, suffix, words):
+        per_item: list = [None] * len(lengths)
         for idx, out in batches:
             for row, i in enumerate(idx):
-                per_item[i] = out[row, : len(items[i])]
+                per_item[i] = out[row, : lengths[i]]
+        spans, n_pre, n_suf = store["spans"], len(prefix), len(suffix)
+        special = [str(t) for t in self._tokenizer.convert_ids_to_tokens(list(prefix) + list(suffix))]
         n_docs = len(docs)
         first_item = np.searchsorted(owners, np.arange(n_docs))
         rows, tokens = [], []
         for d in range(n_docs):
             start_i = first_item[d]
-            stop_i = first_item[d + 1] if d + 1 < n_docs else len(items)
+            stop_i = first_item[d + 1] if d + 1 < n_docs else len(lengths)
             parts, last_stop = [], 0
             for i in range(start_i, stop_i):  # stitch windows: keep each text token once
                 start, stop = spans[i]
@@ -406,7 +489,7 @@ class TransformerEmbedder(NeuralEncoder):
                 parts.append(body[max(last_stop - start, 0):])
                 last_stop = stop
             content = np.concatenate(parts) if parts else np.zeros((0, self.dim_), np.float32)
-            enc = encoded.encodings[d] if hasattr(encoded, "encodings") and encoded.encodings else None
+            enc = store["encodings"][d]
             if words:
                 vecs, toks = self._pool_words(content, enc, docs[d], last_stop)
             else:
@@ -414,9 +497,7 @@ class TransformerEmbedder(NeuralEncoder):
                 vecs = np.concatenate([first[:n_pre], content, last[len(last) - n_suf:]])
                 pieces = enc.tokens[:last_stop] if enc is not None else [
                     str(t) for t in self._tokenizer.convert_ids_to_tokens(
-                        encoded["input_ids"][d][:last_stop])]
-                special = self._tokenizer.convert_ids_to_tokens(
-                    list(items[start_i][:n_pre]) + list(items[stop_i - 1][len(items[stop_i - 1]) - n_suf:]))
+                        store["ids"][d][:last_stop])]
                 toks = list(special[:n_pre]) + list(pieces) + list(special[n_pre:])
             rows.append(vecs)
             tokens.append(toks)

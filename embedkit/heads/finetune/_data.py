@@ -12,18 +12,22 @@ from ..._batching import length_sorted_batches, pad_rows
 __all__ = ["LengthGroupedBatches", "pad_token_ids"]
 
 
-def pad_token_ids(rows, pad_id: int) -> dict:
-    """Token-id rows (int arrays) padded with ``pad_id`` to the longest ->
-    ``{"input_ids", "attention_mask"}`` int64 tensors, as Hugging Face encoders take them."""
-    ids, lengths = pad_rows(rows, value=pad_id, dtype=np.int64)
+def pad_token_ids(rows, pad_id: int, multiple: int = 1) -> dict:
+    """Token-id rows (int arrays) padded with ``pad_id`` to the longest (rounded up to a
+    ``multiple`` of tokens) -> ``{"input_ids", "attention_mask"}`` int64 tensors, as Hugging Face
+    encoders take them."""
+    longest = max((len(r) for r in rows), default=1)
+    width = None if multiple == 1 else -(-max(longest, 1) // multiple) * multiple
+    ids, lengths = pad_rows(rows, value=pad_id, dtype=np.int64, width=width)
     mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
     return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
 
 
-def collate_token_ids(items, pad_id: int):
-    """Collate ``(token ids, target)`` rows of a `HeadDataset` into a dynamically padded batch."""
+def collate_token_ids(items, pad_id: int, multiple: int = 1):
+    """Collate ``(token ids, target)`` rows of a `HeadDataset` into a dynamically padded batch
+    (its width rounded up to a ``multiple`` of tokens)."""
     rows, ys = zip(*items, strict=True)
-    return pad_token_ids(rows, pad_id), torch.as_tensor(np.asarray(ys))
+    return pad_token_ids(rows, pad_id, multiple), torch.as_tensor(np.asarray(ys))
 
 
 class LengthGroupedBatches(torch.utils.data.Sampler):

@@ -23,7 +23,7 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..._batching import run_batches
+from ..._batching import batch_settings, resolve_precision, run_batches
 from ..._params import Interval, StrOptions, positive_int, validate_params
 from ...base import store_params
 from ...documents import validate_documents
@@ -65,6 +65,7 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         "max_length": [positive_int(4)],  # room for the special tokens; the model's limit at load
         "trust_remote_code": ["boolean"],
         "output": [StrOptions({"pooled", "sequence"})],
+        "precision": [StrOptions({"auto", "fp32", "bf16"})],
     }
 
     def __init__(self, model: str = "all-minilm-l6-v2", fine_tune: str = "full", k: int = 2,
@@ -74,7 +75,8 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
                  gradient_accumulation: int = 1, max_length: int = 128,
                  early_stopping="auto", validation_fraction: float = 0.1, patience: int = 2,
                  class_weight=None, random_state: int | None = 0, device: str = "auto",
-                 trust_remote_code: bool = False, output: str = "pooled", verbose: int = 0):
+                 trust_remote_code: bool = False, output: str = "pooled", verbose: int = 0,
+                 precision: str = "auto"):
         store_params(self, locals())
 
     def _as_input(self, X, *, reset: bool) -> HeadInput:
@@ -107,8 +109,11 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
     def _build(self, encoder, n_outputs: int, device: str) -> FineTuneModule:
         frozen = freeze_encoder(encoder, self.fine_tune, self.k, type(self).__name__, self.model)
+        n_params = sum(p.numel() for p in encoder.parameters())
+        step = 6.0 * n_params * self.batch_size * self.max_length  # FLOPs of a training step
+        self.precision_ = resolve_precision(self.precision, device, step)
         return FineTuneModule(encoder, n_outputs, self.head, self.pooling, float(self.dropout),
-                              frozen, autocast=str(device).startswith("cuda"))
+                              frozen, precision=self.precision_)
 
     def _tokenize(self, docs: list[str]) -> list[np.ndarray]:
         enc = self.tokenizer_(docs, truncation=True, max_length=self.max_length,
@@ -122,8 +127,12 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         return self._build(encoder, n_outputs, self.device_)
 
     def _dataset(self, inputs: HeadInput, y_enc: np.ndarray):
-        """Token ids of every document, padded per batch with the tokenizer's padding id."""
-        collate = partial(collate_token_ids, pad_id=self.tokenizer_.pad_token_id)
+        """Token ids of every document, padded per batch with the tokenizer's padding id (on a
+        GPU to a multiple of 8 tokens: fewer distinct shapes, each of which cuDNN's attention
+        plans once, and tensor-core-sized matrices)."""
+        multiple = 8 if self.device_.startswith("cuda") else 1
+        collate = partial(collate_token_ids, pad_id=self.tokenizer_.pad_token_id,
+                          multiple=multiple)
         return HeadDataset(self._tokenize(inputs.data), y_enc), collate
 
     def _train_iterator(self, train, generator) -> dict:
@@ -194,14 +203,19 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         ids = self._tokenize(docs) if docs else []
         module = self.module_.eval()
 
-        def forward(input_ids, mask):
+        def forward(input_ids, mask):  # device tensors: the loop copies them back unblocking
             attention_mask = torch.ones_like(input_ids) if mask is None else mask.long()
             if what == "logits":
-                return module(input_ids=input_ids, attention_mask=attention_mask).cpu().numpy()
+                return module(input_ids=input_ids, attention_mask=attention_mask)
             hidden, pooled, _ = module.features(input_ids=input_ids, attention_mask=attention_mask)
-            return (pooled if what == "pooled" else hidden).cpu().numpy()
+            return pooled if what == "pooled" else hidden
 
-        batches = run_batches(ids, forward, device=self._device(), batch_size=max(self.batch_size, 64),
+        device = self._device()
+        if device.split(":")[0] == "cpu":  # as measured on CPU: no bound on padded tokens
+            size, budget = max(self.batch_size, 64), None
+        else:  # an accelerator: the encode loop's batches for it
+            size, budget = batch_settings(device)
+        batches = run_batches(ids, forward, device=device, batch_size=size, max_tokens=budget,
                               pad_id=self.tokenizer_.pad_token_id, desc=type(self).__name__)
         if what == "sequence":
             steps: list = [None] * len(ids)
@@ -335,7 +349,7 @@ _PARAMS_DOC = """
         Seeds the head's initialisation, dropout, shuffling and the validation split: two fits
         on CPU give identical weights.
     device : {"auto", "cpu", "cuda", "mps"}, default="auto"
-        "auto" uses CUDA when available (with bf16 autocast), else the CPU.
+        "auto" uses CUDA when available, else the CPU.
     trust_remote_code : bool, default=False
         Allow models that ship their own Python code (only for models you trust).
     output : {"pooled", "sequence"}, default="pooled"
@@ -343,7 +357,15 @@ _PARAMS_DOC = """
         `Sequences` of the fine-tuned token vectors with their word pieces.
     verbose : int, default=0
         1: one line per epoch (loss, validation score), plus a progress bar when stderr is a
-        terminal; 2: the progress bar always.{threshold}
+        terminal; 2: the progress bar always.
+    precision : {"auto", "fp32", "bf16"}, default="auto"
+        Arithmetic of training and inference: "bf16" runs the encoder and head under bfloat16
+        autocast (weights, gradients and optimizer state stay float32), "fp32" in float32.
+        "auto": bf16 on a CUDA GPU with bf16 units when a training step is large (6 x the
+        encoder's parameters x ``batch_size`` x ``max_length`` >= 1e12 FLOPs, e.g. a base-size
+        model at batch 16 x 128 tokens), fp32 otherwise (CPU, MPS, small models on short texts,
+        where a step is bound by kernel launches and autocast's casts cost more than bf16
+        saves); speed and accuracy of both in ``pipelines/benchmarks/results/bench_gpu.md``.{threshold}
 
     Attributes
     ----------
@@ -359,6 +381,8 @@ _PARAMS_DOC = """
     device_ : str
         The device ``device`` resolved to at fit (or at `load`), where the model trains and
         predicts.
+    precision_ : {"fp32", "bf16"}
+        The precision ``precision`` resolved to for ``device_``.
 
     Notes
     -----

@@ -17,17 +17,18 @@ class FineTuneModule(nn.Module):
 
     Submodules named in ``frozen`` (all their parameters frozen) stay in eval mode while the
     rest trains, so a frozen encoder or frozen lower layers behave exactly as at inference
-    (no dropout). On CUDA the encoder and head run under bf16 autocast.
+    (no dropout). With ``precision="bf16"`` the encoder and head run under bf16 autocast (on
+    any device; the weights and the optimizer stay float32), with ``"fp32"`` in float32.
     """
 
     def __init__(self, encoder, n_outputs: int, head: str, pooling: str, dropout: float,
-                 frozen: tuple[str, ...] = (), autocast: bool = False):
+                 frozen: tuple[str, ...] = (), precision: str = "fp32"):
         super().__init__()
         self.encoder = encoder
         hidden = int(encoder.config.hidden_size)
         self.pooling = pooling
         self.frozen = tuple(frozen)
-        self.autocast = bool(autocast)
+        self.precision = precision
         self.attention = nn.Linear(hidden, 1) if head == "attention" else None
         self.dropout = nn.Dropout(dropout)
         hidden_layers = (hidden,) if head == "mlp" else ()
@@ -40,7 +41,11 @@ class FineTuneModule(nn.Module):
         return self
 
     def _autocast(self, device: torch.device):
-        enabled = self.autocast and device.type == "cuda"
+        precision = getattr(self, "precision", None)
+        if precision is None:  # pickled before ``precision``: its ``autocast`` flag, CUDA only
+            enabled = bool(getattr(self, "autocast", False)) and device.type == "cuda"
+        else:
+            enabled = precision == "bf16"
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 
     def features(self, input_ids, attention_mask):
