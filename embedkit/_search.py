@@ -363,26 +363,27 @@ class Search:
                 if c.pair not in seen:
                     seen.add(c.pair)
                     leaders.append(c)
-            options = []
-            for lead in leaders[:3]:
+            chosen = None
+            for lead in leaders:  # best pair first; a pair with nothing left that fits yields
                 if lead.tier == 3:
                     seeds = [d for d in self.candidates if d.pair == lead.pair]
-                    if len(seeds) < MAX_SEEDS:
-                        params = {**lead.params, "head__random_state": len(seeds)}
-                        options.append(self._variant(lead, params))
+                    settings = ([{**lead.params, "head__random_state": len(seeds)}]
+                                if len(seeds) < MAX_SEEDS else [])
                 else:
-                    for params in sampled_settings(lead.representation, lead.head, FILL_SETTINGS,
-                                                   self.seed):
-                        options.append(self._variant(lead, params))
-            options = [o for o in options if o.label not in tried]
-            if not options:
+                    settings = sampled_settings(lead.representation, lead.head, FILL_SETTINGS,
+                                                self.seed)
+                for params in settings:
+                    option = self._variant(lead, params)
+                    if option.label in tried:
+                        continue
+                    option.estimate = self.estimate(option)
+                    if self.fits(option):
+                        chosen = option
+                        break
+                if chosen is not None:
+                    break
+            if chosen is None:  # every setting of every pair scored, or none fits the time left
                 return
-            for o in options:
-                o.estimate = self.estimate(o)
-            runnable = [o for o in options if self.fits(o)]
-            if not runnable:
-                return
-            chosen = runnable[0]
             tried.add(chosen.label)
             self.add_and_run(chosen)
 

@@ -124,6 +124,20 @@ def rng():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _blas_threads():
+    """Under pytest-xdist each worker keeps BLAS / OpenMP to one thread: the workers already
+    share the cores, and a spinning thread pool per worker on top slows small matrix work by an
+    order of magnitude."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _torch_threads():
     """Tiny test models run fastest, and steadiest on a shared machine, on one thread."""
     try:

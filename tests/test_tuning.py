@@ -211,7 +211,7 @@ def finetuned(trec_slice):
     train, _ = train_test_split(trec_slice[0], train_size=160, stratify=trec_slice[0]["label"],
                                 random_state=0)
     lines = []
-    tuner = tune(train["text"], train["label"], budget="3m",
+    tuner = tune(train["text"], train["label"], budget="75s",
                  pairs=[("tfidf", "logreg-cv"), ("passthrough", "finetune-short")],
                  progress=lines.append)
     return tuner, lines
@@ -231,30 +231,51 @@ def test_fine_tuning_runs_and_more_seeds_fill_the_time_left(finetuned):
     assert len(scored) >= 1 and (scored["accuracy"] > 0.2).all()
 
 
-def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice):
+def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice, monkeypatch):
     """Above the probes' size, two timed fits (after an untimed warm-up) measure a step; the
     plan is the richest recipe whose estimate fits the time left."""
+    from embedkit import _finetune_plan
     from embedkit._budget import Clock
-    from embedkit._finetune_plan import plan
     from embedkit._search import Search
 
+    class Paused(Clock):
+        """A clock that does not move: the time left is the same before and after the probe, so
+        what the plan may spend does not depend on how fast this machine ran the probe."""
+
+        def elapsed(self) -> float:
+            return 0.0
+
     train, _ = trec_slice
+
+    def search_with(seconds, lines):
+        found = Search(train["text"].to_numpy(object), train["label"].to_numpy(),
+                       clock=Paused(seconds), pairs=[], scoring="accuracy", validation=0.2,
+                       finetune="auto", cache=None, random_state=0, say=lines.append,
+                       finish_reserve=lambda: 0.0)
+        found.split()
+        return found
+
     lines = []
-    search = Search(train["text"].to_numpy(object), train["label"].to_numpy(), clock=Clock(3600),
-                    pairs=[], scoring="accuracy", validation=0.2, finetune="auto", cache=None,
-                    random_state=0, say=lines.append, finish_reserve=lambda: 0.0)
-    search.split()
-    found = plan(search, "finetune-short")
-    assert found.fits and found.rows is None and found.estimate > 0
-    assert found.params["head__max_length"] == 32 and found.params["head__epochs"] == 2
-    assert found.params["head__k"] == 6 and found.params["head__early_stopping"] is False
+    # 55 s: too little to run the recipe unmeasured (its rough prior, 12 s for 240 rows, is over
+    # a fifth of it), and several times what 16 steps of 32 short questions take on any CPU
+    found = _finetune_plan.plan(search_with(55, lines), "finetune-short")
     assert any("fine-tuning probe:" in line and "s a step of 32" in line for line in lines)
-    tight = Search(search.docs, search.y, clock=Clock(found.estimate * 0.6 / 1.25),
-                   pairs=[], scoring="accuracy", validation=0.2, finetune="auto", cache=None,
-                   random_state=0, say=lines.append, finish_reserve=lambda: 0.0)
-    tight.split()
-    cheaper = plan(tight, "finetune-short")  # less time: fewer epochs, frozen blocks or rows
-    assert not cheaper.fits or cheaper.estimate < found.estimate
+    assert "max_length=32" in found.label  # TREC questions are short: not the recipe's 64
+    assert found.fits and found.rows is None and 0 < found.estimate <= 55
+    assert found.params["head__epochs"] == 2 and found.params["head__k"] == 6  # the full recipe
+    assert found.params["head__early_stopping"] is False
+
+    # 60% of that estimate: the full recipe no longer fits, a cheaper one is chosen
+    # (one epoch, or half the blocks frozen), or none, and never one that overruns the time left
+    monkeypatch.setattr(_finetune_plan, "MIN_PROBE_SECONDS", 0.0)
+    left = 0.6 * found.estimate
+    cheaper = _finetune_plan.plan(search_with(left, []), "finetune-short")
+    if cheaper.fits:
+        assert cheaper.estimate <= left
+        recipe = (cheaper.params["head__epochs"], cheaper.params["head__k"])
+        assert recipe in [(1, 6), (1, 3)]
+    else:
+        assert "a budget of about" in cheaper.note
 
 
 def test_a_budget_too_small_leaves_models_out_and_says_what_would_include_them(trec_slice):

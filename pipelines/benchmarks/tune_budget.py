@@ -5,6 +5,7 @@ suite's best row, held out.
     python pipelines/benchmarks/tune_budget.py --budget 20m --datasets trec vader-tweets
     python pipelines/benchmarks/tune_budget.py --budget 2m --quick           # small slices, a smoke run
     python pipelines/benchmarks/tune_budget.py --report-only --output tune-budget
+    python pipelines/benchmarks/tune_budget.py --budget 3m --datasets trec --data DIR   # no packages
 
 Protocol (that of `accuracy_suite.py`): each dataset's official split where it has one, else a
 stratified 80/20 split with seed 0. The timed part is exactly what `embedkit tune` does: the
@@ -53,7 +54,8 @@ def suite_best() -> dict[str, tuple[str, float]]:
     return {r.dataset: (r.pipeline, float(r.accuracy)) for r in best.itertuples()}
 
 
-def run_one(name: str, budget: str, output: Path, quick: bool = False) -> dict:
+def run_one(name: str, budget: str, output: Path, quick: bool = False,
+            data: Path | None = None) -> dict:
     from sklearn.base import clone
     from sklearn.metrics import accuracy_score
 
@@ -61,7 +63,8 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False) -> dict:
     from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, baseline_pipelines, parse_budget
     from pipelines.benchmarks.accuracy_suite import split
 
-    train, test, protocol = split(embedkit.load_dataset(name), quick=quick)
+    frame = pd.read_parquet(data / f"{name}.parquet") if data else embedkit.load_dataset(name)
+    train, test, protocol = split(frame, quick=quick)
     X_train, y_train = train["text"], train["label"].to_numpy()
     X_test, y_test = test["text"], test["label"].to_numpy()
     folder = output / f"{name}-{budget}"
@@ -97,9 +100,11 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False) -> dict:
 
 
 def table(rows: list[dict]) -> pd.DataFrame:
+    from embedkit._budget import format_seconds
+
     df = pd.DataFrame(rows)
     out = pd.DataFrame({
-        "dataset": df["dataset"], "budget": df["budget_s"].map(lambda s: f"{s / 60:g} min"),
+        "dataset": df["dataset"], "budget": df["budget_s"].map(format_seconds),
         "wall s (share)": [f"{w:.0f} ({u:.0%})" for w, u in zip(df["wall_s"], df["used_share"],
                                                                 strict=True)],
         "pick": df["pick"], "tier": df["pick_tier"],
@@ -120,7 +125,15 @@ def table(rows: list[dict]) -> pd.DataFrame:
 
 def machine() -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{platform.processor() or platform.machine()}, {cores} cores, {platform.system()}"
+    text = f"{platform.processor() or platform.machine()}, {cores} cores, {platform.system()}"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            text += f", {torch.cuda.get_device_name(0)}"
+    except ImportError:
+        pass
+    return text
 
 
 def write(rows: list[dict], out: Path, command: str) -> pd.DataFrame:
@@ -138,6 +151,9 @@ def main(argv=None):
     parser.add_argument("--budget", default="10m")
     parser.add_argument("--output", default="tune-budget")
     parser.add_argument("--quick", action="store_true", help="the suite's small slices")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="read DATA/<dataset>.parquet (text, label[, split]) instead of the "
+                             "packaged datasets: for a machine without them (a lent GPU)")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the table from runs.jsonl without running anything")
     args = parser.parse_args(argv)
@@ -154,7 +170,7 @@ def main(argv=None):
     for name in args.datasets:
         if any(r["dataset"] == name and r["budget_s"] == seconds for r in done) and not args.quick:
             continue
-        row = run_one(name, args.budget, out, quick=args.quick)
+        row = run_one(name, args.budget, out, quick=args.quick, data=args.data)
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done.append(row)
