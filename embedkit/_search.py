@@ -23,6 +23,7 @@ How it spends a budget
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,8 +42,9 @@ __all__ = ["FINETUNE_HEADS", "Candidate", "Search", "candidate_label", "describe
 PROBE_SHARE, PROBE_ROWS = 0.1, (100, 400)
 #: estimates from probes and from earlier fits of a pair are multiplied by this margin
 MARGIN = 1.25
-#: how many sampled settings each pair may add in the fill stage, and seeds a fine-tuned leader
-FILL_SETTINGS, MAX_SEEDS = 4, 4
+#: how many seeds a fine-tuned leader may add in the fill stage (the other pairs may add every
+#: setting of their registry space, in a sampled order: at most 15 each)
+MAX_SEEDS = 4
 TIER_NAMES = {0: "baselines", 1: "sparse + linear", 2: "frozen encoder", 3: "fine-tuning",
               4: "ensembles"}
 
@@ -117,8 +119,9 @@ def pipeline_for(representation: str, head: str, params: dict, cache) -> Callabl
     return build
 
 
-def sampled_settings(representation: str, head: str, n: int, seed: int) -> list[dict]:
-    """Up to ``n`` settings of the pair's registry ``space`` other than its defaults."""
+def sampled_settings(representation: str, head: str, n: int | None, seed: int) -> list[dict]:
+    """Up to ``n`` (None: all) settings of the pair's registry ``space`` other than its
+    defaults, in a random order."""
     from sklearn.model_selection import ParameterSampler
 
     rep, hd = REPRESENTATIONS[representation], HEADS[head]
@@ -283,11 +286,10 @@ class Search:
 
     def _update_ensemble(self) -> None:
         self.candidates = [c for c in self.candidates if c.kind != "ensemble"]
-        found = self.ensemble()
-        if found is not None:
-            self.candidates.append(found)
-            if 4 not in self.tiers_reached:
-                self.tiers_reached.append(4)
+        found = self.ensembles()
+        self.candidates.extend(found)
+        if found and 4 not in self.tiers_reached:
+            self.tiers_reached.append(4)
 
     def _candidate(self, rep: str, head: str, params: dict, tier: int) -> Candidate:
         prior = (REPRESENTATIONS[rep].cost + HEADS[head].cost) * len(self.train) / 1000
@@ -370,7 +372,7 @@ class Search:
                     settings = ([{**lead.params, "head__random_state": len(seeds)}]
                                 if len(seeds) < MAX_SEEDS else [])
                 else:
-                    settings = sampled_settings(lead.representation, lead.head, FILL_SETTINGS,
+                    settings = sampled_settings(lead.representation, lead.head, None,
                                                 self.seed)
                 for params in settings:
                     option = self._variant(lead, params)
@@ -392,17 +394,20 @@ class Search:
         if lead.tier == 3:  # same plan and rows, another seed
             c.build = _with_params(lead.build, {"head__random_state": params["head__random_state"]})
             c.rows = lead.rows
-            c.label = lead.label.replace(", seed 0)", f", seed {params['head__random_state']})")
+            c.label = re.sub(r", seed \d+\)$", f", seed {params['head__random_state']})", lead.label)
         return c
 
     # -- ensembles --------------------------------------------------------------------------------
-    def ensemble(self) -> Candidate | None:
-        """Greedy ensemble selection (with replacement) over the scored models' validation
-        probabilities; its score is cross-fitted (chosen on one half of the validation rows,
-        scored on the other, and back), so the selection does not flatter it."""
+    def ensembles(self) -> list[Candidate]:
+        """The ensembles of the scored models: Caruana's greedy selection (with replacement) over
+        their validation probabilities, its score cross-fitted (chosen on one half of the
+        validation rows, scored on the other, and back) so the selection does not flatter it;
+        and for each fine-tuned pair with two seeds or more, the mean of its seeds (members fixed
+        by that rule, so scored on every validation row)."""
         scored = [c for c in self.candidates if c.status == "scored" and c.kind != "ensemble"]
         if len(scored) < 2:
-            return None
+            return []
+        found = []
         halves = _stratified_halves(self.y_valid, self.seed)
         parts = []
         for choose, judge in (halves, halves[::-1]):
@@ -410,14 +415,22 @@ class Search:
             proba = sum(w * c.proba[judge] for c, w in weights.items()) / sum(weights.values())
             parts.append((len(judge), _score_rows(self, proba, judge)))
         weights = _greedy(scored, np.arange(len(self.y_valid)), self)
-        if len(weights) < 2:
-            return None
-        score = sum(k * s for k, s in parts) / sum(k for k, _ in parts)
+        if len(weights) >= 2:
+            score = sum(k * s for k, s in parts) / sum(k for k, _ in parts)
+            found.append(self._ensemble(f"ensemble of {len(weights)} models", weights, score))
+        for head in dict.fromkeys(c.head for c in scored if c.tier == 3):
+            seeds = {c: 1 for c in scored if c.tier == 3 and c.head == head}
+            if len(seeds) >= 2:
+                mean = self._ensemble(f"mean of {len(seeds)} seeds of {head}", seeds, None)
+                mean.score = _score_rows(self, mean.proba, np.arange(len(self.y_valid)))
+                found.append(mean)
+        return found
+
+    def _ensemble(self, label: str, weights: dict, score) -> Candidate:
         total = sum(weights.values())
-        label = f"ensemble of {len(weights)} models"
-        proba = sum(w * c.proba for c, w in weights.items()) / total
         return Candidate(label=label, tier=4, build=lambda: None, kind="ensemble",
-                         status="scored", score=score, proba=proba,
+                         status="scored", score=score,
+                         proba=sum(w * c.proba for c, w in weights.items()) / total,
                          note="; ".join(f"{c.label}: {w / total:.2f}" for c, w in weights.items()),
                          fit_seconds=sum(c.fit_seconds for c in weights),
                          predict_seconds=sum(c.predict_seconds for c in weights),

@@ -12,11 +12,12 @@ refit of the pick and writing ``output``. The search (`embedkit._search`) scores
 one validation split (the same rows for all), tier by tier: sparse features with linear heads,
 then the frozen encoder (its pass over the documents paid once and cached), then fine-tuning
 sized to the time left, then more seeds and settings of the leaders; an ensemble is selected
-from everything scored. Each model's time is estimated from what this machine measured before it
-runs, and a model that does not fit is left out, with the budget that would include it. The
-pick is the best validation score among the models, the ensemble and the two baselines a user
-could write in five lines (so it is never worse than those on the same rows); it is refit on all
-the documents when the time left pays for it, and otherwise kept as fitted on the training rows.
+from everything scored, and the seeds of a fine-tuned model are also averaged. Each model's
+time is estimated from what this machine measured before it runs, and a model that does not fit
+is left out, with the budget that would include it. The pick is the best validation score among
+the models, the ensembles and the two baselines a user could write in five lines (so it is never
+worse than those on the same rows); it is refit on all the documents when the time left pays for
+it, and otherwise kept as fitted on the training rows.
 Ctrl-C (``KeyboardInterrupt``) during the search ends it and finishes with the best so far.
 """
 

@@ -34,6 +34,20 @@ SENTENCES = [
 ]
 
 
+#: files of many cheap, independent tests, handed to the workers one test at a time to balance
+#: them; every other file runs whole on one worker (`./run.sh test` uses pytest-xdist's
+#: loadgroup), so its module- and session-scoped fixtures (model loads, a Dask cluster, a tuning
+#: run) are built once, not once per worker
+SPREAD = {"test_contract.py", "test_hostile.py"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name not in SPREAD and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
 @pytest.fixture(scope="session")
 def sentences():
     return list(SENTENCES)

@@ -220,6 +220,8 @@ def finetuned(trec_slice):
 def test_fine_tuning_runs_and_more_seeds_fill_the_time_left(finetuned):
     """On data no bigger than the probes the recipe runs as it is (max_length from the data);
     the time left goes to more seeds of the fine-tuned model, and an ensemble may combine them."""
+    from embedkit._search import _score_rows
+
     tuner, lines = finetuned
     board = tuner.leaderboard_
     ft = board[board["tier"] == "fine-tuning"]
@@ -228,7 +230,28 @@ def test_fine_tuning_runs_and_more_seeds_fill_the_time_left(finetuned):
     seeds = sorted(label.rsplit("seed ", 1)[1] for label in ft["pipeline"])
     assert seeds[0] == "0)" and len(seeds) == len(set(seeds)) <= 4
     scored = ft[ft["status"] == "scored"]
-    assert len(scored) >= 1 and (scored["accuracy"] > 0.2).all()
+    assert len(scored) >= 2 and (scored["accuracy"] > 0.2).all()
+    # the seeds' plain mean: every scored seed, equal weights, scored on every validation row
+    search = tuner.search_
+    seeds = [c for c in search.candidates if c.tier == 3 and c.status == "scored"]
+    mean = next(c for c in search.candidates if c.label == f"mean of {len(seeds)} seeds of finetune-short")
+    assert mean.weights == {c.label: 1 / len(seeds) for c in seeds}
+    np.testing.assert_allclose(mean.proba, np.mean([c.proba for c in seeds], axis=0))
+    rows = np.arange(len(search.y_valid))
+    assert mean.score == _score_rows(search, mean.proba, rows)
+
+
+def test_a_seed_that_leads_still_gets_further_seeds(finetuned):
+    """A seed other than 0 may lead; its variant is the next seed, not a repeat of itself."""
+    from embedkit._search import MAX_SEEDS
+
+    tuner, _ = finetuned
+    search = tuner.search_
+    seeds = [c for c in search.candidates if c.tier == 3 and c.status == "scored"]
+    lead = max(seeds, key=lambda c: c.score)
+    nxt = search._variant(lead, {**lead.params, "head__random_state": len(seeds)})
+    assert nxt.label.endswith(f", seed {len(seeds)})") and nxt.label not in {c.label for c in seeds}
+    assert nxt.build().get_params()["head__random_state"] == len(seeds) <= MAX_SEEDS
 
 
 def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice, monkeypatch):
