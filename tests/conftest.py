@@ -38,14 +38,15 @@ SENTENCES = [
 #: them; every other file runs whole on one worker (`./run.sh test` uses pytest-xdist's
 #: loadgroup), so its module- and session-scoped fixtures (model loads, a Dask cluster, a tuning
 #: run) are built once, not once per worker
-SPREAD = {"test_contract.py", "test_hostile.py"}
+SPREAD = {"tests/test_contract.py", "tests/test_hostile.py"}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.path.name not in SPREAD and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+        file = item.nodeid.split("::")[0]
+        if file not in SPREAD and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(file))
 
 
 @pytest.fixture(scope="session")
