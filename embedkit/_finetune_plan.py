@@ -95,7 +95,9 @@ def plan(search, head: str, seed: int = 0) -> Plan:
         return build, params
 
     n = len(search.y_train)
-    prior = search.margin * HEADS[head].cost * max(n, 100) / 1000  # the registry's rough guess
+    # the registry's rough guess, made at the recipe's max_length: longer documents cost more
+    prior = (search.margin * HEADS[head].cost * max(n, 100) / 1000
+             * max(1.0, max_length / int(base.max_length)))
     if search.left() < max(MIN_PROBE_SECONDS, 0.25 * prior):  # not even time to measure it
         enough = search.clock.elapsed() + prior + search.finish_reserve()
         return Plan(label=f"{head} (max_length={max_length}, epochs={base.epochs})",

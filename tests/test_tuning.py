@@ -254,25 +254,29 @@ def test_a_seed_that_leads_still_gets_further_seeds(finetuned):
     assert nxt.build().get_params()["head__random_state"] == len(seeds) <= MAX_SEEDS
 
 
+def _paused(seconds):
+    """A clock that does not move: the time left is the same before and after a probe, so what
+    a plan may spend does not depend on how fast this machine ran the probe."""
+    from embedkit._budget import Clock
+
+    class Paused(Clock):
+        def elapsed(self) -> float:
+            return 0.0
+
+    return Paused(seconds)
+
+
 def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice, monkeypatch):
     """Above the probes' size, two timed fits (after an untimed warm-up) measure a step; the
     plan is the richest recipe whose estimate fits the time left."""
     from embedkit import _finetune_plan
-    from embedkit._budget import Clock
     from embedkit._search import Search
-
-    class Paused(Clock):
-        """A clock that does not move: the time left is the same before and after the probe, so
-        what the plan may spend does not depend on how fast this machine ran the probe."""
-
-        def elapsed(self) -> float:
-            return 0.0
 
     train, _ = trec_slice
 
     def search_with(seconds, lines):
         found = Search(train["text"].to_numpy(object), train["label"].to_numpy(),
-                       clock=Paused(seconds), pairs=[], scoring="accuracy", validation=0.2,
+                       clock=_paused(seconds), pairs=[], scoring="accuracy", validation=0.2,
                        finetune="auto", cache=None, random_state=0, say=lines.append,
                        finish_reserve=lambda: 0.0)
         found.split()
@@ -299,6 +303,27 @@ def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice, monkeyp
         assert recipe in [(1, 6), (1, 3)]
     else:
         assert "a budget of about" in cheaper.note
+
+
+def test_the_rough_prior_grows_with_the_documents_length(trec_slice):
+    """The registry's guess for a fine-tuning fit is made at its recipe's max_length (64): for
+    documents four times as long it is four times as much, so a long-text fit is measured by a
+    probe before it runs, not started on the guess alone."""
+    from embedkit._finetune_plan import plan
+    from embedkit._search import MARGIN, Search
+
+    train, _ = trec_slice
+    found, padding = {}, " " + " ".join(["word"] * 300)
+    for name, docs in {"short": train["text"], "long": train["text"] + padding}.items():
+        search = Search(docs.to_numpy(object), train["label"].to_numpy(), clock=_paused(5), pairs=[],
+                        scoring="accuracy", validation=0.2, finetune="auto", cache=None,
+                        random_state=0, say=lambda line: None, finish_reserve=lambda: 0.0)
+        search.split()
+        found[name] = plan(search, "finetune-short")  # 5 s left: too little to measure, a guess
+    assert not found["short"].fits and not found["long"].fits
+    assert "max_length=32" in found["short"].label and "max_length=256" in found["long"].label
+    assert found["short"].estimate == pytest.approx(MARGIN * 40 * 240 / 1000)
+    assert found["long"].estimate == pytest.approx(4 * found["short"].estimate)
 
 
 def test_a_budget_too_small_leaves_models_out_and_says_what_would_include_them(trec_slice):
