@@ -421,16 +421,17 @@ class Search:
         for head in dict.fromkeys(c.head for c in scored if c.tier == 3):
             seeds = {c: 1 for c in scored if c.tier == 3 and c.head == head}
             if len(seeds) >= 2:
-                mean = self._ensemble(f"mean of {len(seeds)} seeds of {head}", seeds, None)
-                mean.score = _score_rows(self, mean.proba, np.arange(len(self.y_valid)))
-                found.append(mean)
+                found.append(self._ensemble(f"mean of {len(seeds)} seeds of {head}", seeds))
         return found
 
-    def _ensemble(self, label: str, weights: dict, score) -> Candidate:
+    def _ensemble(self, label: str, weights: dict, score: float | None = None) -> Candidate:
+        """A weighted vote of scored candidates; ``score`` None: scored on every validation row."""
         total = sum(weights.values())
+        proba = sum(w * c.proba for c, w in weights.items()) / total
+        if score is None:
+            score = _score_rows(self, proba, np.arange(len(self.y_valid)))
         return Candidate(label=label, tier=4, build=lambda: None, kind="ensemble",
-                         status="scored", score=score,
-                         proba=sum(w * c.proba for c, w in weights.items()) / total,
+                         status="scored", score=score, proba=proba,
                          note="; ".join(f"{c.label}: {w / total:.2f}" for c, w in weights.items()),
                          fit_seconds=sum(c.fit_seconds for c in weights),
                          predict_seconds=sum(c.predict_seconds for c in weights),

@@ -30,7 +30,6 @@ def _number(cell: str) -> float:
 
 @pytest.mark.slow
 def test_quick_cpu_run_prints_every_row(tmp_path):
-    pytest.importorskip("sentence_transformers")
     out = tmp_path / "bench_gpu.md"
     bench_gpu.main(["--device", "cpu", "--quick", "--threads", "2", "--output", str(out)])
     text = out.read_text()
