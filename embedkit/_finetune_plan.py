@@ -55,6 +55,27 @@ def _timed_fit(search, build, rows) -> float:
     return time.monotonic() - began
 
 
+def _probe(search, probe, n: int, batch: int, seed: int) -> tuple[float, float]:
+    """Seconds a training step and seconds to load, from short fits of ``probe`` on random
+    training rows: an untimed warm-up, then ``PROBE_STEPS`` steps; their difference is the steps."""
+    rng = np.random.default_rng(seed)
+    warm, short, long = (rng.choice(n, s * batch, replace=False) for s in (1, *PROBE_STEPS))
+    try:  # the first fit pays one-time costs (imports, kernels): it is not timed
+        _timed_fit(search, probe, warm)
+        t_short, t_long = _timed_fit(search, probe, short), _timed_fit(search, probe, long)
+    except ValueError as err:  # e.g. a class missing from a probe slice: the real fit decides
+        search.say(f"{search.clock.stamp()} fine-tuning probe: {err}")
+        t_short = t_long = math.nan
+    steps_probe = [math.ceil(len(r) / batch) for r in (short, long)]
+    if math.isnan(t_long) or steps_probe[1] <= steps_probe[0]:
+        step, overhead = (t_long if not math.isnan(t_long) else 1.0) / max(steps_probe[1], 1), 0.0
+    else:  # the difference is the steps, the rest (loading the model) is paid once per fit; a
+        # noisy difference never makes a step cheaper than half the long probe's average
+        step = max((t_long - t_short) / (steps_probe[1] - steps_probe[0]), 0.5 * t_long / steps_probe[1])
+        overhead = max(t_short - steps_probe[0] * step, 0.0)
+    return step, overhead
+
+
 @dataclass
 class Plan:
     """A fine-tuning candidate's recipe: ``build()`` makes it, ``rows`` (None: all) are the
@@ -68,11 +89,17 @@ class Plan:
     rows: Any = None
     fits: bool = True
     note: str = ""
+    #: the probe's measurement, (seconds a step, seconds to load), when one was made
+    measured: tuple[float, float] | None = None
 
 
-def plan(search, head: str, seed: int = 0) -> Plan:
+def plan(search, head: str, seed: int = 0,
+         measured: tuple[float, float] | None = None) -> Plan:
     """The richest fine-tuning recipe for ``head`` (a `TransformerClassifier` entry) that fits
-    in ``search``'s time left (`embedkit._search.Search.left`), measured on this machine."""
+    in ``search``'s time left (`embedkit._search.Search.left`), measured on this machine.
+
+    ``measured`` is an earlier plan's ``measured`` (seconds a step, seconds to load) for the
+    same head and data: the probe is not run again and the recipe is chosen from it."""
     from sklearn.pipeline import Pipeline
 
     from .resources import load_transformer
@@ -98,36 +125,24 @@ def plan(search, head: str, seed: int = 0) -> Plan:
     # the registry's rough guess, made at the recipe's max_length: longer documents cost more
     prior = (search.margin * HEADS[head].cost * max(n, 100) / 1000
              * max(1.0, max_length / int(base.max_length)))
-    if search.left() < max(MIN_PROBE_SECONDS, 0.25 * prior):  # not even time to measure it
+    if measured is None and search.left() < max(MIN_PROBE_SECONDS, 0.25 * prior):
+        # not even time to measure it
         enough = search.clock.elapsed() + prior + search.finish_reserve()
         return Plan(label=f"{head} (max_length={max_length}, epochs={base.epochs})",
                     build=lambda: None, params={}, estimate=prior, fits=False,
                     note=f"too little time left to measure it ({format_seconds(max(search.left(), 0))}); "
                          f"it needs roughly {format_seconds(prior)}, a budget of about "
                          f"{format_seconds(enough)}")
-    if n <= PROBE_STEPS[1] * batch or prior <= 0.2 * search.left():
+    if measured is None and (n <= PROBE_STEPS[1] * batch or prior <= 0.2 * search.left()):
         # small data, or surely affordable: the recipe itself is quicker than measuring it, and
         # its own fit time then sizes whatever comes after (more seeds)
         build, params = build_with()
         label = f"{head} (max_length={max_length}, epochs={base.epochs}, seed 0)"
         return Plan(label=label, build=build, params={f"head__{a}": b for a, b in params.items()},
                     estimate=prior)
-    rng = np.random.default_rng(seed)
-    warm, short, long = (rng.choice(n, s * batch, replace=False) for s in (1, *PROBE_STEPS))
-    probe, _ = build_with(epochs=1)
-    try:  # the first fit pays one-time costs (imports, kernels): it is not timed
-        _timed_fit(search, probe, warm)
-        t_short, t_long = _timed_fit(search, probe, short), _timed_fit(search, probe, long)
-    except ValueError as err:  # e.g. a class missing from a probe slice: the real fit decides
-        search.say(f"{search.clock.stamp()} fine-tuning probe: {err}")
-        t_short = t_long = math.nan
-    steps_probe = [math.ceil(len(r) / batch) for r in (short, long)]
-    if math.isnan(t_long) or steps_probe[1] <= steps_probe[0]:
-        step, overhead = (t_long if not math.isnan(t_long) else 1.0) / max(steps_probe[1], 1), 0.0
-    else:  # the difference is the steps, the rest (loading the model) is paid once per fit; a
-        # noisy difference never makes a step cheaper than half the long probe's average
-        step = max((t_long - t_short) / (steps_probe[1] - steps_probe[0]), 0.5 * t_long / steps_probe[1])
-        overhead = max(t_short - steps_probe[0] * step, 0.0)
+    if measured is None:
+        measured = _probe(search, build_with(epochs=1)[0], n, batch, seed)
+    step, overhead = measured
     search.say(f"{search.clock.stamp()} fine-tuning probe: {step:.2f} s a step of {batch} at "
                f"max_length {max_length} (95% of the documents fit), {overhead:.1f} s to load")
 
@@ -154,7 +169,7 @@ def plan(search, head: str, seed: int = 0) -> Plan:
         enough = search.clock.elapsed() + cost(*options[0]) + search.finish_reserve()
         worst = cost(*options[-1])
         return Plan(label=f"{head} (max_length={max_length}, epochs={e})", build=lambda: None,
-                    params={}, estimate=worst, fits=False,
+                    params={}, estimate=worst, fits=False, measured=measured,
                     note=f"one fit needs about {format_seconds(worst)} even with one epoch and "
                          f"half the blocks frozen; a budget of about {format_seconds(enough)} "
                          "would include the full recipe")
@@ -165,4 +180,5 @@ def plan(search, head: str, seed: int = 0) -> Plan:
              **({"rows": rows} if rows < n else {})}
     label = f"{head} (" + ", ".join(f"{a}={b}" for a, b in shown.items()) + ", seed 0)"
     return Plan(label=label, build=build, params={f"head__{a}": b for a, b in params.items()},
-                estimate=cost(*chosen), rows=search.sample_rows(rows) if rows < n else None)
+                estimate=cost(*chosen), rows=search.sample_rows(rows) if rows < n else None,
+                measured=measured)

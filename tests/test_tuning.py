@@ -266,7 +266,7 @@ def _paused(seconds):
     return Paused(seconds)
 
 
-def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice, monkeypatch):
+def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice):
     """Above the probes' size, two timed fits (after an untimed warm-up) measure a step; the
     plan is the richest recipe whose estimate fits the time left."""
     from embedkit import _finetune_plan
@@ -292,11 +292,13 @@ def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice, monkeyp
     assert found.params["head__epochs"] == 2 and found.params["head__k"] == 6  # the full recipe
     assert found.params["head__early_stopping"] is False
 
-    # 60% of that estimate: the full recipe no longer fits, a cheaper one is chosen
-    # (one epoch, or half the blocks frozen), or none, and never one that overruns the time left
-    monkeypatch.setattr(_finetune_plan, "MIN_PROBE_SECONDS", 0.0)
+    # 60% of that estimate, from the same measurement (a second probe would time this machine
+    # again, and a faster run could make the full recipe fit): the full recipe no longer fits; a
+    # cheaper one is chosen (one epoch, or half the blocks frozen, on all rows or a subsample),
+    # or none, and never one that overruns the time left
     left = 0.6 * found.estimate
-    cheaper = _finetune_plan.plan(search_with(left, []), "finetune-short")
+    cheaper = _finetune_plan.plan(search_with(left, []), "finetune-short", measured=found.measured)
+    assert cheaper.measured == found.measured
     if cheaper.fits:
         assert cheaper.estimate <= left
         recipe = (cheaper.params["head__epochs"], cheaper.params["head__k"])
