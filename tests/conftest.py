@@ -152,18 +152,20 @@ def _blas_threads():
         yield
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def _torch_threads():
-    """Tiny test models run fastest, and steadiest on a shared machine, on one thread."""
+    """Every test starts with one torch intra-op thread: tiny test models run fastest, and
+    steadiest on a shared machine, on one. Set before each test, not once per session: a test
+    that leaves two behind (a benchmark's ``--threads``) would otherwise make every later torch
+    test on its worker spin two OpenMP threads against the other worker, 40-80 s for a
+    one-second fit."""
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dev dependency
         yield
         return
-    before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
-    torch.set_num_threads(before)
 
 
 def pytest_terminal_summary(terminalreporter):

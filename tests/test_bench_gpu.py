@@ -31,7 +31,7 @@ def _number(cell: str) -> float:
 @pytest.mark.slow
 def test_quick_cpu_run_prints_every_row(tmp_path):
     out = tmp_path / "bench_gpu.md"
-    bench_gpu.main(["--device", "cpu", "--quick", "--threads", "2", "--output", str(out)])
+    bench_gpu.main(["--device", "cpu", "--quick", "--threads", "1", "--output", str(out)])
     text = out.read_text()
     assert "python pipelines/benchmarks/bench_gpu.py --device cpu --quick" in text
     assert text.startswith("# embedkit on cpu")

@@ -27,15 +27,6 @@ from embedkit.heads import (
     SelfAttentionRegressor,
 )
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 HEADS = {
     "conv": lambda: ConvClassifier(kernel_sizes=(2, 5), filters=6, **TINY),
     "conv-causal-dilated-mean": lambda: ConvClassifier(kernel_sizes=(3,), filters=6, num_layers=3,

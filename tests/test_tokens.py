@@ -144,18 +144,7 @@ def test_pickle_round_trip_gives_identical_output(bbc):
     np.testing.assert_array_equal(a.lengths, b.lengths)
 
 
-@pytest.fixture
-def one_torch_thread():
-    """One intra-op thread: on a shared CPU, torch's thread pool spins and runs ~3x slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def test_dan_learns_its_embedding_from_token_ids(bbc, one_torch_thread):
+def test_dan_learns_its_embedding_from_token_ids(bbc):
     """End to end: TokenIndexer ids -> MLPClassifier (a Deep Averaging Network) on BBC News."""
     docs, labels = bbc
     Xtr, Xte, ytr, yte = train_test_split(docs, labels, test_size=0.2, stratify=labels,
@@ -168,7 +157,7 @@ def test_dan_learns_its_embedding_from_token_ids(bbc, one_torch_thread):
     assert accuracy > 0.8  # measured 0.875; chance is 0.2
 
 
-def test_frozen_head_embedding_keeps_the_aligned_vectors(bbc, one_torch_thread):
+def test_frozen_head_embedding_keeps_the_aligned_vectors(bbc):
     docs, labels = bbc[0][::6], bbc[1][::6]  # 100 articles from all five topics
     idx = TokenIndexer(pretrained=_word2vec(min_count=3))
     ids = idx.fit_transform(docs)
@@ -178,7 +167,7 @@ def test_frozen_head_embedding_keeps_the_aligned_vectors(bbc, one_torch_thread):
     np.testing.assert_array_equal(weight, idx.vectors_)
 
 
-def test_fine_tuning_the_head_leaves_the_indexer_vectors_alone(bbc, one_torch_thread):
+def test_fine_tuning_the_head_leaves_the_indexer_vectors_alone(bbc):
     docs, labels = bbc[0][::6], bbc[1][::6]
     idx = TokenIndexer(pretrained=_word2vec(min_count=3))
     ids = idx.fit_transform(docs)

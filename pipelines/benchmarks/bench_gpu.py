@@ -418,12 +418,17 @@ def main(argv=None) -> None:
     if args.quick:
         args.rounds = min(args.rounds, 1)
 
+    from embedkit._batching import torch_threads
+
+    with torch_threads(args.threads):  # restored after: a caller's (a test's) threads stay its own
+        _run(args, argv)
+
+
+def _run(args, argv) -> None:
     import torch
 
     from embedkit._batching import resolve_device
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.model is None:
         from embedkit.resources import resource_path
 
