@@ -55,10 +55,10 @@ def _timed_fit(search, build, rows) -> float:
     return time.monotonic() - began
 
 
-def _probe(search, probe, n: int, batch: int, seed: int) -> tuple[float, float]:
+def _probe(search, probe, batch: int, seed: int) -> tuple[float, float]:
     """Seconds a training step and seconds to load, from short fits of ``probe`` on random
     training rows: an untimed warm-up, then ``PROBE_STEPS`` steps; their difference is the steps."""
-    rng = np.random.default_rng(seed)
+    rng, n = np.random.default_rng(seed), len(search.y_train)
     warm, short, long = (rng.choice(n, s * batch, replace=False) for s in (1, *PROBE_STEPS))
     try:  # the first fit pays one-time costs (imports, kernels): it is not timed
         _timed_fit(search, probe, warm)
@@ -141,7 +141,7 @@ def plan(search, head: str, seed: int = 0,
         return Plan(label=label, build=build, params={f"head__{a}": b for a, b in params.items()},
                     estimate=prior)
     if measured is None:
-        measured = _probe(search, build_with(epochs=1)[0], n, batch, seed)
+        measured = _probe(search, build_with(epochs=1)[0], batch, seed)
     step, overhead = measured
     search.say(f"{search.clock.stamp()} fine-tuning probe: {step:.2f} s a step of {batch} at "
                f"max_length {max_length} (95% of the documents fit), {overhead:.1f} s to load")
