@@ -9,8 +9,12 @@ How it spends a budget
   the frozen encoder (MiniLM): its pass over every document is paid once, measured on a probe
   batch and cached, then each head on its vectors costs seconds (linear, MLP, stacking with
   NBSVM). Tier 3: fine-tuning, sized to the time left (`embedkit._finetune_plan`). Then the
-  time left is filled: another seed of a fine-tuned leader, more sampled settings of the
-  leading pairs. After every scored model an ensemble is selected from all of them.
+  time left is filled with more sampled settings of the leading pairs (a fine-tuned leader's
+  other learning rate, on the same rows). After every scored model an ensemble is selected
+  from all of them. Seeds are not candidates: picking the luckiest of several seeds of one
+  recipe on the validation rows flatters it, and averaging seeds reliably helps; the finish
+  (`embedkit.Tuner`) refits a fine-tuned pick on every document as the mean of as many seeds
+  as the time left pays for, and the fill never spends the time that two of them need.
 * **Measured costs.** Before a candidate runs its time is estimated from what this machine did:
   its pair's earlier fits, else a probe fit on a slice of the training rows scaled up (the
   registry's ``cost`` is only a prior, to skip the probe for what is surely cheap). A candidate
@@ -42,11 +46,12 @@ __all__ = ["FINETUNE_HEADS", "Candidate", "Search", "candidate_label", "describe
 PROBE_SHARE, PROBE_ROWS = 0.1, (100, 400)
 #: estimates from probes and from earlier fits of a pair are multiplied by this margin
 MARGIN = 1.25
-#: how many seeds a fine-tuned leader may add in the fill stage (the other pairs may add every
-#: setting of their registry space, in a sampled order: at most 15 each)
-MAX_SEEDS = 4
 TIER_NAMES = {0: "baselines", 1: "sparse + linear", 2: "frozen encoder", 3: "fine-tuning",
               4: "ensembles"}
+
+
+#: how a fine-tuning plan's label ends (`embedkit._finetune_plan`)
+PLANNED = re.compile(r", seed (\d+)\)$")
 
 
 def describe(params: dict) -> str:
@@ -154,6 +159,7 @@ class Search:
         self.tiers_reached: list[int] = []
         self.encoder_seconds = math.nan
         self.interrupted = False
+        self.filling = False  # True once every tier's defaults are done (`_fill`)
         self.margin = MARGIN
 
     # -- the split and scoring ------------------------------------------------------------------
@@ -355,8 +361,9 @@ class Search:
             self.add_and_run(c)
 
     def _fill(self) -> None:
-        """Spend what is left on the leaders: another seed of a fine-tuned one, more sampled
-        settings of the others, best first, while one fits."""
+        """Spend what is left on the leaders' other settings, best pair first, while one fits
+        (``filling`` tells the finish's reserve that the tiers are done)."""
+        self.filling = True
         tried: set[str] = {c.label for c in self.candidates}
         while True:
             leaders, seen = [], set()
@@ -367,14 +374,7 @@ class Search:
                     leaders.append(c)
             chosen = None
             for lead in leaders:  # best pair first; a pair with nothing left that fits yields
-                if lead.tier == 3:
-                    seeds = [d for d in self.candidates if d.pair == lead.pair]
-                    settings = ([{**lead.params, "head__random_state": len(seeds)}]
-                                if len(seeds) < MAX_SEEDS else [])
-                else:
-                    settings = sampled_settings(lead.representation, lead.head, None,
-                                                self.seed)
-                for params in settings:
+                for params in sampled_settings(lead.representation, lead.head, None, self.seed):
                     option = self._variant(lead, params)
                     if option.label in tried:
                         continue
@@ -390,20 +390,22 @@ class Search:
             self.add_and_run(chosen)
 
     def _variant(self, lead: Candidate, params: dict) -> Candidate:
+        """``lead``'s pair with ``params``; a fine-tuning plan's variant keeps the plan's recipe
+        (max_length, epochs, blocks) and rows and changes only ``params``."""
         c = self._candidate(lead.representation, lead.head, params, lead.tier)
-        if lead.tier == 3:  # same plan and rows, another seed
-            c.build = _with_params(lead.build, {"head__random_state": params["head__random_state"]})
-            c.rows = lead.rows
-            c.label = re.sub(r", seed \d+\)$", f", seed {params['head__random_state']})", lead.label)
+        plan = next((d for d in self.candidates if d.pair == lead.pair and PLANNED.search(d.label)),
+                    None)  # the plan itself comes first: variants are of it, not of each other
+        if plan is not None:
+            c.build, c.rows = _with_params(plan.build, params), plan.rows
+            c.params = {**plan.params, **params}
+            c.label = PLANNED.sub(lambda m: f", {describe(params)}, seed {m.group(1)})", plan.label)
         return c
 
     # -- ensembles --------------------------------------------------------------------------------
     def ensembles(self) -> list[Candidate]:
-        """The ensembles of the scored models: Caruana's greedy selection (with replacement) over
+        """The ensemble of the scored models: Caruana's greedy selection (with replacement) over
         their validation probabilities, its score cross-fitted (chosen on one half of the
-        validation rows, scored on the other, and back) so the selection does not flatter it;
-        and for each fine-tuned pair with two seeds or more, the mean of its seeds (members fixed
-        by that rule, so scored on every validation row)."""
+        validation rows, scored on the other, and back) so the selection does not flatter it."""
         scored = [c for c in self.candidates if c.status == "scored" and c.kind != "ensemble"]
         if len(scored) < 2:
             return []
@@ -418,18 +420,12 @@ class Search:
         if len(weights) >= 2:
             score = sum(k * s for k, s in parts) / sum(k for k, _ in parts)
             found.append(self._ensemble(f"ensemble of {len(weights)} models", weights, score))
-        for head in dict.fromkeys(c.head for c in scored if c.tier == 3):
-            seeds = {c: 1 for c in scored if c.tier == 3 and c.head == head}
-            if len(seeds) >= 2:
-                found.append(self._ensemble(f"mean of {len(seeds)} seeds of {head}", seeds))
         return found
 
-    def _ensemble(self, label: str, weights: dict, score: float | None = None) -> Candidate:
-        """A weighted vote of scored candidates; ``score`` None: scored on every validation row."""
+    def _ensemble(self, label: str, weights: dict, score: float) -> Candidate:
+        """A weighted vote of scored candidates, with its (cross-fitted) score."""
         total = sum(weights.values())
         proba = sum(w * c.proba for c, w in weights.items()) / total
-        if score is None:
-            score = _score_rows(self, proba, np.arange(len(self.y_valid)))
         return Candidate(label=label, tier=4, build=lambda: None, kind="ensemble",
                          status="scored", score=score, proba=proba,
                          note="; ".join(f"{c.label}: {w / total:.2f}" for c, w in weights.items()),

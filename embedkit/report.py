@@ -311,6 +311,17 @@ def _versions() -> list[tuple[str, str]]:
     return out
 
 
+def _final(meta: dict) -> str:
+    """What became of the pick, from a tune leaderboard's ``attrs`` ('' for other boards)."""
+    if "refit" not in meta:
+        return ""
+    if not meta["refit"]:
+        return "The pick was kept as fitted on the training rows (no time for a refit). "
+    seeds = int(meta.get("seeds") or 1)
+    return (f"The pick was refit on all {meta.get('n_docs', 0):,} documents"
+            + (f", its fine-tuned model as the mean of {seeds} seeds" if seeds > 1 else "") + ". ")
+
+
 def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "embedkit tune",
                       top: int = 20, dataset: pd.DataFrame | None = None,
                       pipelines: dict | None = None) -> list[Path]:
@@ -339,7 +350,8 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     lines = [f"# {title}", "", f"{metric} on {meta.get('protocol', 'the validation rows')}. "
              f"Tiers reached: {', '.join(meta.get('tiers_reached', [])) or 'none'}"
              + ("; the search was interrupted" if meta.get("interrupted") else "") + ". "
-             "*documents*: the training rows a model fitted on; *fit_seconds*: its fit and its "
+             + _final(meta)
+             + "*documents*: the training rows a model fitted on; *fit_seconds*: its fit and its "
              "predictions on the validation rows, wall clock.", "", table, ""]
     if len(rest):
         lines += ["## Left out or failed", "",

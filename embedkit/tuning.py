@@ -11,13 +11,18 @@ The budget is wall time for the whole of `Tuner.fit`: the search, the two plain 
 refit of the pick and writing ``output``. The search (`embedkit._search`) scores every model on
 one validation split (the same rows for all), tier by tier: sparse features with linear heads,
 then the frozen encoder (its pass over the documents paid once and cached), then fine-tuning
-sized to the time left, then more seeds and settings of the leaders; an ensemble is selected
-from everything scored, and the seeds of a fine-tuned model are also averaged. Each model's
+sized to the time left, then more settings of the leaders; an ensemble is selected from
+everything scored. Each model's
 time is estimated from what this machine measured before it runs, and a model that does not fit
 is left out, with the budget that would include it. The pick is the best validation score among
 the models, the ensembles and the two baselines a user could write in five lines (so it is never
 worse than those on the same rows); it is refit on all the documents when the time left pays for
-it, and otherwise kept as fitted on the training rows.
+it, and otherwise kept as fitted on the training rows. A fine-tuned pick (or ensemble member) is
+refit as the mean of as many seeds as the time left pays for, up to `MAX_SEEDS`: seeds are not
+compared on the validation rows (the luckiest of several seeds of one recipe would be picked for
+its luck), they are averaged, which the accuracy suite found better than one seed on five of six
+short-text sets; the search keeps back the time of `RESERVED_SEEDS` of them once its tiers are
+done.
 Ctrl-C (``KeyboardInterrupt``) during the search ends it and finishes with the best so far.
 """
 
@@ -41,12 +46,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._budget import BudgetError, Clock, format_seconds, parse_budget
 from ._params import validate_params
-from ._search import FINETUNE_HEADS, MARGIN, TIER_NAMES, Search, describe
+from ._search import FINETUNE_HEADS, PLANNED, TIER_NAMES, Search, describe
 from .base import CheckedKeywords, store_params
 from .registry import HEADS, REPRESENTATIONS
 
-__all__ = ["DEFAULT_PAIRS", "FINETUNE_HEADS", "MINILM_BASELINE", "TFIDF_BASELINE", "BudgetError",
-           "Tuner", "baseline_pipelines", "leaderboard", "parse_budget", "pipelines", "tune"]
+__all__ = ["DEFAULT_PAIRS", "FINETUNE_HEADS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
+           "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
+           "parse_budget", "pipelines", "tune"]
 
 #: what `Tuner` searches when no pairs are given: the levers the accuracy suite found, by tier
 #: (stacking NBSVM with MiniLM is left to the ensemble selection, which combines the same two
@@ -56,6 +62,11 @@ DEFAULT_PAIRS = (
     ("minilm", "logreg-cv"), ("minilm", "mlp"), ("passthrough", "finetune-short"),
 )
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
+#: a refit's time is its measured fit scaled to every document (rows^1.1), times this margin
+REFIT_MARGIN = 1.1
+#: the refit of a fine-tuned pick averages up to this many seeds (each one more fit, and one
+#: more model to store and to run at prediction); the fill keeps back the time of this many
+MAX_SEEDS, RESERVED_SEEDS = 4, 2
 
 
 def baseline_pipelines(cache="memory") -> dict:
@@ -173,6 +184,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     refit_ : bool
         Whether the pick was refit on all the documents (else it is as fitted on the training
         rows: the time left could not pay for a refit).
+    seeds_ : int
+        How many seeds each fine-tuned model of the pick averages (1: one, or none fine-tuned).
     leaderboard_ : DataFrame
         Every model: scored, left out (with the budget that would include it) or failed.
     classes_ : ndarray
@@ -257,13 +270,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         self.interrupted_ = search.interrupted
         pick = search.best()
         self.pick_ = pick.label
-        self.best_estimator_, self.refit_ = self._finish(search, pick, clock, say)
+        self.best_estimator_, self.refit_, self.seeds_ = self._finish(search, pick, clock, say)
         self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
         if self.output is not None:
             self._write(docs, y, clock, say)
         self.budget_used_ = clock.elapsed()
-        say(f"{clock.stamp()} done: {self.pick_} ({pick.score:.3f} on the validation rows); "
+        seeds = f" as the mean of {self.seeds_} seeds" if self.seeds_ > 1 else ""
+        say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on the validation rows); "
             f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used")
         return self
 
@@ -271,26 +285,38 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     def _write_seconds(self) -> float:
         return 0.0 if self.output is None else min(max(5.0, 0.02 * parse_budget(self.budget)), 30.0)
 
-    def _refit_seconds(self, search: Search, c) -> float:
-        """Seconds to refit ``c`` (its members) on all the documents, from their measured fits."""
+    def _refit_seconds(self, search: Search, c, seeds: int = 1) -> float:
+        """Seconds to refit ``c`` (its members) on all the documents, from their measured fits,
+        with ``seeds`` seeds of each fine-tuned member."""
         members = [search_candidate(search, label) for label in c.weights] if c.weights else [c]
         n_all, n_train = len(search.docs), max(len(search.train), 1)
-        return MARGIN * sum(m.fit_seconds * (n_all / (n_train if m.rows is None else len(m.rows)))
-                            ** 1.1 for m in members)
+        return REFIT_MARGIN * sum(
+            m.fit_seconds * (n_all / (n_train if m.rows is None else len(m.rows))) ** 1.1
+            * (seeds if _seeded(m) else 1) for m in members)
 
     def _reserve(self, search: Search) -> float:
-        """What the finish needs: writing the output, and the refit of the leader where it is
-        cheap (a quarter of the budget at most; a dearer leader is kept as fitted)."""
+        """What the finish needs: writing the output, and the refit of the leader. While the tiers
+        run, only a refit under a quarter of the budget is kept back (a dearer one would starve
+        them; that leader is kept as fitted unless time is left at the end). Once they are done,
+        the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a
+        fine-tuned model, or one, whichever the time left still pays for."""
         scored = [c for c in search.candidates if c.status == "scored"]
-        refit = 0.0
-        if scored:
-            need = self._refit_seconds(search, search.best())
-            refit = need if need <= 0.25 * search.clock.budget else 0.0
-        return self._write_seconds() + refit
+        if not scored:
+            return self._write_seconds()
+        best, write = search.best(), self._write_seconds()
+        if not search.filling:
+            need = self._refit_seconds(search, best)
+            return write + (need if need <= 0.25 * search.clock.budget else 0.0)
+        for seeds in range(RESERVED_SEEDS, 0, -1):
+            need = self._refit_seconds(search, best, seeds)
+            if need <= search.clock.left() - write:
+                return write + need
+        return write
 
     def _finish(self, search: Search, pick, clock: Clock, say):
-        """The pick as one estimator: refit on every document when the time left pays for it."""
-        from sklearn.base import clone
+        """The pick as one estimator, refit on every document when the time left pays for it;
+        each fine-tuned member then averages as many seeds (up to ``MAX_SEEDS``) as the time
+        left pays for. Returns ``(estimator, refit, seeds)``."""
         from sklearn.frozen import FrozenEstimator
         from sklearn.pipeline import Pipeline
 
@@ -298,32 +324,64 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                    if pick.weights else [(pick, 1.0)])
         need = self._refit_seconds(search, pick)
         refit = not search.interrupted and need <= clock.left() - self._write_seconds()
-        fitted = [(member.label, member.model, weight) for member, weight in members]
+        fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
         if refit:
+            again = None
             try:
-                again = []
-                for member, weight in members:
-                    began = time.monotonic()
-                    model = clone(member.build()).fit(search.docs, search.y)
-                    say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} "
-                        f"documents ({time.monotonic() - began:.0f} s)")
-                    again.append((member.label, model, weight))
-                fitted = again
-            except KeyboardInterrupt:  # Ctrl-C during the refit: keep the fitted members
-                refit = False
-                say(f"{clock.stamp()} interrupted: the refit is dropped")
+                again = [[self._refit(search, member, member.build(), clock, say)]
+                         for member, _ in members]
+                self._more_seeds(search, members, again, clock, say)
+            except KeyboardInterrupt:  # Ctrl-C: keep what is refit, or else the fitted members
+                say(f"{clock.stamp()} interrupted: the refit stops here")
+            refit = again is not None
+            fitted = again or fitted
         if not refit:
             say(f"{clock.stamp()} kept {pick.label} as fitted on the {len(search.train):,} training "
                 f"rows (a refit on all the documents needs about {format_seconds(need)})")
-        if len(fitted) == 1:
-            return fitted[0][1], refit
+        seeds = max(len(models) for models in fitted)
+        flat = [(label, model, weight / len(models))  # a member's seeds share its weight
+                for models, (_, weight) in zip(fitted, members, strict=True)
+                for label, model, _ in models]
+        if len(flat) == 1:
+            return flat[0][1], refit, seeds
         from .heads.ensemble import EnsembleClassifier
 
         ensemble = EnsembleClassifier(members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
-                                                    for i, (label, model, _) in enumerate(fitted)),
-                                      method="vote", weights=[w for _, _, w in fitted])
+                                                    for i, (label, model, _) in enumerate(flat)),
+                                      method="vote", weights=[w for _, _, w in flat])
         head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
-        return Pipeline([("features", "passthrough"), ("head", head)]), refit
+        return Pipeline([("features", "passthrough"), ("head", head)]), refit, seeds
+
+    @staticmethod
+    def _refit(search: Search, member, pipe, clock: Clock, say) -> tuple[str, object, float]:
+        """``pipe`` (``member``'s, maybe another seed) fitted on every document, its label and
+        seconds."""
+        from sklearn.base import clone
+
+        began = time.monotonic()
+        model = clone(pipe).fit(search.docs, search.y)
+        seconds = time.monotonic() - began
+        label = member.label if "head__random_state" not in pipe.get_params() else PLANNED.sub(
+            f", seed {pipe.get_params()['head__random_state']})", member.label)
+        say(f"{clock.stamp()} refit {label} on all {len(search.docs):,} documents ({seconds:.0f} s)")
+        return label, model, seconds
+
+    def _more_seeds(self, search: Search, members, fitted, clock: Clock, say) -> None:
+        """Add seeds to the refit fine-tuned members, round by round, while the next one's
+        measured cost fits in the time left (at most ``MAX_SEEDS`` each)."""
+        seeded = [i for i, (member, _) in enumerate(members) if _seeded(member)]
+        while seeded:
+            i = min(seeded, key=lambda j: len(fitted[j]))
+            member = members[i][0]
+            if len(fitted[i]) >= MAX_SEEDS:
+                return
+            cost = REFIT_MARGIN * max(seconds for _, _, seconds in fitted[i])
+            if cost > clock.left() - self._write_seconds():
+                return
+            first = member.build()
+            seed = int(first.get_params()["head__random_state"]) + len(fitted[i])
+            fitted[i].append(self._refit(search, member, first.set_params(head__random_state=seed),
+                                         clock, say))
 
     def _write(self, docs, y, clock: Clock, say) -> None:
         from .persist import save
@@ -361,6 +419,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.non_deterministic = True  # wall-clock budgets: what is scored depends on the machine
         return tags
+
+
+def _seeded(c) -> bool:
+    """Whether ``c`` is a fine-tuned model whose seed the refit may vary (an ensemble member)."""
+    return c.tier == 3 and "head__random_state" in c.params
 
 
 def search_candidate(search: Search, label: str):
@@ -415,7 +478,7 @@ def leaderboard(tuner) -> pd.DataFrame:
                  f"(stratified, seed {tuner.random_state}); every model trained on the other "
                  f"{len(search.train):,}",
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
-        encoder_seconds=search.encoder_seconds, refit=tuner.refit_)
+        encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_)
     return board
 
 

@@ -170,7 +170,7 @@ def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice)
     a, b = [c for c in search.candidates if c.kind == "candidate" and c.status == "scored"][:2]
     pair = Candidate(label="two", tier=4, build=lambda: None, kind="ensemble", status="scored",
                      weights={a.label: 0.7, b.label: 0.3}, fit_seconds=0.0)
-    pipe, _ = tuner._finish(search, pair, search.clock, lambda line: None)
+    pipe, _, _ = tuner._finish(search, pair, search.clock, lambda line: None)
     head = pipe.named_steps["head"]
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.7, 0.3]
     docs = test["text"][:30].tolist()
@@ -217,41 +217,88 @@ def finetuned(trec_slice):
     return tuner, lines
 
 
-def test_fine_tuning_runs_and_more_seeds_fill_the_time_left(finetuned):
+def test_fine_tuning_runs_and_its_other_learning_rate_fills_the_time_left(finetuned):
     """On data no bigger than the probes the recipe runs as it is (max_length from the data);
-    the time left goes to more seeds of the fine-tuned model, and an ensemble may combine them."""
-    from embedkit._search import _score_rows
-
+    the time left goes to the pair's other learning rate on the plan's recipe and rows, not to
+    more seeds: seeds are averaged at the refit, never picked on the validation rows."""
     tuner, lines = finetuned
     board = tuner.leaderboard_
     ft = board[board["tier"] == "fine-tuning"]
     assert "fine-tuning" in tuner.tiers_reached_
     assert all("max_length=32" in label for label in ft["pipeline"])  # TREC questions are short
-    seeds = sorted(label.rsplit("seed ", 1)[1] for label in ft["pipeline"])
-    assert seeds[0] == "0)" and len(seeds) == len(set(seeds)) <= 4
-    scored = ft[ft["status"] == "scored"]
-    assert len(scored) >= 2 and (scored["accuracy"] > 0.2).all()
-    # the seeds' plain mean: every scored seed, equal weights, scored on every validation row
+    assert all(label.endswith(", seed 0)") for label in ft["pipeline"])  # no seed candidates
+    assert list(ft["pipeline"]) and not board["pipeline"].str.contains("mean of").any()
     search = tuner.search_
-    seeds = [c for c in search.candidates if c.tier == 3 and c.status == "scored"]
-    mean = next(c for c in search.candidates if c.label == f"mean of {len(seeds)} seeds of finetune-short")
-    assert mean.weights == {c.label: 1 / len(seeds) for c in seeds}
-    np.testing.assert_allclose(mean.proba, np.mean([c.proba for c in seeds], axis=0))
-    rows = np.arange(len(search.y_valid))
-    assert mean.score == _score_rows(search, mean.proba, rows)
+    plan, *variants = [c for c in search.candidates if c.tier == 3]
+    assert [c.label for c in variants] == [plan.label.replace(", seed 0)", ", lr=5e-05, seed 0)")]
+    variant = variants[0]
+    assert variant.status == "scored" and variant.rows is plan.rows
+    params = variant.build().get_params()
+    assert params["head__lr"] == 5e-5 and params["head__max_length"] == 32
+    assert params["head__epochs"] == plan.build().get_params()["head__epochs"]
+    # variants are of the plan: the variant's own variant is itself, so it is never run twice
+    assert search._variant(variant, {"head__lr": 5e-5}).label == variant.label
 
 
-def test_a_seed_that_leads_still_gets_further_seeds(finetuned):
-    """A seed other than 0 may lead; its variant is the next seed, not a repeat of itself."""
-    from embedkit._search import MAX_SEEDS
+def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypatch):
+    """The finish refits a fine-tuned pick on every document, then adds seeds (its own seed +1,
+    +2, ...) while the time left pays for them, up to MAX_SEEDS; the seeds share the weight."""
+    from embedkit import tuning
+    from embedkit._budget import Clock
+    from embedkit.heads import EnsembleClassifier
 
     tuner, _ = finetuned
     search = tuner.search_
-    seeds = [c for c in search.candidates if c.tier == 3 and c.status == "scored"]
-    lead = max(seeds, key=lambda c: c.score)
-    nxt = search._variant(lead, {**lead.params, "head__random_state": len(seeds)})
-    assert nxt.label.endswith(f", seed {len(seeds)})") and nxt.label not in {c.label for c in seeds}
-    assert nxt.build().get_params()["head__random_state"] == len(seeds) <= MAX_SEEDS
+    plan = next(c for c in search.candidates if c.tier == 3)
+    monkeypatch.setattr(tuning, "MAX_SEEDS", 2)  # two seeds show the mechanism at half the cost
+    lines = []
+    pipe, refit, seeds = tuner._finish(search, plan, Clock(600), lines.append)
+    assert refit and seeds == 2
+    head = pipe.named_steps["head"]
+    assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.5, 0.5]
+    states = [m.estimator.get_params()["head__random_state"] for _, m in head.members]
+    assert states == [0, 1]
+    n = len(search.docs)
+    refits = [line for line in lines if "] refit " in line]
+    assert len(refits) == 2 and all(
+        f"refit {plan.label.replace('seed 0)', f'seed {s})')} on all {n:,} documents (" in line
+        for s, line in enumerate(refits))
+    docs = ["What is the capital of France ?", "Who wrote Hamlet ?"]
+    members = [m.predict_proba(docs) for _, m in head.members]
+    np.testing.assert_allclose(head.predict_proba(docs), np.mean(members, axis=0))
+    # no time left after the first refit: no second seed
+    fitted = [[("x", None, 5.0)]]
+    tuner._more_seeds(search, [(plan, 1.0)], fitted, _paused(1.0), lines.append)
+    assert fitted == [[("x", None, 5.0)]]
+
+
+def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_filling(trec_slice):
+    """While the tiers run, only a refit under a quarter of the budget is kept back; once they
+    are done the fill keeps back two seeds' refit of a fine-tuned leader, else one, else none."""
+    from embedkit._search import Candidate, Search
+    from embedkit.tuning import REFIT_MARGIN
+
+    train, _ = trec_slice
+
+    def reserve(budget, filling):
+        search = Search(train["text"].to_numpy(object), train["label"].to_numpy(),
+                        clock=_paused(budget), pairs=[], scoring="accuracy", validation=0.2,
+                        finetune="auto", cache=None, random_state=0, say=lambda line: None,
+                        finish_reserve=lambda: 0.0)
+        search.split()
+        search.candidates.append(Candidate(
+            label="finetune-short (max_length=32, epochs=2, seed 0)", tier=3, build=lambda: None,
+            head="finetune-short", params={"head__random_state": 0}, status="scored", score=0.9,
+            fit_seconds=10.0, predict_seconds=1.0))
+        search.filling = filling
+        return Tuner(budget=budget)._reserve(search)
+
+    one = REFIT_MARGIN * 10.0 * (300 / 240) ** 1.1  # 300 documents, 240 training rows
+    assert reserve(4 * one + 1, filling=False) == pytest.approx(one)
+    assert reserve(4 * one - 1, filling=False) == 0  # over a quarter of the budget: not kept
+    assert reserve(2 * one + 1, filling=True) == pytest.approx(2 * one)
+    assert reserve(2 * one - 1, filling=True) == pytest.approx(one)
+    assert reserve(one - 1, filling=True) == 0  # no refit fits: the fill may use the time
 
 
 def _paused(seconds):

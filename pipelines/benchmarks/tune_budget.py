@@ -78,6 +78,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
            "budget_s": seconds, "wall_s": wall, "used_share": wall / seconds,
            "pick": tuner.pick_, "pick_kind": pick["kind"], "pick_tier": pick["tier"],
            "pick_valid": float(pick["accuracy"]), "refit": bool(tuner.refit_),
+           "seeds": int(tuner.seeds_),
            "pick_acc": float(accuracy_score(y_test, tuner.predict(X_test))),
            "tiers": tuner.tiers_reached_, "scored": int((board["status"] == "scored").sum()),
            "left_out": [f"{p}: {n}" for p, n in zip(board.loc[board["status"] == "left out", "pipeline"],
@@ -108,6 +109,8 @@ def table(rows: list[dict]) -> pd.DataFrame:
         "wall s (share)": [f"{w:.0f} ({u:.0%})" for w, u in zip(df["wall_s"], df["used_share"],
                                                                 strict=True)],
         "pick": df["pick"], "tier": df["pick_tier"],
+        "final model": [_final(r, n) for r, n in zip(df["refit"], df.get("seeds", [1] * len(df)),
+                                                    strict=True)],
         "pick held out": df["pick_acc"].map("{:.3f}".format),
         "plain TF-IDF + LR": df["tfidf_acc"].map("{:.3f}".format),
         "plain MiniLM + LR": df["minilm_acc"].map("{:.3f}".format),
@@ -121,6 +124,15 @@ def table(rows: list[dict]) -> pd.DataFrame:
     out["tiers reached"] = df["tiers"].map(lambda t: ", ".join(t))
     out["left out"] = df["left_out"].map(len)
     return out
+
+
+def _final(refit: bool, seeds) -> str:
+    """How the pick was finished: refit on all the training side (as the mean of N seeds of its
+    fine-tuned model), or kept as fitted on the search's training rows."""
+    if not refit:
+        return "as fitted (80%)"
+    seeds = 1 if pd.isna(seeds) else int(seeds)
+    return "refit" + (f", {seeds} seeds" if seeds > 1 else "")
 
 
 def machine() -> str:
