@@ -135,7 +135,7 @@ def plan(search, head: str, seed: int = 0,
                          f"{format_seconds(enough)}")
     if measured is None and (n <= PROBE_STEPS[1] * batch or prior <= 0.2 * search.left()):
         # small data, or surely affordable: the recipe itself is quicker than measuring it, and
-        # its own fit time then sizes whatever comes after (more seeds)
+        # its own fit time then sizes whatever comes after (its variants, the refit's seeds)
         build, params = build_with()
         label = f"{head} (max_length={max_length}, epochs={base.epochs}, seed 0)"
         return Plan(label=label, build=build, params={f"head__{a}": b for a, b in params.items()},

@@ -202,9 +202,10 @@ def tune(
     """Find the best pipeline for your data within a time budget, save it, write a leaderboard.
 
     Tier by tier (`embedkit.Tuner`): sparse features with linear heads, the frozen MiniLM
-    encoder (one pass, cached), fine-tuning sized to the time left, then more seeds and settings
-    of the leaders and an ensemble of what was scored. Every model, and the two five-line
-    baselines (plain TF-IDF + LR, plain MiniLM + LR), is scored on the same validation rows.
+    encoder (one pass, cached), fine-tuning sized to the time left, then more settings of the
+    leaders and an ensemble of what was scored. Every model, and the two five-line baselines
+    (plain TF-IDF + LR, plain MiniLM + LR), is scored on the same validation rows. The pick is
+    refit on all the rows when time allows, a fine-tuned one as the mean of up to four seeds.
     Ctrl-C stops the search and keeps the best so far. Then
     `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
     """

@@ -299,7 +299,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         run, only a refit under a quarter of the budget is kept back (a dearer one would starve
         them; that leader is kept as fitted unless time is left at the end). Once they are done,
         the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a
-        fine-tuned model, or one, whichever the time left still pays for."""
+        fine-tuned model, or one, whichever the time left paid for when the fill started."""
         scored = [c for c in search.candidates if c.status == "scored"]
         if not scored:
             return self._write_seconds()
@@ -307,11 +307,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         if not search.filling:
             need = self._refit_seconds(search, best)
             return write + (need if need <= 0.25 * search.clock.budget else 0.0)
-        for seeds in range(RESERVED_SEEDS, 0, -1):
-            need = self._refit_seconds(search, best, seeds)
-            if need <= search.clock.left() - write:
-                return write + need
-        return write
+        if search.reserved_seeds is None:  # decided once, when the fill starts: a fit that
+            # overruns its estimate must not turn two reserved seeds into time for the fill
+            search.reserved_seeds = next(
+                (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
+                 if self._refit_seconds(search, best, seeds) <= search.clock.left() - write), 0)
+        if not search.reserved_seeds:
+            return write
+        return write + self._refit_seconds(search, best, search.reserved_seeds)
 
     def _finish(self, search: Search, pick, clock: Clock, say):
         """The pick as one estimator, refit on every document when the time left pays for it;

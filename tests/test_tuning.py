@@ -280,7 +280,7 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
 
     train, _ = trec_slice
 
-    def reserve(budget, filling):
+    def reserve(budget, filling, keep=False):
         search = Search(train["text"].to_numpy(object), train["label"].to_numpy(),
                         clock=_paused(budget), pairs=[], scoring="accuracy", validation=0.2,
                         finetune="auto", cache=None, random_state=0, say=lambda line: None,
@@ -291,7 +291,8 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
             head="finetune-short", params={"head__random_state": 0}, status="scored", score=0.9,
             fit_seconds=10.0, predict_seconds=1.0))
         search.filling = filling
-        return Tuner(budget=budget)._reserve(search)
+        reserved = Tuner(budget=budget)._reserve(search)
+        return search if keep else reserved
 
     one = REFIT_MARGIN * 10.0 * (300 / 240) ** 1.1  # 300 documents, 240 training rows
     assert reserve(4 * one + 1, filling=False) == pytest.approx(one)
@@ -299,6 +300,10 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     assert reserve(2 * one + 1, filling=True) == pytest.approx(2 * one)
     assert reserve(2 * one - 1, filling=True) == pytest.approx(one)
     assert reserve(one - 1, filling=True) == 0  # no refit fits: the fill may use the time
+    # decided when the fill starts: a fit that overran later does not hand the seeds' time over
+    search = reserve(2 * one + 1, filling=True, keep=True)
+    search.clock = _paused(one)
+    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one)
 
 
 def _paused(seconds):
