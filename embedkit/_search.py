@@ -160,7 +160,7 @@ class Search:
         self.encoder_seconds = math.nan
         self.interrupted = False
         self.filling = False  # True once every tier's defaults are done (`_fill`)
-        self.reserved_seeds: int | None = None  # the finish's seeds the fill keeps time for
+        self.reserved_seeds = 0  # how many of the finish's seeds the fill keeps time for
         self.margin = MARGIN
 
     # -- the split and scoring ------------------------------------------------------------------

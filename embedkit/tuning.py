@@ -299,7 +299,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         run, only a refit under a quarter of the budget is kept back (a dearer one would starve
         them; that leader is kept as fitted unless time is left at the end). Once they are done,
         the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a
-        fine-tuned model, or one, whichever the time left paid for when the fill started."""
+        fine-tuned model, or one, whichever the time left paid for when one first did."""
         scored = [c for c in search.candidates if c.status == "scored"]
         if not scored:
             return self._write_seconds()
@@ -307,8 +307,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         if not search.filling:
             need = self._refit_seconds(search, best)
             return write + (need if need <= 0.25 * search.clock.budget else 0.0)
-        if search.reserved_seeds is None:  # decided once, when the fill starts: a fit that
-            # overruns its estimate must not turn two reserved seeds into time for the fill
+        if not search.reserved_seeds:  # kept once a refit fits: a fit that overruns its
+            # estimate must not turn two reserved seeds into time for the fill; while none fits,
+            # asked again (a new leader may be cheaper to refit)
             search.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
                  if self._refit_seconds(search, best, seeds) <= search.clock.left() - write), 0)

@@ -300,10 +300,15 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     assert reserve(2 * one + 1, filling=True) == pytest.approx(2 * one)
     assert reserve(2 * one - 1, filling=True) == pytest.approx(one)
     assert reserve(one - 1, filling=True) == 0  # no refit fits: the fill may use the time
-    # decided when the fill starts: a fit that overran later does not hand the seeds' time over
+    # kept once a refit fits: a fit that overran later does not hand the seeds' time over
     search = reserve(2 * one + 1, filling=True, keep=True)
     search.clock = _paused(one)
     assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one)
+    # while none fits it is asked again: a cheaper leader's refit is kept back when it comes
+    search = reserve(one - 1, filling=True, keep=True)
+    assert search.reserved_seeds == 0
+    search.candidates[0].fit_seconds = 1.0
+    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one / 10)
 
 
 def _paused(seconds):
