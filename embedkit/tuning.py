@@ -12,9 +12,8 @@ refit of the pick and writing ``output``. The search (`embedkit._search`) scores
 one validation split (the same rows for all), tier by tier: sparse features with linear heads,
 then the frozen encoder (its pass over the documents paid once and cached), then fine-tuning
 sized to the time left, then more settings of the leaders; an ensemble is selected from
-everything scored. Each model's
-time is estimated from what this machine measured before it runs, and a model that does not fit
-is left out, with the budget that would include it. The pick is the best validation score among
+everything scored. Each model's time is estimated from what this machine measured before it
+runs, and a model that does not fit is left out, with the budget that would include it. The pick is the best validation score among
 the models, the ensembles and the two baselines a user could write in five lines (so it is never
 worse than those on the same rows); it is refit on all the documents when the time left pays for
 it, and otherwise kept as fitted on the training rows. A fine-tuned pick (or ensemble member) is
