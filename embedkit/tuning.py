@@ -13,15 +13,15 @@ one validation split (the same rows for all), tier by tier: sparse features with
 then the frozen encoder (its pass over the documents paid once and cached), then fine-tuning
 sized to the time left, then more settings of the leaders; an ensemble is selected from
 everything scored. Each model's time is estimated from what this machine measured before it
-runs, and a model that does not fit is left out, with the budget that would include it. The pick is the best validation score among
-the models, the ensembles and the two baselines a user could write in five lines (so it is never
-worse than those on the same rows); it is refit on all the documents when the time left pays for
-it, and otherwise kept as fitted on the training rows. A fine-tuned pick (or ensemble member) is
-refit as the mean of as many seeds as the time left pays for, up to `MAX_SEEDS`: seeds are not
-compared on the validation rows (the luckiest of several seeds of one recipe would be picked for
-its luck), they are averaged, which the accuracy suite found better than one seed on five of six
-short-text sets; the search keeps back the time of `RESERVED_SEEDS` of them once its tiers are
-done.
+runs, and a model that does not fit is left out, with the budget that would include it. The
+pick is the best validation score among the models, the ensembles and the two baselines a user
+could write in five lines (so it is never worse than those on the same rows); it is refit on all
+the documents when the time left pays for it, and otherwise kept as fitted on the training rows.
+A fine-tuned pick (or ensemble member) is refit as the mean of as many seeds as the time left
+pays for, up to `MAX_SEEDS`: seeds are not compared on the validation rows (the luckiest of
+several seeds of one recipe would be picked for its luck), they are averaged, which the accuracy
+suite found better than one seed on five of six short-text sets; the search keeps back the time
+of `RESERVED_SEEDS` of them once its tiers are done.
 Ctrl-C (``KeyboardInterrupt``) during the search ends it and finishes with the best so far.
 """
 
