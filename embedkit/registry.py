@@ -45,6 +45,7 @@ __all__ = [
     "aliases",
     "compatible",
     "head_forms",
+    "pair_kind",
     "passthrough",
     "representation_form",
     "resolve",
@@ -62,12 +63,20 @@ class Entry:
     on 2 CPU cores (from `pipelines/benchmarks/accuracy_suite.py` runs); `embedkit.tune` orders
     candidates by it and leaves out steps the budget cannot pay for. For a representation
     with a cache (a pretrained encoder), it is the first encoding's cost.
+
+    ``kind`` says what the step costs and where it runs, which places a pair in a tier of the
+    search (`pair_kind`). A representation is ``"sparse"`` (term counts), ``"static"`` (a table
+    of word or token vectors, pretrained or trained on the fold), ``"frozen"`` (a pretrained
+    encoder run once over every document, its vectors cached) or ``"text"`` (raw text handed
+    on). A head is ``""`` (it learns from the features it is given), ``"frozen"`` (it runs a
+    frozen encoder itself) or ``"finetune"`` (it trains a pretrained encoder).
     """
 
     factory: Callable[[], Any]
     about: str
     space: Mapping[str, list] = field(default_factory=dict, compare=False)
     cost: float = 1.0
+    kind: str = ""
 
 
 def _build(name: str, **params):
@@ -122,53 +131,54 @@ _NGRAMS = [(1, 1), (1, 2)]
 REPRESENTATIONS: dict[str, Entry] = {
     "tfidf": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, max_features=20000),
                    "TF-IDF over words (sublinear tf, min_df=2, 20k terms), sparse",
-                   {"ngram_range": _NGRAMS, "sublinear_tf": [True, False]}, cost=0.5),
+                   {"ngram_range": _NGRAMS, "sublinear_tf": [True, False]}, cost=0.5, kind="sparse"),
     "bow": Entry(step("TfidfEmbedder", weighting="count", min_df=2),
-                 "bag-of-words counts (min_df=2), sparse", {"ngram_range": _NGRAMS}, cost=0.5),
+                 "bag-of-words counts (min_df=2), sparse", {"ngram_range": _NGRAMS}, cost=0.5, kind="sparse"),
     "lsa": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, n_components=200),
                  "TF-IDF reduced to 200 dense dims by truncated SVD",
-                 {"n_components": [100, 200, 300]}, cost=3),
+                 {"n_components": [100, 200, 300]}, cost=3, kind="sparse"),
     "word2vec": Entry(step("Word2VecEmbedder", sg=1, vector_size=100, epochs=5, min_count=2,
                            cache="memory"),
                       "skip-gram Word2Vec trained on the fold, mean-pooled",
-                      {"vector_size": [100, 200], "epochs": [5, 10]}, cost=4),
+                      {"vector_size": [100, 200], "epochs": [5, 10]}, cost=4, kind="static"),
     "fasttext": Entry(step("FastTextEmbedder", sg=1, vector_size=100, epochs=5, min_count=2,
                            cache="memory"),
                       "skip-gram FastText (char 3-6 grams) trained on the fold, mean-pooled",
-                      {"vector_size": [100, 200], "epochs": [5, 10]}, cost=8),
+                      {"vector_size": [100, 200], "epochs": [5, 10]}, cost=8, kind="static"),
     "glove": Entry(step("GloveEmbedder", cache="memory"), "pretrained GloVe 6B 50d, mean-pooled",
-                   cost=1),
+                   cost=1, kind="static"),
     "glove-sif": Entry(step("GloveEmbedder", pooling="sif", cache="memory"),
-                       "pretrained GloVe 6B 50d, SIF-weighted", cost=1),
+                       "pretrained GloVe 6B 50d, SIF-weighted", cost=1, kind="static"),
     "glove-seq": Entry(step("GloveEmbedder", output="sequence", max_length=256, cache="memory"),
-                       "pretrained GloVe 6B 50d word vectors (256 max)", cost=2),
+                       "pretrained GloVe 6B 50d word vectors (256 max)", cost=2, kind="static"),
     "doc2vec": Entry(step("Doc2VecEmbedder", dm=0, vector_size=100, epochs=20, min_count=2,
                           cache="memory"),
                      "Doc2Vec PV-DBOW, 100 dims, trained on the fold",
-                     {"vector_size": [100, 200], "epochs": [20, 40]}, cost=6),
+                     {"vector_size": [100, 200], "epochs": [20, 40]}, cost=6, kind="static"),
     "minilm": Entry(step("TransformerEmbedder", normalize=True, max_length=256, cache="memory"),
                     "frozen all-MiniLM-L6-v2, mean-pooled and L2-normalised as "
-                    "sentence-transformers encodes, 384 dims (cached)", cost=40),
+                    "sentence-transformers encodes, 384 dims (cached)", cost=40, kind="frozen"),
     "minilm-static": Entry(step("DistilledEmbedder"),
                            "all-MiniLM-L6-v2 distilled to static token vectors (model2vec method: "
                            "PCA 256, SIF-weighted), mean of the text's tokens; distilled once "
                            "and cached (minutes, once), then no network at transform",
-                           {"pca_dims": [128, 256]}, cost=1),
+                           {"pca_dims": [128, 256]}, cost=1, kind="static"),
     "minilm-tokens": Entry(step("TransformerEmbedder", output="sequence", max_length=128,
                                 cache="memory"),
-                           "frozen MiniLM word-piece vectors (128 max)", cost=35),
+                           "frozen MiniLM word-piece vectors (128 max)", cost=35, kind="frozen"),
     "learned": Entry(step("TokenIndexer", min_count=2, max_length=400),
                      "token ids; the head learns its embedding from scratch",
-                     {"min_count": [1, 2]}, cost=0.5),
-    "passthrough": Entry(passthrough, "raw text, for heads that own their encoder", cost=0),
+                     {"min_count": [1, 2]}, cost=0.5, kind="sparse"),
+    "passthrough": Entry(passthrough, "raw text, for heads that own their encoder", cost=0, kind="text"),
     "nbsvm": Entry(step("TfidfEmbedder", ngram_range=(1, 2), min_df=2, sublinear_tf=True,
                         log_count_ratio=True),
                    "NBSVM: word 1-2 gram TF-IDF times NB log-count ratios (supervised), sparse",
                    {"ngram_range": [(1, 2), (1, 3)], "nb_alpha": [0.5, 1.0]},
-                   cost=1),
+                   cost=1, kind="sparse"),
     "nbsvm-char": Entry(step("TfidfEmbedder", ngram_range=(1, 2), char_ngram_range=(2, 5),
                              min_df=2, sublinear_tf=True, log_count_ratio=True),
-                        "NBSVM over word 1-2 grams + char 2-5 grams (supervised), sparse", cost=30),
+                        "NBSVM over word 1-2 grams + char 2-5 grams (supervised), sparse", cost=30,
+                        kind="sparse"),
 }
 
 HEADS: dict[str, Entry] = {
@@ -197,30 +207,30 @@ HEADS: dict[str, Entry] = {
                            cost=40),
     "finetune": Entry(step("TransformerClassifier", fine_tune="full", epochs=2, max_length=128),
                       "MiniLM fine-tuned end to end, 2 epochs (slow on CPU)",
-                      {"lr": [3e-5, 5e-5]}, cost=75),
+                      {"lr": [3e-5, 5e-5], "epochs": [2, 3]}, cost=75, kind="finetune"),
     "finetune-short": Entry(step("TransformerClassifier", fine_tune="last_k", k=6, lr=1e-4,
                                  batch_size=32, epochs=2, max_length=64),
                             "MiniLM fine-tuned for short texts: 2 epochs, batch 32, lr 1e-4, "
                             "its six blocks trained, word embeddings frozen",
-                            {"lr": [5e-5, 1e-4]}, cost=40),
+                            {"lr": [5e-5, 1e-4], "epochs": [2, 3]}, cost=40, kind="finetune"),
     # few labels: SetFit's 20 pair rounds (5 were too few; results/defaults.md) over 64 word
     # pieces; max_steps bounds large sets
     "setfit": Entry(step("SetFitClassifier", num_iterations=20, max_length=64, max_steps=400),
                     "SetFit: MiniLM tuned on same/other-label pairs, then LR (few labels; "
                     "slow on CPU beyond a few hundred texts)", {"num_iterations": [5, 20]},
-                    cost=400),
+                    cost=400, kind="finetune"),
     "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling", cost=2),
     "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
                    "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)",
-                   cost=70),
+                   cost=70, kind="frozen"),
     "finetune-seeds": Entry(_finetune_seeds,
                             "mean probability of two finetune-short models that differ only in "
-                            "their seed (twice its fit time)", cost=80),
+                            "their seed (twice its fit time)", cost=80, kind="finetune"),
     "vote-finetune": Entry(step("EnsembleClassifier", method="vote",
                                 members=("passthrough:finetune-short", "nbsvm-char:logreg-cv",
                                          "minilm:logreg-cv")),
                            "mean probability of fine-tuned MiniLM, NBSVM (+char) + LR and "
-                           "MiniLM + LR (one fine-tuning; slow on CPU)", cost=120),
+                           "MiniLM + LR (one fine-tuning; slow on CPU)", cost=120, kind="finetune"),
 }
 
 #: what `embedkit compare` runs when no selection is given
@@ -241,6 +251,19 @@ def representation_form(entry: Entry) -> str:
 def head_forms(entry: Entry) -> tuple[str, ...]:
     """`accepted_forms` of the step ``entry`` builds (computed once per entry)."""
     return accepted_forms(entry.factory())
+
+
+def pair_kind(representation: str, head: str) -> str:
+    """What a ``(representation, head)`` pair is, from its entries' ``kind``: the head's when it
+    has one (a head that fine-tunes or runs an encoder decides the pair's cost), else the
+    representation's.
+
+    Examples
+    --------
+    >>> pair_kind("tfidf", "logreg"), pair_kind("minilm", "mlp"), pair_kind("passthrough", "finetune")
+    ('sparse', 'frozen', 'finetune')
+    """
+    return HEADS[head].kind or REPRESENTATIONS[representation].kind
 
 
 def compatible(representation: Entry, head: Entry) -> bool:

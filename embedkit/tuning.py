@@ -44,12 +44,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._budget import BudgetError, Clock, format_seconds, parse_budget
+from ._costs import work_of
 from ._params import validate_params
-from ._search import FINETUNE_HEADS, PLANNED, TIER_NAMES, Search, describe
+from ._schedule import TIERS, Schedule
+from ._search import Search, describe
 from .base import CheckedKeywords, store_params
-from .registry import HEADS, REPRESENTATIONS
+from .registry import HEADS, REPRESENTATIONS, pair_kind
 
-__all__ = ["DEFAULT_PAIRS", "FINETUNE_HEADS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
+__all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
            "parse_budget", "pipelines", "tune"]
 
@@ -105,7 +107,7 @@ def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
     else:
         chosen = list(experiments.checked_pairs(pairs, REPRESENTATIONS, HEADS, "tune(pairs=...)"))
     if finetune is False:
-        chosen = [(r, h) for r, h in chosen if h not in FINETUNE_HEADS]
+        chosen = [(r, h) for r, h in chosen if pair_kind(r, h) != "finetune"]
     if not chosen:
         raise ValueError("no pair left to search: finetune=False removed every pair given; "
                          "add pairs that do not fine-tune, or allow fine-tuning.")
@@ -246,7 +248,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from .documents import validate_documents
 
         validate_params(self)
-        clock = Clock(parse_budget(self.budget))
+        clock = Clock(parse_budget(self.budget))  # the one reading of the budget
+        self.budget_ = clock.budget
         docs = np.asarray(validate_documents(X), dtype=object)
         y = _check_labels(y, len(docs))
         say = self._say()
@@ -259,13 +262,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         from sklearn.base import clone
 
-        search.run_tiers({name: (lambda pipe=pipe: clone(pipe))
-                          for name, pipe in baseline_pipelines(self.cache).items()})
-        self.search_, self.budget_ = search, clock.budget
+        search.run_tiers(Schedule(search), {name: (lambda pipe=pipe: clone(pipe))
+                                            for name, pipe in baseline_pipelines(self.cache).items()})
+        self.search_ = search
         if not any(c.status == "scored" for c in search.candidates):
             raise BudgetError(f"the budget of {format_seconds(clock.budget)} ran out before even the "
                               "plain TF-IDF baseline was scored; give a larger budget (e.g. 2m).")
-        self.tiers_reached_ = [TIER_NAMES[t] for t in sorted(set(search.tiers_reached))]
+        order = ["baselines", *(t.name for t in TIERS), "ensembles"]
+        self.tiers_reached_ = [t for t in order if t in search.tiers_reached]
         self.interrupted_ = search.interrupted
         pick = search.best()
         self.pick_ = pick.label
@@ -282,16 +286,15 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     # -- the finish -------------------------------------------------------------------------------
     def _write_seconds(self) -> float:
-        return 0.0 if self.output is None else min(max(5.0, 0.02 * parse_budget(self.budget)), 30.0)
+        return 0.0 if self.output is None else min(max(5.0, 0.02 * self.budget_), 30.0)
 
     def _refit_seconds(self, search: Search, c, seeds: int = 1) -> float:
-        """Seconds to refit ``c`` (its members) on all the documents, from their measured fits,
-        with ``seeds`` seeds of each fine-tuned member."""
-        members = [search_candidate(search, label) for label in c.weights] if c.weights else [c]
-        n_all, n_train = len(search.docs), max(len(search.train), 1)
-        return REFIT_MARGIN * sum(
-            m.fit_seconds * (n_all / (n_train if m.rows is None else len(m.rows))) ** 1.1
-            * (seeds if _seeded(m) else 1) for m in members)
+        """Seconds to refit ``c`` (its members) on all the documents, from their pairs' cost
+        records, with ``seeds`` seeds of each fine-tuned member."""
+        members = list(c.weights) if c.weights else [c]
+        n_all = len(search.docs)
+        return sum(search.costs[m.pair].seconds(work_of(m.build(), n_all), margin=REFIT_MARGIN)
+                   * (seeds if _seeded(m) else 1) for m in members)
 
     def _reserve(self, search: Search) -> float:
         """What the finish needs: writing the output, and the refit of the leader. While the tiers
@@ -323,16 +326,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from sklearn.frozen import FrozenEstimator
         from sklearn.pipeline import Pipeline
 
-        members = ([(search_candidate(search, label), w) for label, w in pick.weights.items()]
-                   if pick.weights else [(pick, 1.0)])
+        members = list(pick.weights.items()) if pick.weights else [(pick, 1.0)]
         need = self._refit_seconds(search, pick)
         refit = not search.interrupted and need <= clock.left() - self._write_seconds()
         fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
         if refit:
             again = None
             try:
-                again = [[self._refit(search, member, member.build(), clock, say)]
-                         for member, _ in members]
+                again = [[self._refit(search, member, clock, say)] for member, _ in members]
                 self._more_seeds(search, members, again, clock, say)
             except KeyboardInterrupt:  # Ctrl-C: keep what is refit, or else the fitted members
                 say(f"{clock.stamp()} interrupted: the refit stops here")
@@ -356,18 +357,16 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         return Pipeline([("features", "passthrough"), ("head", head)]), refit, seeds
 
     @staticmethod
-    def _refit(search: Search, member, pipe, clock: Clock, say) -> tuple[str, object, float]:
-        """``pipe`` (``member``'s, maybe another seed) fitted on every document, its label and
-        seconds."""
-        from sklearn.base import clone
-
+    def _refit(search: Search, member, clock: Clock, say) -> tuple[str, object, float]:
+        """``member`` (a candidate, maybe another seed of one) fitted on every document: its
+        label, the model and seconds; its pair's cost record learns the time."""
         began = time.monotonic()
-        model = clone(pipe).fit(search.docs, search.y)
+        model = member.build().fit(search.docs, search.y)
         seconds = time.monotonic() - began
-        label = member.label if "head__random_state" not in pipe.get_params() else PLANNED.sub(
-            f", seed {pipe.get_params()['head__random_state']})", member.label)
-        say(f"{clock.stamp()} refit {label} on all {len(search.docs):,} documents ({seconds:.0f} s)")
-        return label, model, seconds
+        search.costs[member.pair].observe(work_of(model, len(search.docs)), seconds)
+        say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} documents "
+            f"({seconds:.0f} s)")
+        return member.label, model, seconds
 
     def _more_seeds(self, search: Search, members, fitted, clock: Clock, say) -> None:
         """Add seeds to the refit fine-tuned members, round by round, while the next one's
@@ -381,9 +380,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             cost = REFIT_MARGIN * max(seconds for _, _, seconds in fitted[i])
             if cost > clock.left() - self._write_seconds():
                 return
-            first = member.build()
-            seed = int(first.get_params()["head__random_state"]) + len(fitted[i])
-            fitted[i].append(self._refit(search, member, first.set_params(head__random_state=seed),
+            fitted[i].append(self._refit(search, member.but(seed=member.seed + len(fitted[i])),
                                          clock, say))
 
     def _write(self, docs, y, clock: Clock, say) -> None:
@@ -425,13 +422,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
 
 def _seeded(c) -> bool:
-    """Whether ``c`` is a fine-tuned model whose seed the refit may vary (an ensemble member)."""
-    return c.tier == 3 and "head__random_state" in c.params
-
-
-def search_candidate(search: Search, label: str):
-    """The candidate called ``label``."""
-    return next(c for c in search.candidates if c.label == label)
+    """Whether ``c`` is a fine-tuned model whose seeds the refit averages (an ensemble member)."""
+    return c.kind == "candidate" and c.seed is not None
 
 
 def tune(X, y, budget: str | float = "15m", **params) -> Tuner:
@@ -462,7 +454,7 @@ def leaderboard(tuner) -> pd.DataFrame:
     rows = []
     for c in search.candidates:
         trained = len(search.train) if c.rows is None else len(c.rows)
-        rows.append({"pipeline": c.label, "kind": c.kind, "tier": TIER_NAMES[c.tier],
+        rows.append({"pipeline": c.label, "kind": c.kind, "tier": c.tier,
                      "representation": c.representation, "head": c.head,
                      "params": describe(c.params), "documents": trained if c.kind != "ensemble"
                      else len(search.train), name: c.score,
@@ -470,7 +462,8 @@ def leaderboard(tuner) -> pd.DataFrame:
                                                      else c.predict_seconds),
                      "status": c.status, "note": c.note, "pick": c.label == tuner.pick_})
     board = pd.DataFrame(rows)
-    order = board["status"].map({"scored": 0, "left out": 1, "failed": 2, "waiting": 3})
+    order = board["status"].map({"scored": 0, "interrupted": 1, "left out": 2, "failed": 3,
+                                 "waiting": 4})
     board = (board.assign(_order=order).sort_values(["_order", name], ascending=[True, False],
                                                       na_position="last", kind="stable")
              .drop(columns="_order").reset_index(drop=True))

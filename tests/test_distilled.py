@@ -202,7 +202,7 @@ def test_bad_settings_are_named(calls, params, message):
 def test_registry_entry_runs_in_compare(small, home, tmp_path):
     from typer.testing import CliRunner
 
-    from embedkit._search import sampled_settings
+    from embedkit._schedule import sampled_settings
     from embedkit.cli import app
     from embedkit.configure import make_representation
 

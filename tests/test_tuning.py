@@ -16,7 +16,8 @@ from sklearn.pipeline import Pipeline
 
 import embedkit
 from embedkit._budget import format_seconds
-from embedkit._search import sampled_settings, tier_of
+from embedkit._schedule import sampled_settings, tier_of
+from embedkit._search import describe
 from embedkit.registry import HEADS, REPRESENTATIONS
 from embedkit.tuning import (
     DEFAULT_PAIRS,
@@ -68,8 +69,12 @@ def test_every_space_is_valid_and_holds_the_default():
 
 
 def test_tiers_and_sampled_settings():
-    assert [tier_of(r, h) for r, h in DEFAULT_PAIRS] == [1, 1, 1, 2, 2, 3]
-    assert tier_of("passthrough", "stack") == 2 and tier_of("passthrough", "setfit") == 3
+    assert [tier_of(r, h).name for r, h in DEFAULT_PAIRS] == [
+        "sparse + linear"] * 3 + ["frozen encoder"] * 2 + ["fine-tuning"]
+    assert tier_of("passthrough", "stack").name == "frozen encoder"
+    assert tier_of("passthrough", "setfit").name == "fine-tuning"
+    assert tier_of("glove", "logreg").name == "static vectors"
+    assert tier_of("passthrough", "finetune").lane == "device"
     settings = sampled_settings("tfidf", "logreg-cv", 3, seed=0)
     space = REPRESENTATIONS["tfidf"].space
     assert len(settings) == 3 and len({str(s) for s in settings}) == 3
@@ -158,18 +163,17 @@ def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice)
     are their weighted mean; the search's own ensemble weights sum to one."""
     from embedkit._search import Candidate
     from embedkit.heads import EnsembleClassifier
-    from embedkit.tuning import search_candidate
 
     tuner, _ = tuned
     _, test = trec_slice
     search = tuner.search_
     for ens in (c for c in search.candidates if c.kind == "ensemble"):
         assert abs(sum(ens.weights.values()) - 1) < 1e-12 and len(ens.weights) >= 2
-        expected = sum(w * search_candidate(search, label).proba for label, w in ens.weights.items())
-        np.testing.assert_allclose(ens.proba, expected)
+        assert all(c in search.candidates for c in ens.weights)  # members are candidates
+        np.testing.assert_allclose(ens.proba, sum(w * c.proba for c, w in ens.weights.items()))
     a, b = [c for c in search.candidates if c.kind == "candidate" and c.status == "scored"][:2]
-    pair = Candidate(label="two", tier=4, build=lambda: None, kind="ensemble", status="scored",
-                     weights={a.label: 0.7, b.label: 0.3}, fit_seconds=0.0)
+    pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
+                     weights={a: 0.7, b: 0.3}, fit_seconds=0.0)
     pipe, _, _ = tuner._finish(search, pair, search.clock, lambda line: None)
     head = pipe.named_steps["head"]
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.7, 0.3]
@@ -217,10 +221,13 @@ def finetuned(trec_slice):
     return tuner, lines
 
 
-def test_fine_tuning_runs_and_its_other_learning_rate_fills_the_time_left(finetuned):
-    """On data no bigger than the probes the recipe runs as it is (max_length from the data);
-    the time left goes to the pair's other learning rate on the plan's recipe and rows, not to
-    more seeds: seeds are averaged at the refit, never picked on the validation rows."""
+def test_fine_tuning_runs_and_its_variants_keep_its_recipe_and_rows(finetuned, trec_slice):
+    """On data no bigger than the probes the recipe runs as it is (max_length from the data), as
+    one seed: seeds are averaged at the refit, never picked on the validation rows. A leading
+    fine-tuned model's variants (the registry's other learning rate, another epoch) keep its
+    recipe and rows and change only those settings."""
+    from embedkit._schedule import Schedule
+
     tuner, lines = finetuned
     board = tuner.leaderboard_
     ft = board[board["tier"] == "fine-tuning"]
@@ -228,16 +235,28 @@ def test_fine_tuning_runs_and_its_other_learning_rate_fills_the_time_left(finetu
     assert all("max_length=32" in label for label in ft["pipeline"])  # TREC questions are short
     assert all(label.endswith(", seed 0)") for label in ft["pipeline"])  # no seed candidates
     assert list(ft["pipeline"]) and not board["pipeline"].str.contains("mean of").any()
-    search = tuner.search_
-    plan, *variants = [c for c in search.candidates if c.tier == 3]
-    assert [c.label for c in variants] == [plan.label.replace(", seed 0)", ", lr=5e-05, seed 0)")]
-    variant = variants[0]
-    assert variant.status == "scored" and variant.rows is plan.rows
-    params = variant.build().get_params()
+    plan = next(c for c in tuner.search_.candidates if c.tier == "fine-tuning")
+    assert plan.variant_of is None and plan.recipe["head__epochs"] == 2 and plan.status == "scored"
+
+    lead = plan.but(status="scored", score=1.0, proba=plan.proba, fit_seconds=1.0, predict_seconds=0.0,
+                    rows=np.arange(100))
+    search = _search(trec_slice[0], 300)
+    search.candidates.append(lead)
+    schedule = Schedule(search)
+    schedule.defaults = [lead]
+    variants = schedule._variants("cores")
+    assert sorted(describe(v.params) for v in variants) == ["epochs=3", "epochs=3, lr=5e-05", "lr=5e-05"]
+    for v in variants:
+        assert v.variant_of is lead and v.rows is lead.rows and v.recipe == lead.recipe
+    lr = next(v for v in variants if v.params == {"head__lr": 5e-5})
+    assert lr.label == "finetune-short (max_length=32, epochs=2, k=6, lr=5e-05, rows=100, seed 0)"
+    params = lr.build().get_params()
     assert params["head__lr"] == 5e-5 and params["head__max_length"] == 32
-    assert params["head__epochs"] == plan.build().get_params()["head__epochs"]
-    # variants are of the plan: the variant's own variant is itself, so it is never run twice
-    assert search._variant(variant, {"head__lr": 5e-5}).label == variant.label
+    assert params["head__epochs"] == 2 and params["head__random_state"] == 0
+    three = next(v for v in variants if v.params == {"head__epochs": 3})
+    assert three.build().get_params()["head__epochs"] == 3
+    schedule.tried.add(lr.key)  # what ran is never proposed again
+    assert lr.key not in {v.key for v in schedule._variants("cores")}
 
 
 def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypatch):
@@ -249,7 +268,7 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
 
     tuner, _ = finetuned
     search = tuner.search_
-    plan = next(c for c in search.candidates if c.tier == 3)
+    plan = next(c for c in search.candidates if c.tier == "fine-tuning")
     monkeypatch.setattr(tuning, "MAX_SEEDS", 2)  # two seeds show the mechanism at half the cost
     lines = []
     pipe, refit, seeds = tuner._finish(search, plan, Clock(600), lines.append)
@@ -272,29 +291,44 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
     assert fitted == [[("x", None, 5.0)]]
 
 
+def _search(train, seconds, lines=None, docs=None):
+    """A split Search of ``train`` on a clock that does not move."""
+    from embedkit._search import Search
+
+    found = Search((train["text"] if docs is None else docs).to_numpy(object),
+                   train["label"].to_numpy(), clock=_paused(seconds), pairs=[],
+                   scoring="accuracy", validation=0.2, finetune="auto", cache=None,
+                   random_state=0, say=(lines.append if lines is not None else lambda line: None),
+                   finish_reserve=lambda: 0.0)
+    found.split()
+    return found
+
+
 def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_filling(trec_slice):
     """While the tiers run, only a refit under a quarter of the budget is kept back; once they
-    are done the fill keeps back two seeds' refit of a fine-tuned leader, else one, else none."""
-    from embedkit._search import Candidate, Search
+    are done the fill keeps back two seeds' refit of a fine-tuned leader, else one, else none.
+    The refit is estimated from the pair's cost record, scaled to every document."""
+    from embedkit._costs import CostRecord, work_of
+    from embedkit._search import Candidate
     from embedkit.tuning import REFIT_MARGIN
 
     train, _ = trec_slice
+    leader = Candidate(representation="passthrough", head="finetune-short", tier="fine-tuning",
+                       recipe={"head__max_length": 32, "head__epochs": 2}, seed=0,
+                       status="scored", score=0.9, fit_seconds=10.0, predict_seconds=1.0)
+    pipe = leader.build()
 
     def reserve(budget, filling, keep=False):
-        search = Search(train["text"].to_numpy(object), train["label"].to_numpy(),
-                        clock=_paused(budget), pairs=[], scoring="accuracy", validation=0.2,
-                        finetune="auto", cache=None, random_state=0, say=lambda line: None,
-                        finish_reserve=lambda: 0.0)
-        search.split()
-        search.candidates.append(Candidate(
-            label="finetune-short (max_length=32, epochs=2, seed 0)", tier=3, build=lambda: None,
-            head="finetune-short", params={"head__random_state": 0}, status="scored", score=0.9,
-            fit_seconds=10.0, predict_seconds=1.0))
+        search = _search(train, budget)
+        search.candidates.append(leader)
+        search.costs[leader.pair].observe(work_of(pipe, len(search.train)), 10.0)
         search.filling = filling
         reserved = Tuner(budget=budget)._reserve(search)
         return search if keep else reserved
 
-    one = REFIT_MARGIN * 10.0 * (300 / 240) ** 1.1  # 300 documents, 240 training rows
+    # 300 documents, 240 training rows: ten batches of 32 against eight
+    one = REFIT_MARGIN * 10.0 * work_of(pipe, 300) / work_of(pipe, 240)
+    assert one == pytest.approx(REFIT_MARGIN * 10.0 * 10 / 8)
     assert reserve(4 * one + 1, filling=False) == pytest.approx(one)
     assert reserve(4 * one - 1, filling=False) == 0  # over a quarter of the budget: not kept
     assert reserve(2 * one + 1, filling=True) == pytest.approx(2 * one)
@@ -307,7 +341,8 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     # while none fits it is asked again: a cheaper leader's refit is kept back when it comes
     search = reserve(one - 1, filling=True, keep=True)
     assert search.reserved_seeds == 0
-    search.candidates[0].fit_seconds = 1.0
+    search.costs[leader.pair] = CostRecord()
+    search.costs[leader.pair].observe(work_of(pipe, 240), 1.0)
     assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one / 10)
 
 
@@ -323,66 +358,57 @@ def _paused(seconds):
     return Paused(seconds)
 
 
-def test_the_fine_tuning_plan_is_sized_from_a_measured_probe(trec_slice):
-    """Above the probes' size, two timed fits (after an untimed warm-up) measure a step; the
-    plan is the richest recipe whose estimate fits the time left."""
-    from embedkit import _finetune_plan
-    from embedkit._search import Search
+def test_the_fine_tuning_head_is_measured_and_sizes_its_recipe_to_the_time_left(trec_slice):
+    """Above the probes' size, two timed fits (after an untimed warm-up) measure a unit of work
+    on this machine and device; the head then picks its richest recipe that fits the time left."""
+    from embedkit._schedule import Schedule
 
     train, _ = trec_slice
-
-    def search_with(seconds, lines):
-        found = Search(train["text"].to_numpy(object), train["label"].to_numpy(),
-                       clock=_paused(seconds), pairs=[], scoring="accuracy", validation=0.2,
-                       finetune="auto", cache=None, random_state=0, say=lines.append,
-                       finish_reserve=lambda: 0.0)
-        found.split()
-        return found
-
     lines = []
-    # 55 s: too little to run the recipe unmeasured (its rough prior, 12 s for 240 rows, is over
-    # a fifth of it), and several times what 16 steps of 32 short questions take on any CPU
-    found = _finetune_plan.plan(search_with(55, lines), "finetune-short")
+    # 55 s: several times what 9 steps of 32 short questions take on any CPU
+    search = _search(train, 55, lines)
+    schedule = Schedule(search)
+    plan = schedule._candidate("passthrough", "finetune-short")
+    assert schedule._plan(plan)
     assert any("fine-tuning probe:" in line and "s a step of 32" in line for line in lines)
-    assert "max_length=32" in found.label  # TREC questions are short: not the recipe's 64
-    assert found.fits and found.rows is None and 0 < found.estimate <= 55
-    assert found.params["head__epochs"] == 2 and found.params["head__k"] == 6  # the full recipe
-    assert found.params["head__early_stopping"] is False
+    record = search.costs[plan.pair]
+    assert record.measured and record.fits == 2 and record.rate > 0
+    assert "max_length=32" in plan.label  # TREC questions are short: not the recipe's 64
+    assert plan.rows is None and 0 < plan.estimate <= 55
+    assert plan.recipe == {"head__max_length": 32, "head__epochs": 2, "head__k": 6}  # the full recipe
+    assert plan.build().get_params()["head__early_stopping"] is False
 
-    # 60% of that estimate, from the same measurement (a second probe would time this machine
-    # again, and a faster run could make the full recipe fit): the full recipe no longer fits; a
-    # cheaper one is chosen (one epoch, or half the blocks frozen, on all rows or a subsample),
-    # or none, and never one that overruns the time left
-    left = 0.6 * found.estimate
-    cheaper = _finetune_plan.plan(search_with(left, []), "finetune-short", measured=found.measured)
-    assert cheaper.measured == found.measured
-    if cheaper.fits:
+    # 60% of that estimate, from the same record: the full recipe no longer fits; a cheaper one
+    # is chosen (one epoch, or half the blocks frozen, on all rows or a subsample), or none,
+    # and never one that overruns the time left
+    left = 0.6 * plan.estimate
+    again = _search(train, left)
+    again.costs = search.costs
+    schedule = Schedule(again)
+    cheaper = schedule._candidate("passthrough", "finetune-short")
+    if schedule._plan(cheaper):
         assert cheaper.estimate <= left
-        recipe = (cheaper.params["head__epochs"], cheaper.params["head__k"])
-        assert recipe in [(1, 6), (1, 3)]
+        assert (cheaper.recipe["head__epochs"], cheaper.recipe["head__k"]) in [(1, 6), (1, 3)]
     else:
-        assert "a budget of about" in cheaper.note
+        assert cheaper.status == "left out" and "a budget of about" in cheaper.note
+    assert record.fits == 2  # measured once: no second probe
 
 
-def test_the_rough_prior_grows_with_the_documents_length(trec_slice):
-    """The registry's guess for a fine-tuning fit is made at its recipe's max_length (64): for
-    documents four times as long it is four times as much, so a long-text fit is measured by a
-    probe before it runs, not started on the guess alone."""
-    from embedkit._finetune_plan import plan
-    from embedkit._search import MARGIN, Search
+def test_the_work_of_a_fine_tuning_fit_grows_with_its_length_steps_and_trained_blocks(trec_slice):
+    """A unit of work is one step of 32 at 64 word pieces with every block trained: the recipe
+    at the long documents' max_length (256) is four times the short one's, one epoch half of
+    two, half the blocks frozen 0.4 + 0.6 / 2 of all of them."""
+    from embedkit.registry import HEADS
 
     train, _ = trec_slice
-    found, padding = {}, " " + " ".join(["word"] * 300)
-    for name, docs in {"short": train["text"], "long": train["text"] + padding}.items():
-        search = Search(docs.to_numpy(object), train["label"].to_numpy(), clock=_paused(5), pairs=[],
-                        scoring="accuracy", validation=0.2, finetune="auto", cache=None,
-                        random_state=0, say=lambda line: None, finish_reserve=lambda: 0.0)
-        search.split()
-        found[name] = plan(search, "finetune-short")  # 5 s left: too little to measure, a guess
-    assert not found["short"].fits and not found["long"].fits
-    assert "max_length=32" in found["short"].label and "max_length=256" in found["long"].label
-    assert found["short"].estimate == pytest.approx(MARGIN * 40 * 240 / 1000)
-    assert found["long"].estimate == pytest.approx(4 * found["short"].estimate)
+    head = HEADS["finetune-short"].factory()
+    padding = " " + " ".join(["word"] * 300)
+    assert head.length_for(train["text"]) == 32 and head.length_for(train["text"] + padding) == 256
+    w = head.set_params(max_length=64).fit_work(320)
+    assert w == 2 * 10  # two epochs of ten batches
+    assert head.set_params(max_length=256).fit_work(320) == 4 * w
+    assert head.set_params(max_length=64, epochs=1).fit_work(320) == w / 2
+    assert head.set_params(k=3).fit_work(320) == pytest.approx(w / 2 * (0.4 + 0.6 / 2))
 
 
 def test_a_budget_too_small_leaves_models_out_and_says_what_would_include_them(trec_slice):

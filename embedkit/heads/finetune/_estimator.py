@@ -252,6 +252,32 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         prefix = type(self).__name__.lower()
         return np.asarray([f"{prefix}_dim{i}" for i in range(self.dim_)], dtype=object)
 
+    # -- sizing for a time budget (`._sizing`) -----------------------------------------------
+    def fit_work(self, n_rows: int) -> float:
+        """Units of training work of a fit on ``n_rows`` documents (see `._sizing`)."""
+        from ._sizing import fit_work
+
+        return fit_work(self, n_rows)
+
+    def predict_work(self, n_rows: int) -> float:
+        """Units of work of predicting ``n_rows`` documents."""
+        from ._sizing import predict_work
+
+        return predict_work(self, n_rows)
+
+    def length_for(self, docs) -> int:
+        """The ``max_length`` that ``docs`` call for (95% of them fit)."""
+        from ._sizing import length_for
+
+        return length_for(self, docs)
+
+    def sized_for(self, n_rows: int, seconds: float, cost) -> tuple[dict, int] | None:
+        """The richest recipe of this head (``(params, rows)``) whose ``cost(work)`` fits in
+        ``seconds``; None when none does."""
+        from ._sizing import sized_for
+
+        return sized_for(self, n_rows, seconds, cost)
+
     # -- saving -------------------------------------------------------------------------------
     def save_pretrained(self, path) -> Path:
         """Write a Hugging Face model folder: the fine-tuned encoder (safetensors + config),

@@ -1,0 +1,298 @@
+"""What the budgeted search tries, and in which order: the schedule behind `embedkit.Tuner`.
+
+* **Tiers are data** (`TIERS`): each holds the registry pairs of some kinds
+  (`embedkit.registry.pair_kind`), declares the gain its first model is expected to bring over
+  the five-line baselines (accuracy points, the order of magnitude the accuracy suite measured:
+  fine-tuning gains most on short texts) and the lane it runs on (the device lane where there is
+  an accelerator). Adding a tier is one entry.
+* **The prologue**: the plain TF-IDF baseline, then the frozen encoder's pass over every
+  document (paid once, measured on a sample first, cached for every model that reads it) and the
+  plain MiniLM baseline on its vectors.
+* **Then by value per second.** Every pair's default runs first, the one with the most expected
+  gain per estimated second of this machine next (`embedkit._search.Search.estimate`: measured,
+  never a CPU table for what runs on a device). A head that sizes itself
+  (``sized_for``: fine-tuning) is measured by a few training steps on its device and given the
+  richest recipe that fits the time left. On two CPU cores that puts the cheap tiers first and
+  fine-tuning last; on a GPU fine-tuning comes right after the baselines, on its own lane.
+* **The fill.** Once a lane's defaults are done it takes variants (the registry ``space``) of
+  the pairs that can still change the pick: a pair whose best is within one standard error of
+  the leader's score gets the full value, one three or more below gets no more time. Variants
+  are of a pair's first model (a fine-tuning recipe's variant keeps its recipe and rows), so
+  nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._budget import format_seconds
+from ._costs import work_of
+from ._search import Candidate
+from .registry import HEADS, REPRESENTATIONS, pair_kind
+
+__all__ = ["TIERS", "Schedule", "Tier", "sampled_settings", "tier_of"]
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A tier of the search: the pair kinds it holds, the gain (accuracy points over the better
+    baseline) its first model is expected to bring, and its lane."""
+
+    name: str
+    kinds: tuple[str, ...]
+    gain: float
+    lane: str = "cores"
+
+
+TIERS = (
+    Tier("sparse + linear", ("sparse",), gain=1.0),
+    Tier("static vectors", ("static",), gain=0.5),
+    Tier("frozen encoder", ("frozen",), gain=1.0),
+    Tier("fine-tuning", ("finetune",), gain=4.0, lane="device"),
+)
+#: a variant is expected to bring this share of its tier's gain
+VARIANT_SHARE = 0.25
+#: seconds below which a fine-tuning head is not even measured
+MIN_PROBE_SECONDS = 15.0
+#: training steps of the two timed probe fits of a head that sizes itself
+PROBE_STEPS = (2, 6)
+#: the representation whose pass over every document the prologue pays once (and caches)
+ENCODER = "minilm"
+
+
+def tier_of(representation: str, head: str) -> Tier:
+    """The tier that holds a registry pair."""
+    kind = pair_kind(representation, head)
+    return next((t for t in TIERS if kind in t.kinds), TIERS[0])
+
+
+def sampled_settings(representation: str, head: str, n: int | None, seed: int) -> list[dict]:
+    """Up to ``n`` (None: all) settings of the pair's registry ``space`` other than its
+    defaults, in a random order."""
+    from sklearn.model_selection import ParameterSampler
+
+    rep, hd = REPRESENTATIONS[representation], HEADS[head]
+    space = {**{f"features__{k}": list(v) for k, v in rep.space.items()},
+             **{f"head__{k}": list(v) for k, v in hd.space.items()}}
+    if not space:
+        return []
+    steps = {"features": rep.factory(), "head": hd.factory()}
+    defaults = {k: steps[k.split("__")[0]].get_params()[k.split("__", 1)[1]] for k in space}
+    size = math.prod(len(v) for v in space.values())
+    out: list[dict] = []
+    for draw in ParameterSampler(space, n_iter=size, random_state=seed):
+        changed = {k: v for k, v in sorted(draw.items()) if defaults[k] != v}
+        if changed and changed not in out:
+            out.append(changed)
+    return out[:n]
+
+
+class Schedule:
+    """The order of a `embedkit._search.Search`'s candidates: `prologue`, then `next` per lane."""
+
+    def __init__(self, search):
+        self.search = search
+        self.defaults: list[Candidate] = []
+        self.tried: set[tuple] = set()
+        self._heads: dict[tuple, object] = {}
+
+    def _candidate(self, rep: str, head: str) -> Candidate:
+        s, tier = self.search, tier_of(rep, head)
+        encoding = 0.0 if rep == ENCODER else REPRESENTATIONS[rep].cost  # the prologue pays it
+        return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache,
+                         lane=tier.lane if s.device_lane else "cores",
+                         prior=(encoding + HEADS[head].cost) * len(s.train) / 1000)
+
+    def _reached(self, tier: str) -> None:
+        if tier not in self.search.tiers_reached:
+            self.search.tiers_reached.append(tier)
+
+    # -- the prologue ---------------------------------------------------------------------------
+    def prologue(self, baselines: dict) -> None:
+        """Both baselines (the frozen encoder's pass before the second); every pair's default
+        waits, the frozen ones left out when the pass does not fit."""
+        s = self.search
+        self.defaults = [self._candidate(r, h) for r, h in s.pairs
+                         if not (s.finetune is False and pair_kind(r, h) == "finetune")]
+        tiers = {t.name: sum(c.tier == t.name for c in self.defaults) for t in TIERS}
+        s.say(f"{s.clock.stamp()} {len(s.train):,} training rows, {len(s.valid):,} validation "
+              "rows; tiers: " + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
+        (tfidf, build_tfidf), (minilm, build_minilm) = list(baselines.items())[:2]
+        self._reached("baselines")
+        s.start(Candidate(name=tfidf, representation="plain TF-IDF", head="LR", tier="baselines",
+                          kind="baseline", factory=build_tfidf))
+        self._encode(minilm, build_minilm)
+
+    def _encode(self, name: str, build) -> None:
+        """The frozen encoder's pass over every document, once (cached for every model that
+        reads it), then the plain MiniLM baseline on its vectors."""
+        s = self.search
+        frozen = [c for c in self.defaults if c.tier == "frozen encoder"]
+        encoder = REPRESENTATIONS[ENCODER].factory()
+        if s.cache is not None:
+            encoder.set_params(cache=s.cache)
+        began = time.monotonic()
+        encoder.fit(s.docs[:2])  # loads the model: paid once, not per document
+        sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)),
+                                                     replace=False)
+        probe = time.monotonic()
+        encoder.transform(s.docs[sample])  # cached: the full pass skips these
+        per_doc = (time.monotonic() - probe) / len(sample)
+        need = 1.25 * per_doc * (len(s.docs) - len(sample))
+        baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
+                             tier="baselines", kind="baseline", factory=build, estimate=need)
+        if need > s.left():
+            enough = s.clock.elapsed() + need + s.finish_reserve() + 30
+            for c in [baseline, *frozen]:
+                c.estimate = need
+                s.leave_out(c, f"the encoder's pass over the {len(s.docs):,} documents needs "
+                               f"about {format_seconds(need)}; a budget of about "
+                               f"{format_seconds(enough)} would include it")
+            return
+        step = max(256, int(10 / max(per_doc, 1e-6)))  # about 10 s a chunk: Ctrl-C loses one
+        for start in range(0, len(s.docs), step):
+            encoder.transform(s.docs[start:start + step])
+        s.encoder_seconds = time.monotonic() - began
+        s.say(f"{s.clock.stamp()} frozen encoder: every document encoded once in "
+              f"{s.encoder_seconds:.0f} s (cached for every model that reads it)")
+        s.start(baseline)
+
+    # -- the order ------------------------------------------------------------------------------
+    def next(self, lane: str) -> Candidate | None:
+        """The candidate ``lane`` runs next: a pair's default while any waits, else a variant;
+        the most expected gain per estimated second among those that fit. None: nothing fits."""
+        s = self.search
+        waiting = [c for c in self.defaults if c.status == "waiting"]
+        s.filling = not waiting and not any(c in s.running for c in self.defaults)
+        options = [c for c in waiting if c.lane == lane] or self._variants(lane)
+        chosen, value = None, 0.0
+        for c in options:
+            if not self._estimate(c):
+                continue
+            if not s.fits(c):
+                if c.variant_of is None:
+                    self._reached(c.tier)
+                    s.leave_out(c)
+                continue
+            gain = self._gain(c) / max(c.estimate, 0.1)
+            if gain > value:
+                chosen, value = c, gain
+        if chosen is not None:
+            self.tried.add(chosen.key)
+            self._reached(chosen.tier)
+        return chosen
+
+    def _gain(self, c: Candidate) -> float:
+        tier = next(t for t in TIERS if t.name == c.tier)
+        return tier.gain if c.variant_of is None else tier.gain * VARIANT_SHARE * self._reach(c.pair)
+
+    def _reach(self, pair: tuple) -> float:
+        """1 when the pair's best is within one standard error of the leader's score, falling
+        to 0 at three: what a variant of it can still change."""
+        s = self.search
+        singles = [c for c in s.candidates if c.status == "scored" and c.kind != "ensemble"]
+        leader = max(c.score for c in singles)
+        best = max((c.score for c in singles if c.pair == pair), default=-math.inf)
+        se = (max(math.sqrt(max(leader * (1 - leader), 0) / len(s.valid)), 0.005)
+              if s.scoring == "accuracy" else 0.01 * max(abs(leader), 1.0))
+        return float(np.clip(1 - (leader - best - se) / (2 * se), 0.0, 1.0))
+
+    def _variants(self, lane: str) -> list[Candidate]:
+        """Variants of the scored pairs within reach of the leader, not tried yet."""
+        s, out = self.search, []
+        firsts = [c for c in self.defaults if c.status == "scored" and c.lane == lane]
+        for first in firsts:
+            if self._reach(first.pair) <= 0:
+                continue
+            base = {**first.recipe, **first.params}
+            for params in sampled_settings(first.representation, first.head, None, s.seed):
+                if {**base, **params} == base:
+                    continue
+                option = first.but(params={**first.params, **params}, variant_of=first)
+                if option.key not in self.tried:
+                    out.append(option)
+        return out
+
+    # -- estimates, and the recipe of a head that sizes itself -----------------------------------
+    def _estimate(self, c: Candidate) -> bool:
+        """Set ``c.estimate``; a head that sizes itself gets its recipe first (False: it was left
+        out, no recipe fits)."""
+        if c.variant_of is None and hasattr(self._head(c), "sized_for"):
+            return self._plan(c)
+        c.estimate = self.search.estimate(c)
+        return True
+
+    def _head(self, c: Candidate):
+        """The pair's head, with the data's ``max_length`` where it sizes itself (once)."""
+        if c.pair not in self._heads:
+            head = HEADS[c.head].factory()
+            if hasattr(head, "length_for"):
+                head.set_params(max_length=head.length_for(self.search.X_train))
+            self._heads[c.pair] = head
+        return self._heads[c.pair]
+
+    def _plan(self, c: Candidate) -> bool:
+        s, head = self.search, self._head(c)
+        record, n, batch = s.costs[c.pair], len(s.train), int(head.batch_size)
+        length = {"head__max_length": int(head.max_length)}
+        c.seed = s.seed
+        if not record.measured and n <= PROBE_STEPS[1] * batch:  # small data: quicker run than measured
+            c.recipe = {**length, "head__epochs": int(head.epochs),
+                        **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
+            c.estimate = c.prior
+            return True
+        if not record.measured:
+            if s.left() < MIN_PROBE_SECONDS:
+                self._reached(c.tier)
+                c.estimate = c.prior
+                enough = s.clock.elapsed() + MIN_PROBE_SECONDS + c.prior + s.finish_reserve()
+                s.leave_out(c, f"too little time left to measure it ({format_seconds(max(s.left(), 0))}); "
+                               f"it needs roughly {format_seconds(c.prior)} on two CPU cores, a "
+                               f"budget of about {format_seconds(enough)}")
+                return False
+            self._probe(c, head)
+
+        def cost(work: float) -> float:
+            return record.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
+
+        sized = head.sized_for(n, s.left(), cost)
+        if sized is None:
+            self._reached(c.tier)
+            c.recipe, c.estimate = length, cost(head.fit_work(n))
+            enough = s.clock.elapsed() + c.estimate + s.finish_reserve()
+            s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}, "
+                           f"{format_seconds(max(s.left(), 0))} were left (even one epoch on a "
+                           f"quarter of the rows does not fit); a budget of about "
+                           f"{format_seconds(enough)} would include the full recipe")
+            return False
+        params, rows = sized
+        c.recipe = {**length, **{f"head__{k}": v for k, v in params.items()}}
+        c.rows = s.sample_rows(rows) if rows < n else None
+        c.estimate = cost(work_of(c.build(), rows))
+        return True
+
+    def _probe(self, c: Candidate, head) -> None:
+        """A few training steps of ``head`` on its device: an untimed warm-up, then fits of
+        `PROBE_STEPS` steps; their difference is the steps, the rest loading the model."""
+        s, batch = self.search, int(head.batch_size)
+        one = c.but(recipe={"head__max_length": int(head.max_length), "head__epochs": 1})
+        pipe = one.build()
+        rng = np.random.default_rng(s.seed)
+        n = len(s.train)
+        warm, *timed = (rng.choice(n, steps * batch, replace=False) for steps in (1, *PROBE_STEPS))
+        record = s.costs[c.pair]
+        try:  # the first fit pays one-time costs (imports, kernels): it is not timed
+            one.build().fit(s.X_train[warm], s.y_train[warm])
+            record.measure_steps(lambda i: one.build().fit(s.X_train[timed[i]], s.y_train[timed[i]]),
+                                 tuple(work_of(pipe, len(rows)) for rows in timed))
+        except ValueError as err:  # e.g. a class missing from a probe slice: the prior stands
+            s.say(f"{s.clock.stamp()} fine-tuning probe: {err}")
+            record.observe(work_of(pipe, n), c.prior / 1.25)
+            return
+        step = record.rate * pipe.steps[-1][1].set_params(epochs=1).fit_work(batch)
+        s.say(f"{s.clock.stamp()} fine-tuning probe: {step:.2f} s a step of {batch} at max_length "
+              f"{int(head.max_length)} (95% of the documents fit), {record.overhead:.1f} s to load")

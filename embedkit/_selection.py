@@ -1,0 +1,124 @@
+"""Scoring stored validation probabilities, and the ensemble a budgeted search selects from them.
+
+Every model of the search (`embedkit._search`) keeps its probabilities on the one set of
+validation rows; any scikit-learn scorer scores them through `Stored`, and the ensemble is
+Caruana's greedy selection (with replacement) over them, its score cross-fitted: chosen on one
+half of the validation rows and scored on the other, and back, so the selection does not
+flatter it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+__all__ = ["Stored", "aligned", "select", "stratified_rows", "stratified_halves"]
+
+
+class Stored(ClassifierMixin, BaseEstimator):
+    """A fitted-classifier stand-in that answers with stored probabilities (rows by index), so
+    any scikit-learn scorer scores a set of validation probabilities."""
+
+    def __init__(self, proba=None, labels=None):
+        self.proba, self.labels = proba, labels
+
+    @property
+    def classes_(self):
+        return self.labels
+
+    def predict_proba(self, rows):
+        return self.proba[np.asarray(rows)]
+
+    def predict(self, rows):
+        return self.labels[self.predict_proba(rows).argmax(axis=1)]
+
+    def decision_function(self, rows):
+        p = self.predict_proba(rows)
+        return p[:, 1] if p.shape[1] == 2 else p
+
+
+def score(scoring: str, proba: np.ndarray, y: np.ndarray, classes: np.ndarray) -> float:
+    """``scoring``'s value for probabilities ``proba`` (columns in ``classes`` order) of ``y``."""
+    from sklearn.metrics import get_scorer
+
+    return float(get_scorer(scoring)(Stored(proba, classes), np.arange(len(y)), y))
+
+
+def aligned(model, X, classes: np.ndarray) -> np.ndarray:
+    """``model.predict_proba(X)`` with columns in ``classes`` order (a class the model never saw
+    gets probability 0)."""
+    proba = np.asarray(model.predict_proba(X), dtype=np.float64)
+    seen = list(np.asarray(model.classes_))
+    if seen == list(classes):
+        return proba
+    out = np.zeros((len(X), len(classes)))
+    for j, c in enumerate(classes):
+        if c in seen:
+            out[:, j] = proba[:, seen.index(c)]
+    return out
+
+
+def _greedy(probas: Sequence[np.ndarray], costs: Sequence[float], rows: np.ndarray, y, classes,
+            scoring: str, rounds: int = 12) -> dict[int, int]:
+    """Caruana's selection on ``rows``: add (with replacement) the model that most improves the
+    mean's score, the cheaper on a tie; stop when nothing improves it. ``{model index: count}``."""
+    counts: dict[int, int] = {}
+    total, best = None, -math.inf
+    for _ in range(rounds):
+        n = sum(counts.values()) + 1
+        trial = [(score(scoring, (p[rows] if total is None else total + p[rows]) / n, y[rows],
+                        classes), -costs[i], -i) for i, p in enumerate(probas)]
+        value, _, pick = max(trial)  # the first model on a tie of score and cost
+        pick = -pick
+        if value <= best:
+            break
+        best = value
+        counts[pick] = counts.get(pick, 0) + 1
+        total = probas[pick][rows] if total is None else total + probas[pick][rows]
+    return counts
+
+
+def select(probas: Sequence[np.ndarray], costs: Sequence[float], y: np.ndarray,
+           classes: np.ndarray, scoring: str, seed: int) -> tuple[dict[int, float], float]:
+    """The ensemble of the models whose validation probabilities are ``probas``: ``({index:
+    weight}, cross-fitted score)``, weights summing to one; an empty dict when the selection
+    keeps fewer than two models."""
+    halves = stratified_halves(y, seed)
+    parts = []
+    for choose, judge in (halves, halves[::-1]):
+        counts = _greedy(probas, costs, choose, y, classes, scoring)
+        proba = sum(w * probas[i][judge] for i, w in counts.items()) / sum(counts.values())
+        parts.append((len(judge), score(scoring, proba, y[judge], classes)))
+    counts = _greedy(probas, costs, np.arange(len(y)), y, classes, scoring)
+    if len(counts) < 2:
+        return {}, math.nan
+    total = sum(counts.values())
+    return ({i: n / total for i, n in counts.items()},
+            sum(k * s for k, s in parts) / sum(k for k, _ in parts))
+
+
+def stratified_rows(y: np.ndarray, m: int, seed: int) -> np.ndarray:
+    """``m`` positions of ``y``, stratified by class, seeded, sorted."""
+    from sklearn.model_selection import train_test_split
+
+    if m >= len(y):
+        return np.arange(len(y))
+    try:
+        rows, _ = train_test_split(np.arange(len(y)), train_size=m, stratify=y, random_state=seed)
+    except ValueError:  # a class too rare to stratify this small a slice
+        rows = np.random.default_rng(seed).choice(len(y), size=m, replace=False)
+    return np.sort(rows)
+
+
+def stratified_halves(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two halves of the positions of ``y``, stratified where every class has two rows."""
+    from sklearn.model_selection import StratifiedKFold
+
+    if np.unique(y, return_counts=True)[1].min() >= 2:
+        a, b = next(StratifiedKFold(2, shuffle=True, random_state=seed).split(y, y))
+        return a, b
+    order = np.random.default_rng(seed).permutation(len(y))  # a class with one validation row
+    return np.sort(order[: len(y) // 2]), np.sort(order[len(y) // 2:])

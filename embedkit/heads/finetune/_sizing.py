@@ -1,0 +1,110 @@
+"""How much fine-tuning a time budget buys: the recipe a fine-tuning head sizes for itself.
+
+A budgeted search (`embedkit.Tuner`) measures what one unit of training work costs on its
+machine and device; the head says how much work a fit is and which cheaper recipes it has, and
+picks the richest one that fits the seconds it is given:
+
+* **work** of a fit: training steps (epochs x batches) x the share of the network that is
+  trained (the forward pass through frozen blocks still runs) x ``max_length / 64``;
+* **recipes**, richest first: its own epochs with its blocks trained; one epoch; one epoch with
+  the lower half of the blocks frozen (``fine_tune="last_k"`` only); then the cheapest of them
+  on a random subsample of the rows, never below a quarter of them;
+* **max_length** from the documents' own word-piece lengths (their 95th percentile, rounded up
+  to a multiple of 8, between 32 and 256).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["FORWARD_SHARE", "fit_work", "length_for", "predict_work", "sized_for"]
+
+#: share of a training step that is the forward pass (a frozen block, or prediction, costs this)
+FORWARD_SHARE = 0.4
+#: the max_length one unit of work is counted at
+REFERENCE_LENGTH = 64
+
+
+@functools.cache
+def _config(model: str):
+    from transformers import AutoConfig
+
+    from ...resources import RESOURCES, resource_path
+
+    source = str(resource_path(model)) if model in RESOURCES else str(model)
+    return AutoConfig.from_pretrained(source, local_files_only=True)
+
+
+def depth(model: str) -> int:
+    """Transformer blocks of ``model`` (read from its config, not its weights)."""
+    return int(getattr(_config(str(model)), "num_hidden_layers", 6))
+
+
+def _share(head) -> float:
+    if head.fine_tune == "full":
+        return 1.0
+    if head.fine_tune == "none":
+        return FORWARD_SHARE
+    return FORWARD_SHARE + (1 - FORWARD_SHARE) * min(head.k, depth(head.model)) / depth(head.model)
+
+
+def fit_work(head, n_rows: int) -> float:
+    """Units of training work of ``head.fit`` on ``n_rows`` documents."""
+    steps = int(head.epochs) * math.ceil(n_rows / int(head.batch_size))
+    return steps * _share(head) * int(head.max_length) / REFERENCE_LENGTH
+
+
+def predict_work(head, n_rows: int) -> float:
+    """Units of work of predicting ``n_rows`` documents (forward passes only)."""
+    return FORWARD_SHARE * math.ceil(n_rows / int(head.batch_size)) * int(head.max_length) / REFERENCE_LENGTH
+
+
+def length_for(head, docs) -> int:
+    """The ``max_length`` the documents call for: their 95th percentile of word pieces (special
+    tokens included), rounded up to a multiple of 8, between 32 and 256."""
+    from transformers import AutoTokenizer
+
+    from ...resources import RESOURCES, resource_path
+
+    source = str(resource_path(head.model)) if head.model in RESOURCES else str(head.model)
+    tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+    ids = tokenizer(list(docs), add_special_tokens=True, truncation=False,
+                    return_attention_mask=False, return_token_type_ids=False,
+                    verbose=False)["input_ids"]
+    lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+    p95 = float(np.percentile(lengths, 95)) if len(lengths) else 32.0
+    return int(min(256, max(32, 8 * math.ceil(p95 / 8))))
+
+
+def _recipes(head) -> list[dict]:
+    """Settings of ``head`` from its own recipe down to the cheapest, richest first."""
+    if head.fine_tune != "last_k":  # a full (or no) fine-tuning keeps its recipe; epochs move
+        return [{"epochs": int(head.epochs)}, {"epochs": 1}]
+    k = min(int(head.k), depth(head.model))
+    return [{"epochs": int(head.epochs), "k": k}, {"epochs": 1, "k": k},
+            {"epochs": 1, "k": max(k // 2, 1)}]
+
+
+def sized_for(head, n_rows: int, seconds: float,
+              cost: Callable[[float], float]) -> tuple[dict, int] | None:
+    """``(params, rows)``: the richest recipe whose ``cost(work)`` (seconds, everything
+    included) fits in ``seconds``, on all ``n_rows`` or, for the cheapest recipe, on as many
+    rows as fit (at least a quarter, and eight batches); None when none fits."""
+    from sklearn.base import clone
+
+    options = [(params, clone(head).set_params(**params)) for params in _recipes(head)]
+    for params, option in options:
+        if cost(fit_work(option, n_rows)) <= seconds:
+            return params, n_rows
+    params, cheapest = options[-1]
+    low, high = max(n_rows // 4, 8 * int(head.batch_size)), n_rows
+    if low >= high or cost(fit_work(cheapest, low)) > seconds:
+        return None
+    while high - low > 1:  # the largest subsample that fits: cost grows with the rows
+        mid = (low + high) // 2
+        low, high = (mid, high) if cost(fit_work(cheapest, mid)) <= seconds else (low, mid)
+    return params, low

@@ -1,0 +1,177 @@
+"""The budgeted search's engine and schedule (`embedkit._search`, `embedkit._schedule`,
+`embedkit._costs`): one cost record per pair, the order by expected gain per second of measured
+cost, the device lane training beside the cores, and the fill's reach."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import embedkit
+from embedkit._costs import CostRecord, work_of
+from embedkit._schedule import Schedule
+from embedkit._search import Candidate, Search
+from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, baseline_pipelines
+
+FINETUNE = ("passthrough", "finetune-short")
+
+
+@pytest.fixture(scope="module")
+def questions():
+    from sklearn.model_selection import train_test_split
+
+    df = embedkit.load_dataset("trec")
+    train = df[df["split"] == "train"]
+    train, _ = train_test_split(train, train_size=300, stratify=train["label"], random_state=0)
+    return train.reset_index(drop=True)
+
+
+def _search(df, seconds, pairs, lines=None, device_lane=None, tuner=None):
+    from embedkit._budget import Clock
+
+    search = Search(df["text"].to_numpy(object), df["label"].to_numpy(), clock=Clock(seconds),
+                    pairs=pairs, scoring="accuracy", validation=0.2, finetune="auto",
+                    cache="memory", random_state=0,
+                    say=lines.append if lines is not None else (lambda line: None),
+                    finish_reserve=(lambda: tuner._reserve(search)) if tuner else (lambda: 0.0),
+                    device_lane=device_lane)
+    return search
+
+
+def test_a_cost_record_keeps_the_dearest_rate_and_splits_two_fits_into_rate_and_overhead(monkeypatch):
+    from embedkit import _costs
+
+    record = CostRecord()
+    assert not record.measured and math.isnan(record.fit_seconds(10))
+    record.observe(100, 10.0)
+    record.observe(200, 10.0)  # cheaper per unit: the dearer rate stands
+    assert record.rate == 0.1 and record.seconds(300, margin=1.0) == pytest.approx(30.0)
+    record.observe_predict(50, 1.0)
+    assert record.seconds(300, predict_rows=100, margin=2.0) == pytest.approx(2 * (30.0 + 2.0))
+    # two timed fits: 1 s to load, 0.5 s a unit of work (a clock that moves only when fits run)
+    now = [0.0]
+    monkeypatch.setattr(_costs.time, "monotonic", lambda: now[0])
+    timed = CostRecord()
+
+    def fit(i):
+        now[0] += 1.0 + 0.5 * (2, 6)[i]
+
+    timed.measure_steps(fit, (2.0, 6.0))
+    assert timed.rate == pytest.approx(0.5) and timed.overhead == pytest.approx(1.0)
+    assert timed.seconds(10, margin=1.0) == pytest.approx(6.0)
+
+
+def test_work_is_rows_to_the_1_1_times_epochs_or_what_the_head_counts():
+    from sklearn.pipeline import Pipeline
+
+    from embedkit.registry import HEADS, REPRESENTATIONS
+
+    mlp = Pipeline([("features", REPRESENTATIONS["tfidf"].factory()), ("head", HEADS["mlp"].factory())])
+    assert work_of(mlp, 1000) == pytest.approx(1000 ** 1.1 * 10)  # ten epochs
+    lr = Pipeline([("features", REPRESENTATIONS["tfidf"].factory()), ("head", HEADS["logreg-cv"].factory())])
+    assert work_of(lr, 1000) == pytest.approx(1000 ** 1.1)
+    tuned = Candidate(representation="passthrough", head="finetune-short",
+                      recipe={"head__max_length": 32, "head__epochs": 2}).build()
+    assert work_of(tuned, 320) == pytest.approx(2 * 10 * 32 / 64)  # 2 epochs x 10 batches of 32
+
+
+def test_a_candidate_is_its_fields_and_its_label_only_shows_them():
+    plan = Candidate(representation="passthrough", head="finetune-short", tier="fine-tuning",
+                     recipe={"head__max_length": 32, "head__epochs": 2, "head__k": 6}, seed=0)
+    variant = plan.but(params={"head__lr": 5e-5}, variant_of=plan)
+    assert plan.label == "finetune-short (max_length=32, epochs=2, k=6, seed 0)"
+    assert variant.label == "finetune-short (max_length=32, epochs=2, k=6, lr=5e-05, seed 0)"
+    assert variant.key != plan.key and plan.but(seed=1).key != plan.key
+    assert plan.but().key == plan.key  # the same fields are the same model
+    params = variant.build().get_params()
+    assert (params["head__lr"], params["head__max_length"], params["head__random_state"],
+            params["head__early_stopping"]) == (5e-5, 32, 0, False)
+    sparse = Candidate(representation="tfidf", head="logreg", params={"features__ngram_range": (1, 2)})
+    assert sparse.label == "tfidf + logreg (ngram_range=(1, 2))" and sparse.pair == ("tfidf", "logreg")
+
+
+def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_seeds(questions):
+    """The order follows expected gain per measured second: with this CPU's measured step the
+    cheap sparse pairs run first and fine-tuning last; with a step fifty times cheaper (a GPU),
+    fine-tuning runs first, and the refit of its seeds fits the time left."""
+    pairs = [("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"), FINETUNE]
+    lines = []
+    cpu = _search(questions, 300, pairs, lines)
+    cpu.split()
+    schedule = Schedule(cpu)
+    schedule.defaults = [schedule._candidate(r, h) for r, h in pairs]
+    first = schedule.next("cores")
+    assert any("fine-tuning probe:" in line for line in lines)  # measured on this machine
+    assert first.pair == ("tfidf", "logreg-cv")
+    measured = cpu.costs[FINETUNE]
+    planned = next(c for c in schedule.defaults if c.pair == FINETUNE)
+    assert planned.estimate > 1.0
+
+    tuner = Tuner(budget=300)
+    tuner.budget_ = 300.0
+    gpu = _search(questions, 300, pairs, tuner=tuner)
+    gpu.split()
+    gpu.costs[FINETUNE] = CostRecord(overhead=measured.overhead / 50, rate=measured.rate / 50, fits=2)
+    schedule = Schedule(gpu)
+    schedule.defaults = [schedule._candidate(r, h) for r, h in pairs]
+    first = schedule.next("cores")
+    assert first.pair == FINETUNE and first.tier == "fine-tuning"
+    assert first.recipe["head__epochs"] == 2 and first.rows is None  # the full recipe, all rows
+    assert first.estimate == pytest.approx(planned.estimate / 50, rel=0.05)
+    # scored as it would be, the finish can refit it with every seed it may average
+    first.status, first.score, first.fit_seconds, first.predict_seconds = "scored", 0.9, 0.2, 0.0
+    gpu.candidates.append(first)
+    gpu.filling = True
+    assert tuner._refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.left()
+    assert gpu.reserved_seeds == RESERVED_SEEDS
+
+
+def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(questions):
+    """With a device lane (here on the CPU: every code path of it runs without a GPU) the
+    fine-tuning trains in the lane's thread while the cores fit the sparse pairs; Ctrl-C marks it
+    interrupted and stops its thread, and what was scored stays."""
+    lines = []
+    seen = {"device": False}
+
+    def progress(line):
+        lines.append(line)
+        if "started on the device" in line:
+            seen["device"] = True
+        elif seen["device"] and "sparse + linear:" in line:
+            raise KeyboardInterrupt  # Ctrl-C while the device lane trains
+
+    pairs = [("tfidf", "logreg"), ("bow", "logreg"), FINETUNE]
+    search = _search(questions, 120, pairs, device_lane=True)
+    search.say = progress
+    search.run_tiers(Schedule(search), {name: (lambda pipe=pipe: clone(pipe))
+                      for name, pipe in baseline_pipelines().items()})
+    tuned = next(c for c in search.candidates if c.pair == FINETUNE)
+    assert tuned.lane == "device" and tuned.status == "interrupted" and search.interrupted
+    cores = [c for c in search.candidates if c.pair == ("tfidf", "logreg")]
+    assert cores[0].status == "scored" and cores[0].started >= tuned.started  # beside it
+    assert not search.running
+    assert search.best().status == "scored"
+    board_states = {c.status for c in search.candidates}
+    assert "waiting" not in board_states and "running" not in board_states
+
+
+def test_the_fill_gives_no_time_to_a_pair_far_below_the_leader(questions):
+    """A pair whose best is three standard errors or more below the leader gets no variants; one
+    within one standard error gets its full value."""
+    search = _search(questions, 300, [("tfidf", "logreg"), ("bow", "logreg")])
+    search.split()
+    schedule = Schedule(search)
+    schedule.defaults = [schedule._candidate(r, h) for r, h in search.pairs]
+    n = len(search.valid)
+    se = math.sqrt(0.9 * 0.1 / n)
+    for c, score in zip(schedule.defaults, (0.9, 0.9 - 4 * se), strict=True):
+        c.status, c.score, c.fit_seconds, c.predict_seconds = "scored", score, 0.1, 0.0
+        c.proba = np.full((n, len(search.classes)), 1 / len(search.classes))
+        search.candidates.append(c)
+    assert schedule._reach(("tfidf", "logreg")) == 1.0 and schedule._reach(("bow", "logreg")) == 0.0
+    variants = schedule._variants("cores")
+    assert variants and {v.pair for v in variants} == {("tfidf", "logreg")}
+    assert all(v.variant_of is schedule.defaults[0] for v in variants)
