@@ -56,12 +56,19 @@ TIERS = (
 )
 #: a variant is expected to bring this share of its tier's gain
 VARIANT_SHARE = 0.25
+#: the registry pair whose settings generalise a baseline's: when the baseline leads, that pair's
+#: variants are within its reach (n-grams, sublinear tf, min_df; C is chosen by inner CV)
+GENERALISES = {"plain TF-IDF + LR": ("tfidf", "logreg-cv"),
+               "plain MiniLM + LR": ("minilm", "logreg-cv")}
 #: seconds below which a fine-tuning head is not even measured
 MIN_PROBE_SECONDS = 15.0
 #: training steps of the two timed probe fits of a head that sizes itself
 PROBE_STEPS = (2, 6)
 #: the representation whose pass over every document the prologue pays once (and caches)
 ENCODER = "minilm"
+#: the share of the time left the encoder's pass may take; beyond it the pass covers a subsample
+#: of the training rows (at least this many), and the frozen tier fits on those
+ENCODE_SHARE, MIN_ENCODED_ROWS = 0.5, 200
 
 
 def tier_of(representation: str, head: str) -> Tier:
@@ -99,6 +106,7 @@ class Schedule:
         self.defaults: list[Candidate] = []
         self.tried: set[tuple] = set()
         self._heads: dict[tuple, object] = {}
+        self._ready: dict[str, bool] = {}
 
     def _candidate(self, rep: str, head: str) -> Candidate:
         s, tier = self.search, tier_of(rep, head)
@@ -128,8 +136,10 @@ class Schedule:
         self._encode(minilm, build_minilm)
 
     def _encode(self, name: str, build) -> None:
-        """The frozen encoder's pass over every document, once (cached for every model that
-        reads it), then the plain MiniLM baseline on its vectors."""
+        """The frozen encoder's pass, once (cached for every model that reads it), then the plain
+        MiniLM baseline on its vectors. Where the pass over every document would take more than
+        `ENCODE_SHARE` of the time left it covers the validation rows and a stratified
+        subsample of the training rows, which the frozen tier's models then fit on."""
         s = self.search
         frozen = [c for c in self.defaults if c.tier == "frozen encoder"]
         encoder = REPRESENTATIONS[ENCODER].factory()
@@ -139,27 +149,43 @@ class Schedule:
         encoder.fit(s.docs[:2])  # loads the model: paid once, not per document
         sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)),
                                                      replace=False)
-        probe = time.monotonic()
-        encoder.transform(s.docs[sample])  # cached: the full pass skips these
-        per_doc = (time.monotonic() - probe) / len(sample)
-        need = 1.25 * per_doc * (len(s.docs) - len(sample))
+        per_doc = self._encoding_cost(encoder, s.docs[sample])
+        need = per_doc * len(s.docs)
         baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
                              tier="baselines", kind="baseline", factory=build, estimate=need)
-        if need > s.left():
-            enough = s.clock.elapsed() + need + s.finish_reserve() + 30
-            for c in [baseline, *frozen]:
-                c.estimate = need
-                s.leave_out(c, f"the encoder's pass over the {len(s.docs):,} documents needs "
-                               f"about {format_seconds(need)}; a budget of about "
-                               f"{format_seconds(enough)} would include it")
-            return
+        rows, docs = None, s.docs
+        if need > ENCODE_SHARE * s.left():
+            m = min(int(ENCODE_SHARE * s.left() / per_doc) - len(s.valid), len(s.train))
+            if m < MIN_ENCODED_ROWS:
+                enough = s.clock.elapsed() + (need + s.finish_reserve() + 30) / ENCODE_SHARE
+                for c in [baseline, *frozen]:
+                    c.estimate = need
+                    s.leave_out(c, f"the encoder's pass over even {MIN_ENCODED_ROWS} of the "
+                                   f"{len(s.docs):,} documents does not fit the time left; a budget "
+                                   f"of about {format_seconds(enough)} would include all of them")
+                return
+            rows = s.sample_rows(m)
+            docs = np.concatenate([s.X_valid, s.X_train[rows]])
         step = max(256, int(10 / max(per_doc, 1e-6)))  # about 10 s a chunk: Ctrl-C loses one
-        for start in range(0, len(s.docs), step):
-            encoder.transform(s.docs[start:start + step])
+        for start in range(0, len(docs), step):
+            encoder.transform(docs[start:start + step])
         s.encoder_seconds = time.monotonic() - began
-        s.say(f"{s.clock.stamp()} frozen encoder: every document encoded once in "
+        for c in (baseline, *frozen):  # what a refit on every document would encode besides
+            c.rows, c.extra_refit = rows, per_doc * (len(s.docs) - len(docs))
+        covered = "every document" if rows is None else (
+            f"{len(docs):,} of the {len(s.docs):,} documents (the validation rows and {len(rows):,} "
+            f"training rows; all of them would need about {format_seconds(need)})")
+        s.say(f"{s.clock.stamp()} frozen encoder: {covered} encoded once in "
               f"{s.encoder_seconds:.0f} s (cached for every model that reads it)")
         s.start(baseline)
+
+    @staticmethod
+    def _encoding_cost(encoder, sample) -> float:
+        """Seconds a document (with the margin), from encoding ``sample`` (cached: the pass
+        skips them)."""
+        began = time.monotonic()
+        encoder.transform(sample)
+        return 1.25 * (time.monotonic() - began) / len(sample)
 
     # -- the order ------------------------------------------------------------------------------
     def next(self, lane: str) -> Candidate | None:
@@ -184,7 +210,27 @@ class Schedule:
         if chosen is not None:
             self.tried.add(chosen.key)
             self._reached(chosen.tier)
+            if self._setup(chosen):
+                self._prepare(chosen)
         return chosen
+
+    def _setup(self, c: Candidate) -> float:
+        """Seconds of the one-time preparation ``c``'s representation still needs (0: cached)."""
+        entry = REPRESENTATIONS[c.representation]
+        if not entry.setup:
+            return 0.0
+        if c.representation not in self._ready:
+            self._ready[c.representation] = getattr(entry.factory(), "ready", lambda: True)()
+        return 0.0 if self._ready[c.representation] else entry.setup
+
+    def _prepare(self, c: Candidate) -> None:
+        """Pay ``c``'s representation's one-time preparation (cached on disk for every later run),
+        so the fits that follow are measured without it."""
+        s, began = self.search, time.monotonic()
+        REPRESENTATIONS[c.representation].factory().fit(s.docs[:2])
+        self._ready[c.representation] = True
+        s.say(f"{s.clock.stamp()} {c.representation}: prepared once in "
+              f"{time.monotonic() - began:.0f} s (cached on disk for every later run)")
 
     def _gain(self, c: Candidate) -> float:
         tier = next(t for t in TIERS if t.name == c.tier)
@@ -196,7 +242,8 @@ class Schedule:
         s = self.search
         singles = [c for c in s.candidates if c.status == "scored" and c.kind != "ensemble"]
         leader = max(c.score for c in singles)
-        best = max((c.score for c in singles if c.pair == pair), default=-math.inf)
+        best = max((c.score for c in singles
+                    if c.pair == pair or GENERALISES.get(c.name) == pair), default=-math.inf)
         se = (max(math.sqrt(max(leader * (1 - leader), 0) / len(s.valid)), 0.005)
               if s.scoring == "accuracy" else 0.01 * max(abs(leader), 1.0))
         return float(np.clip(1 - (leader - best - se) / (2 * se), 0.0, 1.0))
@@ -223,7 +270,8 @@ class Schedule:
         out, no recipe fits)."""
         if c.variant_of is None and hasattr(self._head(c), "sized_for"):
             return self._plan(c)
-        c.estimate = self.search.estimate(c)
+        setup = self._setup(c)  # measured once prepared, not with the preparation in it
+        c.estimate = setup + c.prior if setup else self.search.estimate(c)
         return True
 
     def _head(self, c: Candidate):

@@ -60,6 +60,7 @@ class Candidate:
     cache: Any = None
     lane: str = "cores"
     prior: float = 0.0
+    extra_refit: float = 0.0  # seconds a refit on every document needs besides its fit scaled up
     status: str = "waiting"
     started: float = math.nan  # seconds into the search when it started
     estimate: float = math.nan

@@ -64,6 +64,9 @@ class Entry:
     candidates by it and leaves out steps the budget cannot pay for. For a representation
     with a cache (a pretrained encoder), it is the first encoding's cost.
 
+    ``setup`` is the seconds (on 2 CPU cores) of a one-time preparation the step caches on disk
+    (a distillation), paid only while the built step's ``ready()`` says it is not cached.
+
     ``kind`` says what the step costs and where it runs, which places a pair in a tier of the
     search (`pair_kind`). A representation is ``"sparse"`` (term counts), ``"static"`` (a table
     of word or token vectors, pretrained or trained on the fold), ``"frozen"`` (a pretrained
@@ -77,6 +80,7 @@ class Entry:
     space: Mapping[str, list] = field(default_factory=dict, compare=False)
     cost: float = 1.0
     kind: str = ""
+    setup: float = 0.0
 
 
 def _build(name: str, **params):
@@ -131,7 +135,8 @@ _NGRAMS = [(1, 1), (1, 2)]
 REPRESENTATIONS: dict[str, Entry] = {
     "tfidf": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, max_features=20000),
                    "TF-IDF over words (sublinear tf, min_df=2, 20k terms), sparse",
-                   {"ngram_range": _NGRAMS, "sublinear_tf": [True, False]}, cost=0.5, kind="sparse"),
+                   {"ngram_range": [(1, 1), (1, 2), (1, 3)], "sublinear_tf": [True, False],
+                    "min_df": [1, 2]}, cost=0.5, kind="sparse"),
     "bow": Entry(step("TfidfEmbedder", weighting="count", min_df=2),
                  "bag-of-words counts (min_df=2), sparse", {"ngram_range": _NGRAMS}, cost=0.5, kind="sparse"),
     "lsa": Entry(step("TfidfEmbedder", sublinear_tf=True, min_df=2, n_components=200),
@@ -162,7 +167,7 @@ REPRESENTATIONS: dict[str, Entry] = {
                            "all-MiniLM-L6-v2 distilled to static token vectors (model2vec method: "
                            "PCA 256, SIF-weighted), mean of the text's tokens; distilled once "
                            "and cached (minutes, once), then no network at transform",
-                           {"pca_dims": [128, 256]}, cost=1, kind="static"),
+                           {"pca_dims": [128, 256]}, cost=1, kind="static", setup=300),
     "minilm-tokens": Entry(step("TransformerEmbedder", output="sequence", max_length=128,
                                 cache="memory"),
                            "frozen MiniLM word-piece vectors (128 max)", cost=35, kind="frozen"),

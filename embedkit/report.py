@@ -315,6 +315,11 @@ def _final(meta: dict) -> str:
     """What became of the pick, from a tune leaderboard's ``attrs`` ('' for other boards)."""
     if "refit" not in meta:
         return ""
+    done, members = meta.get("refit_members", (int(bool(meta["refit"])), 1))
+    if not meta["refit"] and done:
+        return (f"{done} of the pick's {members} models were refit on all "
+                f"{meta.get('n_docs', 0):,} documents, the others kept as fitted on the training "
+                "rows (no time to refit them). ")
     if not meta["refit"]:
         return "The pick was kept as fitted on the training rows (no time for a refit). "
     seeds = int(meta.get("seeds") or 1)

@@ -57,9 +57,11 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
 
 #: what `Tuner` searches when no pairs are given: the levers the accuracy suite found, by tier
 #: (stacking NBSVM with MiniLM is left to the ensemble selection, which combines the same two
-#: models from their validation probabilities instead of refitting them five times)
+#: models from their validation probabilities instead of refitting them five times), and the
+#: distilled static MiniLM: meaning at TF-IDF's cost where the encoder's pass does not fit
 DEFAULT_PAIRS = (
     ("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
+    ("minilm-static", "logreg-cv"), ("minilm-static", "mlp"),
     ("minilm", "logreg-cv"), ("minilm", "mlp"), ("passthrough", "finetune-short"),
 )
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
@@ -185,6 +187,10 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     refit_ : bool
         Whether the pick was refit on all the documents (else it is as fitted on the training
         rows: the time left could not pay for a refit).
+    refit_members_ : tuple of (int, int)
+        How many of the pick's models were refit on all the documents, of how many: where the
+        whole refit of an ensemble does not fit, its members are refit heaviest first while each
+        fits, the others kept as fitted.
     seeds_ : int
         How many seeds each fine-tuned model of the pick averages (1: one, or none fine-tuned).
     leaderboard_ : DataFrame
@@ -294,7 +300,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         members = list(c.weights) if c.weights else [c]
         n_all = len(search.docs)
         return sum(search.costs[m.pair].seconds(work_of(m.build(), n_all), margin=REFIT_MARGIN)
-                   * (seeds if _seeded(m) else 1) for m in members)
+                   * (seeds if _seeded(m) else 1) + m.extra_refit for m in members)
 
     def _reserve(self, search: Search) -> float:
         """What the finish needs: writing the output, and the refit of the leader. While the tiers
@@ -327,21 +333,29 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from sklearn.pipeline import Pipeline
 
         members = list(pick.weights.items()) if pick.weights else [(pick, 1.0)]
-        need = self._refit_seconds(search, pick)
-        refit = not search.interrupted and need <= clock.left() - self._write_seconds()
         fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
-        if refit:
-            again = None
-            try:
-                again = [[self._refit(search, member, clock, say)] for member, _ in members]
-                self._more_seeds(search, members, again, clock, say)
-            except KeyboardInterrupt:  # Ctrl-C: keep what is refit, or else the fitted members
-                say(f"{clock.stamp()} interrupted: the refit stops here")
-            refit = again is not None
-            fitted = again or fitted
-        if not refit:
-            say(f"{clock.stamp()} kept {pick.label} as fitted on the {len(search.train):,} training "
-                f"rows (a refit on all the documents needs about {format_seconds(need)})")
+        chosen, left = [], clock.left() - self._write_seconds()
+        for i in sorted(range(len(members)), key=lambda i: -members[i][1]):  # heaviest first
+            need = self._refit_seconds(search, members[i][0])
+            if not search.interrupted and need <= left:
+                chosen.append(i)
+                left -= need
+        done = []
+        try:
+            for i in chosen:
+                fitted[i] = [self._refit(search, members[i][0], clock, say)]
+                done.append(i)
+            if len(done) == len(members):
+                self._more_seeds(search, members, fitted, clock, say)
+        except KeyboardInterrupt:  # Ctrl-C: keep what is refit, and the other members as fitted
+            say(f"{clock.stamp()} interrupted: the refit stops here")
+        for i in set(range(len(members))) - set(done):
+            member = members[i][0]
+            say(f"{clock.stamp()} kept {member.label} as fitted on its "
+                f"{search.n_rows(member):,} training rows (a refit on all the documents needs "
+                f"about {format_seconds(self._refit_seconds(search, member))})")
+        self.refit_members_ = (len(done), len(members))
+        refit = len(done) == len(members)
         seeds = max(len(models) for models in fitted)
         flat = [(label, model, weight / len(models))  # a member's seeds share its weight
                 for models, (_, weight) in zip(fitted, members, strict=True)
@@ -474,7 +488,8 @@ def leaderboard(tuner) -> pd.DataFrame:
                  f"(stratified, seed {tuner.random_state}); every model trained on the other "
                  f"{len(search.train):,}",
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
-        encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_)
+        encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_,
+        refit_members=getattr(tuner, "refit_members_", (int(tuner.refit_), 1)))
     return board
 
 

@@ -13,7 +13,7 @@ from sklearn.base import clone
 import embedkit
 from embedkit._costs import CostRecord, work_of
 from embedkit._schedule import Schedule
-from embedkit._search import Candidate, Search
+from embedkit._search import Candidate, Search, describe
 from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, baseline_pipelines
 
 FINETUNE = ("passthrough", "finetune-short")
@@ -175,3 +175,86 @@ def test_the_fill_gives_no_time_to_a_pair_far_below_the_leader(questions):
     variants = schedule._variants("cores")
     assert variants and {v.pair for v in variants} == {("tfidf", "logreg")}
     assert all(v.variant_of is schedule.defaults[0] for v in variants)
+
+
+def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_fits_on(
+        questions, monkeypatch):
+    """Where the encoder's pass over every document would take more than half the time left, it
+    covers the validation rows and a stratified subsample of the training rows; the MiniLM
+    baseline and the frozen pairs fit on those, and a refit counts the rest's encoding."""
+    from embedkit import _schedule
+    from embedkit._budget import Clock
+
+    class Paused(Clock):
+        def elapsed(self) -> float:
+            return 0.0
+
+    # 0.18 s a document: all 300 need 54 s, over half of 100 s; 277 fit in 50 s
+    monkeypatch.setattr(Schedule, "_encoding_cost", staticmethod(lambda encoder, sample: 0.18))
+    lines = []
+    search = _search(questions, 100, [("tfidf", "logreg"), ("minilm", "logreg-cv")], lines)
+    search.clock = Paused(100)
+    search.split()
+    schedule = Schedule(search)
+    schedule.prologue({name: (lambda pipe=pipe: clone(pipe))
+                       for name, pipe in baseline_pipelines().items()})
+    m = int(_schedule.ENCODE_SHARE * 100 / 0.18) - len(search.valid)
+    baseline = next(c for c in search.candidates if c.name == "plain MiniLM + LR")
+    frozen = next(c for c in schedule.defaults if c.pair == ("minilm", "logreg-cv"))
+    assert baseline.status == "scored" and len(baseline.rows) == m == 217
+    assert frozen.rows is baseline.rows and frozen.status == "waiting"
+    assert frozen.extra_refit == pytest.approx(0.18 * (300 - 277))
+    assert np.bincount(np.unique(search.y_train[baseline.rows], return_inverse=True)[1]).min() > 0
+    assert any(f"277 of the 300 documents (the validation rows and {m} training rows" in line
+               for line in lines)
+    # the frozen model fits on those rows only
+    schedule.next("cores")  # the sparse default first (cheaper per expected point)
+    found = schedule.next("cores")
+    assert found is frozen and search.n_rows(found) == m
+
+
+def test_a_baseline_that_leads_gives_its_generalising_pair_the_reach(questions):
+    search = _search(questions, 300, [("tfidf", "logreg-cv")])
+    search.split()
+    schedule = Schedule(search)
+    schedule.defaults = [schedule._candidate("tfidf", "logreg-cv")]
+    n = len(search.valid)
+    for c, score in ((Candidate(name="plain TF-IDF + LR", kind="baseline"), 0.9),
+                     (schedule.defaults[0], 0.8)):
+        c.status, c.score, c.fit_seconds, c.predict_seconds = "scored", score, 0.1, 0.0
+        c.proba = np.full((n, len(search.classes)), 1 / len(search.classes))
+        search.candidates.append(c)
+    assert schedule._reach(("tfidf", "logreg-cv")) == 1.0  # the baseline's own settings vary
+    settings = {describe(v.params) for v in schedule._variants("cores")}
+    assert {"ngram_range=(1, 3)", "min_df=1"} <= settings
+
+
+def test_a_representation_not_prepared_yet_is_estimated_with_its_preparation(questions, monkeypatch):
+    from embedkit.registry import REPRESENTATIONS
+    from embedkit.representations import DistilledEmbedder
+
+    search = _search(questions, 900, [("minilm-static", "logreg-cv")])
+    search.split()
+    schedule = Schedule(search)
+    c = schedule._candidate("minilm-static", "logreg-cv")
+    monkeypatch.setattr(DistilledEmbedder, "ready", lambda self: False)  # an empty disk cache
+    assert schedule._estimate(c) and c.estimate == REPRESENTATIONS["minilm-static"].setup + c.prior
+    assert not search.costs[c.pair].measured  # no probe paid the preparation
+
+
+def test_the_fine_tuning_ladder_cuts_epochs_then_length_then_blocks_then_rows():
+    from embedkit.registry import HEADS
+
+    head = HEADS["finetune-short"].factory().set_params(max_length=128)
+
+    def cost(work):  # one second a unit of work
+        return work
+
+    # 3,200 rows are 100 batches: 2 epochs at 128 = 400 units; 1 epoch 200; at 64 pieces 100;
+    # half the blocks frozen 70
+    assert head.sized_for(3200, 450, cost) == ({"epochs": 2, "k": 6}, 3200)
+    assert head.sized_for(3200, 250, cost) == ({"epochs": 1, "k": 6}, 3200)
+    assert head.sized_for(3200, 150, cost) == ({"epochs": 1, "max_length": 64, "k": 6}, 3200)
+    assert head.sized_for(3200, 80, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 3200)
+    assert head.sized_for(3200, 50, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 2272)
+    assert head.sized_for(3200, 20, cost) is None  # not even 1,000 rows

@@ -70,7 +70,7 @@ def test_every_space_is_valid_and_holds_the_default():
 
 def test_tiers_and_sampled_settings():
     assert [tier_of(r, h).name for r, h in DEFAULT_PAIRS] == [
-        "sparse + linear"] * 3 + ["frozen encoder"] * 2 + ["fine-tuning"]
+        "sparse + linear"] * 3 + ["static vectors"] * 2 + ["frozen encoder"] * 2 + ["fine-tuning"]
     assert tier_of("passthrough", "stack").name == "frozen encoder"
     assert tier_of("passthrough", "setfit").name == "fine-tuning"
     assert tier_of("glove", "logreg").name == "static vectors"
@@ -183,6 +183,32 @@ def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice)
         np.testing.assert_allclose(head.predict_proba(docs), want)
     members = [m.predict_proba(docs) for m in head.model_.estimators_]
     np.testing.assert_allclose(head.predict_proba(docs), np.average(members, axis=0, weights=[0.7, 0.3]))
+
+
+def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(tuned):
+    """Members are refit heaviest first while each fits the time left; the others are kept as
+    the search fitted them, and the leaderboard says how many were refit."""
+    from embedkit._budget import Clock
+    from embedkit._costs import CostRecord
+    from embedkit._search import Candidate
+
+    tuner, _ = tuned
+    search = tuner.search_
+    a, b = [c for c in search.candidates if c.kind == "candidate" and c.status == "scored"][:2]
+    pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
+                     weights={a: 0.6, b: 0.4}, fit_seconds=0.0)
+    saved, before = search.costs[b.pair], tuner.refit_members_
+    search.costs[b.pair] = CostRecord(rate=1e6)  # b's refit would take days
+    lines = []
+    try:
+        pipe, refit, seeds = tuner._finish(search, pair, Clock(600), lines.append)
+        assert not refit and seeds == 1 and tuner.refit_members_ == (1, 2)
+    finally:
+        search.costs[b.pair], tuner.refit_members_ = saved, before
+    members = [m.estimator for _, m in pipe.named_steps["head"].members]
+    assert members[1] is b.model and members[0] is not a.model  # b kept, a refit on every row
+    assert any(f"refit {a.label} on all 300 documents" in line for line in lines)
+    assert any(f"kept {b.label} as fitted on its 240 training rows" in line for line in lines)
 
 
 def test_leaderboard_files_and_the_model_folder(tuned, trec_slice, tmp_path):

@@ -338,6 +338,15 @@ class DistilledEmbedder(Representation):
         return _published(root / self.table_id_, lambda tmp: self._finish(tmp, raw),
                           "model.safetensors")
 
+    def ready(self) -> bool:
+        """Whether the costly part of the distillation (the encoder's pass over the vocabulary)
+        is cached on disk for these settings, so `fit` takes seconds rather than minutes."""
+        from ..resources import home, weights_identity
+
+        raw_key = _key({"identity": weights_identity(str(self._source())),
+                        "max_vocabulary": self.max_vocabulary, "pooling": "mean", "recipe": RECIPE})
+        return (home() / "distilled" / f"raw-{raw_key}" / "tokens.safetensors").is_file()
+
     def _fit(self, docs, y=None):
         import safetensors
 

@@ -6,9 +6,10 @@ picks the richest one that fits the seconds it is given:
 
 * **work** of a fit: training steps (epochs x batches) x the share of the network that is
   trained (the forward pass through frozen blocks still runs) x ``max_length / 64``;
-* **recipes**, richest first: its own epochs with its blocks trained; one epoch; one epoch with
-  the lower half of the blocks frozen (``fine_tune="last_k"`` only); then the cheapest of them
-  on a random subsample of the rows, never below a quarter of them;
+* **recipes**, richest first: its own epochs with its blocks trained; one epoch; one epoch at
+  ``SHORT_LENGTH`` word pieces (where the documents call for more: the start of a document is
+  what the time buys); that with the lower half of the blocks frozen (``fine_tune="last_k"``
+  only); then the cheapest of them on as many rows as fit, down to ``MIN_ROWS`` (or all);
 * **max_length** from the documents' own word-piece lengths (their 95th percentile, rounded up
   to a multiple of 8, between 32 and 256).
 """
@@ -27,6 +28,10 @@ __all__ = ["FORWARD_SHARE", "fit_work", "length_for", "predict_work", "sized_for
 FORWARD_SHARE = 0.4
 #: the max_length one unit of work is counted at
 REFERENCE_LENGTH = 64
+#: the shortest max_length a recipe is cut to when the time left cannot pay for the data's own
+SHORT_LENGTH = 64
+#: the fewest rows a recipe is cut to (eight batches at least)
+MIN_ROWS = 1000
 
 
 @functools.cache
@@ -82,18 +87,21 @@ def length_for(head, docs) -> int:
 
 def _recipes(head) -> list[dict]:
     """Settings of ``head`` from its own recipe down to the cheapest, richest first."""
-    if head.fine_tune != "last_k":  # a full (or no) fine-tuning keeps its recipe; epochs move
-        return [{"epochs": int(head.epochs)}, {"epochs": 1}]
-    k = min(int(head.k), depth(head.model))
-    return [{"epochs": int(head.epochs), "k": k}, {"epochs": 1, "k": k},
-            {"epochs": 1, "k": max(k // 2, 1)}]
+    k = min(int(head.k), depth(head.model)) if head.fine_tune == "last_k" else None
+    blocks = {} if k is None else {"k": k}
+    out = [{"epochs": int(head.epochs), **blocks}, {"epochs": 1, **blocks}]
+    if int(head.max_length) > SHORT_LENGTH:
+        out.append({"epochs": 1, "max_length": SHORT_LENGTH, **blocks})
+    if k is not None and k > 1:
+        out.append({**out[-1], "k": max(k // 2, 1)})
+    return [dict(t) for t in dict.fromkeys(tuple(o.items()) for o in out)]  # no repeats
 
 
 def sized_for(head, n_rows: int, seconds: float,
               cost: Callable[[float], float]) -> tuple[dict, int] | None:
     """``(params, rows)``: the richest recipe whose ``cost(work)`` (seconds, everything
     included) fits in ``seconds``, on all ``n_rows`` or, for the cheapest recipe, on as many
-    rows as fit (at least a quarter, and eight batches); None when none fits."""
+    rows as fit (at least `MIN_ROWS` and eight batches, or all of them); None when none fits."""
     from sklearn.base import clone
 
     options = [(params, clone(head).set_params(**params)) for params in _recipes(head)]
@@ -101,7 +109,7 @@ def sized_for(head, n_rows: int, seconds: float,
         if cost(fit_work(option, n_rows)) <= seconds:
             return params, n_rows
     params, cheapest = options[-1]
-    low, high = max(n_rows // 4, 8 * int(head.batch_size)), n_rows
+    low, high = min(n_rows, max(MIN_ROWS, 8 * int(head.batch_size))), n_rows
     if low >= high or cost(fit_work(cheapest, low)) > seconds:
         return None
     while high - low > 1:  # the largest subsample that fits: cost grows with the rows
