@@ -40,17 +40,20 @@ __all__ = ["TIERS", "Schedule", "Tier", "sampled_settings", "tier_of"]
 @dataclass(frozen=True)
 class Tier:
     """A tier of the search: the pair kinds it holds, the gain (accuracy points over the better
-    baseline) its first model is expected to bring, and its lane."""
+    baseline) its first model is expected to bring, its lane where there is an accelerator, and
+    whether its models may fit on a Dask cluster's workers (``remote``: they need nothing this
+    process has cached)."""
 
     name: str
     kinds: tuple[str, ...]
     gain: float
     lane: str = "cores"
+    remote: bool = False
 
 
 TIERS = (
-    Tier("sparse + linear", ("sparse",), gain=1.0),
-    Tier("static vectors", ("static",), gain=0.5),
+    Tier("sparse + linear", ("sparse",), gain=1.0, remote=True),
+    Tier("static vectors", ("static",), gain=0.5, remote=True),
     Tier("frozen encoder", ("frozen",), gain=1.0),
     Tier("fine-tuning", ("finetune",), gain=4.0, lane="device"),
 )
@@ -111,8 +114,9 @@ class Schedule:
     def _candidate(self, rep: str, head: str) -> Candidate:
         s, tier = self.search, tier_of(rep, head)
         encoding = 0.0 if rep == ENCODER else REPRESENTATIONS[rep].cost  # the prologue pays it
-        return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache,
-                         lane=tier.lane if s.device_lane else "cores",
+        lane = ("device" if tier.lane == "device" and s.device_lane
+                else "cluster" if s.client is not None and tier.remote else "cores")
+        return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache, lane=lane,
                          prior=(encoding + HEADS[head].cost) * len(s.train) / 1000)
 
     def _reached(self, tier: str) -> None:

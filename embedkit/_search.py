@@ -16,16 +16,16 @@ out and ensembles. What to try and in which order is the schedule's (`embedkit._
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from . import _selection
+from . import _lanes, _selection
 from ._budget import Clock, format_seconds
 from ._costs import Costs, predict_work, work_of
 
@@ -71,6 +71,7 @@ class Candidate:
     proba: Any = None
     note: str = ""
     weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
+    where: str = ""  # the Dask worker that fitted it, on a cluster
 
     @property
     def pair(self) -> tuple[str, ...]:  # whose cost record it shares
@@ -102,19 +103,14 @@ class Candidate:
             out["head__random_state"] = self.seed
         return out
 
+    def builder(self) -> Callable[[], Any]:
+        """What builds this candidate's pipeline, without the candidate (sent to a worker)."""
+        return self.factory or functools.partial(build_pipeline, self.representation, self.head,
+                                                 self.settings(), self.cache)
+
     def build(self):
         """A fresh, unfitted pipeline of this candidate."""
-        if self.factory is not None:
-            return self.factory()
-        from sklearn.pipeline import Pipeline
-
-        from .registry import HEADS, REPRESENTATIONS
-
-        features = REPRESENTATIONS[self.representation].factory()
-        if self.cache is not None and not isinstance(features, str) and "cache" in features.get_params():
-            features.set_params(cache=self.cache)
-        pipe = Pipeline([("features", features), ("head", HEADS[self.head].factory())])
-        return pipe.set_params(**self.settings())
+        return self.builder()()
 
     def but(self, **changes) -> Candidate:
         """A new, unrun candidate like this one with ``changes``."""
@@ -124,11 +120,23 @@ class Candidate:
         return dataclasses.replace(self, **{**fresh, **changes})
 
 
-def fit_and_score(build: Callable[[], Any], X, y, X_valid, classes) -> tuple:
-    """Fit ``build()`` on ``(X, y)`` and predict the validation rows: ``(model, probabilities,
-    fit seconds, predict seconds)``. What a lane runs."""
+def build_pipeline(representation: str, head: str, settings: dict, cache):
+    """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``)."""
+    from sklearn.pipeline import Pipeline
+
+    from .registry import HEADS, REPRESENTATIONS
+
+    features = REPRESENTATIONS[representation].factory()
+    if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
+        features.set_params(cache=cache)
+    return Pipeline([("features", features), ("head", HEADS[head].factory())]).set_params(**settings)
+
+
+def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tuple:
+    """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
+    ``(model, probabilities, fit seconds, predict seconds)``. What a lane runs."""
     began = time.monotonic()
-    model = build().fit(X, y)
+    model = build().fit(X if rows is None else X[rows], y if rows is None else y[rows])
     fitted = time.monotonic()
     proba = _selection.aligned(model, X_valid, classes)
     return model, proba, fitted - began, time.monotonic() - fitted
@@ -140,7 +148,7 @@ class Search:
     def __init__(self, docs: np.ndarray, y: np.ndarray, *, clock: Clock, pairs, scoring: str,
                  validation: float, finetune, cache, random_state: int,
                  say: Callable[[str], None], finish_reserve: Callable[[], float],
-                 device_lane: bool | None = None):
+                 device_lane: bool | None = None, client=None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
         self.scoring, self.validation, self.finetune = scoring, validation, finetune
         self.cache, self.seed, self.say, self.finish_reserve = cache, random_state, say, finish_reserve
@@ -149,9 +157,9 @@ class Search:
         self.costs, self.encoder_seconds, self.interrupted = Costs(), math.nan, False
         self.filling = False  # True once every tier's defaults are done (the schedule's fill)
         self.reserved_seeds = 0  # how many of the finish's seeds the fill keeps time for
-        self.device_lane = device_lane
-        self.running: dict[Candidate, Future] = {}
-        self._device: ThreadPoolExecutor | None = None
+        self.device_lane, self.client = device_lane, client  # client: a Dask cluster's
+        self.running: dict[Candidate, Any] = {}  # what runs -> its future
+        self.lanes: dict[str, Any] = {}
 
     # -- the split and scoring ------------------------------------------------------------------
     def split(self) -> None:
@@ -165,6 +173,12 @@ class Search:
         self.X_train, self.y_train = self.docs[self.train], self.y[self.train]
         self.X_valid, self.y_valid = self.docs[self.valid], self.y[self.valid]
         self.classes = np.unique(self.y)
+        self.lanes = {"cores": _lanes.Inline()}  # the cores last: a fit there blocks
+        if self.device_lane:
+            self.lanes = {"device": _lanes.Device(), **self.lanes}
+        if self.client is not None:
+            self.lanes = {"cluster": _lanes.Cluster(self.client, (
+                self.X_train, self.y_train, self.X_valid, self.classes)), **self.lanes}
 
     def score_proba(self, proba: np.ndarray) -> float:
         """The scorer's value for validation probabilities (columns in ``classes`` order)."""
@@ -204,7 +218,7 @@ class Search:
         rows = self.sample_rows(m) if c.rows is None else np.sort(
             np.random.default_rng(self.seed).choice(c.rows, m, replace=False))
         try:
-            model, _, fit_s, predict_s = fit_and_score(c.build, self.X_train[rows], self.y_train[rows],
+            model, _, fit_s, predict_s = fit_and_score(c.build, rows, self.X_train, self.y_train,
                                                        self.X_valid[:m], self.classes)
         except Exception:  # the full fit will say what is wrong
             return c.prior
@@ -217,45 +231,42 @@ class Search:
     def fits(self, c: Candidate) -> bool:
         return c.estimate <= self.left()
     def start(self, c: Candidate) -> None:
-        """Run ``c`` on its lane: on the cores it runs now; on the device lane it starts in the
-        background and `collect` records it."""
+        """Run ``c`` on its lane (`embedkit._lanes`): on the cores it runs now; elsewhere it starts
+        in the background and `collect` records it."""
         if c not in self.candidates:
             self.candidates.append(c)
         c.status, c.started = "running", self.clock.elapsed()
-        rows = slice(None) if c.rows is None else c.rows
-        job = (fit_and_score, c.build, self.X_train[rows], self.y_train[rows], self.X_valid,
-               self.classes)
-        if c.lane == "device" and self.device_lane:
-            if self._device is None:
-                self._device = ThreadPoolExecutor(1, thread_name_prefix="embedkit-device")
-            self.running[c] = self._device.submit(*job)
-            self.say(f"{self.clock.stamp()} {c.tier}: {c.label}: started on the device "
+        lane = self.lanes[c.lane]
+        if isinstance(lane, _lanes.Cluster):  # the data is on the workers already
+            self.running[c] = lane.submit(fit_and_score, c.builder(), c.rows)
+        else:
+            self.running[c] = lane.submit(fit_and_score, c.builder(), c.rows, self.X_train,
+                                          self.y_train, self.X_valid, self.classes)
+        if not lane.blocking:
+            self.say(f"{self.clock.stamp()} {c.tier}: {c.label}: started on the {c.lane} "
                      f"(about {format_seconds(c.estimate)})")
-            return
-        self.running[c] = Future()
-        try:
-            self.running[c].set_result(job[0](*job[1:]))
-        except Exception as err:  # a candidate that breaks leaves the others running
-            self.running[c].set_exception(err)
         self.collect(block=False)
 
     def collect(self, block: bool) -> None:
         """Record what has finished (waiting for the first to finish if ``block``)."""
-        if block and self.running:
-            wait(list(self.running.values()), return_when=FIRST_COMPLETED)
+        if block:
+            _lanes.first_done(list(self.running.values()))
         for c, future in list(self.running.items()):
             if future.done():
                 del self.running[c]
                 self._record(c, future)
 
-    def _record(self, c: Candidate, future: Future) -> None:
+    def _record(self, c: Candidate, future) -> None:
         err = future.exception()
         if err is not None:
             c.status, c.note = "failed", f"{type(err).__name__}: {err}"[:300]
             c.fit_seconds = self.clock.elapsed() - c.started
             self.say(f"{self.clock.stamp()} {c.label}: failed ({c.note[:120]})")
             return
-        c.model, c.proba, c.fit_seconds, c.predict_seconds = future.result()
+        outcome = future.result()
+        if c.lane == "cluster":
+            outcome, c.where = outcome
+        c.model, c.proba, c.fit_seconds, c.predict_seconds = outcome
         c.score, c.status = self.score_proba(c.proba), "scored"
         record = self.costs[c.pair]
         record.observe(work_of(c.model, self.n_rows(c)), c.fit_seconds)
@@ -274,44 +285,37 @@ class Search:
         self.say(f"{self.clock.stamp()} left out {c.label}: {c.note}")
 
     def run_tiers(self, schedule, baselines: dict[str, Callable[[], Any]]) -> None:
-        """The split, ``schedule``'s prologue (the baselines), then its candidates lane by lane
-        (`embedkit._schedule.Schedule.next`) until none fits; ``KeyboardInterrupt`` stops
-        wherever it comes and keeps what was scored."""
+        """The split, ``schedule``'s prologue (the baselines), then its candidates on every lane
+        with a free slot (`embedkit._schedule.Schedule.next`) until none fits;
+        ``KeyboardInterrupt`` stops wherever it comes and keeps what was scored."""
         try:
             self.split()
             schedule.prologue(baselines)
             while True:
                 self.collect(block=False)
-                if self.device_lane and not any(c.lane == "device" for c in self.running):
-                    found = schedule.next("device")
-                    if found is not None:
+                started = False
+                for name, lane in self.lanes.items():
+                    while sum(c.lane == name for c in self.running) < lane.slots:
+                        found = schedule.next(name)
+                        if found is None:
+                            break
                         self.start(found)
-                found = schedule.next("cores")
-                if found is not None:
-                    self.start(found)
-                elif self.running:
-                    self.collect(block=True)
-                else:
+                        started = True
+                        if lane.blocking:
+                            break
+                if not started and not self.running:
                     return
+                if not started:
+                    self.collect(block=True)
         except KeyboardInterrupt:
             self.interrupted = True
-            self._stop_running()
+            for c in self.running:
+                c.status, c.note = "interrupted", "stopped by an interrupt before it finished; not scored"
+            for lane in self.lanes.values():
+                lane.stop()
+            _lanes.first_done([f for c, f in self.running.items() if c.lane == "device"], timeout=60)
+            self.running.clear()
             self.say(f"{self.clock.stamp()} interrupted: finishing with the best model so far")
-        finally:
-            if self._device is not None:
-                self._device.shutdown(wait=False, cancel_futures=True)
-
-    def _stop_running(self) -> None:
-        """Mark what was running as interrupted; a model training on the device lane is stopped
-        (a ``KeyboardInterrupt`` raised in its thread) and waited for."""
-        for c, future in list(self.running.items()):
-            c.status = "interrupted"
-            c.note = "stopped by an interrupt before it finished; not scored"
-            if not future.done() and self._device is not None:
-                for thread in list(getattr(self._device, "_threads", ())):
-                    _raise_in(thread, KeyboardInterrupt)
-                wait([future], timeout=60)
-        self.running.clear()
 
     # -- ensembles --------------------------------------------------------------------------------
     def _update_ensemble(self) -> None:
@@ -339,11 +343,3 @@ class Search:
         """The pick: the best validation score; ties go to the quicker model."""
         scored = [c for c in self.candidates if c.status == "scored"]
         return max(scored, key=lambda c: (c.score, -(c.fit_seconds + c.predict_seconds)))
-
-
-def _raise_in(thread, exception: type[BaseException]) -> None:
-    """Raise ``exception`` in ``thread`` at its next Python instruction (Ctrl-C reaches only the
-    main thread; a model training in another one is stopped this way)."""
-    import ctypes
-
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exception))

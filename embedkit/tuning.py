@@ -176,6 +176,13 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         and the pick is saved to ``output/model/`` with `embedkit.save`, within the budget.
     progress : bool or callable, default=True
         Print a line per model (to stderr) with the time left, or call ``progress(line)``.
+    backend : {None, "dask"}, default=None
+        Where the sparse and static tiers' models fit: None, in this process; ``"dask"``, on the
+        workers of the running Dask client (`embedkit.distributed.dask_backend`, or your own
+        ``distributed.Client``), as many at once as they have threads. The frozen encoder's
+        models read this process's cache and fine-tuning its device, so they stay here. On a
+        machine with an accelerator, fine-tuning trains on it in a thread while the cores fit
+        the other models, whatever the backend.
 
     Attributes
     ----------
@@ -234,12 +241,13 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "random_state": [Interval(Integral, 0, None, closed="left")],
         "output": [None, str, os.PathLike],
         "progress": ["boolean", callable],
+        "backend": [None, StrOptions({"dask"})],
     }
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
                  heads=None, validation: float = 0.2, scoring: str = "accuracy",
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
-                 output=None, progress: bool | Callable[[str], None] = True):
+                 output=None, progress: bool | Callable[[str], None] = True, backend=None):
         store_params(self, locals())
 
     def _say(self) -> Callable[[str], None]:
@@ -263,7 +271,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
                         validation=self.validation, finetune=self.finetune, cache=self.cache,
                         random_state=self.random_state, say=say,
-                        finish_reserve=lambda: self._reserve(search))
+                        finish_reserve=lambda: self._reserve(search), device_lane=_accelerated(),
+                        client=_client(self.backend))
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         from sklearn.base import clone
@@ -433,6 +442,33 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.non_deterministic = True  # wall-clock budgets: what is scored depends on the machine
         return tags
+
+
+def _accelerated() -> bool:
+    """Whether this machine has an accelerator torch can train on (the search's device lane)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    from ._batching import resolve_device
+
+    return resolve_device("auto") != "cpu"
+
+
+def _client(backend):
+    """The running Dask client for ``backend="dask"`` (None otherwise)."""
+    if backend != "dask":
+        return None
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        raise ValueError(
+            "Tuner(backend='dask') needs a running Dask client: fit inside `with "
+            "embedkit.distributed.dask_backend():` (a local cluster) or `dask_backend("
+            "'tcp://host:8786')`, or start `distributed.Client(...)` first; on the command line, "
+            "`embedkit tune --dask-workers N` or `--scheduler ADDRESS`.") from None
 
 
 def _seeded(c) -> bool:

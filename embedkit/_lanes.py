@@ -1,0 +1,90 @@
+"""Where a budgeted search's candidates run: its lanes (`embedkit._search`).
+
+* `Inline`: the cores of this process, one candidate at a time, run at once in the caller's
+  thread (so Ctrl-C lands inside the fit);
+* `Device`: a thread that trains one model on the accelerator while the cores fit others;
+  stopped by raising ``KeyboardInterrupt`` in it (Ctrl-C only reaches the main thread);
+* `Cluster`: the workers of a Dask cluster (``distributed.Client``), as many candidates at once
+  as they have threads; the training data is sent to them once.
+
+Every lane's ``submit`` returns a future (``done()``, ``result()``, ``exception()``); `first_done`
+waits for any of them, whatever lane it came from.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+__all__ = ["Cluster", "Device", "Inline", "first_done"]
+
+
+class Inline:
+    """This process's cores: one candidate at a time, run by `submit` itself."""
+
+    slots, blocking = 1, True
+
+    def submit(self, fn, *args) -> Future:
+        future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as err:  # a candidate that breaks leaves the others running
+            future.set_exception(err)
+        return future
+
+    def stop(self) -> None:
+        pass
+
+
+class Device:
+    """One thread training on the accelerator beside the cores."""
+
+    slots, blocking = 1, False
+
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="embedkit-device")
+
+    def submit(self, fn, *args) -> Future:
+        return self._pool.submit(fn, *args)
+
+    def stop(self) -> None:
+        """Stop what the thread runs (a ``KeyboardInterrupt`` at its next Python instruction)."""
+        import ctypes
+
+        for thread in list(getattr(self._pool, "_threads", ())):
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                       ctypes.py_object(KeyboardInterrupt))
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Cluster:
+    """A Dask cluster's workers, one candidate per worker thread."""
+
+    blocking = False
+
+    def __init__(self, client, data: tuple):
+        self.client = client
+        self.slots = max(sum(client.nthreads().values()), 1)
+        self.data = client.scatter(list(data), broadcast=True, hash=False)  # sent once
+
+    def submit(self, fn, *args) -> Future:
+        return self.client.submit(_on_worker, fn, *args, *self.data, pure=False)
+
+    def stop(self) -> None:
+        pass
+
+
+def _on_worker(fn, *args):
+    """``fn(*args)`` on a Dask worker, with the worker's address."""
+    from distributed import get_worker
+
+    return fn(*args), get_worker().address
+
+
+def first_done(futures, poll: float = 0.05, timeout: float | None = None) -> None:
+    """Wait until one of ``futures`` (of any lane) is done, or ``timeout`` seconds."""
+    until = None if timeout is None else time.monotonic() + timeout
+    while futures and not any(f.done() for f in futures):
+        if until is not None and time.monotonic() > until:
+            return
+        time.sleep(poll)
