@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._budget import format_seconds
-from ._costs import work_of
+from ._costs import CostRecord, work_of
 from ._search import Candidate
 from .registry import HEADS, REPRESENTATIONS, pair_kind
 
@@ -200,7 +200,7 @@ class Schedule:
         s.filling = not waiting and not any(c in s.running for c in self.defaults)
         options = [c for c in waiting if c.lane == lane] or self._variants(lane)
         chosen, value = None, 0.0
-        for c in options:
+        for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
             if not self._estimate(c):
                 continue
             if not s.fits(c):
@@ -297,6 +297,8 @@ class Schedule:
                         **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
             c.estimate = c.prior
             return True
+        if not record.measured and not self._affordable(c, head):
+            return False
         if not record.measured:
             if s.left() < MIN_PROBE_SECONDS:
                 self._reached(c.tier)
@@ -326,6 +328,34 @@ class Schedule:
         c.rows = s.sample_rows(rows) if rows < n else None
         c.estimate = cost(work_of(c.build(), rows))
         return True
+
+    def _affordable(self, c: Candidate, head) -> bool:
+        """Before a second encoder is measured, its cost is scaled from one already measured on
+        this device by their compute (blocks x width squared); where even its cheapest recipe
+        would not fit, it is left out without paying for a probe."""
+        s = self.search
+        donors = [(pair, other) for pair, other in self._heads.items() if pair != c.pair
+                  and hasattr(other, "compute") and s.costs[pair].measured]
+        if not donors:
+            return True
+        pair, other = donors[0]
+        ratio = head.compute() / other.compute()
+        scaled = CostRecord(overhead=s.costs[pair].overhead * ratio, rate=s.costs[pair].rate * ratio)
+        n = len(s.train)
+
+        def cost(work: float) -> float:
+            return scaled.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
+
+        if head.sized_for(n, s.left(), cost) is not None:
+            return True
+        self._reached(c.tier)
+        c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
+        enough = s.clock.elapsed() + c.estimate + s.finish_reserve()
+        s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)} here (scaled from "
+                       f"{pair[1]}'s measured step by its {ratio:.1f}x compute), "
+                       f"{format_seconds(max(s.left(), 0))} were left; a budget of about "
+                       f"{format_seconds(enough)} would include its full recipe")
+        return False
 
     def _probe(self, c: Candidate, head) -> None:
         """A few training steps of ``head`` on its device: an untimed warm-up, then fits of

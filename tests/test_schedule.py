@@ -258,3 +258,22 @@ def test_the_fine_tuning_ladder_cuts_epochs_then_length_then_blocks_then_rows():
     assert head.sized_for(3200, 80, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 3200)
     assert head.sized_for(3200, 50, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 2272)
     assert head.sized_for(3200, 20, cost) is None  # not even 1,000 rows
+
+
+def test_a_second_encoder_is_scaled_from_the_measured_one_before_it_pays_for_a_probe(questions):
+    """Where one fine-tuning head is measured on this device, another's cost is its measured
+    rate times their compute ratio; a head whose cheapest recipe would not fit is left out
+    without a probe, with the budget that would include it."""
+    from embedkit.registry import HEADS
+
+    search = _search(questions, 300, [FINETUNE, ("passthrough", "finetune")])
+    search.split()
+    schedule = Schedule(search)
+    short, full = (schedule._candidate(*pair) for pair in (FINETUNE, ("passthrough", "finetune")))
+    schedule._head(short)
+    search.costs[FINETUNE] = CostRecord(overhead=1.0, rate=400.0, fits=2)  # 400 s a unit: slow
+    head = schedule._head(full)
+    assert head.compute() == HEADS["finetune-short"].factory().compute()  # the same MiniLM
+    assert not schedule._plan(full)
+    assert full.status == "left out" and "scaled from finetune-short's measured step" in full.note
+    assert "a budget of about" in full.note and not search.costs[full.pair].measured  # no probe

@@ -435,6 +435,8 @@ def test_the_work_of_a_fine_tuning_fit_grows_with_its_length_steps_and_trained_b
     assert head.set_params(max_length=256).fit_work(320) == 4 * w
     assert head.set_params(max_length=64, epochs=1).fit_work(320) == w / 2
     assert head.set_params(k=3).fit_work(320) == pytest.approx(w / 2 * (0.4 + 0.6 / 2))
+    # a unit is 32 documents of 64 word pieces: half the batch, twice the steps, the same work
+    assert head.set_params(batch_size=16).fit_work(320) == head.set_params(batch_size=32).fit_work(320)
 
 
 def test_a_budget_too_small_leaves_models_out_and_says_what_would_include_them(trec_slice):

@@ -265,6 +265,12 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
         return predict_work(self, n_rows)
 
+    def compute(self) -> float:
+        """The encoder's compute per token, up to a constant (blocks x width squared)."""
+        from ._sizing import compute
+
+        return compute(self)
+
     def length_for(self, docs) -> int:
         """The ``max_length`` that ``docs`` call for (95% of them fit)."""
         from ._sizing import length_for

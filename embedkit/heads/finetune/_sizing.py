@@ -4,8 +4,11 @@ A budgeted search (`embedkit.Tuner`) measures what one unit of training work cos
 machine and device; the head says how much work a fit is and which cheaper recipes it has, and
 picks the richest one that fits the seconds it is given:
 
-* **work** of a fit: training steps (epochs x batches) x the share of the network that is
-  trained (the forward pass through frozen blocks still runs) x ``max_length / 64``;
+* **work** of a fit: training steps (epochs x batches) x ``batch_size / 32`` x the share of the
+  network that is trained (the forward pass through frozen blocks still runs) x
+  ``max_length / 64``: a unit is one step of 32 documents of 64 word pieces;
+* **compute** of the encoder (blocks x width squared), so a unit measured on one encoder
+  estimates another's before it is measured;
 * **recipes**, richest first: its own epochs with its blocks trained; one epoch; one epoch at
   ``SHORT_LENGTH`` word pieces (where the documents call for more: the start of a document is
   what the time buys); that with the lower half of the blocks frozen (``fine_tune="last_k"``
@@ -22,12 +25,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["FORWARD_SHARE", "fit_work", "length_for", "predict_work", "sized_for"]
+__all__ = ["FORWARD_SHARE", "compute", "fit_work", "length_for", "predict_work", "sized_for"]
 
 #: share of a training step that is the forward pass (a frozen block, or prediction, costs this)
 FORWARD_SHARE = 0.4
-#: the max_length one unit of work is counted at
-REFERENCE_LENGTH = 64
+#: the max_length and batch one unit of work is counted at
+REFERENCE_LENGTH, REFERENCE_BATCH = 64, 32
 #: the shortest max_length a recipe is cut to when the time left cannot pay for the data's own
 SHORT_LENGTH = 64
 #: the fewest rows a recipe is cut to (eight batches at least)
@@ -57,15 +60,25 @@ def _share(head) -> float:
     return FORWARD_SHARE + (1 - FORWARD_SHARE) * min(head.k, depth(head.model)) / depth(head.model)
 
 
+def _per_step(head) -> float:
+    return int(head.batch_size) / REFERENCE_BATCH * int(head.max_length) / REFERENCE_LENGTH
+
+
 def fit_work(head, n_rows: int) -> float:
     """Units of training work of ``head.fit`` on ``n_rows`` documents."""
     steps = int(head.epochs) * math.ceil(n_rows / int(head.batch_size))
-    return steps * _share(head) * int(head.max_length) / REFERENCE_LENGTH
+    return steps * _share(head) * _per_step(head)
 
 
 def predict_work(head, n_rows: int) -> float:
     """Units of work of predicting ``n_rows`` documents (forward passes only)."""
-    return FORWARD_SHARE * math.ceil(n_rows / int(head.batch_size)) * int(head.max_length) / REFERENCE_LENGTH
+    return FORWARD_SHARE * math.ceil(n_rows / int(head.batch_size)) * _per_step(head)
+
+
+def compute(head) -> float:
+    """The encoder's compute per token, up to a constant: its blocks times its width squared."""
+    config = _config(str(head.model))
+    return float(getattr(config, "num_hidden_layers", 6)) * float(getattr(config, "hidden_size", 384)) ** 2
 
 
 def length_for(head, docs) -> int:
