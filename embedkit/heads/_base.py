@@ -235,6 +235,8 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         from skorch.dataset import ValidSplit
         from skorch.helper import predefined_split
 
+        from ._interrupt import fit_or_stop
+
         validate_params(self)
         name = type(self).__name__
         if y is None:
@@ -291,7 +293,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-            net.fit(train, None)
+            fit_or_stop(net, train)
         self.history_ = [
             {k: v for k, v in epoch.items() if k != "batches"} for epoch in net.history
         ]
