@@ -33,7 +33,6 @@ import sys
 import time
 from collections.abc import Callable
 from numbers import Integral, Real
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -47,6 +46,7 @@ from ._budget import BudgetError, Clock, format_seconds, parse_budget
 from ._params import validate_params
 from ._search import FINETUNE_HEADS, PLANNED, TIER_NAMES, Search, describe
 from .base import CheckedKeywords, store_params
+from .outputs import check_output_folder, publish_folder
 from .registry import HEADS, REPRESENTATIONS
 
 __all__ = ["DEFAULT_PAIRS", "FINETUNE_HEADS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
@@ -169,7 +169,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Seeds the split, the probes, the sampled settings and the models.
     output : str or Path, optional
         A folder: ``leaderboard.csv`` / ``.md`` / ``.png`` and ``report.html`` are written there,
-        and the pick is saved to ``output/model/`` with `embedkit.save`, within the budget.
+        and the pick is saved to ``output/model/`` with `embedkit.save`, within the budget; all
+        published at once (`embedkit.outputs`). It must be new, empty or an earlier tune's
+        output, which `fit` checks before any work.
+    overwrite : bool, default=False
+        Let ``output`` be a folder of yours: only the files tune writes are replaced there.
     progress : bool or callable, default=True
         Print a line per model (to stderr) with the time left, or call ``progress(line)``.
 
@@ -225,13 +229,15 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "cache": [None, str, os.PathLike],
         "random_state": [Interval(Integral, 0, None, closed="left")],
         "output": [None, str, os.PathLike],
+        "overwrite": ["boolean"],
         "progress": ["boolean", callable],
     }
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
                  heads=None, validation: float = 0.2, scoring: str = "accuracy",
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
-                 output=None, progress: bool | Callable[[str], None] = True):
+                 output=None, overwrite: bool = False,
+                 progress: bool | Callable[[str], None] = True):
         store_params(self, locals())
 
     def _say(self) -> Callable[[str], None]:
@@ -247,6 +253,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
         validate_params(self)
         clock = Clock(parse_budget(self.budget))
+        if self.output is not None:  # before any work: a folder tune may not write is refused now
+            check_output_folder(self.output, overwrite=self.overwrite)
         docs = np.asarray(validate_documents(X), dtype=object)
         y = _check_labels(y, len(docs))
         say = self._say()
@@ -391,11 +399,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from .report import write_leaderboard
 
         title = f"embedkit tune ({len(docs):,} documents, budget {format_seconds(clock.budget)})"
-        paths = write_leaderboard(self.leaderboard_, self.output, title=title,
-                                  dataset=pd.DataFrame({"text": docs, "label": y}),
-                                  pipelines=pipelines(self))
-        folder = save(self.best_estimator_, Path(self.output) / "model")
-        say(f"{clock.stamp()} wrote " + ", ".join(str(p) for p in paths) + f" and the model {folder}")
+        out = publish_folder(self.output, lambda folder: (
+            write_leaderboard(self.leaderboard_, folder, title=title, pipelines=pipelines(self),
+                              dataset=pd.DataFrame({"text": docs, "label": y})),
+            save(self.best_estimator_, folder / "model")), overwrite=self.overwrite)
+        say(f"{clock.stamp()} wrote the leaderboard files, report.html and the model {out / 'model'}")
 
     # -- the estimator ----------------------------------------------------------------------------
     def predict(self, X):
