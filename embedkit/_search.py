@@ -275,6 +275,9 @@ class Search:
             self._fill()
         except KeyboardInterrupt:
             self.interrupted = True
+            for c in self.candidates:  # the one being fitted or measured when it came
+                if c.status == "waiting":
+                    c.status, c.note = "interrupted", "stopped by Ctrl-C (or SIGTERM) before it was scored"
             self.say(f"{self.clock.stamp()} interrupted: finishing with the best model so far")
 
     def add_and_run(self, c: Candidate) -> bool:
