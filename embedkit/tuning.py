@@ -208,6 +208,10 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     ------
     BudgetError
         When the budget runs out before even the first baseline is scored.
+    ValueError
+        When every model that ran failed (e.g. documents without words): the first failures say why.
+    KeyboardInterrupt
+        When a Ctrl-C stops the search before any model is scored (after one, it finishes with it).
 
     Examples
     --------
@@ -271,6 +275,12 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                           for name, pipe in baseline_pipelines(self.cache).items()})
         self.search_, self.budget_ = search, clock.budget
         if not any(c.status == "scored" for c in search.candidates):
+            failed = [f"{c.label} failed ({c.note})" for c in search.candidates if c.status == "failed"]
+            if search.interrupted:  # stopped before anything was scored: nothing to keep
+                raise KeyboardInterrupt
+            if failed:  # not a budget problem: the data
+                raise ValueError("no model could be scored: " + "; ".join(failed[:3]) + ". Check "
+                                 "that the documents hold words (not only empty texts or numbers).")
             raise BudgetError(f"the budget of {format_seconds(clock.budget)} ran out before even the "
                               "plain TF-IDF baseline was scored; give a larger budget (e.g. 2m).")
         self.tiers_reached_ = [TIER_NAMES[t] for t in sorted(set(search.tiers_reached))]
