@@ -46,6 +46,9 @@ __all__ = ["FINETUNE_HEADS", "Candidate", "Search", "candidate_label", "describe
 PROBE_SHARE, PROBE_ROWS = 0.1, (100, 400)
 #: estimates from probes and from earlier fits of a pair are multiplied by this margin
 MARGIN = 1.25
+#: seconds to load the frozen encoder cold (importing torch and transformers, reading the
+#: weights), CPU time on 2 cores: it is not started where that much is not left
+ENCODER_LOAD = 8.0
 TIER_NAMES = {0: "baselines", 1: "sparse + linear", 2: "frozen encoder", 3: "fine-tuning",
               4: "ensembles"}
 
@@ -319,13 +322,16 @@ class Search:
         reads it), and the plain MiniLM baseline on its vectors; False when it does not fit."""
         encoder = _with_cache(REPRESENTATIONS["minilm"].factory(), self.cache)
         began = time.monotonic()
-        encoder.fit(self.docs[:2])  # loads the model: paid once, not per document
-        sample = np.random.default_rng(self.seed).choice(len(self.docs), min(64, len(self.docs)),
-                                                       replace=False)
-        probe = time.monotonic()
-        encoder.transform(self.docs[sample])  # cached: the full pass skips these
-        per_doc = (time.monotonic() - probe) / len(sample)
-        need = MARGIN * per_doc * (len(self.docs) - len(sample))
+        # before paying for the load: the load and half the registry's rough cost of the pass
+        need = ENCODER_LOAD + 0.5 * REPRESENTATIONS["minilm"].cost * len(self.docs) / 1000
+        if need <= self.left():
+            encoder.fit(self.docs[:2])  # loads the model: paid once, not per document
+            sample = np.random.default_rng(self.seed).choice(len(self.docs), min(64, len(self.docs)),
+                                                           replace=False)
+            probe = time.monotonic()
+            encoder.transform(self.docs[sample])  # cached: the full pass skips these
+            per_doc = (time.monotonic() - probe) / len(sample)
+            need = MARGIN * per_doc * (len(self.docs) - len(sample))
         minilm = Candidate(label=baseline, tier=0, build=build_baseline, kind="baseline",
                            representation="plain MiniLM", head="LR", estimate=need)
         if need > self.left():
@@ -348,10 +354,16 @@ class Search:
     def _finetuning(self, pairs) -> None:
         if not pairs or self.finetune is False:
             return
-        from ._finetune_plan import plan
+        from ._finetune_plan import MIN_PROBE_SECONDS, plan
 
         self.tiers_reached.append(3)
         for rep, head in pairs:
+            if self.left() < MIN_PROBE_SECONDS:  # not the time to import torch, load, measure
+                c = self._candidate(rep, head, {}, 3)
+                c.estimate = max(MARGIN * c.prior, MIN_PROBE_SECONDS)
+                self.candidates.append(c)
+                self.leave_out(c)
+                continue
             if type(HEADS[head].factory()).__name__ != "TransformerClassifier":
                 self.add_and_run(self._candidate(rep, head, {}, 3))  # SetFit...: a probe decides
                 continue

@@ -44,14 +44,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._budget import BudgetError, Clock, format_seconds, parse_budget
 from ._params import validate_params
-from ._search import FINETUNE_HEADS, PLANNED, TIER_NAMES, Search, describe
+from ._search import FINETUNE_HEADS, MARGIN, PLANNED, TIER_NAMES, Search, describe
 from .base import CheckedKeywords, store_params
 from .outputs import check_output_folder, publish_folder
 from .registry import HEADS, REPRESENTATIONS
 
 __all__ = ["DEFAULT_PAIRS", "FINETUNE_HEADS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
-           "parse_budget", "pipelines", "tune"]
+           "least_budget", "parse_budget", "pipelines", "tune"]
 
 #: what `Tuner` searches when no pairs are given: the levers the accuracy suite found, by tier
 #: (stacking NBSVM with MiniLM is left to the ensemble selection, which combines the same two
@@ -66,6 +66,11 @@ REFIT_MARGIN = 1.1
 #: the refit of a fine-tuned pick averages up to this many seeds (each one more fit, and one
 #: more model to store and to run at prediction); the fill keeps back the time of this many
 MAX_SEEDS, RESERVED_SEEDS = 4, 2
+#: the least time kept for writing ``output`` (2-8 s of CPU on 2 cores, most of it laying out
+#: the time chart's labels); and the plain TF-IDF baseline's rough cost on 2 CPU cores (seconds
+#: per 1,000 documents, plus as much again per 500 characters of the mean document): the two
+#: make the least budget that can score anything (`least_budget`)
+WRITE_SECONDS, BASELINE_COST = 8.0, (1.5, 1.0)
 
 
 def baseline_pipelines(cache="memory") -> dict:
@@ -90,6 +95,14 @@ def baseline_pipelines(cache="memory") -> dict:
             ("features", reps["baseline-minilm"].factory().set_params(cache=cache)),
             ("head", heads["plain-lr"].factory())]),
     }
+
+
+def least_budget(docs, output=None) -> float:
+    """Seconds below which a budget cannot score anything on ``docs``: the plain TF-IDF baseline
+    (`BASELINE_COST`, with the search's margin) and writing ``output`` (`WRITE_SECONDS`)."""
+    chars = float(np.mean([len(d) for d in docs])) if len(docs) else 0.0
+    fit = MARGIN * len(docs) / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
+    return 1.0 + fit + (WRITE_SECONDS if output is not None else 0.0)
 
 
 def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
@@ -251,16 +264,26 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             return lambda line: print(line, file=sys.stderr, flush=True)
         return lambda line: None
 
-    def fit(self, X, y):
-        """Search within the budget, then keep (and where time allows refit) the pick."""
+    def fit(self, X, y, *, started: float | None = None):
+        """Search within the budget, then keep (and where time allows refit) the pick.
+
+        ``started``: the `time.monotonic` at which the budget began (``embedkit tune`` passes its
+        own start, so that reading the file counts); by default, now."""
         from .documents import validate_documents
 
         validate_params(self)
         clock = Clock(parse_budget(self.budget))
+        clock.start = clock.start if started is None else started
         if self.output is not None:  # before any work: a folder tune may not write is refused now
             check_output_folder(self.output, overwrite=self.overwrite)
         docs = np.asarray(validate_documents(X), dtype=object)
         y = _check_labels(y, len(docs))
+        least = least_budget(docs, self.output)
+        if clock.left() < least:  # said before any work (loading MiniLM, ...)
+            raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
+                              f"plain TF-IDF baseline on {len(docs):,} documents"
+                              + (" and writing the output" if self.output is not None else "")
+                              + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = self._say()
         pairs = _pairs(self.pairs, self.representations, self.heads, self.finetune)
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
@@ -300,7 +323,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     # -- the finish -------------------------------------------------------------------------------
     def _write_seconds(self) -> float:
-        return 0.0 if self.output is None else min(max(5.0, 0.02 * parse_budget(self.budget)), 30.0)
+        return 0.0 if self.output is None else min(max(WRITE_SECONDS, 0.02 * parse_budget(self.budget)), 30.0)
 
     def _refit_seconds(self, search: Search, c, seeds: int = 1) -> float:
         """Seconds to refit ``c`` (its members) on all the documents, from their measured fits,
