@@ -235,7 +235,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         from skorch.dataset import ValidSplit
         from skorch.helper import predefined_split
 
-        from ._interrupt import fit_or_stop
+        from .._stopping import fit_or_stop
 
         validate_params(self)
         name = type(self).__name__

@@ -1,0 +1,56 @@
+"""Stopping when asked, everywhere: a skorch fit that Ctrl-C stops (`fit_or_stop`, every
+head's training loop, fine-tuning included), and SIGTERM taken as Ctrl-C (`sigterm_stops`, the
+``embedkit`` commands). A leaf: it imports nothing of the package."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+__all__ = ["fit_or_stop", "sigterm_stops"]
+
+
+@contextlib.contextmanager
+def sigterm_stops():
+    """SIGTERM (a scheduler's polite kill) stops the block as Ctrl-C does: a ``KeyboardInterrupt``
+    in the main thread, so a search finishes with its best model so far and nothing is left
+    half-written. The previous handler is restored after; in another thread, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def fit_or_stop(net, X, y=None) -> None:
+    """``net.fit(X, y)``, except that a Ctrl-C (``KeyboardInterrupt``) reaches the caller.
+
+    skorch's ``partial_fit`` catches ``KeyboardInterrupt`` and returns as if training had ended,
+    so a search that fits the head would score the cut-short model as complete and go on. The
+    interrupt is noted as it leaves ``fit_loop`` (skorch still runs its ``on_train_end``
+    callbacks, e.g. closing the progress bar) and raised again once skorch returns.
+    """
+    stopped, loop = [], net.fit_loop
+
+    def fit_loop(*args, **kwargs):
+        try:
+            return loop(*args, **kwargs)
+        except KeyboardInterrupt:
+            stopped.append(True)
+            raise
+
+    net.fit_loop = fit_loop  # on this net, for this fit only
+    try:
+        net.fit(X, y)
+    finally:
+        del net.fit_loop
+    if stopped:
+        raise KeyboardInterrupt
