@@ -28,16 +28,17 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .io import atomic_path, file_format, temporary_name
-
-__all__ = ["MARK", "TUNE_ENTRIES", "check_output_folder", "check_predictions_file",
-           "publish_folder"]
+__all__ = ["MARK", "TUNE_ENTRIES", "WRITE_SECONDS", "check_output_folder",
+           "check_predictions_file", "publish_folder"]
 
 #: the ownership manifest of an output folder
 MARK = "embedkit-tune.json"
 FORMAT = "embedkit-tune-output"
 #: what `embedkit.Tuner` writes into its output folder
 TUNE_ENTRIES = ("leaderboard.csv", "leaderboard.md", "leaderboard.png", "report.html", "model")
+#: the least time to keep for writing them: 2-8 s of CPU on 2 cores, most of it laying out the
+#: time chart's labels (this module imports nothing heavy: the command reads it first)
+WRITE_SECONDS = 8.0
 _SHOWN = 6
 
 
@@ -106,6 +107,8 @@ def _model_ancestor(path: Path) -> Path | None:
 def _check_writable(path: Path) -> None:
     """Create and remove a temporary folder where ``path``'s temporary sibling will go (the
     nearest folder that exists): the real test of a read-only folder or file system."""
+    from .io import temporary_name
+
     where = next(p for p in (path.parent, *path.parent.parents) if p.exists() or p == p.parent)
     if not where.is_dir():
         raise _refuse(path, f"cannot be created: {where} is a file, not a folder",
@@ -258,6 +261,8 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
     >>> sorted(p.name for p in out.iterdir())
     ['embedkit-tune.json', 'leaderboard.md']
     """
+    from .io import atomic_path
+
     path = Path(path)
     check_output_folder(path, overwrite=overwrite, inputs=inputs)
     target = path.resolve()
@@ -391,8 +396,9 @@ def check_predictions_file(output, input, *, overwrite: bool = False) -> None:
     Traceback (most recent call last):
     ValueError: ... is the input file: the predictions would replace your documents; ...
     """
+    from .io import file_format
+
     output, source = Path(output), Path(input)
-    kind = file_format(output)
     if output.resolve() == source.resolve() or (
             output.exists() and source.exists() and os.path.samefile(output, source)):
         raise _refuse(output, "is the input file: the predictions would replace your documents",
@@ -400,6 +406,7 @@ def check_predictions_file(output, input, *, overwrite: bool = False) -> None:
     if output.is_dir():
         raise _refuse(output, "is a folder; predict writes one file",
                       f"Pass a file name, e.g. -o {output / 'predictions.csv'}.")
+    kind = file_format(output)
     model = _model_ancestor(output.resolve())
     if model is not None:
         raise _refuse(output, f"is inside the model folder {model}, which must hold only what "
