@@ -344,7 +344,7 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     if label_column is not None and label_column == text_column:
         raise ValueError(f"the column {text_column!r} is used twice, as the text and as the label "
                          "column (text_column= and label_column=; on the command line --text-column "
-                         "and --label-column); name the column of labels as label_column.")
+                         "and --label-column); name the column of labels, e.g. label_column=label.")
     columns = [text_column] + ([label_column] if label_column else [])
     df = read_table(path, columns, optional=["split"], encoding=encoding)
     if df.empty:
