@@ -294,7 +294,7 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
 
 
 # -- leftovers of killed runs ----------------------------------------------------------------
-_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]+\.(?P<kind>tmp|old)$")
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]+\.(?P<kind>tmp|old|probe)$")
 
 
 def _leftovers(target: Path) -> list[tuple[Path, str]]:
