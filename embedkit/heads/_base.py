@@ -217,7 +217,9 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         return n >= 1000 if isinstance(es, str) else bool(es)
 
     def fit(self, X, y):
-        """Build the network for the shape of ``X`` and train it on ``(X, y)``.
+        """Build the network for the shape of ``X`` and train it on ``(X, y)``. A Ctrl-C during
+        training raises ``KeyboardInterrupt`` here (skorch alone would end the training and return
+        the cut-short head as if fitted).
 
         Parameters
         ----------
