@@ -285,7 +285,7 @@ def tune(
                                                                   started=began)
     except KeyboardInterrupt:
         raise _interrupted(f"no model was saved; {output} was left as it was") from None
-    except (ValueError, FileNotFoundError, BudgetError) as err:
+    except (ValueError, OSError, BudgetError) as err:  # OSError: unreadable input, a full disk
         raise _fail(err, ctx) from None
     board = tuner.leaderboard_
     metric = board.attrs["metrics"][0]
@@ -528,7 +528,7 @@ def predict(
                 info = predict_file(model, input, output, text_column=text_column,
                                     id_column=id_column, chunksize=chunk_size, progress=progress,
                                     encoding=encoding, overwrite=overwrite)
-            except (ValueError, FileNotFoundError) as err:
+            except (ValueError, OSError) as err:  # OSError: unreadable input, a full disk
                 raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="INPUT") from None
     except KeyboardInterrupt:
         raise _interrupted(f"{output} was not written") from None

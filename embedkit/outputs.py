@@ -3,8 +3,9 @@
 * **Ownership.** A folder `publish_folder` writes holds ``embedkit-tune.json`` (`MARK`), which
   names every entry written there with its checksum (a file's size and SHA-256; a model
   folder's ``manifest.json`` SHA-256, which covers its files). A folder is written only when
-  it is new, empty, or marked so; a marked entry changed since it was written is the user's
-  again. ``overwrite=True`` (``--overwrite``) lets a folder of the user's receive the entries
+  it is new, empty, or marked so (or holds exactly what an earlier, unmarking tune wrote: the
+  five `TUNE_ENTRIES`, ``model`` a model folder); a marked entry changed since it was written
+  is the user's again. ``overwrite=True`` (``--overwrite``) lets a folder of the user's receive the entries
   that tune writes (`TUNE_ENTRIES`), replacing only those and keeping every other one. A
   model folder is never an output folder, and nothing is written inside one.
 * **Checks before the work.** `check_output_folder` and `check_predictions_file` refuse, before
@@ -87,8 +88,12 @@ def _survey(folder: Path) -> tuple[dict | None, list[str], list[str], list[str]]
     """``(mark, owned, changed, foreign)``: the entries of ``folder`` that its mark names and
     are unchanged, that it names but changed since, and that it does not name."""
     mark = _read_mark(folder)
+    names = sorted(os.listdir(folder))
+    if mark is None and set(names) == set(TUNE_ENTRIES) and _digest(folder / "model"):
+        # what an embedkit tune wrote before folders were marked: its five entries, no other
+        mark = {name: _digest(folder / name) for name in names}
     owned, changed, foreign = [], [], []
-    for name in sorted(os.listdir(folder)):
+    for name in names:
         if name == MARK:
             continue
         if mark is None or name not in mark:

@@ -497,3 +497,26 @@ def test_the_output_is_neither_the_input_nor_inside_it_nor_the_working_folder(tm
     monkeypatch.chdir(tmp_path / "out")
     with pytest.raises(ValueError, match=r"is the folder you are working in .*--output "):
         check_output_folder(Path("."), overwrite=True)
+
+
+def test_a_folder_an_earlier_tune_wrote_before_folders_were_marked_is_its_own(models, tmp_path):
+    out = users_folder(tmp_path / "embedkit-tune", {name: "old" for name in TUNE_ENTRIES[:4]})
+    shutil.copytree(models["six"][1], out / "model")
+    check_output_folder(out)  # exactly tune's five entries, model/ a model folder: no flag needed
+    (out / "notes.txt").write_text("mine")  # anything else makes it a folder of the user's
+    with pytest.raises(ValueError, match=r"holds files that embedkit tune did not write"):
+        check_output_folder(out)
+
+
+def test_a_full_disk_while_predicting_is_an_error_that_leaves_nothing(data, models, tmp_path,
+                                                                     monkeypatch):
+    folder, _ = data
+
+    def full(self, frame):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("embedkit.streaming.FrameWriter.write", full)
+    result = run("predict", models["six"][1], folder / "questions.csv", "-o", tmp_path / "p.csv",
+                 "--no-progress")
+    assert result.exit_code == 2 and "No space left on device" in said(result), result.output
+    assert "Traceback" not in result.output and not list(tmp_path.iterdir())
