@@ -33,18 +33,20 @@ def sigterm_stops():
 def fit_or_stop(net, X, y=None) -> None:
     """``net.fit(X, y)``, except that a Ctrl-C (``KeyboardInterrupt``) reaches the caller.
 
-    skorch's ``partial_fit`` catches ``KeyboardInterrupt`` and returns as if training had ended,
-    so a search that fits the head would score the cut-short model as complete and go on. The
-    interrupt is noted as it leaves ``fit_loop`` (skorch still runs its ``on_train_end``
-    callbacks, e.g. closing the progress bar) and raised again once skorch returns.
+    skorch's ``partial_fit`` catches ``KeyboardInterrupt`` and returns as if training had ended
+    (its ``EarlyStopping`` stops training by raising one), so a search that fits the head would
+    score the cut-short model as complete and go on. An interrupt that is not early stopping is
+    noted as it leaves ``fit_loop`` (skorch still runs its ``on_train_end`` callbacks: the best
+    weights restored, the progress bar closed) and raised again once skorch returns.
     """
     stopped, loop = [], net.fit_loop
 
     def fit_loop(*args, **kwargs):
         try:
             return loop(*args, **kwargs)
-        except KeyboardInterrupt:
-            stopped.append(True)
+        except KeyboardInterrupt as err:
+            if not _stopped_early(err):
+                stopped.append(True)
             raise
 
     net.fit_loop = fit_loop  # on this net, for this fit only
@@ -54,3 +56,16 @@ def fit_or_stop(net, X, y=None) -> None:
         del net.fit_loop
     if stopped:
         raise KeyboardInterrupt
+
+
+def _stopped_early(err: KeyboardInterrupt) -> bool:
+    """Whether ``err`` is skorch's ``EarlyStopping`` ending the training: raised by its
+    ``on_epoch_end`` once its score missed ``patience`` epochs in a row, not by a signal."""
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None or frame.tb_frame.f_code.co_name != "on_epoch_end":
+        return False
+    callback = frame.tb_frame.f_locals.get("self")
+    return getattr(callback, "misses_", None) == getattr(callback, "patience", object())
+

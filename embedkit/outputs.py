@@ -123,7 +123,7 @@ def _check_writable(path: Path) -> None:
         probe.mkdir()
         probe.rmdir()
     except OSError as err:
-        raise _refuse(path, f"cannot be written: creating a file in {where} fails "
+        raise _refuse(path, f"cannot be written: creating a folder in {where} fails "
                       f"({err.strerror})", "Pass a folder you can write to.") from None
 
 
@@ -208,7 +208,8 @@ def _check_existing(path: Path, target: Path, overwrite: bool) -> None:
                       "since", "Move your changed files elsewhere, pass a new folder, or replace "
                       "them (overwrite=True; on the command line --overwrite).")
     mine = target / "model"
-    if "model" in foreign and not (mine.is_dir() and not mine.is_symlink() and is_model_folder(mine)):
+    if "model" in foreign + changed and not (mine.is_dir() and not mine.is_symlink()
+                                             and is_model_folder(mine)):
         raise _refuse(path, "holds model, which is not a model folder tune or embedkit.save "
                       "wrote; tune saves its model there and never replaces what it did not write",
                       _new_folder_fix(path) + ", or move model elsewhere.")

@@ -162,14 +162,19 @@ def test_overwrite_replaces_only_the_files_tune_writes_and_keeps_the_others(tune
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
-def test_a_second_tune_into_its_own_folder_needs_no_flag_and_a_changed_file_is_the_users(tuned):
-    out, _, _, _ = tuned
+def test_a_second_tune_into_its_own_folder_needs_no_flag_and_a_changed_file_is_the_users(
+        tuned, tmp_path):
+    out = Path(shutil.copytree(tuned[0], tmp_path / "out"))  # the mark is by content: still tune's
     check_output_folder(out)  # marked: tune may write there again, keeping notes.txt
     (out / "leaderboard.md").write_text("# my edits")
     with pytest.raises(ValueError, match=r"holds leaderboard.md, written by an earlier tune and "
                                          r"changed since; nothing was written"):
         check_output_folder(out)
     check_output_folder(out, overwrite=True)
+    shutil.rmtree(out / "model")
+    users_folder(out, {"model/weights.bin": "mine"})  # tune's model/ replaced by a folder of theirs
+    with pytest.raises(ValueError, match=r"holds model, which is not a model folder"):
+        check_output_folder(out, overwrite=True)
 
 
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
@@ -362,6 +367,29 @@ def test_sigint_and_sigterm_inside_an_epoch_stop_the_search_and_keep_the_best(da
         assert (out / "leaderboard.md").read_text().splitlines()[2].startswith(
             "**The search was interrupted** (Ctrl-C or SIGTERM)")
         assert load(out / "model").predict(rows["text"][:4]).shape == (4,)
+
+
+def test_ctrl_c_stops_a_head_that_early_stopping_would_have_stopped_too(monkeypatch):
+    """skorch's EarlyStopping ends training with a KeyboardInterrupt of its own: that one still
+    ends the fit normally, and a Ctrl-C in the same fit still reaches the caller."""
+    from skorch.callbacks import Callback
+
+    from embedkit import MLPClassifier
+
+    X, y = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32), [0, 1, 2] * 100
+    quiet = MLPClassifier(epochs=200, early_stopping=True, patience=2, lr=1e-2).fit(X, y)
+    assert 2 < quiet.n_epochs_ < 200  # stopped early, as a fit
+
+    class CtrlC(Callback):
+        def on_batch_end(self, net, **kwargs):
+            if len(net.history) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    callbacks = MLPClassifier._callbacks
+    monkeypatch.setattr(MLPClassifier, "_callbacks", lambda self, n: [*callbacks(self, n),
+                                                                      ("ctrl_c", CtrlC())])
+    with pytest.raises(KeyboardInterrupt):
+        MLPClassifier(epochs=200, early_stopping=True, patience=2, lr=1e-2).fit(X, y)
 
 
 def test_an_interrupt_before_anything_is_scored_writes_nothing(data, tmp_path, monkeypatch):
