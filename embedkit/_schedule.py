@@ -72,6 +72,9 @@ ENCODER = "minilm"
 #: the share of the time left the encoder's pass may take; beyond it the pass covers a subsample
 #: of the training rows (at least this many), and the frozen tier fits on those
 ENCODE_SHARE, MIN_ENCODED_ROWS = 0.5, 200
+#: seconds to load the frozen encoder cold (importing torch and transformers, reading the
+#: weights; CPU time on 2 cores): it is not loaded where that is not left
+ENCODER_LOAD = 8.0
 
 
 def tier_of(representation: str, head: str) -> Tier:
@@ -149,6 +152,17 @@ class Schedule:
         encoder = REPRESENTATIONS[ENCODER].factory()
         if s.cache is not None:
             encoder.set_params(cache=s.cache)
+        rough = ENCODER_LOAD + 0.5 * REPRESENTATIONS[ENCODER].cost * len(s.docs) / 1000
+        if rough > s.left():  # not even the time to load it and encode a part: not started
+            baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
+                                 tier="baselines", kind="baseline", factory=build, estimate=rough)
+            for c in [baseline, *frozen]:
+                c.estimate = rough
+                s.leave_out(c, f"loading the encoder and a pass over part of the documents need "
+                               f"about {format_seconds(rough)}; a budget of about "
+                               f"{format_seconds(s.clock.elapsed() + rough + s.finish_reserve())} "
+                               "would include it")
+            return
         began = time.monotonic()
         encoder.fit(s.docs[:2])  # loads the model: paid once, not per document
         sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)),
@@ -272,6 +286,12 @@ class Schedule:
     def _estimate(self, c: Candidate) -> bool:
         """Set ``c.estimate``; a head that sizes itself gets its recipe first (False: it was left
         out, no recipe fits)."""
+        s = self.search
+        if c.tier == "fine-tuning" and s.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
+            self._reached(c.tier)  # not the time to import torch, load and measure
+            c.estimate = max(1.25 * c.prior, MIN_PROBE_SECONDS)
+            s.leave_out(c)
+            return False
         if c.variant_of is None and hasattr(self._head(c), "sized_for"):
             return self._plan(c)
         setup = self._setup(c)  # measured once prepared, not with the preparation in it

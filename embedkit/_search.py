@@ -310,7 +310,7 @@ class Search:
         except KeyboardInterrupt:
             self.interrupted = True
             for c in self.running:
-                c.status, c.note = "interrupted", "stopped by an interrupt before it finished; not scored"
+                c.status, c.note = "interrupted", "stopped by Ctrl-C (or SIGTERM) before it was scored"
             for lane in self.lanes.values():
                 lane.stop()
             _lanes.first_done([f for c, f in self.running.items() if c.lane == "device"], timeout=60)

@@ -19,10 +19,15 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
+import sys
+import time
 from pathlib import Path
 
 import typer
+
+from ._stopping import sigterm_stops
 
 app = typer.Typer(
     add_completion=False,
@@ -172,6 +177,32 @@ def compare(
                f"and {output / 'report.html'}")
 
 
+def _interrupted(what: str) -> typer.Exit:
+    typer.secho(f"interrupted: {what}", fg=typer.colors.YELLOW, err=True)
+    return typer.Exit(130)
+
+
+def _enough(budget: str, seconds: float, spent: float, need: float, data: str = "") -> None:
+    """Refuse a budget that cannot score anything, saying the least that can."""
+    if seconds < spent + need:
+        from ._budget import BudgetError
+
+        raise BudgetError(f"--budget {budget} cannot score anything here: starting (and reading the "
+                          f"data) took {spent:.0f} s, the plain TF-IDF baseline{data} and writing "
+                          f"the output need about {need:.0f} s more; give at least --budget "
+                          f"{math.ceil(spent + need)}s" + ("." if data else " (more for a large file)."))
+
+
+def _started() -> float:
+    """The `time.monotonic` at which the command started: the process's start where it is the
+    ``embedkit`` command itself (the interpreter and the imports count), else now."""
+    if Path(sys.argv[0]).name in ("embedkit", "cli.py"):
+        import psutil
+
+        return time.monotonic() - (time.time() - psutil.Process().create_time())
+    return time.monotonic()
+
+
 @app.command()
 def tune(
     ctx: typer.Context,
@@ -182,6 +213,8 @@ def tune(
                                      help="Your own CSV/TSV/parquet/JSONL file or folder-per-class."),
     text_column: str = typer.Option("text", help="Text column of --file."),
     label_column: str = typer.Option("label", help="Label column of --file."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of --file, e.g. cp1252, latin-1 or "
+                                               "utf-16."),
     representations: list[str] | None = typer.Option(
         None, "--representation", "-r",
         help="Search only these representations (repeatable). Default: the suite's winners."),
@@ -191,7 +224,11 @@ def tune(
                                help="Wall time of the whole command: 90s, 15m, 1h, 1h30m."),
     output: Path = typer.Option(Path("embedkit-tune"), "--output", "-o",
                                 help="Folder for the leaderboard files, report.html and the model "
-                                     "folder OUTPUT/model/."),
+                                     "folder OUTPUT/model/: new, empty, or written by an earlier "
+                                     "tune (checked before the search)."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Let --output be a folder of yours: replace only the files "
+                                        "tune writes there and keep every other file."),
     validation: float = typer.Option(0.2, min=0.01, max=0.5,
                                      help="Share of the documents every model is scored on."),
     seed: int = typer.Option(0, help="Seed for the split, the probes and the sampled settings."),
@@ -206,12 +243,15 @@ def tune(
     leaders and an ensemble of what was scored. Every model, and the two five-line baselines
     (plain TF-IDF + LR, plain MiniLM + LR), is scored on the same validation rows. The pick is
     refit on all the rows when time allows, a fine-tuned one as the mean of up to four seeds.
-    Ctrl-C stops the search and keeps the best so far. Then
+    OUTPUT, the input and the budget are checked before the search; OUTPUT is published whole
+    at the end (a kill leaves the earlier result or the new one). Ctrl-C or SIGTERM stops the
+    search and keeps the best so far. Then
     `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
     """
-    from .datasets import load_dataset
-    from .io import load_texts
-    from .tuning import BudgetError, Tuner, parse_budget
+    began = _started()
+    from ._budget import BudgetError, parse_budget
+    from .outputs import WRITE_SECONDS
+
 
     choice = {"auto": "auto", "yes": True, "no": False}
     if finetune not in choice:
@@ -220,27 +260,44 @@ def tune(
         raise _fail(ValueError("give either --file PATH (with --text-column/--label-column) or "
                                "-d NAME for a built-in dataset (see `embedkit datasets`)."), ctx)
     try:
-        parse_budget(budget)  # refuse a bad budget before loading anything
-        df = load_texts(file, text_column, label_column) if file is not None else load_dataset(dataset)
-        if "split" in df and set(df["split"]) >= {"train", "test"}:
-            df = df[df["split"] == "train"].reset_index(drop=True)
-            if progress:
-                typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
-                           "train rows", err=True)
-        tuner = Tuner(budget, validation=validation, random_state=seed, finetune=choice[finetune],
-                      progress=progress, representations=representations or None,
-                      heads=heads or None, output=output).fit(df["text"], df["label"])
-    except (ValueError, FileNotFoundError, BudgetError) as err:
+        with sigterm_stops():
+            seconds = parse_budget(budget)  # the budget, the output and the data before any work
+            _enough(budget, seconds, time.monotonic() - began, 1 + WRITE_SECONDS)
+            from .datasets import load_dataset
+            from .io import load_texts
+            from .outputs import check_output_folder
+            from .tuning import Tuner, least_budget
+
+            check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
+            df = (load_texts(file, text_column, label_column, encoding) if file is not None
+                  else load_dataset(dataset))
+            if "split" in df and set(df["split"]) >= {"train", "test"}:
+                df = df[df["split"] == "train"].reset_index(drop=True)
+                if progress:
+                    typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
+                               "train rows", err=True)
+            _enough(budget, seconds, time.monotonic() - began, least_budget(df["text"], output),
+                    f" on {len(df):,} documents")
+            tuner = Tuner(seconds, validation=validation, random_state=seed,
+                          finetune=choice[finetune], progress=progress,
+                          representations=representations or None, heads=heads or None,
+                          output=output, overwrite=overwrite).fit(df["text"], df["label"],
+                                                                  started=began)
+    except KeyboardInterrupt:
+        raise _interrupted(f"no model was saved; {output} was left as it was") from None
+    except (ValueError, OSError, BudgetError) as err:  # OSError: unreadable input, a full disk
         raise _fail(err, ctx) from None
     board = tuner.leaderboard_
     metric = board.attrs["metrics"][0]
     scored = board[board["status"] == "scored"]
     typer.echo(scored.head(15)[["rank", "pipeline", "kind", "documents", metric, "fit_seconds",
                                 "pick"]].to_string(index=False, float_format="{:.3f}".format))
-    left = board[board["status"] == "left out"]
-    for _, row in left.iterrows():
-        typer.echo(f"left out: {row['pipeline']}: {row['note']}")
-    typer.echo(f"{tuner.budget_used_:.0f} s of {tuner.budget_:.0f} s used; tiers reached: "
+    for _, row in board[board["status"].isin(["left out", "interrupted"])].iterrows():
+        typer.echo(f"{row['status']}: {row['pipeline']}: {row['note']}")
+    if tuner.interrupted_:
+        typer.echo("the search was interrupted (Ctrl-C or SIGTERM): the pick is the best model "
+                   "scored before it")
+    typer.echo(f"{tuner.budget_used_:.0f} s of {seconds:.0f} s used; tiers reached: "
                f"{', '.join(tuner.tiers_reached_)}. Wrote {output / 'leaderboard.md'}, "
                f"{output / 'report.html'}; saved the model to {output / 'model'}")
 
@@ -431,30 +488,50 @@ def predict(
     model_dir: Path = typer.Argument(..., help="Model folder written by embedkit.save or `embedkit tune`."),
     input: Path = typer.Argument(..., help="CSV/TSV, parquet or JSON Lines file with a text column."),
     output: Path = typer.Option(Path("predictions.csv"), "--output", "-o",
-                                help="Where to write: .csv, .tsv, .jsonl or .parquet."),
+                                help="Where to write: .csv, .tsv, .jsonl or .parquet. Not the input, "
+                                     "not a folder; an existing file is replaced only when predict "
+                                     "wrote it (or with --overwrite)."),
     text_column: str = typer.Option("text", help="Column holding the documents."),
     id_column: str | None = typer.Option(None, help="Column copied to the output (e.g. an id)."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of INPUT, e.g. cp1252, latin-1 or "
+                                               "utf-16."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Replace an existing OUTPUT file that predict did not write."),
     chunk_size: int = typer.Option(10_000, min=1, help="Rows read, predicted and written at a time."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Predict every row of INPUT with a saved model: the label and one probability per class.
 
-    INPUT is streamed in chunks (`embedkit.predict_file`), so memory stays bounded however long
-    it is; OUTPUT appears only when every row is written. Example:
+    OUTPUT is checked before the model is loaded; INPUT is streamed in chunks
+    (`embedkit.predict_file`), so memory stays bounded however long it is; OUTPUT appears only
+    when every row is written (Ctrl-C or SIGTERM leaves it as it was). Example:
     `embedkit predict my-model/ new.csv -o predictions.csv --id-column id`.
     """
-    from .persist import load
+    from .outputs import check_predictions_file
+    from .persist import is_model_folder, load
     from .streaming import predict_file
 
     try:
-        model = load(model_dir)
-    except (ValueError, FileNotFoundError) as err:
-        raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="MODEL_DIR") from None
-    try:
-        info = predict_file(model, input, output, text_column=text_column, id_column=id_column,
-                            chunksize=chunk_size, progress=progress)
-    except (ValueError, FileNotFoundError) as err:
-        raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="INPUT") from None
+        with sigterm_stops():
+            try:
+                check_predictions_file(output, input, overwrite=overwrite)
+            except ValueError as err:
+                raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="--output") from None
+            try:
+                model = load(model_dir)
+            except (ValueError, FileNotFoundError) as err:
+                hint = (f" It holds the model folder {model_dir / 'model'}: pass that."
+                        if is_model_folder(model_dir / "model") else "")
+                raise typer.BadParameter(_in_flags(str(err), ctx) + hint,
+                                         param_hint="MODEL_DIR") from None
+            try:
+                info = predict_file(model, input, output, text_column=text_column,
+                                    id_column=id_column, chunksize=chunk_size, progress=progress,
+                                    encoding=encoding, overwrite=overwrite)
+            except (ValueError, OSError) as err:  # OSError: unreadable input, a full disk
+                raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="INPUT") from None
+    except KeyboardInterrupt:
+        raise _interrupted(f"{output} was not written") from None
     typer.echo(f"wrote {info['rows']} predictions to {output}")
 
 

@@ -16,21 +16,29 @@ How values are read
   parquet null, a CSV row with too few fields. Drop or fill those rows in the file.
 * **Other columns** (labels, ids, ``split``) keep their types (numbers stay numbers); in
   CSV/TSV only an empty cell is a missing value there, so a label ``"NA"`` stays ``"NA"``.
+* **Text is UTF-8 unless ``encoding=`` says otherwise** (a UTF-8 byte-order mark is skipped).
+  Bytes that are not valid in the encoding are an error that names the file, the line and the
+  ``encoding=`` to pass (``--encoding`` on the command line): ``utf-16`` where the file starts
+  with its byte-order mark, ``cp1252`` where the bytes read as Windows' Western European text.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import errno
 import os
 import shutil
+import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["FORMATS", "atomic_path", "file_format", "load_texts", "read_chunks", "read_folder", "read_table"]
+__all__ = ["FORMATS", "atomic_path", "file_format", "load_texts", "read_chunks", "read_folder", "read_table",
+           "temporary_name"]
 
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
@@ -62,6 +70,53 @@ def _no_column(path: Path, name: str, columns) -> ValueError:
         "(text_column=, label_column=, keep=; on the command line --text-column, "
         "--label-column, --id-column)."
     )
+
+
+def _reading_encoding(encoding: str) -> str:
+    """``encoding`` checked, as the readers use it: UTF-8 skips a byte-order mark."""
+    try:
+        name = codecs.lookup(encoding).name
+    except (LookupError, TypeError):
+        raise ValueError(f"encoding={encoding!r} is not an encoding Python knows; pass one such as "
+                         "utf-8, cp1252, latin-1 or utf-16.") from None
+    return "utf-8-sig" if name == "utf-8" else encoding
+
+
+def _raw(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of ``path`` (decompressed for ``.gz`` names)."""
+    import gzip
+
+    with (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb") as fh:
+        return fh.read(size)
+
+
+def _not_decodable(path: Path, encoding: str) -> ValueError:
+    """What a `UnicodeDecodeError` while reading ``path`` means: where, and the encoding to pass."""
+    data = _raw(path, 1 << 24)  # the first 16 MB say where, and what the bytes look like
+    where = "a byte after its first 16 MB"
+    try:
+        data.decode(_reading_encoding(encoding))
+    except UnicodeDecodeError as found:
+        if len(data) < 1 << 24 or found.start < len(data) - 4:  # not a character cut at 16 MB
+            line = data.count(b"\n", 0, found.start) + 1
+            where = f"byte 0x{data[found.start]:02x} on line {line}"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        guess = "utf-16"
+    else:
+        try:
+            data.decode("cp1252")
+            guess = "cp1252"
+        except UnicodeDecodeError:
+            guess = "latin-1"
+    return ValueError(f"{path} is not {encoding} text: {where} cannot be decoded. Pass its encoding "
+                      f"(encoding={guess}; on the command line --encoding {guess}): "
+                      f"{_ENCODINGS[guess]}; or save the file as UTF-8.")
+
+
+#: what the suggested encodings are
+_ENCODINGS = {"utf-16": "it starts with a UTF-16 byte-order mark",
+              "cp1252": "its bytes read as Windows' Western European text (cp1252, close to latin-1)",
+              "latin-1": "latin-1 reads any bytes; check the accents after"}
 
 
 def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
@@ -152,7 +207,8 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *
     optional : list of str, default=()
         Columns read when the file has them (e.g. ``split``).
     encoding : str, default="utf-8"
-        Text encoding of CSV/TSV/JSON Lines files.
+        Text encoding of CSV/TSV/JSON Lines files (a UTF-8 byte-order mark is skipped); bytes
+        that do not decode are an error naming the line and the encoding to pass.
 
     Yields
     ------
@@ -179,8 +235,15 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *
         raise ValueError(f"chunk_size={chunk_size!r}; pass a positive number of rows, e.g. 10000.")
     columns = list(dict.fromkeys(columns))
     optional = [c for c in optional if c not in columns]
+    frames = _frames(path, kind, columns, optional, chunk_size, _reading_encoding(encoding))
     rows = 0
-    for frame in _frames(path, kind, columns, optional, chunk_size, encoding):
+    while True:
+        try:
+            frame = next(frames, None)
+        except UnicodeDecodeError:
+            raise _not_decodable(path, encoding) from None
+        if frame is None:
+            return
         frame = frame[columns + [c for c in optional if c in frame.columns]]
         frame.index = pd.RangeIndex(rows, rows + len(frame))
         frame[columns[0]] = _as_texts(frame[columns[0]], path, columns[0], rows)
@@ -257,6 +320,13 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     -------
     pandas.DataFrame with ``text`` (and ``label``, ``split``) columns.
 
+    Raises
+    ------
+    ValueError
+        Before any work is done on it: the same column named as text and label, an empty file
+        (or a header without rows), a text column without one document (every value empty, or
+        every value a number), bytes that are not text in ``encoding``, a missing column.
+
     Examples
     --------
     >>> import os, tempfile
@@ -271,8 +341,18 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
                                 "or a folder with one sub-folder per class.")
     if path.is_dir():
         return read_folder(path, encoding)
+    if label_column is not None and label_column == text_column:
+        raise ValueError(f"the column {text_column!r} is used twice, as the text and as the label "
+                         "column (text_column= and label_column=; on the command line --text-column "
+                         "and --label-column); name the column of labels, e.g. label_column=label.")
     columns = [text_column] + ([label_column] if label_column else [])
     df = read_table(path, columns, optional=["split"], encoding=encoding)
+    if df.empty:
+        blank = not _raw(path, 1 << 16).strip() and file_format(path) != "parquet"
+        raise ValueError(f"{path} is empty: " + ("it holds no header and no rows." if blank else
+                         "it has no rows of documents (a header only).")
+                         + " Pass the file that holds your documents.")
+    _check_usable(df[text_column], path, text_column)
     out = pd.DataFrame({"text": df[text_column].to_numpy(dtype=object)})
     if label_column:
         out["label"] = df[label_column].to_numpy()
@@ -281,14 +361,57 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     return out
 
 
+def _check_usable(texts: pd.Series, path: Path, column: str) -> None:
+    """Refuse a text column without a single document to learn from: every value empty, or
+    every value a number (an id, a score or a label column named as the text)."""
+    written = texts[texts.str.strip() != ""]
+    if len(written) and pd.to_numeric(written, errors="coerce").isna().any():
+        return
+    what = (f"all {len(texts):,} values are empty" if not len(written) else
+            f"it holds only numbers (such as {', '.join(written.head(3))}): an id, a score or a "
+            "label column, not documents")
+    raise ValueError(f"{path}: column {column!r} has no text to learn from: {what}. Name the column "
+                     "that holds the documents (text_column=; on the command line --text-column).")
+
+
+def temporary_name(path, suffix: str = "tmp") -> Path:
+    """A hidden sibling of ``path`` for work in progress: ``.{name}.{pid}-{random}.{suffix}``
+    (the process id tells a dead run's leftovers from a running one's)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.{suffix}")
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` in one system call (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the system or the file system has no such call."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    call = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if call is None:
+        return False
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    here, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    if call(here, os.fsencode(a), here, os.fsencode(b), exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
 @contextlib.contextmanager
-def atomic_path(path) -> Iterator[Path]:
+def atomic_path(path, on_replaced: Callable[[Path, Path], None] | None = None) -> Iterator[Path]:
     """A hidden temporary path next to ``path``, renamed to ``path`` when the block succeeds.
 
     Readers see the whole file (or folder) or none: on an error (or a crash) the temporary file
     or folder is removed and ``path`` is left as it was. The temporary name is
-    ``.{name}.{random}.tmp``; the block creates the file or folder there. A folder replacing an
-    existing folder moves the old one aside first and removes it after the rename.
+    ``.{name}.{pid}-{random}.tmp`` (`temporary_name`); the block creates the file or folder there.
+    A folder replacing an existing folder is swapped with it in one system call where the system
+    has one (Linux), so a kill at any moment leaves the old folder or the new one at ``path``;
+    elsewhere the old one is moved aside first. ``on_replaced(old, new)`` is called with the old
+    folder's temporary path and ``path`` after the swap, before the old folder is removed.
 
     Examples
     --------
@@ -300,18 +423,21 @@ def atomic_path(path) -> Iterator[Path]:
     'done'
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp = temporary_name(path)
     try:
         yield tmp
         if tmp.is_dir() and path.is_dir() and not path.is_symlink():
-            old = path.with_name(f".{path.name}.{uuid.uuid4().hex}.old")
-            os.replace(path, old)
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                os.replace(old, path)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
+            if not _exchange(tmp, path):  # tmp now holds the old folder where it worked
+                old = temporary_name(path, "old")
+                os.replace(path, old)
+                try:
+                    os.replace(tmp, path)
+                except BaseException:
+                    os.replace(old, path)
+                    raise
+                os.replace(old, tmp)
+            if on_replaced is not None:
+                on_replaced(tmp, path)
         else:
             os.replace(tmp, path)  # atomic on POSIX
     finally:

@@ -40,7 +40,7 @@ from ._codec import Reader, UntrustedTypeError, Writer
 from .resources import file_sha256
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "TRUSTED_FUNCTIONS", "TRUSTED_TYPES",
-           "UntrustedTypeError", "folder_size", "load", "save"]
+           "UntrustedTypeError", "folder_size", "is_model_folder", "load", "save"]
 
 FORMAT = "embedkit-model"
 #: the model-folder format this embedkit writes (and the newest it reads)
@@ -184,7 +184,7 @@ def save(pipeline, path, *, trusted: Iterable[str] = ()) -> Path:
     if path.exists():
         if not path.is_dir():
             raise FileExistsError(f"{path} is a file; pass the path of a folder to create.")
-        if any(path.iterdir()) and not (path / MANIFEST).is_file():
+        if any(path.iterdir()) and not is_model_folder(path):
             raise FileExistsError(f"{path} is a folder that is not an embedkit model folder and is "
                                   "not empty; save into a new folder (it is replaced only when it "
                                   "is a model folder).")
@@ -276,6 +276,16 @@ def _read_manifest(path: Path) -> dict:
             "Upgrade embedkit: pip install -U embedkit."
         )
     return manifest
+
+
+def is_model_folder(path) -> bool:
+    """Whether ``path`` is a folder with an embedkit model manifest (whole or not: `load` checks
+    the rest)."""
+    try:
+        manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 
 
 def load(path, *, trusted: Iterable[str] = ()):

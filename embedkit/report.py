@@ -331,7 +331,8 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
                       top: int = 20, dataset: pd.DataFrame | None = None,
                       pipelines: dict | None = None) -> list[Path]:
     """Write a tuning search's ``leaderboard.csv`` (every row), ``leaderboard.md`` (the scored
-    rows, then what was left out and why), ``leaderboard.png`` (the ``top`` scored rows as bars,
+    rows, then what was left out, failed or interrupted and why; first, where a Ctrl-C or SIGTERM
+    ended the search, that it did), ``leaderboard.png`` (the ``top`` scored rows as bars,
     `embedkit.plots.score_chart`) and ``report.html`` (`write_html_report`: the scored rows,
     sortable, the score-versus-time chart, the ``dataset`` summary and each row's parameters
     from ``pipelines``, keyed by the ``pipeline`` column) into the folder ``output``; returns
@@ -352,14 +353,20 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     table = shown[["rank", "pipeline", "kind", "tier", "documents", metric, "fit_seconds",
                    "pick"]].to_markdown(index=False, floatfmt=".3f")
     rest = board[board["status"] != "scored"]
-    lines = [f"# {title}", "", f"{metric} on {meta.get('protocol', 'the validation rows')}. "
-             f"Tiers reached: {', '.join(meta.get('tiers_reached', [])) or 'none'}"
-             + ("; the search was interrupted" if meta.get("interrupted") else "") + ". "
-             + _final(meta)
-             + "*documents*: the training rows a model fitted on; *fit_seconds*: its fit and its "
-             "predictions on the validation rows, wall clock.", "", table, ""]
+    cut = board.loc[board["status"] == "interrupted", "pipeline"].tolist()
+    lines = [f"# {title}", ""]
+    if meta.get("interrupted"):
+        lines += ["**The search was interrupted** (Ctrl-C or SIGTERM): the pick is the best model "
+                  "scored before it" + (f"; {', '.join(cut)} was stopped and not scored" if cut
+                                        else "") + ".", ""]
+    lines += [f"{metric} on {meta.get('protocol', 'the validation rows')}. "
+              f"Tiers reached: {', '.join(meta.get('tiers_reached', [])) or 'none'}"
+              + ("; the search was interrupted" if meta.get("interrupted") else "") + ". "
+              + _final(meta)
+              + "*documents*: the training rows a model fitted on; *fit_seconds*: its fit and its "
+              "predictions on the validation rows, wall clock.", "", table, ""]
     if len(rest):
-        lines += ["## Left out or failed", "",
+        lines += ["## Left out, failed or interrupted", "",
                   rest[["pipeline", "tier", "status", "note"]].to_markdown(index=False), ""]
     md_path.write_text("\n".join(lines))
     results = scored.rename(columns={metric: f"{metric}_mean"})

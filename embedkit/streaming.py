@@ -264,7 +264,8 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
 
 def predict_file(model_dir, input, output, text_column: str = "text",
                  id_column: str | None = None, chunksize: int = 10_000,
-                 progress: bool = False) -> dict:
+                 progress: bool = False, *, encoding: str = "utf-8",
+                 overwrite: bool = False) -> dict:
     """Predict every row of a CSV/TSV/JSONL/parquet file with a saved model, in bounded memory.
 
     The input is read ``chunksize`` rows at a time (`embedkit.io.read_chunks`, the same reader
@@ -272,7 +273,10 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     depends on ``chunksize`` and the model, not on the file. Each output row holds the id (when
     ``id_column`` is given), the predicted ``label`` and, for a classifier with
     ``predict_proba``, one ``proba_<class>`` column per class. The output is written under a
-    temporary name and renamed at the end: an interrupted run leaves no partial file.
+    temporary name and renamed at the end: an interrupted run leaves no partial file. Before
+    anything is read, ``output`` is checked (`embedkit.outputs.check_predictions_file`): it may
+    not be the input or a folder, and an existing file is replaced only when it is one predict
+    wrote (its columns say so) or when ``overwrite``.
 
     Parameters
     ----------
@@ -289,6 +293,10 @@ def predict_file(model_dir, input, output, text_column: str = "text",
         Rows per chunk.
     progress : bool, default=False
         Show a progress bar (rows).
+    encoding : str, default="utf-8"
+        Text encoding of a CSV/TSV/JSON Lines ``input``.
+    overwrite : bool, default=False
+        Replace an existing ``output`` that predict did not write.
 
     Returns
     -------
@@ -321,8 +329,10 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     from tqdm.auto import tqdm
 
     from .io import file_format
+    from .outputs import check_predictions_file
     from .persist import load
 
+    check_predictions_file(output, input, overwrite=overwrite)
     model = load(model_dir) if isinstance(model_dir, (str, os.PathLike)) else model_dir
     kind = file_format(output)
     columns = [text_column] + ([id_column] if id_column is not None else [])
@@ -335,7 +345,7 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     output = Path(output)
     with FrameWriter(output, kind) as writer, tqdm(unit="docs", disable=not progress,
                                                    desc=f"predicting {Path(input).name}") as bar:
-        for chunk in read_chunks(input, columns, chunksize):
+        for chunk in read_chunks(input, columns, chunksize, encoding=encoding):
             where = f"{input}, rows {rows}-{rows + len(chunk) - 1}"
             texts = chunk[text_column]
             try:

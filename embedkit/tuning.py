@@ -33,7 +33,6 @@ import sys
 import time
 from collections.abc import Callable
 from numbers import Integral, Real
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -44,16 +43,17 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._budget import BudgetError, Clock, format_seconds, parse_budget
-from ._costs import work_of
+from ._costs import MARGIN, work_of
 from ._params import validate_params
 from ._schedule import TIERS, Schedule
 from ._search import Search, describe
 from .base import CheckedKeywords, store_params
+from .outputs import WRITE_SECONDS, check_output_folder, publish_folder
 from .registry import HEADS, REPRESENTATIONS, pair_kind
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
-           "parse_budget", "pipelines", "tune"]
+           "least_budget", "parse_budget", "pipelines", "tune"]
 
 #: what `Tuner` searches when no pairs are given: the levers the accuracy suite found, by tier
 #: (stacking NBSVM with MiniLM is left to the ensemble selection, which combines the same two
@@ -70,6 +70,10 @@ REFIT_MARGIN = 1.1
 #: the refit of a fine-tuned pick averages up to this many seeds (each one more fit, and one
 #: more model to store and to run at prediction); the fill keeps back the time of this many
 MAX_SEEDS, RESERVED_SEEDS = 4, 2
+#: the plain TF-IDF baseline's rough cost on 2 CPU cores (seconds per 1,000 documents, plus as
+#: much again per 500 characters of the mean document): with `WRITE_SECONDS`, the least budget
+#: that can score anything (`least_budget`)
+BASELINE_COST = (1.5, 1.0)
 
 
 def baseline_pipelines(cache="memory") -> dict:
@@ -94,6 +98,14 @@ def baseline_pipelines(cache="memory") -> dict:
             ("features", reps["baseline-minilm"].factory().set_params(cache=cache)),
             ("head", heads["plain-lr"].factory())]),
     }
+
+
+def least_budget(docs, output=None) -> float:
+    """Seconds below which a budget cannot score anything on ``docs``: the plain TF-IDF baseline
+    (`BASELINE_COST`, with the search's margin) and writing ``output`` (`WRITE_SECONDS`)."""
+    chars = float(np.mean([len(d) for d in docs])) if len(docs) else 0.0
+    fit = MARGIN * len(docs) / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
+    return 1.0 + fit + (WRITE_SECONDS if output is not None else 0.0)
 
 
 def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
@@ -173,7 +185,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Seeds the split, the probes, the sampled settings and the models.
     output : str or Path, optional
         A folder: ``leaderboard.csv`` / ``.md`` / ``.png`` and ``report.html`` are written there,
-        and the pick is saved to ``output/model/`` with `embedkit.save`, within the budget.
+        and the pick is saved to ``output/model/`` with `embedkit.save`, within the budget; all
+        published at once (`embedkit.outputs`). It must be new, empty or an earlier tune's
+        output, which `fit` checks before any work.
+    overwrite : bool, default=False
+        Let ``output`` be a folder of yours: only the files tune writes are replaced there.
     progress : bool or callable, default=True
         Print a line per model (to stderr) with the time left, or call ``progress(line)``.
     backend : {None, "dask"}, default=None
@@ -219,6 +235,10 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     ------
     BudgetError
         When the budget runs out before even the first baseline is scored.
+    ValueError
+        When every model that ran failed (e.g. documents without words): the first failures say why.
+    KeyboardInterrupt
+        When a Ctrl-C stops the search before any model is scored (after one, it finishes with it).
 
     Examples
     --------
@@ -240,6 +260,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "cache": [None, str, os.PathLike],
         "random_state": [Interval(Integral, 0, None, closed="left")],
         "output": [None, str, os.PathLike],
+        "overwrite": ["boolean"],
         "progress": ["boolean", callable],
         "backend": [None, StrOptions({"dask"})],
     }
@@ -247,7 +268,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
                  heads=None, validation: float = 0.2, scoring: str = "accuracy",
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
-                 output=None, progress: bool | Callable[[str], None] = True, backend=None):
+                 output=None, overwrite: bool = False,
+                 progress: bool | Callable[[str], None] = True, backend=None):
         store_params(self, locals())
 
     def _say(self) -> Callable[[str], None]:
@@ -257,15 +279,27 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             return lambda line: print(line, file=sys.stderr, flush=True)
         return lambda line: None
 
-    def fit(self, X, y):
-        """Search within the budget, then keep (and where time allows refit) the pick."""
+    def fit(self, X, y, *, started: float | None = None):
+        """Search within the budget, then keep (and where time allows refit) the pick.
+
+        ``started``: the `time.monotonic` at which the budget began (``embedkit tune`` passes its
+        own start, so that reading the file counts); by default, now."""
         from .documents import validate_documents
 
         validate_params(self)
         clock = Clock(parse_budget(self.budget))  # the one reading of the budget
+        clock.start = clock.start if started is None else started
         self.budget_ = clock.budget
+        if self.output is not None:  # before any work: a folder tune may not write is refused now
+            check_output_folder(self.output, overwrite=self.overwrite)
         docs = np.asarray(validate_documents(X), dtype=object)
         y = _check_labels(y, len(docs))
+        least = least_budget(docs, self.output)
+        if clock.left() < least:  # said before any work (loading MiniLM, ...)
+            raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
+                              f"plain TF-IDF baseline on {len(docs):,} documents"
+                              + (" and writing the output" if self.output is not None else "")
+                              + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = self._say()
         pairs = _pairs(self.pairs, self.representations, self.heads, self.finetune)
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
@@ -281,6 +315,12 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                                             for name, pipe in baseline_pipelines(self.cache).items()})
         self.search_ = search
         if not any(c.status == "scored" for c in search.candidates):
+            failed = [f"{c.label} failed ({c.note})" for c in search.candidates if c.status == "failed"]
+            if search.interrupted:  # stopped before anything was scored: nothing to keep
+                raise KeyboardInterrupt
+            if failed:  # not a budget problem: the data
+                raise ValueError("no model could be scored: " + "; ".join(failed[:3]) + ". Check "
+                                 "that the documents hold words (not only empty texts or numbers).")
             raise BudgetError(f"the budget of {format_seconds(clock.budget)} ran out before even the "
                               "plain TF-IDF baseline was scored; give a larger budget (e.g. 2m).")
         order = ["baselines", *(t.name for t in TIERS), "ensembles"]
@@ -301,7 +341,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     # -- the finish -------------------------------------------------------------------------------
     def _write_seconds(self) -> float:
-        return 0.0 if self.output is None else min(max(5.0, 0.02 * self.budget_), 30.0)
+        return 0.0 if self.output is None else min(max(WRITE_SECONDS, 0.02 * self.budget_), 30.0)
 
     def _refit_seconds(self, search: Search, c, seeds: int = 1) -> float:
         """Seconds to refit ``c`` (its members) on all the documents, from their pairs' cost
@@ -411,11 +451,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from .report import write_leaderboard
 
         title = f"embedkit tune ({len(docs):,} documents, budget {format_seconds(clock.budget)})"
-        paths = write_leaderboard(self.leaderboard_, self.output, title=title,
-                                  dataset=pd.DataFrame({"text": docs, "label": y}),
-                                  pipelines=pipelines(self))
-        folder = save(self.best_estimator_, Path(self.output) / "model")
-        say(f"{clock.stamp()} wrote " + ", ".join(str(p) for p in paths) + f" and the model {folder}")
+        out = publish_folder(self.output, lambda folder: (
+            write_leaderboard(self.leaderboard_, folder, title=title, pipelines=pipelines(self),
+                              dataset=pd.DataFrame({"text": docs, "label": y})),
+            save(self.best_estimator_, folder / "model")), overwrite=self.overwrite)
+        say(f"{clock.stamp()} wrote the leaderboard files, report.html and the model {out / 'model'}")
 
     # -- the estimator ----------------------------------------------------------------------------
     def predict(self, X):

@@ -1,6 +1,7 @@
 """The `embedkit` command: compare (quick run, resume, experiments, lists, -p parameters,
 --metric, baseline rows, errors in flag terms with did-you-mean), -h on every command, embed
-(fits on the first chunk, streams the rest, one name per model), cache, word-vector queries."""
+(fits on the first chunk, streams the rest, one name per model), cache, word-vector queries. The
+user's mistakes at tune and predict are tests/test_outputs.py's."""
 
 from __future__ import annotations
 
@@ -88,6 +89,9 @@ def test_help_on_every_command():
     text = said(run("compare", "-h"))
     for flag in ("--head -H", "--param -p", "--metric -m", "--n-jobs -j", "--no-baselines"):
         assert flag in text, flag
+    for command in ("tune", "predict"):  # what the user owns stays theirs (issue 36)
+        text = said(run(command, "-h"))
+        assert "--overwrite" in text and "--encoding" in text, command
 
 
 def test_cli_compare_metrics_params_and_baselines_on_a_file(tmp_path):

@@ -18,6 +18,10 @@ error such as an ``IndexError`` in embedkit's own code).
 
 Fitted models are shared per module and the budgets are small. The counts of each estimator's
 cases, clear errors and finite outputs are printed at the end of the test session.
+
+The hostile user at the commands (a folder of theirs as ``--output``, ``predict -o`` its input,
+a kill while writing, Ctrl-C inside an epoch, tiny budgets, files that cannot be read) is in
+``tests/test_outputs.py``, whose fixtures (a real tune, two saved models) it shares in one worker.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -108,13 +109,60 @@ def test_reader_errors(corpus, tmp_path):
     assert file_format("x.NDJSON") == "jsonl" and file_format("x.pq") == "parquet"
 
 
-@pytest.mark.parametrize("content", ["", "text,label\n"])
-def test_empty_files_have_no_rows(content, tmp_path):
-    path = tmp_path / "a.csv"
+@pytest.mark.parametrize("name, content, said", [
+    ("a.csv", "", "is empty: it holds no header and no rows"),
+    ("a.csv", "\n\n", "is empty: it holds no header and no rows"),
+    ("a.csv", "text,label\n", "is empty: it has no rows of documents (a header only)"),
+    ("a.jsonl", "", "is empty: it holds no header and no rows")])
+def test_empty_files_have_no_rows_and_load_texts_says_they_are_empty(name, content, said, tmp_path):
+    """Streaming readers give no rows (an empty output follows); training data must have rows."""
+    path = tmp_path / name
     path.write_text(content)
     assert list(read_chunks(path, ["text"])) == []
     assert read_table(path, ["text", "label"]).columns.tolist() == ["text", "label"]
-    assert len(load_texts(path)) == 0
+    with pytest.raises(ValueError, match=re.escape(f"{name} {said}. Pass the file that holds your")):
+        load_texts(path)
+
+
+def test_bytes_not_in_the_encoding_name_the_line_and_the_encoding_to_pass(tmp_path):
+    rows = "text,label\nthe cat,a\nun caf\u00e9 cr\u00e8me,b\n"
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(rows.encode("cp1252"))
+    with pytest.raises(ValueError, match=r"latin.csv is not utf-8 text: byte 0xe9 on line 3 cannot "
+                                         r"be decoded. Pass its encoding \(encoding=cp1252; on the "
+                                         r"command line --encoding cp1252\)"):
+        load_texts(latin)
+    assert load_texts(latin, encoding="cp1252")["text"].tolist() == ["the cat", "un caf\u00e9 cr\u00e8me"]
+    wide = tmp_path / "wide.csv"  # what spreadsheets call "Unicode text": UTF-16 with its mark
+    wide.write_bytes(rows.encode("utf-16"))
+    with pytest.raises(ValueError, match=r"encoding=utf-16; .*starts with a UTF-16 byte-order mark"):
+        next(read_chunks(wide, ["text"]))
+    assert load_texts(wide, encoding="utf-16")["label"].tolist() == ["a", "b"]
+    marked = tmp_path / "bom.csv"  # a UTF-8 byte-order mark is not part of the first column's name
+    marked.write_bytes(rows.encode("utf-8-sig"))
+    assert load_texts(marked)["text"].tolist()[0] == "the cat"
+    with pytest.raises(ValueError, match="encoding='utf-9' is not an encoding Python knows"):
+        load_texts(marked, encoding="utf-9")
+
+
+@pytest.mark.parametrize("values, said", [
+    (["", "  ", ""], "all 3 values are empty"),
+    ([3, 17, 4.5], r"it holds only numbers \(such as 3.0, 17.0, 4.5\): an id, a score or a label"),
+])
+def test_a_text_column_without_one_document_is_refused(values, said, tmp_path):
+    path = _write(pd.DataFrame({"text": values, "label": ["a", "b", "a"]}), tmp_path / "t.csv")
+    with pytest.raises(ValueError, match=rf"t.csv: column 'text' has no text to learn from: {said}"):
+        load_texts(path)
+    mixed = _write(pd.DataFrame({"text": ["", "7", "a word"], "label": ["a", "b", "a"]}),
+                   tmp_path / "m.csv")
+    assert load_texts(mixed)["text"].tolist() == ["", "7", "a word"]  # one document is enough
+
+
+def test_a_column_named_as_text_and_label_is_named(tmp_path):
+    path = _write(pd.DataFrame({"text": ["a", "b"], "label": ["x", "y"]}), tmp_path / "t.csv")
+    with pytest.raises(ValueError, match=r"the column 'text' is used twice, as the text and as the "
+                                         r"label column"):
+        load_texts(path, "text", "text")
 
 
 def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
@@ -127,3 +175,17 @@ def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
     with atomic_path(target) as tmp:
         tmp.write_text("new")
     assert target.read_text() == "new" and os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_atomic_path_swaps_a_folder_and_shows_the_old_one_before_removing_it(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    seen = []
+    with atomic_path(target, on_replaced=lambda old, new: seen.append(
+            (sorted(os.listdir(old)), sorted(os.listdir(new))))) as tmp:
+        assert tmp.name.startswith(f".out.{os.getpid()}-") and tmp.name.endswith(".tmp")
+        tmp.mkdir()
+        (tmp / "new.txt").write_text("new")
+    assert seen == [(["old.txt"], ["new.txt"])]
+    assert os.listdir(target) == ["new.txt"] and os.listdir(tmp_path) == ["out"]

@@ -21,6 +21,7 @@ from embedkit.persist import (
     FORMAT_VERSION,
     UntrustedTypeError,
     folder_size,
+    is_model_folder,
     load,
     save,
 )
@@ -295,6 +296,23 @@ def test_an_interrupted_save_leaves_no_model_folder(small_model, monkeypatch, tm
     assert load(folder).predict(["the cat"]).shape == (1,)
 
 
+def test_save_replaces_only_a_model_folder_at_one_swap(small_model, tmp_path):
+    """A folder of the user's that holds a manifest.json of its own is not a model folder: save
+    refuses it. A model folder is replaced whole; the old one stays until the swap."""
+    pipe, folder = small_model
+    mine = tmp_path / "site"
+    mine.mkdir()
+    (mine / "manifest.json").write_text('{"name": "my web app", "icons": []}')
+    assert is_model_folder(folder) and not is_model_folder(mine) and not is_model_folder(tmp_path / "no")
+    with pytest.raises(FileExistsError, match="is a folder that is not an embedkit model folder"):
+        save(pipe, mine)
+    assert json.loads((mine / "manifest.json").read_text())["name"] == "my web app"
+    inode = folder.stat().st_ino
+    save(pipe, folder)
+    assert folder.stat().st_ino != inode and load(folder).predict(["the cat"]).shape == (1,)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "site"]  # no temporary left
+
+
 def test_cli_predict(small_model, tmp_path):
     from typer.testing import CliRunner
 
@@ -311,9 +329,11 @@ def test_cli_predict(small_model, tmp_path):
     got = pd.read_csv(out)
     assert got.id.tolist() == [1, 2]
     assert got.label.tolist() == pipe.predict(["the cat sat", "rates rose"]).tolist()
-    result = CliRunner().invoke(app, ["predict", str(tmp_path), str(tmp_path / "in.csv")])
+    result = CliRunner().invoke(app, ["predict", str(tmp_path), str(tmp_path / "in.csv"), "-o",
+                                      str(tmp_path / "p.csv")])
     words = " ".join(result.output.replace("│", " ").split())  # rich wraps the error in a box
     assert result.exit_code == 2 and "is not an embedkit model folder" in words, result.output
+    assert f"It holds the model folder {folder}: pass that." in words  # a tune folder's model/
 
 
 

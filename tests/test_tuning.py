@@ -484,8 +484,8 @@ def test_the_command_tunes_saves_and_predicts_in_a_fresh_process(trec_slice, tmp
         "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "plain TF-IDF + LR" in result.output and "s used; tiers reached" in result.output
-    assert {p.name for p in out.iterdir()} == {"leaderboard.csv", "leaderboard.md",
-                                                "leaderboard.png", "report.html", "model"}
+    assert {p.name for p in out.iterdir()} == {"leaderboard.csv", "leaderboard.md", "leaderboard.png",
+                                                "report.html", "model", "embedkit-tune.json"}
     new = tmp_path / "new.csv"
     test.head(200).to_csv(new, index=False)
     preds = tmp_path / "predictions.csv"

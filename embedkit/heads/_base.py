@@ -217,7 +217,9 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         return n >= 1000 if isinstance(es, str) else bool(es)
 
     def fit(self, X, y):
-        """Build the network for the shape of ``X`` and train it on ``(X, y)``.
+        """Build the network for the shape of ``X`` and train it on ``(X, y)``. A Ctrl-C during
+        training raises ``KeyboardInterrupt`` here (skorch alone would end the training and return
+        the cut-short head as if fitted).
 
         Parameters
         ----------
@@ -234,6 +236,8 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         from skorch.callbacks import EarlyStopping, ProgressBar
         from skorch.dataset import ValidSplit
         from skorch.helper import predefined_split
+
+        from .._stopping import fit_or_stop
 
         validate_params(self)
         name = type(self).__name__
@@ -291,7 +295,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-            net.fit(train, None)
+            fit_or_stop(net, train)
         self.history_ = [
             {k: v for k, v in epoch.items() if k != "batches"} for epoch in net.history
         ]

@@ -1,0 +1,71 @@
+"""Stopping when asked, everywhere: a skorch fit that Ctrl-C stops (`fit_or_stop`, every
+head's training loop, fine-tuning included), and SIGTERM taken as Ctrl-C (`sigterm_stops`, the
+``embedkit`` commands). A leaf: it imports nothing of the package."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+__all__ = ["fit_or_stop", "sigterm_stops"]
+
+
+@contextlib.contextmanager
+def sigterm_stops():
+    """SIGTERM (a scheduler's polite kill) stops the block as Ctrl-C does: a ``KeyboardInterrupt``
+    in the main thread, so a search finishes with its best model so far and nothing is left
+    half-written. The previous handler is restored after; in another thread, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def fit_or_stop(net, X, y=None) -> None:
+    """``net.fit(X, y)``, except that a Ctrl-C (``KeyboardInterrupt``) reaches the caller.
+
+    skorch's ``partial_fit`` catches ``KeyboardInterrupt`` and returns as if training had ended
+    (its ``EarlyStopping`` stops training by raising one), so a search that fits the head would
+    score the cut-short model as complete and go on. An interrupt that is not early stopping is
+    noted as it leaves ``fit_loop`` (skorch still runs its ``on_train_end`` callbacks: the best
+    weights restored, the progress bar closed) and raised again once skorch returns.
+    """
+    stopped, loop = [], net.fit_loop
+
+    def fit_loop(*args, **kwargs):
+        try:
+            return loop(*args, **kwargs)
+        except KeyboardInterrupt as err:
+            if not _stopped_early(err):
+                stopped.append(True)
+            raise
+
+    net.fit_loop = fit_loop  # on this net, for this fit only
+    try:
+        net.fit(X, y)
+    finally:
+        del net.fit_loop
+    if stopped:
+        raise KeyboardInterrupt
+
+
+def _stopped_early(err: KeyboardInterrupt) -> bool:
+    """Whether ``err`` is skorch's ``EarlyStopping`` ending the training: raised by its
+    ``on_epoch_end`` once its score missed ``patience`` epochs in a row, not by a signal."""
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None or frame.tb_frame.f_code.co_name != "on_epoch_end":
+        return False
+    callback = frame.tb_frame.f_locals.get("self")
+    return getattr(callback, "misses_", None) == getattr(callback, "patience", object())
+
