@@ -235,23 +235,28 @@ def tune(
     finetune: str = typer.Option("auto", help="Fine-tuning: auto (when the time left pays for it) "
                                               "or no."),
     progress: bool = typer.Option(True, help="A line per model on stderr, with the time left."),
+    scheduler: str | None = typer.Option(
+        None, help="Dask scheduler address: fit the sparse and static tiers' models on that cluster."),
+    dask_workers: int | None = typer.Option(
+        None, min=1, help="Start a local Dask cluster with N worker processes for those models."),
 ):
     """Find the best pipeline for your data within a time budget, save it, write a leaderboard.
 
-    Tier by tier (`embedkit.Tuner`): sparse features with linear heads, the frozen MiniLM
-    encoder (one pass, cached), fine-tuning sized to the time left, then more settings of the
-    leaders and an ensemble of what was scored. Every model, and the two five-line baselines
-    (plain TF-IDF + LR, plain MiniLM + LR), is scored on the same validation rows. The pick is
-    refit on all the rows when time allows, a fine-tuned one as the mean of up to four seeds.
-    OUTPUT, the input and the budget are checked before the search; OUTPUT is published whole
-    at the end (a kill leaves the earlier result or the new one). Ctrl-C or SIGTERM stops the
-    search and keeps the best so far. Then
+    By tier (`embedkit.Tuner`): sparse features with linear heads, static vectors, the frozen
+    MiniLM encoder (one pass, cached), fine-tuning sized to the time left, in order of expected
+    gain per measured second (on a GPU fine-tuning trains beside the rest), then more settings
+    of the pairs that can still change the pick and an ensemble of what was scored. Every model,
+    and the two five-line baselines (plain TF-IDF + LR, plain MiniLM + LR), is scored on the
+    same validation rows. The pick is refit on all the rows when time allows, a fine-tuned one
+    as the mean of up to four seeds. OUTPUT, the input and the budget are checked before the
+    search; OUTPUT is published whole at the end (a kill leaves the earlier result or the new
+    one). Ctrl-C or SIGTERM stops the search and keeps the best so far. --dask-workers or
+    --scheduler fit the sparse and static tiers on a Dask cluster. Then
     `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
     """
     began = _started()
     from ._budget import BudgetError, parse_budget
     from .outputs import WRITE_SECONDS
-
 
     choice = {"auto": "auto", "yes": True, "no": False}
     if finetune not in choice:
@@ -281,8 +286,18 @@ def tune(
             tuner = Tuner(seconds, validation=validation, random_state=seed,
                           finetune=choice[finetune], progress=progress,
                           representations=representations or None, heads=heads or None,
-                          output=output, overwrite=overwrite).fit(df["text"], df["label"],
-                                                                  started=began)
+                          output=output, overwrite=overwrite,
+                          backend="dask" if scheduler or dask_workers else None)
+            if scheduler or dask_workers:
+                from .distributed import dask_backend
+
+                context = dask_backend(scheduler, dask_workers)
+            else:
+                import contextlib
+
+                context = contextlib.nullcontext()
+            with context:
+                tuner.fit(df["text"], df["label"], started=began)
     except KeyboardInterrupt:
         raise _interrupted(f"no model was saved; {output} was left as it was") from None
     except (ValueError, OSError, BudgetError) as err:  # OSError: unreadable input, a full disk
