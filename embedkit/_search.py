@@ -309,8 +309,9 @@ class Search:
                     self.collect(block=True)
         except KeyboardInterrupt:
             self.interrupted = True
-            for c in self.running:
-                c.status, c.note = "interrupted", "stopped by Ctrl-C (or SIGTERM) before it was scored"
+            for c in self.candidates:  # running on a lane, or in this thread when it came
+                if c.status == "running":
+                    c.status, c.note = "interrupted", "stopped by Ctrl-C (or SIGTERM) before it was scored"
             for lane in self.lanes.values():
                 lane.stop()
             _lanes.first_done([f for c, f in self.running.items() if c.lane == "device"], timeout=60)

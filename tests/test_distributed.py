@@ -329,3 +329,23 @@ def test_cli_compare_on_the_cluster_equals_local(cluster, tmp_path):
     b = pd.read_csv(tmp_path / "dask" / "results.csv")
     np.testing.assert_allclose(a.accuracy_mean, b.accuracy_mean)
     np.testing.assert_allclose(a.f1_macro_mean, b.f1_macro_mean)
+
+
+def test_cli_tune_on_the_cluster(cluster, trec, tmp_path):
+    """`embedkit tune --scheduler ADDRESS` fits the sparse tier on the cluster and saves a model
+    that predicts as the leaderboard says."""
+    from typer.testing import CliRunner
+
+    from embedkit import load
+    from embedkit.cli import app
+
+    data = tmp_path / "questions.csv"
+    trec.iloc[:300][["text", "label"]].to_csv(data, index=False)
+    out = tmp_path / "tuned"
+    result = CliRunner().invoke(app, ["tune", "-f", str(data), "-r", "bow", "-H", "logreg",
+                                      "--budget", "5m", "-o", str(out), "--no-progress",
+                                      "--scheduler", cluster.scheduler_address])
+    assert result.exit_code == 0, result.output
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert board.set_index("pipeline").loc["bow + logreg", "status"] == "scored"
+    assert load(out / "model").predict(["What is the capital of France ?"]).shape == (1,)
