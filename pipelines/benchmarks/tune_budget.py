@@ -6,6 +6,7 @@ suite's best row, held out.
     python pipelines/benchmarks/tune_budget.py --budget 2m --quick           # small slices, a smoke run
     python pipelines/benchmarks/tune_budget.py --report-only --output tune-budget
     python pipelines/benchmarks/tune_budget.py --budget 3m --datasets trec --data DIR   # no packages
+    python pipelines/benchmarks/tune_budget.py --budget 10m --datasets imdb-reviews --sample 20000
 
 Protocol (that of `accuracy_suite.py`): each dataset's official split where it has one, else a
 stratified 80/20 split with seed 0. The timed part is exactly what `embedkit tune` does: the
@@ -55,27 +56,33 @@ def suite_best() -> dict[str, tuple[str, float]]:
 
 
 def run_one(name: str, budget: str, output: Path, quick: bool = False,
-            data: Path | None = None) -> dict:
+            data: Path | None = None, sample: int | None = None) -> dict:
     from sklearn.base import clone
     from sklearn.metrics import accuracy_score
 
     import embedkit
+    from embedkit._machine import PeakRSS
     from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, baseline_pipelines, parse_budget
-    from pipelines.benchmarks.accuracy_suite import split
+    from pipelines.benchmarks.accuracy_suite import _slice, split
 
     frame = pd.read_parquet(data / f"{name}.parquet") if data else embedkit.load_dataset(name)
+    label = name
+    if sample is not None and sample < len(frame):  # a stratified slice of a large set, seed 0
+        frame, label = _slice(frame, sample), f"{name} ({sample:,})"
     train, test, protocol = split(frame, quick=quick)
     X_train, y_train = train["text"], train["label"].to_numpy()
     X_test, y_test = test["text"], test["label"].to_numpy()
-    folder = output / f"{name}-{budget}"
+    folder = output / f"{name}-{budget}" if sample is None else output / f"{name}-{sample}-{budget}"
     start = time.perf_counter()
-    tuner = embedkit.Tuner(budget=budget, output=folder).fit(X_train, y_train)
+    with PeakRSS() as memory:
+        tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True).fit(X_train, y_train)
     wall = time.perf_counter() - start
     board = tuner.leaderboard_
     pick = board[board["pick"]].iloc[0]
     seconds = parse_budget(budget)
-    row = {"dataset": name, "protocol": protocol, "n_train": len(train), "n_test": len(test),
+    row = {"dataset": label, "protocol": protocol, "n_train": len(train), "n_test": len(test),
            "budget_s": seconds, "wall_s": wall, "used_share": wall / seconds,
+           "peak_mb": memory.peak / 2**20,
            "pick": tuner.pick_, "pick_kind": pick["kind"], "pick_tier": pick["tier"],
            "pick_valid": float(pick["accuracy"]), "refit": bool(tuner.refit_),
            "seeds": int(tuner.seeds_),
@@ -122,6 +129,8 @@ def table(rows: list[dict]) -> pd.DataFrame:
         out["vs suite best"] = df["vs_suite_best_points"].map(
             lambda v: "" if pd.isna(v) else f"{v:+.1f}")
     out["tiers reached"] = df["tiers"].map(lambda t: ", ".join(t))
+    if "peak_mb" in df:
+        out["peak memory"] = df["peak_mb"].map(lambda v: "" if pd.isna(v) else f"{v / 1024:.1f} GB")
     out["left out"] = df["left_out"].map(len)
     return out
 
@@ -166,6 +175,9 @@ def main(argv=None):
     parser.add_argument("--data", type=Path, default=None,
                         help="read DATA/<dataset>.parquet (text, label[, split]) instead of the "
                              "packaged datasets: for a machine without them (a lent GPU)")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="a stratified slice of this many documents of each set (seed 0), "
+                             "before its 80/20 split")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the table from runs.jsonl without running anything")
     args = parser.parse_args(argv)
@@ -180,9 +192,10 @@ def main(argv=None):
         print(write(done, out, "python pipelines/benchmarks/tune_budget.py ...").to_markdown(index=False))
         return
     for name in args.datasets:
-        if any(r["dataset"] == name and r["budget_s"] == seconds for r in done) and not args.quick:
+        label = name if args.sample is None else f"{name} ({args.sample:,})"
+        if any(r["dataset"] == label and r["budget_s"] == seconds for r in done) and not args.quick:
             continue
-        row = run_one(name, args.budget, out, quick=args.quick, data=args.data)
+        row = run_one(name, args.budget, out, quick=args.quick, data=args.data, sample=args.sample)
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done.append(row)
