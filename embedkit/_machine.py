@@ -15,9 +15,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-__all__ = ["POOL_VARIABLES", "PeakRSS", "ThreadPlan", "Threads", "available_cores",
-           "largest_process_mb", "plan_threads", "process_threads", "size_tokenizer_pool",
-           "start_worker"]
+__all__ = ["POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS", "ThreadPlan", "Threads",
+           "available_cores", "largest_process_mb", "plan_threads", "process_threads",
+           "size_tokenizer_pool", "start_worker"]
 
 
 def available_cores() -> int:
@@ -117,7 +117,8 @@ class ThreadPlan:
                 "initializer": start_worker, "initargs": (self.threads, self.blas)}
 
 
-def plan_threads(workers: int = 1, cores: int | None = None, blas: int | None = 1) -> ThreadPlan:
+def plan_threads(workers: int = 1, cores: int | None = None, blas: int | None = 1,
+                 reserve: int = 0) -> ThreadPlan:
     """How ``workers`` fits running at once share the cores: ``cores // workers`` threads each.
 
     Parameters
@@ -132,6 +133,9 @@ def plan_threads(workers: int = 1, cores: int | None = None, blas: int | None = 
         heads' BLAS calls (L-BFGS steps, products with a few columns) are too small to gain
         from threads, and a pool that waits for all its threads at every call slows a fit by
         an order of magnitude as soon as another thread wants the same cores.
+    reserve : int, default=0
+        Cores kept out of the plan for other work of this process (a thread that feeds an
+        accelerator); at least one core is always planned.
 
     Examples
     --------
@@ -139,8 +143,11 @@ def plan_threads(workers: int = 1, cores: int | None = None, blas: int | None = 
     ThreadPlan(workers=3, threads=5, cores=16, blas=1)
     >>> plan_threads(workers=4, cores=2, blas=None).threads
     1
+    >>> plan_threads(cores=16, reserve=1).threads
+    15
     """
     cores = process_threads() if cores is None else max(1, int(cores))
+    cores = max(1, cores - max(0, int(reserve)))
     workers = max(1, int(workers))
     threads = max(1, cores // workers)
     return ThreadPlan(workers, threads, cores, threads if blas is None else min(threads, blas))
@@ -172,15 +179,31 @@ def _set_pools(threads: int, blas: int):
     return environ, limits, before
 
 
-def start_worker(threads: int, blas: int | None = 1) -> None:
-    """Size this (worker) process's thread pools for the rest of its life: what a worker runs
-    before its first task (`ThreadPlan.joblib_config` passes it to loky).
+#: how far a worker's memory may grow past what it held after its first task before loky takes
+#: the growth for a leak and replaces the worker (loky's own allowance is 300 MB): a worker keeps
+#: every model its tasks loaded (fastText, GloVe's table, MiniLM: some hundreds of MB together)
+WORKER_MEMORY_GROWTH = 2**30
 
-    Pools that have started are set now; the environment sizes those that start later (torch,
-    scipy's BLAS and the tokenizer's Rayon pool read it when they load). One thread also turns
-    the tokenizer's parallelism off.
+
+def start_worker(threads: int, blas: int | None = 1) -> None:
+    """Set up this (worker) process for the rest of its life: what a worker runs before its
+    first task (`ThreadPlan.joblib_config` passes it to loky).
+
+    Sizes the thread pools: those that have started now, those that start later (torch, scipy's
+    BLAS, the tokenizer's Rayon pool) through the environment they read; one thread also turns
+    the tokenizer's parallelism off. And lets the worker's memory grow by
+    `WORKER_MEMORY_GROWTH` before loky's leak check replaces it: the models a worker keeps
+    loaded are not a leak, and each replacement reloaded them and printed "A worker stopped
+    while some jobs were given to the executor".
     """
     _set_pools(*_sizes(threads, blas))
+    try:
+        from joblib.externals.loky import process_executor
+    except ImportError:  # pragma: no cover - joblib without loky
+        return
+    if hasattr(process_executor, "_MAX_MEMORY_LEAK_SIZE"):  # read by the worker after each task
+        process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE,
+                                                     WORKER_MEMORY_GROWTH)
 
 
 def size_tokenizer_pool() -> None:
@@ -200,9 +223,9 @@ class Threads:
     parallelism off. A pool first started inside the block keeps its size. ``n`` None leaves
     everything as it is.
 
-    BLAS limits and the environment are the process's; torch's and OpenMP's count is the
-    calling thread's. Threads of one process therefore share one setting: give concurrent CPU
-    work its own process (`ThreadPlan.joblib_config`).
+    The settings are the process's (torch's count too, whichever thread sets it): threads of one
+    process share one plan, set once around all of their work; concurrent CPU work that needs a
+    plan of its own runs in its own process (`ThreadPlan.joblib_config`).
 
     Parameters
     ----------

@@ -1,10 +1,9 @@
 """The search's linear and MLP heads fitted at 1 core, 2 cores and every core, under the thread
 policy and under the libraries' own settings (issue 33: "no slower per fit with more cores").
 
-    python pipelines/benchmarks/bench_threads.py                        # this machine
-    python pipelines/benchmarks/bench_threads.py --unmanaged-threads 16  # a 16-core machine's
-                                                                        # pools, emulated here
-    python pipelines/benchmarks/bench_threads.py --data DIR             # no packages (a lent GPU)
+    python pipelines/benchmarks/bench_threads.py                 # this machine
+    python pipelines/benchmarks/bench_threads.py --emulate 16     # also pools of 16 threads
+    python pipelines/benchmarks/bench_threads.py --data DIR      # no packages (a lent GPU)
 
 Data: TREC's 5,452 training questions (``embedkit.load_dataset("trec")``), of which the search
 fits on 4,362 (its stratified validation split, seed 0); TF-IDF is the registry's ``tfidf``,
@@ -16,13 +15,14 @@ on TF-IDF, trained on the CPU (``device="cpu"``): the cores are what is measured
 Each (cores, setting) runs in a fresh process pinned to that many cores (CPU affinity), so the
 libraries size their pools as they would on a machine of that size. "policy": the fits run
 inside ``embedkit._machine.plan_threads(workers=1).block()`` (torch and the tokenizer at the
-cores, BLAS at one thread). "unmanaged": nothing set, the libraries' defaults; with
-``--unmanaged-threads N`` their pools are sized for N cores (``OMP_NUM_THREADS``,
-``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` = N) on the pinned cores, as on a machine whose
-libraries see more cores than the process gets (at one core the unmanaged process is then run
-too; without it, it would be the policy's: one thread everywhere). A warm-up fit on 300 rows
-comes first; then each head is fitted ``--repeat`` times and the median wall-clock seconds is
-reported, with the process's CPU seconds (all its threads) per fit. A fit over ``--limit``
+cores, BLAS at one thread). "unmanaged": nothing set, the libraries' defaults (they size their
+pools by the affinity; at one core that is the policy's one thread everywhere, so that process
+is not run). ``--emulate N`` adds "pools of N": the unmanaged pools then set to N threads each
+(threadpoolctl, ``torch.set_num_threads``) on the pinned cores, as a machine's defaults are when
+its libraries see more cores than the process may use (a container's CPU quota) or other work
+shares them. A warm-up fit on 300 rows comes first; then each head is fitted ``--repeat`` times
+and the median wall-clock seconds is reported, with the process's CPU seconds (all its
+threads) per fit. A fit over ``--limit``
 seconds stops that head's repeats, and the processes share ``--budget`` seconds (270: the run
 ends inside 5 minutes), each the time left divided by the processes left; one stopped at its
 share reports the heads it finished. Figures depend on what else runs on the machine: the
@@ -110,13 +110,17 @@ def child(args) -> None:
 
     features, y = _inputs(args.data)
     plan = plan_threads(workers=1) if args.child == "policy" else None
-    pools = {"torch": torch.get_num_threads(),
-             "blas": sorted({lib["num_threads"] for lib in threadpool_info()
-                             if lib["user_api"] == "blas"})}
+    if args.child.startswith("pools of"):  # pools sized for more cores than the process has
+        from threadpoolctl import threadpool_limits
+
+        threads = int(args.child.split()[-1])
+        threadpool_limits(limits=threads)
+        torch.set_num_threads(threads)
     block = plan.block() if plan is not None else contextlib.nullcontext()
     with block:
-        if plan is not None:
-            pools = {"torch": torch.get_num_threads(), "blas": [plan.blas]}
+        pools = {"torch": torch.get_num_threads(),
+                 "blas": sorted({lib["num_threads"] for lib in threadpool_info()
+                                 if lib["user_api"] == "blas"})}
         for name in args.heads:
             X = features[name.split(" + ")[0]]
             _head(name).fit(X[:300], y[:300])  # warm-up: imports, first kernels
@@ -137,11 +141,9 @@ def child(args) -> None:
 def run_child(setting: str, cores: int, args, timeout: float) -> list[dict]:
     allowed = sorted(os.sched_getaffinity(0))
     env = dict(os.environ)
-    if setting == "unmanaged" and args.unmanaged_threads:
-        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            env[name] = str(args.unmanaged_threads)
     command = [sys.executable, __file__, "--child", setting, "--data", str(args.data),
                "--repeat", str(args.repeat), "--limit", str(args.limit), "--heads", *args.heads]
+
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True,
                               timeout=timeout,
@@ -154,7 +156,9 @@ def run_child(setting: str, cores: int, args, timeout: float) -> list[dict]:
     if len(rows) < len(args.heads):
         print(f"  {setting} at {cores} cores: {len(rows)} of {len(args.heads)} heads; "
               f"{err.strip().splitlines()[-1] if err.strip() else ''}", flush=True)
-    return rows
+    done = {r["head"] for r in rows}  # a head not reached: "stopped", with the time it had
+    return rows + [{"head": h, "setting": setting, "cores": cores, "stopped": timeout}
+                   for h in args.heads if h not in done]
 
 
 def machine() -> str:
@@ -189,20 +193,25 @@ def versions() -> str:
 
 def table(rows: list[dict], cores_list: list[int]) -> list[str]:
     def cell(r):
+        if r and "stopped" in r:
+            return f"not done in {r['stopped']:.0f}"
         return f"{r['seconds']:.2f} ({r['cpu']:.1f})" if r else "-"
+
+    def ratio(r, two):
+        return (f"{r['seconds'] / two['seconds']:.2f}" if r and two and "seconds" in r
+                and "seconds" in two else "-")
 
     by = {(r["head"], r["setting"], r["cores"]): r for r in rows}
     header = ["head", "setting", *[f"{c} core{'s' if c > 1 else ''}: s (CPU s)" for c in cores_list],
               *[f"{c} / 2 cores" for c in cores_list if c != 2]]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for head in HEADS:
-        for setting in ("policy", "unmanaged"):
+        for setting in dict.fromkeys(r["setting"] for r in rows):
             got = [by.get((head, setting, c)) for c in cores_list]
             if not any(got):
                 continue
             two = by.get((head, setting, 2))
-            ratios = [f"{by[(head, setting, c)]['seconds'] / two['seconds']:.2f}"
-                      if two and (head, setting, c) in by else "-" for c in cores_list if c != 2]
+            ratios = [ratio(by.get((head, setting, c)), two) for c in cores_list if c != 2]
             lines.append("| " + " | ".join([head, setting, *map(cell, got), *ratios]) + " |")
     return lines
 
@@ -212,18 +221,17 @@ def main(argv=None):
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="folder of trec.parquet and trec_minilm.npy (made when missing)")
     parser.add_argument("--cores", default="1,2,all", help="comma-separated; 'all': every core")
-    parser.add_argument("--settings", default="policy,unmanaged")
     parser.add_argument("--heads", nargs="+", default=list(HEADS), choices=HEADS)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--limit", type=float, default=20.0,
                         help="a fit longer than this stops that head's repeats")
     parser.add_argument("--budget", type=float, default=270.0,
                         help="seconds for all the fits, shared by the processes still to run")
-    parser.add_argument("--unmanaged-threads", type=int, default=None,
-                        help="size the unmanaged pools for this many cores")
+    parser.add_argument("--emulate", type=int, default=None, metavar="N",
+                        help="also fit with every pool at N threads on the pinned cores")
     parser.add_argument("--output", type=Path,
                         default=ROOT / "pipelines/benchmarks/results/bench_threads.md")
-    parser.add_argument("--child", choices=("policy", "unmanaged"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args)
@@ -238,19 +246,20 @@ def main(argv=None):
     started = time.perf_counter()
     rows = []
     # the unmanaged libraries at one core size their pools by the affinity: one thread, as the
-    # policy's, so that process is not run twice (unless its pools are sized with --unmanaged-threads)
-    runs = [(cores, setting) for cores in cores_list for setting in args.settings.split(",")
-            if not (cores == 1 and setting == "unmanaged" and not args.unmanaged_threads)]
+    # policy's, so that process is not run twice
+    settings = ["policy", "unmanaged"] + ([f"pools of {args.emulate}"] if args.emulate else [])
+    runs = [(cores, setting) for cores in cores_list for setting in settings
+            if not (cores == 1 and setting == "unmanaged")]
     for n, (cores, setting) in enumerate(runs):
         left = args.budget - (time.perf_counter() - started)
         got = run_child(setting, cores, args, timeout=max(left / (len(runs) - n), 10.0))
-        for r in got:
-            print(f"{r['head']:20s} {setting:9s} {cores:3d} cores: {r['seconds']:7.2f} s a fit "
+        for r in (r for r in got if "seconds" in r):
+            print(f"{r['head']:20s} {setting:12s} {cores:3d} cores: {r['seconds']:7.2f} s a fit "
                   f"({r['cpu']:.1f} CPU s, {r['fits']} fits; pools {r['pools']})", flush=True)
         rows += got
     command = "python pipelines/benchmarks/bench_threads.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
-    pools = sorted({(r["setting"], r["cores"], json.dumps(r["pools"])) for r in rows})
+    pools = sorted({(r["setting"], r["cores"], json.dumps(r["pools"])) for r in rows if "pools" in r})
     lines = [
         "# Threads: the search's heads at 1, 2 and every core", "",
         f"Written by `{command}` in {time.perf_counter() - started:.0f} s.", "",
@@ -258,10 +267,11 @@ def main(argv=None):
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min), after "
         f"{os.getloadavg()[0]:.1f}.", "",
         f"Median wall-clock seconds per fit (the process's CPU seconds in brackets) on "
-        f"{rows[0]['rows'] if rows else '?'} TREC questions; the last columns divide by the "
-        "2-core time of the same setting (below 1: faster with more cores)."
-        + (f" Unmanaged pools sized for {args.unmanaged_threads} cores."
-           if args.unmanaged_threads else ""), "",
+        f"{next((r['rows'] for r in rows if 'rows' in r), '?')} TREC questions; \"not done in N\": "
+        "the process was stopped at its share of the budget before that head's first fit ended "
+        "(warm-up included). The last columns divide a time by the 2-core time of the same "
+        "setting: more cores are no slower where that is at least 1 at one core and at most 1 "
+        "at more.", "",
         *table(rows, cores_list), "",
         "Pools seen by each process (torch intra-op threads, BLAS threads):", "",
         *[f"- {s} at {c} cores: {p}" for s, c, p in pools], ""]
