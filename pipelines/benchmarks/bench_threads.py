@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -257,7 +258,7 @@ def main(argv=None):
             print(f"{r['head']:20s} {setting:12s} {cores:3d} cores: {r['seconds']:7.2f} s a fit "
                   f"({r['cpu']:.1f} CPU s, {r['fits']} fits; pools {r['pools']})", flush=True)
         rows += got
-    command = "python pipelines/benchmarks/bench_threads.py " + " ".join(
+    command = "python pipelines/benchmarks/bench_threads.py " + shlex.join(
         argv if argv is not None else sys.argv[1:])
     pools = sorted({(r["setting"], r["cores"], json.dumps(r["pools"])) for r in rows if "pools" in r})
     lines = [
