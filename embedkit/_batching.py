@@ -19,14 +19,12 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 __all__ = ["DEVICES", "Chunks", "batch_settings", "chunk_bounds", "length_sorted_batches",
-           "on_accelerator", "pad_rows", "resolve_device", "resolve_precision", "run_batches",
-           "torch_threads"]
+           "on_accelerator", "pad_rows", "resolve_device", "resolve_precision", "run_batches"]
 
 #: device names accepted wherever a ``device`` parameter exists ("cuda:N" too)
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -162,22 +160,6 @@ def resolve_precision(precision: str, device: str, step_flops: float | None = No
     except TypeError:  # pragma: no cover - torch < 2.3
         native = torch.cuda.is_bf16_supported()
     return "bf16" if native else "fp32"
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Set torch's CPU thread count to ``n`` for the block and restore it after; None: unchanged."""
-    import torch
-
-    if n is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def on_accelerator(device: str) -> bool:
@@ -359,7 +341,7 @@ def run_batches(items: Sequence[np.ndarray] | Chunks, forward: Callable, *, devi
     `length_sorted_batches` (at most ``batch_size`` rows and ``max_tokens`` padded tokens per
     batch), padded with ``pad_id`` to the batch's longest row, moved to ``device`` and passed to
     ``forward`` under ``torch.inference_mode``, with ``num_threads`` torch CPU threads
-    (`torch_threads`) and a tqdm bar when ``progress``.
+    (a `embedkit._machine.Threads` block) and a tqdm bar when ``progress``.
 
     On an accelerator the batches are prepared in a background thread (``overlap``): while the
     device runs one batch, the next chunks of rows are produced (e.g. tokenized, `Chunks`),
@@ -386,7 +368,8 @@ def run_batches(items: Sequence[np.ndarray] | Chunks, forward: Callable, *, devi
     pad_id : int, default=0
         Token id of the padding.
     num_threads : int or None, default=None
-        torch CPU threads during the loop (restored after); None keeps torch's setting.
+        CPU threads of every pool during the loop (torch's, BLAS, the tokenizer's; restored
+        after); None keeps the process's setting.
     progress : bool, default=False
         Show a tqdm progress bar over the rows.
     desc : str or None, default=None
@@ -411,6 +394,8 @@ def run_batches(items: Sequence[np.ndarray] | Chunks, forward: Callable, *, devi
     import torch
     from tqdm.auto import tqdm
 
+    from ._machine import Threads
+
     chunked = isinstance(items, Chunks)
     total = items.total if chunked else len(items)
     copy = on_accelerator(device)
@@ -421,7 +406,7 @@ def run_batches(items: Sequence[np.ndarray] | Chunks, forward: Callable, *, devi
         batches = _in_background(batches)
     results, pending = [], []
     try:
-        with torch_threads(num_threads), torch.inference_mode(), tqdm(
+        with Threads(num_threads), torch.inference_mode(), tqdm(
             total=total, disable=not progress, unit="text", desc=desc, leave=False,
         ) as bar:
             for idx, ids_t, mask_t in batches:

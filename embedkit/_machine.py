@@ -1,22 +1,32 @@
-"""This process and its machine: the cores it may use, its peak memory, and its thread limits.
+"""This process and its machine: the cores it may use, its peak memory, and the thread policy.
 
-The comparison runner measures each fold with `PeakRSS` and bounds BLAS/OpenMP/torch threads
-with `Threads`; the tuning search and the benchmarks read `available_cores`.
+Threads are set once, by policy: `plan_threads` shares the cores between the fits that run at
+once (``cores // workers`` threads each), `Threads` applies a share to every pool of this
+process for a block (torch's intra-op threads, BLAS and OpenMP through threadpoolctl, the
+tokenizer's Rayon pool) and restores it after, and `start_worker` applies it for good in a
+worker process. `embedkit compare` runs its folds under a plan, the encode loop's
+``num_threads`` is a `Threads` block, and the comparison runner measures each fold with
+`PeakRSS`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from dataclasses import dataclass
 
-__all__ = ["PeakRSS", "Threads", "available_cores", "largest_process_mb"]
+__all__ = ["POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS", "ThreadPlan", "Threads",
+           "available_cores", "largest_process_mb", "plan_threads", "process_threads",
+           "size_tokenizer_pool", "start_worker"]
 
 
 def available_cores() -> int:
-    """CPU cores this process may run on (its affinity where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # macOS, Windows
-        return os.cpu_count() or 1
+    """CPU cores this process may use: the machine's, its CPU affinity, a container's CPU quota
+    (cgroup) and ``LOKY_MAX_CPU_COUNT``, whichever is least (joblib's count, by which it sizes
+    its workers)."""
+    from joblib import cpu_count
+
+    return cpu_count(only_physical_cores=False)
 
 
 class PeakRSS:
@@ -56,36 +66,202 @@ class PeakRSS:
         self.peak = max(self.peak, self._proc.memory_info().rss)
 
 
-class Threads:
-    """Limit BLAS/OpenMP (threadpoolctl) and torch intra-op threads to ``n`` inside the block."""
+#: the environment variables thread pools read once, when they start, by what they size: torch's
+#: intra-op pool (OpenMP, and MKL inside torch) and the Rayon pool of Hugging Face's tokenizers
+#: get ``threads``; the BLAS libraries of numpy and scipy (OpenBLAS, BLIS, Accelerate) and
+#: numexpr get ``blas``
+POOL_VARIABLES = {"OMP_NUM_THREADS": "threads", "MKL_NUM_THREADS": "threads",
+                  "RAYON_NUM_THREADS": "threads", "OPENBLAS_NUM_THREADS": "blas",
+                  "BLIS_NUM_THREADS": "blas", "VECLIB_MAXIMUM_THREADS": "blas",
+                  "NUMEXPR_NUM_THREADS": "blas"}
 
-    def __init__(self, n: int | None):
+
+def process_threads() -> int:
+    """Threads this process's work may use: `available_cores`, or the share its parent gave it.
+
+    A joblib worker is started with ``OMP_NUM_THREADS`` set to its share of the cores (a Dask
+    worker with 1, a user's shell with their choice); that share is respected.
+    """
+    cores = available_cores()
+    try:
+        given = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        return cores
+    return max(1, min(cores, given))
+
+
+@dataclass(frozen=True)
+class ThreadPlan:
+    """``workers`` fits at once on ``cores`` cores: ``threads`` each for torch and the tokenizer,
+    ``blas`` each for BLAS and the other OpenMP runtimes.
+
+    Built by `plan_threads`. ``workers * threads`` never exceeds ``cores`` unless more workers
+    than cores were asked for (each then has one thread, the least there is). Within one fit the
+    pools run one after another, never at once, so each may have the worker's share.
+    """
+
+    workers: int
+    threads: int
+    cores: int
+    blas: int = 1
+
+    def block(self) -> Threads:
+        """The block for one worker's work in this process (`Threads`)."""
+        return Threads(self.threads, blas=self.blas)
+
+    def joblib_config(self) -> dict:
+        """Keyword arguments of ``joblib.parallel_config`` that start loky workers under this
+        plan: joblib's own thread variables (``inner_max_num_threads``) and `start_worker`, which
+        each worker runs before its first task."""
+        return {"backend": "loky", "inner_max_num_threads": self.threads,
+                "initializer": start_worker, "initargs": (self.threads, self.blas)}
+
+
+def plan_threads(workers: int = 1, cores: int | None = None, blas: int | None = 1,
+                 reserve: int = 0) -> ThreadPlan:
+    """How ``workers`` fits running at once share the cores: ``cores // workers`` threads each.
+
+    Parameters
+    ----------
+    workers : int, default=1
+        Fits that run at the same time (processes, or one thread each).
+    cores : int or None, default=None
+        Cores to share; None: `process_threads` (affinity, container quota, a parent's share).
+    blas : int or None, default=1
+        Threads of BLAS (numpy's and scipy's OpenBLAS) and of OpenMP runtimes other than torch's
+        (scikit-learn's), at most the share; None: the share. One by default: the scikit-learn
+        heads' BLAS calls (L-BFGS steps, products with a few columns) are too small to gain
+        from threads, and a pool that waits for all its threads at every call slows a fit by
+        an order of magnitude as soon as another thread wants the same cores.
+    reserve : int, default=0
+        Cores kept out of the plan for other work of this process (a thread that feeds an
+        accelerator); at least one core is always planned.
+
+    Examples
+    --------
+    >>> plan_threads(workers=3, cores=16)
+    ThreadPlan(workers=3, threads=5, cores=16, blas=1)
+    >>> plan_threads(workers=4, cores=2, blas=None).threads
+    1
+    >>> plan_threads(cores=16, reserve=1).threads
+    15
+    """
+    cores = process_threads() if cores is None else max(1, int(cores))
+    cores = max(1, cores - max(0, int(reserve)))
+    workers = max(1, int(workers))
+    threads = max(1, cores // workers)
+    return ThreadPlan(workers, threads, cores, threads if blas is None else min(threads, blas))
+
+
+def _sizes(threads: int, blas: int | None) -> tuple[int, int]:
+    threads = max(1, int(threads))
+    return threads, threads if blas is None else max(1, int(blas))
+
+
+def _set_pools(threads: int, blas: int):
+    """Every BLAS / OpenMP library loaded in this process to ``blas`` threads (threadpoolctl),
+    then torch's pool, if torch is imported, to ``threads``; the environment likewise for pools
+    that start later. Returns what to restore: the environment, the threadpoolctl limits and
+    torch's thread count before."""
+    from threadpoolctl import threadpool_limits
+
+    names = (*POOL_VARIABLES, "TOKENIZERS_PARALLELISM")
+    environ = {name: os.environ.get(name) for name in names}
+    for name, pool in POOL_VARIABLES.items():
+        os.environ[name] = str(threads if pool == "threads" else blas)
+    if threads == 1:
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    torch = sys.modules.get("torch")
+    before = (torch, torch.get_num_threads()) if torch is not None else None
+    limits = threadpool_limits(limits=blas)  # torch's OpenMP runtime too: torch sets its own next
+    if torch is not None:
+        torch.set_num_threads(threads)
+    return environ, limits, before
+
+
+#: how far a worker's memory may grow past what it held after its first task before loky takes
+#: the growth for a leak and replaces the worker (loky's own allowance is 300 MB): a worker keeps
+#: every model its tasks loaded (fastText, GloVe's table, MiniLM: some hundreds of MB together)
+WORKER_MEMORY_GROWTH = 2**30
+
+
+def start_worker(threads: int, blas: int | None = 1) -> None:
+    """Set up this (worker) process for the rest of its life: what a worker runs before its
+    first task (`ThreadPlan.joblib_config` passes it to loky).
+
+    Sizes the thread pools: those that have started now, those that start later (torch, scipy's
+    BLAS, the tokenizer's Rayon pool) through the environment they read; one thread also turns
+    the tokenizer's parallelism off. And lets the worker's memory grow by
+    `WORKER_MEMORY_GROWTH` before loky's leak check replaces it: the models a worker keeps
+    loaded are not a leak, and each replacement reloaded them and printed "A worker stopped
+    while some jobs were given to the executor".
+    """
+    _set_pools(*_sizes(threads, blas))
+    try:
+        from joblib.externals.loky import process_executor
+    except ImportError:  # pragma: no cover - joblib without loky
+        return
+    if hasattr(process_executor, "_MAX_MEMORY_LEAK_SIZE"):  # read by the worker after each task
+        process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE,
+                                                     WORKER_MEMORY_GROWTH)
+
+
+def size_tokenizer_pool() -> None:
+    """Let Hugging Face's tokenizers start their Rayon pool at this process's share
+    (`process_threads`) rather than at every core of the machine, unless ``RAYON_NUM_THREADS``
+    already says. Called before a fast tokenizer is loaded; the pool starts at its first batch.
+    """
+    os.environ.setdefault("RAYON_NUM_THREADS", str(process_threads()))
+
+
+class Threads:
+    """This process's CPU thread pools at a given size inside the block, restored after.
+
+    Sets torch's intra-op threads to ``n`` (when torch is imported), every loaded BLAS and other
+    OpenMP library to ``blas`` (threadpoolctl) and, for pools that start inside the block, the
+    environment they read (`POOL_VARIABLES`); one thread (``n`` 1) also turns the tokenizer's
+    parallelism off. A pool first started inside the block keeps its size. ``n`` None leaves
+    everything as it is.
+
+    The settings are the process's (torch's count too, whichever thread sets it): threads of one
+    process share one plan, set once around all of their work; concurrent CPU work that needs a
+    plan of its own runs in its own process (`ThreadPlan.joblib_config`).
+
+    Parameters
+    ----------
+    n : int or None
+        torch's intra-op threads, and the tokenizer's pool.
+    blas : int or None, default=None
+        BLAS and other OpenMP threads; None: ``n``.
+
+    Examples
+    --------
+    >>> with Threads(1):
+    ...     pass  # one thread in every pool here
+    """
+
+    def __init__(self, n: int | None, blas: int | None = None):
         self.n = n
+        self.blas = blas
 
     def __enter__(self):
-        if self.n is None:
-            return self
-        import importlib.util
-
-        from threadpoolctl import threadpool_limits
-
-        self._limits = threadpool_limits(limits=self.n)
-        self._torch = None
-        if importlib.util.find_spec("torch") is not None:
-            import torch
-
-            self._torch = torch.get_num_threads()
-            torch.set_num_threads(self.n)
+        if self.n is not None:
+            self._saved = _set_pools(*_sizes(self.n, self.blas))
         return self
 
     def __exit__(self, *exc):
         if self.n is None:
             return
-        if self._torch is not None:
-            import torch
-
-            torch.set_num_threads(self._torch)
-        self._limits.restore_original_limits()
+        environ, limits, torch_before = self._saved
+        limits.restore_original_limits()
+        if torch_before is not None:
+            torch, before = torch_before
+            torch.set_num_threads(before)
+        for name, value in environ.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def largest_process_mb() -> float | None:

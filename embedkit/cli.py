@@ -346,7 +346,7 @@ def embed(
     """
     from .configure import make_representation, parse_params
     from .io import read_chunks
-    from .streaming import embed_file
+    from .streaming import embed_file, parquet_to_npy
 
     suffix = output.suffix.lower()
     if suffix not in (".parquet", ".npy"):
@@ -376,28 +376,8 @@ def embed(
     except ValueError as err:
         raise typer.BadParameter(_in_flags(str(err), ctx)) from None
     if suffix == ".npy":
-        _parquet_to_npy(target, output, id_column, info["rows"], info["dim"])
+        parquet_to_npy(target, output, id_column, info["rows"], info["dim"])
     typer.echo(f"wrote {info['rows']} x {info['dim']} vectors from {type(rep).__name__} to {output}")
-
-
-def _parquet_to_npy(source: Path, output: Path, id_column: str | None, rows: int, dim: int) -> None:
-    """Copy ``embed``'s parquet output to an .npy of vectors and a .ids.txt, row group by row group."""
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    vectors = np.lib.format.open_memmap(output, mode="w+", dtype=np.float32, shape=(rows, dim))
-    start = 0
-    with open(output.with_suffix(".ids.txt"), "w", encoding="utf-8") as ids:
-        for batch in pq.ParquetFile(source).iter_batches():
-            frame = batch.to_pandas()
-            stop = start + len(frame)
-            names = frame.pop(id_column) if id_column else range(start, stop)
-            vectors[start:stop] = frame.to_numpy(dtype=np.float32)
-            ids.write("".join(f"{i}\n" for i in names))
-            start = stop
-    vectors.flush()
-    del vectors
-    source.unlink()
 
 
 def _store(directory: str | None):

@@ -6,8 +6,9 @@ baselines a user would write in five lines (`embedkit.experiments.BASELINES`: th
 plain TF-IDF + LogisticRegression, plain MiniLM + LogisticRegression), scored on the same splits.
 
 The run uses the whole machine: each (representation, fold) is one job, and ``n_jobs`` of them
-(all cores by default) run at once in worker processes, each limited to ``cores // n_jobs``
-BLAS/OpenMP/torch threads so the cores are not oversubscribed. A representation whose vectors
+(all cores by default) run at once in worker processes under the thread policy
+(`embedkit._machine.plan_threads`): each worker gets ``cores // n_jobs`` torch and tokenizer
+threads and one BLAS thread, so the cores are not oversubscribed. A representation whose vectors
 do not depend on the training fold (a pretrained Transformer) is encoded once, in this process,
 into a run-scoped disk cache that every worker reads; nothing is encoded twice. Scores equal
 those of ``n_jobs=1``: the same jobs run on the same data, and gensim trains with ``workers=1``
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import experiments
-from ._machine import PeakRSS, Threads, available_cores, largest_process_mb
+from ._machine import PeakRSS, ThreadPlan, Threads, available_cores, largest_process_mb, plan_threads
 from ._suggest import did_you_mean
 from .base import output_form
 
@@ -125,7 +126,7 @@ def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None) -> tuple[dict, obje
 
 
 def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
-                scoring: dict | None = None, threads: int | None = None) -> dict:
+                scoring: dict | None = None, plan: ThreadPlan | None = None) -> dict:
     """Fit ``representation`` once on one fold, then every head on its features.
 
     Scores equal those of ``Pipeline([representation, head])`` fitted on the fold; sharing the
@@ -134,13 +135,14 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
     representation's ``fit_transform`` plus the head's ``fit``), ``transform_seconds`` the
     representation on the test documents, ``predict_seconds`` the head's predictions on those
     features and their scoring, ``peak_mb`` the growth of peak resident memory over the fold's
-    start. ``threads`` bounds BLAS/OpenMP/torch threads (None: leave them).
+    start. The fold runs under ``plan``'s threads (`embedkit._machine.ThreadPlan`; None: leave
+    them).
     """
     from sklearn.base import clone
     from sklearn.metrics import check_scoring
 
     scoring = scoring or scorers()[0]
-    with Threads(threads):
+    with plan.block() if plan is not None else Threads(None):
         with PeakRSS() as rep_mem:
             start = time.perf_counter()
             if isinstance(representation, str) and representation == "passthrough":
@@ -170,9 +172,9 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
     return out
 
 
-def _job(task: int, representation, heads, X_train, y_train, X_test, y_test, scoring, threads):
+def _job(task: int, representation, heads, X_train, y_train, X_test, y_test, scoring, plan):
     return task, _score_fold(representation, heads, X_train, y_train, X_test, y_test, scoring,
-                             threads)
+                             plan)
 
 
 def _multilabel_target(df: pd.DataFrame, heads: dict):
@@ -370,7 +372,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     store = DiskCache(out / "embedding-cache")
     tasks, shared = _tasks(by_rep, built_reps, splits, X, store,
                            lambda rep, h, i: (key(rep, h), i) in fold_done)
-    jobs, threads = _jobs(n_jobs, len(tasks))
+    jobs, plan = _jobs(n_jobs, len(tasks))
 
     def record(task_index: int, scores: dict):
         rep, i, _, _ = tasks[task_index]
@@ -387,9 +389,9 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         _, i, step, hs = t
         train, test = splits[i]
         return (step, {h: built_heads[h] for h in hs}, X[train], y[train], X[test], y[test],
-                scoring, threads)
+                scoring, plan)
 
-    _run_tasks(tasks, jobs, arguments, record, progress)
+    _run_tasks(tasks, jobs, plan, arguments, record, progress)
     for kind, rep, head in rows_wanted:
         if key(rep, head) in done:
             continue
@@ -413,7 +415,8 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     results.attrs.update(dataset=dataset_name, protocol=protocol, n_docs=len(df),
                          wall_seconds=time.perf_counter() - wall, metrics=metrics,
                          pos_label=positive, n_jobs=jobs if jobs > 0 else "dask",
-                         threads_per_job=threads, peak_process_mb=largest_process_mb())
+                         threads_per_job=plan.threads if plan is not None else None,
+                         peak_process_mb=largest_process_mb())
     write_report(results, out, dataset=df, representations=built_reps, heads=built_heads)
     return results
 
@@ -484,21 +487,23 @@ def _tasks(by_rep: dict, built_reps: dict, splits, X, store, scored) -> tuple[li
     return tasks, shared
 
 
-def _jobs(n_jobs, n_tasks: int) -> tuple[int, int | None]:
-    """``(jobs, threads per job)``: ``jobs`` -1 means every Dask worker (threads left alone)."""
+def _jobs(n_jobs, n_tasks: int) -> tuple[int, ThreadPlan | None]:
+    """``(jobs, thread plan)``: ``jobs`` -1 means every Dask worker (threads left alone)."""
     jobs = available_cores() if n_jobs is None else int(n_jobs)
     if jobs == 0 or jobs < -1:
         raise ValueError(f"n_jobs={n_jobs!r}; use a positive number of jobs, -1 for every worker, "
                          "or None for every core.")
     if jobs == -1:
         return jobs, None
-    jobs = min(jobs, n_tasks)
-    return jobs, max(1, available_cores() // max(jobs, 1))
+    jobs = max(1, min(jobs, n_tasks))
+    return jobs, plan_threads(workers=jobs)
 
 
-def _run_tasks(tasks: list, jobs: int, arguments, record, progress: bool) -> None:
-    """Score every task, in this process (``jobs`` 1) or in ``jobs`` workers (-1: joblib's
-    backend decides, e.g. a Dask cluster), calling ``record(index, scores)`` as each ends."""
+def _run_tasks(tasks: list, jobs: int, plan: ThreadPlan | None, arguments, record,
+               progress: bool) -> None:
+    """Score every task, in this process (``jobs`` 1) or in ``jobs`` loky workers started
+    under ``plan`` (-1: joblib's backend decides, e.g. a Dask cluster), calling
+    ``record(index, scores)`` as each ends."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(tasks), disable=None if progress else True, unit="fold")  # a terminal only
@@ -508,12 +513,16 @@ def _run_tasks(tasks: list, jobs: int, arguments, record, progress: bool) -> Non
             record(n, _score_fold(*arguments(t)))
             bar.update(1)
     elif tasks:
-        from joblib import Parallel, delayed
+        import contextlib
+
+        from joblib import Parallel, delayed, parallel_config
 
         bar.set_description(f"{len(tasks)} jobs, {jobs if jobs > 0 else 'all'} at a time")
-        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_job)(n, *arguments(t)) for n, t in enumerate(tasks))
-        for n, scores in results:
-            record(n, scores)
-            bar.update(1)
+        config = parallel_config(**plan.joblib_config()) if plan else contextlib.nullcontext()
+        with config:
+            results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                delayed(_job)(n, *arguments(t)) for n, t in enumerate(tasks))
+            for n, scores in results:
+                record(n, scores)
+                bar.update(1)
     bar.close()

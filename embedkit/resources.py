@@ -296,6 +296,9 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
         )
     else:
         source = model
+    from ._machine import size_tokenizer_pool
+
+    size_tokenizer_pool()  # the fast tokenizer's pool: this process's share of the cores
     kwargs = {"trust_remote_code": trust_remote_code}
     known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
     local = source != model or Path(source).exists()

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from .io import atomic_path, read_chunks
 
 __all__ = ["FrameWriter", "embed_file", "encode_frame", "keep_columns", "output_columns",
-           "predict_file"]
+           "parquet_to_npy", "predict_file"]
 
 
 class FrameWriter:
@@ -369,3 +369,22 @@ def predict_file(model_dir, input, output, text_column: str = "text",
             writer.write(pd.DataFrame(empty))
     return {"path": str(output), "rows": rows, "chunks": chunks,
             "classes": None if classes is None else np.asarray(classes).tolist()}
+
+
+def parquet_to_npy(source: Path, output: Path, id_column: str | None, rows: int, dim: int) -> None:
+    """Copy `embed_file`'s parquet output to an .npy of vectors and a .ids.txt, row group by row group."""
+    import pyarrow.parquet as pq
+
+    vectors = np.lib.format.open_memmap(output, mode="w+", dtype=np.float32, shape=(rows, dim))
+    start = 0
+    with open(output.with_suffix(".ids.txt"), "w", encoding="utf-8") as ids:
+        for batch in pq.ParquetFile(source).iter_batches():
+            frame = batch.to_pandas()
+            stop = start + len(frame)
+            names = frame.pop(id_column) if id_column else range(start, stop)
+            vectors[start:stop] = frame.to_numpy(dtype=np.float32)
+            ids.write("".join(f"{i}\n" for i in names))
+            start = stop
+    vectors.flush()
+    del vectors
+    source.unlink()

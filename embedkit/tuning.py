@@ -44,9 +44,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._budget import BudgetError, Clock, format_seconds, parse_budget
 from ._costs import MARGIN, work_of
+from ._leaderboard import leaderboard, pipelines
 from ._params import validate_params
 from ._schedule import TIERS, Schedule
-from ._search import Search, describe
+from ._search import Search
 from .base import CheckedKeywords, store_params
 from .outputs import WRITE_SECONDS, check_output_folder, publish_folder
 from .registry import HEADS, REPRESENTATIONS, pair_kind
@@ -311,8 +312,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         from sklearn.base import clone
 
-        search.run_tiers(Schedule(search), {name: (lambda pipe=pipe: clone(pipe))
-                                            for name, pipe in baseline_pipelines(self.cache).items()})
+        from ._machine import plan_threads
+
+        # threads set once, by policy, for the search and the finish: torch and the tokenizer
+        # get this process's cores (less one that feeds an accelerator), BLAS one
+        threads = plan_threads(workers=1, reserve=1 if search.device_lane else 0).block()
+        with threads:
+            search.run_tiers(Schedule(search), {name: (lambda pipe=pipe: clone(pipe))
+                                                for name, pipe in baseline_pipelines(self.cache).items()})
         self.search_ = search
         if not any(c.status == "scored" for c in search.candidates):
             failed = [f"{c.label} failed ({c.note})" for c in search.candidates if c.status == "failed"]
@@ -328,7 +335,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         self.interrupted_ = search.interrupted
         pick = search.best()
         self.pick_ = pick.label
-        self.best_estimator_, self.refit_, self.seeds_ = self._finish(search, pick, clock, say)
+        with threads:
+            self.best_estimator_, self.refit_, self.seeds_ = self._finish(search, pick, clock, say)
         self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
         if self.output is not None:
@@ -528,56 +536,3 @@ def tune(X, y, budget: str | float = "15m", **params) -> Tuner:
     True
     """
     return Tuner(budget, **params).fit(X, y)
-
-
-def leaderboard(tuner) -> pd.DataFrame:
-    """One row per model of the search, best first, then the ones left out or failed.
-
-    Columns: ``rank``, ``pipeline``, ``kind`` (candidate / baseline / ensemble), ``tier``,
-    ``representation``, ``head``, ``params``, ``documents`` (training rows it fitted on),
-    ``<scoring>`` (on the validation rows), ``fit_seconds`` (fit and validation predictions),
-    ``status`` (scored / left out / failed), ``note`` (why, and the budget that would include a
-    left-out model) and ``pick``. ``attrs`` holds the split, the tiers reached and the budget.
-    """
-    search = tuner.search_
-    name = tuner.scoring
-    rows = []
-    for c in search.candidates:
-        trained = len(search.train) if c.rows is None else len(c.rows)
-        rows.append({"pipeline": c.label, "kind": c.kind, "tier": c.tier,
-                     "representation": c.representation, "head": c.head,
-                     "params": describe(c.params), "documents": trained if c.kind != "ensemble"
-                     else len(search.train), name: c.score,
-                     "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
-                                                     else c.predict_seconds),
-                     "status": c.status, "note": c.note, "pick": c.label == tuner.pick_})
-    board = pd.DataFrame(rows)
-    order = board["status"].map({"scored": 0, "interrupted": 1, "left out": 2, "failed": 3,
-                                 "waiting": 4})
-    board = (board.assign(_order=order).sort_values(["_order", name], ascending=[True, False],
-                                                      na_position="last", kind="stable")
-             .drop(columns="_order").reset_index(drop=True))
-    board.insert(0, "rank", np.arange(1, len(board) + 1))
-    board.attrs.update(
-        n_docs=len(search.docs), n_valid=len(search.valid), metrics=[name], budget_s=tuner.budget_,
-        protocol=f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
-                 f"(stratified, seed {tuner.random_state}); every model trained on the other "
-                 f"{len(search.train):,}",
-        tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
-        encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_,
-        refit_members=getattr(tuner, "refit_members_", (int(tuner.refit_), 1)))
-    return board
-
-
-def pipelines(tuner) -> dict:
-    """Each leaderboard row's pipeline, unfitted (for the report's parameter listing); an
-    ensemble's row has none of its own."""
-    out = {}
-    for c in tuner.search_.candidates:
-        if c.kind == "ensemble":
-            continue
-        try:
-            out[c.label] = c.build()
-        except Exception:  # a left-out plan has no builder
-            continue
-    return {k: v for k, v in out.items() if v is not None}

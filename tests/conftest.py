@@ -148,6 +148,9 @@ def _blas_threads():
         return
     from threadpoolctl import threadpool_limits
 
+    # the share a parent gives its worker: what embedkit's thread policy (`plan_threads`, the
+    # Tuner's, compare's) reads as this process's cores
+    os.environ["OMP_NUM_THREADS"] = "1"
     with threadpool_limits(limits=1):
         yield
 

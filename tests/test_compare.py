@@ -4,8 +4,10 @@ follow the dataset's protocol."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 import embedkit.compare as compare_module
 from embedkit.compare import _splits, run_compare
@@ -74,7 +76,7 @@ def test_compare_holdout_split():
 
 
 def test_compare_in_parallel_equals_one_job(sms_slice, tmp_path):
-    from embedkit._machine import available_cores
+    from embedkit._machine import process_threads
 
     scores = ["accuracy_mean", "accuracy_std", "f1_macro_mean", "f1_macro_std"]
     kwargs = {"representations": ["tfidf", "minilm"], "heads": ["logreg"], "folds": 3,
@@ -84,8 +86,8 @@ def test_compare_in_parallel_equals_one_job(sms_slice, tmp_path):
     pd.testing.assert_frame_equal(parallel[["representation", "head", *scores]],
                                   serial[["representation", "head", *scores]])
     assert parallel.attrs["n_jobs"] == 2 and serial.attrs["n_jobs"] == 1
-    assert parallel.attrs["threads_per_job"] == max(1, available_cores() // 2)
-    assert serial.attrs["threads_per_job"] == available_cores()
+    assert parallel.attrs["threads_per_job"] == max(1, process_threads() // 2)
+    assert serial.attrs["threads_per_job"] == process_threads()
     # MiniLM's vectors do not depend on the fold: encoded once into a run cache the workers
     # read, charged to the folds by their share, then removed
     assert not (tmp_path / "two" / "embedding-cache").exists()
@@ -129,3 +131,53 @@ def test_scorers_names_positive_class_and_errors():
         scorers(["f1"], ["a", "b", "c"])
     with pytest.raises(ValueError, match="--metric roc_auc .* Use roc_auc_ovr"):
         scorers(["roc_auc"], ["a", "b", "c"])
+
+
+class _ThreadProbe(ClassifierMixin, BaseEstimator):
+    """A head that writes, at fit, the thread pools of the process fitting it (into ``log``)
+    and predicts the first class."""
+
+    def __init__(self, log=None):
+        self.log = log
+
+    def fit(self, X, y):
+        import json
+        import os
+        from pathlib import Path
+
+        import torch
+        from threadpoolctl import threadpool_info
+
+        blas = sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+        Path(self.log, f"{os.getpid()}-{len(os.listdir(self.log))}.json").write_text(json.dumps(
+            {"pid": os.getpid(), "torch": torch.get_num_threads(), "blas": blas}))
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(X.shape[0], self.classes_[0])
+
+
+def test_compare_runs_its_folds_in_workers_started_under_the_thread_plan(tmp_path):
+    import json
+    import os
+
+    from embedkit._machine import ThreadPlan, available_cores, plan_threads
+
+    jobs, plan = compare_module._jobs(2, n_tasks=4)
+    assert jobs == 2 and plan == plan_threads(workers=2)
+    assert compare_module._jobs(None, n_tasks=1) == (1, plan_threads(workers=1))
+    # a plan whose numbers joblib alone would not give a worker (it gives cores // 2 of each)
+    threads = min(2, available_cores())
+    plan = ThreadPlan(workers=2, threads=threads, cores=2 * threads, blas=1)
+    X, y = np.arange(40.0).reshape(20, 2), np.array([0, 1] * 10)
+    tasks = [("passthrough", 0, "passthrough", ["probe"])] * 4
+    scores = {}
+    compare_module._run_tasks(
+        tasks, jobs, plan,
+        lambda t: ("passthrough", {"probe": _ThreadProbe(str(tmp_path))}, X, y, X, y, None, plan),
+        lambda n, sc: scores.setdefault(n, sc), progress=False)
+    assert sorted(scores) == [0, 1, 2, 3] and scores[0]["probe"]["accuracy"] == 0.5
+    seen = [json.loads(f.read_text()) for f in tmp_path.glob("*.json")]
+    assert len(seen) == 4 and all(s["pid"] != os.getpid() for s in seen)
+    assert {s["torch"] for s in seen} == {threads} and {tuple(s["blas"]) for s in seen} == {(1,)}

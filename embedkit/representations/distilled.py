@@ -104,6 +104,9 @@ def _read(folder: str, stamp: tuple):
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
+    from .._machine import size_tokenizer_pool
+
+    size_tokenizer_pool()
     table = load_file(str(Path(folder) / "model.safetensors"))["embeddings"]
     table.setflags(write=False)
     return table, Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))

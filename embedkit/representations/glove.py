@@ -24,6 +24,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from .._machine import Threads
 from .._params import SEED, Interval, Rule, positive_int
 from ..base import store_params
 from ..documents import TokenizedDocuments
@@ -98,15 +99,11 @@ def train_glove(cooc: sp.spmatrix, vector_size: int = 50, x_max: float = 10.0, a
     GW = torch.ones(V, d + 1)
     GC = torch.ones(V, d + 1)
     lr = float(learning_rate)
-    threads = torch.get_num_threads()
     # one thread: these small gathers/scatters gain nothing from OpenMP, whose spinning threads make
     # them ~15x slower on a busy machine
-    torch.set_num_threads(1)
-    try:
+    with Threads(1):
         _glove_epochs(W, C, GW, GC, rows, cols, logx, weight, d, lr, int(epochs), int(batch_size),
                       gen, verbose)
-    finally:
-        torch.set_num_threads(threads)
     vectors = (W[:, :d] + C[:, :d]).numpy().astype(np.float32)
     if not np.isfinite(vectors).all():
         raise ValueError(f"GloVe training diverged (non-finite vectors) with learning_rate="

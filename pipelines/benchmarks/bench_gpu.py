@@ -418,9 +418,9 @@ def main(argv=None) -> None:
     if args.quick:
         args.rounds = min(args.rounds, 1)
 
-    from embedkit._batching import torch_threads
+    from embedkit._machine import Threads
 
-    with torch_threads(args.threads):  # restored after: a caller's (a test's) threads stay its own
+    with Threads(args.threads):  # restored after: a caller's (a test's) threads stay its own
         _run(args, argv)
 
 
