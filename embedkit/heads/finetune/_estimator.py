@@ -93,11 +93,11 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
     # -- model --------------------------------------------------------------------------------
     def _load(self):
-        from ...resources import load_transformer
+        from ...resources import load_transformer, max_tokens
 
         tokenizer, encoder, source = load_transformer(
             self.model, trust_remote_code=self.trust_remote_code)
-        limit = getattr(encoder.config, "max_position_embeddings", None)
+        limit = max_tokens(encoder.config)
         if limit and self.max_length > limit:
             raise ValueError(
                 f"{type(self).__name__}(max_length={self.max_length}) exceeds the {limit} "
