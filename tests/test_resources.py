@@ -401,6 +401,9 @@ def test_cli_lists_the_resources_and_fetches_one(tiny):
     assert "tiny                 transformer" in CliRunner().invoke(app, ["resources"]).output
     unknown = CliRunner().invoke(app, ["resources", "fetch", "all-mpnet"])
     assert unknown.exit_code == 2 and "Did you mean 'all-mpnet-base-v2'?" in unknown.output
+    for command in (["resources", "-h"], ["resources", "fetch", "--help"]):
+        helped = CliRunner().invoke(app, command)
+        assert helped.exit_code == 0 and "Usage:" in helped.output, command
 
 
 # -- the real download (404 MB): `pytest -m large_download` -----------------------------------
