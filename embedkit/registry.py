@@ -170,12 +170,12 @@ REPRESENTATIONS: dict[str, Entry] = {
                              min_df=2, sublinear_tf=True, log_count_ratio=True),
                         "NBSVM over word 1-2 grams + char 2-5 grams (supervised), sparse", cost=30),
     # the base-size encoder, fetched once (404 MB); 384 word pieces as sentence-transformers
-    # encodes with it; cost: minilm's times the 7.4x CPU time bench_mpnet.py measures
+    # encodes with it; cost: minilm's times the 7x bench_mpnet.py measures
     "mpnet": Entry(step("TransformerEmbedder", model="all-mpnet-base-v2", normalize=True,
                         max_length=384, cache="memory"),
                    "frozen all-mpnet-base-v2 (base size, 12 layers), mean-pooled and "
                    "L2-normalised as sentence-transformers encodes, 768 dims (cached; fetched "
-                   "once, 404 MB)", cost=300),
+                   "once, 404 MB)", cost=280),
 }
 
 HEADS: dict[str, Entry] = {
@@ -229,14 +229,14 @@ HEADS: dict[str, Entry] = {
                            "mean probability of fine-tuned MiniLM, NBSVM (+char) + LR and "
                            "MiniLM + LR (one fine-tuning; slow on CPU)", cost=120),
     # the short-text recipe on the base-size encoder: every block trained, word embeddings frozen,
-    # a base model's learning rate; cost: finetune-short's times the 7x CPU time of a step
+    # a base model's learning rate; cost: finetune-short's times the 6.5-7x of a step
     # (bench_mpnet.py)
     "finetune-mpnet": Entry(step("TransformerClassifier", model="all-mpnet-base-v2",
                                  fine_tune="last_k", k=12, lr=5e-5, batch_size=32, epochs=2,
                                  max_length=64),
                             "all-mpnet-base-v2 fine-tuned for short texts: 2 epochs, batch 32, "
                             "lr 5e-5, its twelve blocks trained, word embeddings frozen (a GPU's "
-                            "work; hours on a CPU)", {"lr": [3e-5, 5e-5]}, cost=280),
+                            "work; slow on CPU)", {"lr": [3e-5, 5e-5]}, cost=280),
 }
 
 #: what `embedkit compare` runs when no selection is given
