@@ -67,6 +67,8 @@ GENERALISES = {"plain TF-IDF + LR": ("tfidf", "logreg-cv"),
 MIN_PROBE_SECONDS = 15.0
 #: training steps of the two timed probe fits of a head that sizes itself
 PROBE_STEPS = (2, 6)
+#: the fewest training rows a default that does not fit on all of them is cut to
+MIN_ROWS = 1000
 #: the representation whose pass over every document the prologue pays once (and caches)
 ENCODER = "minilm"
 #: the share of the time left the encoder's pass may take; beyond it the pass covers a subsample
@@ -225,34 +227,44 @@ class Schedule:
             gain = self._gain(c) / max(c.estimate, 0.1)
             if gain > value:
                 chosen, value = c, gain
+        if chosen is not None and self._setup(chosen):  # prepared, it is measured and sized anew
+            self._prepare(chosen)
+            return self.next(lane)
         if chosen is not None:
             self.tried.add(chosen.key)
             self._reached(chosen.tier)
-            if self._setup(chosen):
-                self._prepare(chosen)
         return chosen
 
     def _setup(self, c: Candidate) -> float:
-        """Seconds of the one-time preparation ``c``'s representation still needs (0: cached)."""
-        entry = REPRESENTATIONS[c.representation]
-        if not entry.setup:
-            return 0.0
-        if c.representation not in self._ready:
-            self._ready[c.representation] = getattr(entry.factory(), "ready", lambda: True)()
-        return 0.0 if self._ready[c.representation] else entry.setup
+        """Seconds of the one-time preparations ``c``'s steps still need (0: done)."""
+        total = 0.0
+        for name, entry in ((c.representation, REPRESENTATIONS[c.representation]),
+                            (c.head, HEADS[c.head])):
+            if entry.setup and name not in self._ready:
+                self._ready[name] = getattr(entry.factory(), "ready", lambda: True)()
+            total += 0.0 if not entry.setup or self._ready[name] else entry.setup
+        return total
 
     def _prepare(self, c: Candidate) -> None:
-        """Pay ``c``'s representation's one-time preparation (cached on disk for every later run),
-        so the fits that follow are measured without it."""
-        s, began = self.search, time.monotonic()
-        REPRESENTATIONS[c.representation].factory().fit(s.docs[:2])
-        self._ready[c.representation] = True
-        s.say(f"{s.clock.stamp()} {c.representation}: prepared once in "
-              f"{time.monotonic() - began:.0f} s (cached on disk for every later run)")
+        """Pay ``c``'s steps' one-time preparations (a distillation, a model's fetch; kept on
+        disk for every later run), so the fits that follow are measured without them."""
+        s = self.search
+        for name, entry in ((c.representation, REPRESENTATIONS[c.representation]),
+                            (c.head, HEADS[c.head])):
+            if entry.setup and not self._ready.get(name, True):
+                began = time.monotonic()
+                entry.factory().prepare()
+                self._ready[name] = True
+                s.say(f"{s.clock.stamp()} {name}: prepared once in "
+                      f"{time.monotonic() - began:.0f} s (kept on disk for every later run)")
 
     def _gain(self, c: Candidate) -> float:
-        tier = next(t for t in TIERS if t.name == c.tier)
-        return tier.gain if c.variant_of is None else tier.gain * VARIANT_SHARE * self._reach(c.pair)
+        """Expected points over the baselines: the pair's entries' (head first), else its
+        tier's; a variant's a share of it, as far as its pair is within reach of the leader."""
+        declared = [e.gain for e in (HEADS[c.head], REPRESENTATIONS[c.representation])
+                    if e.gain is not None]
+        gain = declared[0] if declared else next(t for t in TIERS if t.name == c.tier).gain
+        return gain if c.variant_of is None else gain * VARIANT_SHARE * self._reach(c.pair)
 
     def _reach(self, pair: tuple) -> float:
         """1 when the pair's best is within one standard error of the leader's score, falling
@@ -292,11 +304,35 @@ class Schedule:
             c.estimate = max(1.25 * c.prior, MIN_PROBE_SECONDS)
             s.leave_out(c)
             return False
+        setup = self._setup(c)  # measured once prepared, not with the preparation in it
+        if setup:
+            c.estimate = setup + self._pending(c)
+            return True
         if c.variant_of is None and hasattr(self._head(c), "sized_for"):
             return self._plan(c)
-        setup = self._setup(c)  # measured once prepared, not with the preparation in it
-        c.estimate = setup + c.prior if setup else self.search.estimate(c)
+        c.estimate = s.estimate(c)
+        if c.variant_of is None and c.rows is None and not s.fits(c):
+            self._subsample(c)
         return True
+
+    def _subsample(self, c: Candidate) -> None:
+        """A default that does not fit on every training row gets the largest stratified
+        subsample that fits (at least `MIN_ROWS`), its pair's record scaling the estimate."""
+        s, n = self.search, len(self.search.train)
+
+        def estimate(m: int) -> float:
+            c.rows = s.sample_rows(m)
+            return s.estimate(c)
+
+        low, high = min(n, MIN_ROWS), n
+        if low >= high or estimate(low) > s.left():
+            c.rows = None
+            c.estimate = s.estimate(c)
+            return
+        while high - low > max(n // 100, 1):  # the largest that fits, to a percent of the rows
+            mid = (low + high) // 2
+            low, high = (mid, high) if estimate(mid) <= s.left() else (low, mid)
+        c.estimate = estimate(low)
 
     def _head(self, c: Candidate):
         """The pair's head, with the data's ``max_length`` where it sizes itself (once)."""
@@ -349,30 +385,51 @@ class Schedule:
         c.estimate = cost(work_of(c.build(), rows))
         return True
 
-    def _affordable(self, c: Candidate, head) -> bool:
-        """Before a second encoder is measured, its cost is scaled from one already measured on
-        this device by their compute (blocks x width squared); where even its cheapest recipe
-        would not fit, it is left out without paying for a probe."""
+    def _scaled(self, c: Candidate, head):
+        """Before a second encoder is measured: a cost record scaled from one already measured on
+        this device by their compute (blocks x width squared), and what it was scaled from; None
+        when none is measured. ``head`` takes the measured one's max_length (the same data)."""
         s = self.search
         donors = [(pair, other) for pair, other in self._heads.items() if pair != c.pair
                   and hasattr(other, "compute") and s.costs[pair].measured]
-        if not donors:
-            return True
+        if not donors or not hasattr(head, "compute"):
+            return None
         pair, other = donors[0]
+        if c.pair not in self._heads:
+            head.set_params(max_length=int(other.max_length))
         ratio = head.compute() / other.compute()
-        scaled = CostRecord(overhead=s.costs[pair].overhead * ratio, rate=s.costs[pair].rate * ratio)
+        record = CostRecord(overhead=s.costs[pair].overhead * ratio, rate=s.costs[pair].rate * ratio)
+        return record, f"scaled from {pair[1]}'s measured step by its {ratio:.1f}x compute"
+
+    def _pending(self, c: Candidate) -> float:
+        """Seconds of ``c`` before its steps are prepared: a sized head's own recipe scaled from a
+        measured encoder, else the registry's prior."""
+        s, head = self.search, HEADS[c.head].factory()
+        scaled = self._scaled(c, head)
+        if scaled is None:
+            return c.prior
+        n, valid = len(s.train), len(s.valid)
+        return scaled[0].seconds(head.fit_work(n), valid, head.predict_work(valid))
+
+    def _affordable(self, c: Candidate, head) -> bool:
+        """Before a second encoder pays for a probe: where even its cheapest recipe would not fit
+        at the cost scaled from a measured one, it is left out, with the budget that would
+        include it."""
+        s = self.search
+        scaled = self._scaled(c, head)
+        if scaled is None:
+            return True
         n = len(s.train)
 
         def cost(work: float) -> float:
-            return scaled.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
+            return scaled[0].seconds(work, len(s.valid), head.predict_work(len(s.valid)))
 
         if head.sized_for(n, s.left(), cost) is not None:
             return True
         self._reached(c.tier)
         c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
         enough = s.clock.elapsed() + c.estimate + s.finish_reserve()
-        s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)} here (scaled from "
-                       f"{pair[1]}'s measured step by its {ratio:.1f}x compute), "
+        s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)} here ({scaled[1]}), "
                        f"{format_seconds(max(s.left(), 0))} were left; a budget of about "
                        f"{format_seconds(enough)} would include its full recipe")
         return False

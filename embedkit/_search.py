@@ -219,12 +219,12 @@ class Search:
             np.random.default_rng(self.seed).choice(c.rows, m, replace=False))
         try:
             model, _, fit_s, predict_s = fit_and_score(c.build, rows, self.X_train, self.y_train,
-                                                       self.X_valid[:m], self.classes)
+                                                       self.X_valid[:PROBE_ROWS[0]], self.classes)
         except Exception:  # the full fit will say what is wrong
             return c.prior
         record = self.costs[c.pair]
         record.observe(work_of(model, m), fit_s)
-        record.observe_predict(min(m, len(self.valid)), predict_s)
+        record.observe_predict(min(PROBE_ROWS[0], len(self.valid)), predict_s)
         return self.estimate(c)
 
     # -- running --------------------------------------------------------------------------------

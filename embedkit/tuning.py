@@ -59,11 +59,13 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
 #: what `Tuner` searches when no pairs are given: the levers the accuracy suite found, by tier
 #: (stacking NBSVM with MiniLM is left to the ensemble selection, which combines the same two
 #: models from their validation probabilities instead of refitting them five times), and the
-#: distilled static MiniLM: meaning at TF-IDF's cost where the encoder's pass does not fit
+#: distilled static MiniLM: meaning at TF-IDF's cost where the encoder's pass does not fit;
+#: and the base-size encoder, frozen and fine-tuned, where the time pays for it
 DEFAULT_PAIRS = (
     ("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
     ("minilm-static", "logreg-cv"), ("minilm-static", "mlp"),
-    ("minilm", "logreg-cv"), ("minilm", "mlp"), ("passthrough", "finetune-short"),
+    ("minilm", "logreg-cv"), ("minilm", "mlp"), ("mpnet", "logreg-cv"), ("mpnet", "mlp"),
+    ("passthrough", "finetune-short"), ("passthrough", "finetune-mpnet"),
 )
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 #: a refit's time is its measured fit scaled to every document (rows^1.1), times this margin

@@ -58,7 +58,8 @@ def test_compatibility():
     assert fits("glove-seq", "rnn") and fits("glove-seq", "mlp") and not fits("glove-seq", "logreg")
     assert fits("learned", "conv") and not fits("learned", "logreg")
     assert [h for h in HEADS if fits("passthrough", h)] == [  # heads that read raw text
-        "finetune", "finetune-short", "setfit", "stack", "finetune-seeds", "vote-finetune"]
+        "finetune", "finetune-short", "setfit", "stack", "finetune-seeds", "vote-finetune",
+        "finetune-mpnet"]
     assert [r for r in REPRESENTATIONS if fits(r, "finetune")] == ["passthrough"]
 
 
@@ -90,7 +91,7 @@ def test_named_experiments():
     assert {h for _, h in only.pairs} == {"logreg"}
     assert {r for r, _ in only.pairs} == {"tfidf", "bow", "lsa", "word2vec", "fasttext", "glove",
                                           "glove-sif", "doc2vec", "minilm", "minilm-static", "nbsvm",
-                                          "nbsvm-char"}
+                                          "nbsvm-char", "mpnet"}
     with pytest.raises(ValueError, match="unknown experiment 'nope'.*course_comparison.*PAIRS"):
         select(experiment="nope")
 

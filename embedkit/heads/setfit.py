@@ -211,6 +211,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
             RESOURCES,
             _check_model_folder,
             _quiet_transformers,
+            max_tokens,
             resource_path,
         )
 
@@ -238,7 +239,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                 f"{str(err).splitlines()[0][:300] if str(err) else ''}). It must hold a "
                 "sentence-transformers or Hugging Face model: config.json, *.safetensors weights "
                 "and tokenizer files.") from None
-        limit = getattr(encoder[0].auto_model.config, "max_position_embeddings", None)
+        limit = max_tokens(encoder[0].auto_model.config)
         if limit and self.max_length > limit:
             raise ValueError(f"{type(self).__name__}(max_length={self.max_length}) exceeds the "
                              f"{limit} positions of {self.model!r}; use max_length <= {limit}.")

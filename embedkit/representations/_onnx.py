@@ -43,13 +43,12 @@ import json
 import logging
 import os
 import shutil
-import tempfile
-import uuid
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from .._fetch import discard, intact, temporary_sibling
 from ..resources import file_sha256, weights_identity
 
 __all__ = [
@@ -76,7 +75,6 @@ _INSTALL = "`pip install 'embedkit[onnx]'` (or `pip install onnxruntime onnx`)"
 
 #: ONNX Runtime sessions kept open (the most recently used), shared by the process
 _SESSIONS_KEEP = 4
-_VERIFIED: dict = {}
 
 
 def available() -> bool:
@@ -146,21 +144,6 @@ def _settings(identity: str, layers, dtype: str) -> dict:
             "dtype": dtype, "opset": OPSET, "recipe": RECIPE,
             **{name: version(name) for name in ("torch", "transformers", "onnxruntime")}}
 
-
-
-def _intact(folder: Path) -> bool:
-    """The folder's graph file matches the sha256 its manifest recorded (memoized per stamp)."""
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-        graph = folder / manifest["file"]
-        stat = graph.stat()
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    stamp = (str(graph), stat.st_size, stat.st_mtime_ns)
-    if stamp not in _VERIFIED:
-        _VERIFIED[stamp] = (stat.st_size == manifest.get("size")
-                            and file_sha256(graph) == manifest.get("sha256"))
-    return _VERIFIED[stamp]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,12 +337,12 @@ def export(encoder=None, *, source: str | None = None, identity: str | None = No
     root.mkdir(parents=True, exist_ok=True)
     folder = root / key
     if folder.exists():
-        if _intact(folder):
+        if intact(folder):
             return folder / "model.onnx"
         warnings.warn(f"the cached ONNX export {folder} is incomplete or corrupt; exporting it "
                       "again.", RuntimeWarning, stacklevel=3)
-        _discard(folder)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+        discard(folder)
+    tmp = temporary_sibling(folder)
     try:
         model = _eager_copy(encoder, source, trust_remote_code)
         record = _export(model, settings["layers"], dtype, tmp)
@@ -367,21 +350,11 @@ def export(encoder=None, *, source: str | None = None, identity: str | None = No
         try:
             os.replace(tmp, folder)
         except OSError:  # another process published the same export first: use it
-            if not _intact(folder):
+            if not intact(folder):
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder / "model.onnx"
-
-
-def _discard(folder: Path) -> None:
-    """Move a bad export out of the way atomically, then delete it."""
-    aside = folder.with_name(f".{folder.name}.stale.{uuid.uuid4().hex[:8]}")
-    try:
-        os.replace(folder, aside)
-    except OSError:
-        return  # already moved by another process
-    shutil.rmtree(aside, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------

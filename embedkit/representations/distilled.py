@@ -34,14 +34,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 from numbers import Real
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
+from .._fetch import publish
 from .._params import CacheSpec, Device, Interval, StrOptions, positive_int
 from ..base import Representation, store_params
 from ..sequences import Sequences
@@ -56,34 +55,6 @@ _UNUSED = re.compile(r"\[unused\d+\]")
 
 def _key(settings: dict) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def _published(folder: Path, build, file: str) -> Path:
-    """``folder``, built by ``build(tmp)`` into a temporary sibling first unless an intact copy
-    exists; ``file`` is the one whose sha256 the manifest records."""
-    from ..resources import file_sha256
-    from ._onnx import _discard, _intact
-
-    if folder.exists():
-        if _intact(folder):
-            return folder
-        _discard(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        extra = build(tmp)
-        path = tmp / file
-        (tmp / "manifest.json").write_text(json.dumps(
-            {"file": file, "size": path.stat().st_size, "sha256": file_sha256(path), **extra},
-            indent=1))
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process published it first: use that copy
-            if not _intact(folder):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return folder
 
 
 def write_model2vec(folder: Path, table: np.ndarray, tokenizer, config: dict) -> None:
@@ -329,7 +300,7 @@ class DistilledEmbedder(Representation):
         raw_key = _key({"identity": self.weights_id_, "max_vocabulary": self.max_vocabulary,
                         "pooling": "mean", "recipe": RECIPE})
         root = home() / "distilled"
-        raw = _published(root / f"raw-{raw_key}", lambda tmp: self._raw(tmp, source, device),
+        raw = publish(root / f"raw-{raw_key}", lambda tmp: self._raw(tmp, source, device),
                          "tokens.safetensors")
         n_distilled = json.loads((raw / "manifest.json").read_text())["n_distilled"]
         if self.pca_dims is not None and n_distilled <= int(self.pca_dims):
@@ -338,7 +309,7 @@ class DistilledEmbedder(Representation):
                 f"{self.max_vocabulary}): PCA to {self.pca_dims} dimensions needs more than "
                 f"{self.pca_dims} distilled tokens, and there are {n_distilled}. Raise "
                 "max_vocabulary (None: the whole vocabulary) or lower pca_dims.")
-        return _published(root / self.table_id_, lambda tmp: self._finish(tmp, raw),
+        return publish(root / self.table_id_, lambda tmp: self._finish(tmp, raw),
                           "model.safetensors")
 
     def ready(self) -> bool:
@@ -349,6 +320,10 @@ class DistilledEmbedder(Representation):
         raw_key = _key({"identity": weights_identity(str(self._source())),
                         "max_vocabulary": self.max_vocabulary, "pooling": "mean", "recipe": RECIPE})
         return (home() / "distilled" / f"raw-{raw_key}" / "tokens.safetensors").is_file()
+
+    def prepare(self) -> None:
+        """Distil the table for these settings now (minutes, once; cached on disk)."""
+        self.fit(["a"])
 
     def _fit(self, docs, y=None):
         import safetensors

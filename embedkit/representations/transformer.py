@@ -22,7 +22,7 @@ import numpy as np
 from .._batching import Chunks, chunk_bounds, on_accelerator, resolve_device
 from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
-from ..resources import load_transformer, weights_identity
+from ..resources import load_transformer, max_tokens, weights_identity
 from ..sequences import Sequences, masked_pool
 from . import _onnx
 from ._neural import NeuralEncoder, broadcast_mask_ok, onednn_linears
@@ -227,6 +227,19 @@ class TransformerEmbedder(NeuralEncoder):
             out.append(int(layer) % n)
         return out
 
+    def ready(self) -> bool:
+        """Whether the model is on this machine (a named resource fetched or installed)."""
+        from ..resources import RESOURCES, present
+
+        return str(self.model) not in RESOURCES or present(str(self.model))
+
+    def prepare(self) -> None:
+        """Fetch the model if it is a named resource not fetched yet (once, kept on disk)."""
+        from ..resources import RESOURCES, fetch
+
+        if str(self.model) in RESOURCES:
+            fetch(str(self.model))
+
     # -- model ------------------------------------------------------------------------------
     def _fit(self, docs, y=None):
         device = resolve_device(self.device)
@@ -240,11 +253,7 @@ class TransformerEmbedder(NeuralEncoder):
         self.weights_id_ = weights_identity(source, network)
         config = network.config
         self.dim_ = int(config.hidden_size)
-        limit = getattr(config, "max_position_embeddings", None) or self.max_length
-        # RoBERTa-style models reserve positions for padding offsets
-        limit = limit - 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta",
-                                                                   "camembert") else limit
-        self.max_length_ = int(min(self.max_length, limit))
+        self.max_length_ = int(min(self.max_length, max_tokens(config) or self.max_length))
         self._layer_indices()
         self._runner = self._open_runner(backend, source)
         self.backend_ = "torch" if self._runner is None else "onnx"

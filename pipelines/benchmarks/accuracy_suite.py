@@ -55,7 +55,7 @@ DATASETS = ("bbc-news", "trec", "sms-spam", "rotten-tomatoes", "disaster-tweets"
 QUICK_TRAIN, QUICK_TEST = 300, 150
 SEED = 0
 #: heads that fine-tune a Transformer (minutes to hours per fit on a CPU); --skip-slow drops them
-SLOW_HEADS = ("finetune", "finetune-short", "vote-finetune", "setfit")
+SLOW_HEADS = ("finetune", "finetune-short", "vote-finetune", "setfit", "finetune-mpnet")
 TFIDF, MINILM, GLOVE = "plain TF-IDF + LR", "plain MiniLM + LR", "plain GloVe-mean + LR"
 BASELINES = (TFIDF, MINILM, GLOVE)
 #: registry default -> the plain baseline it must not lose to (issue 13)

@@ -93,11 +93,11 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
     # -- model --------------------------------------------------------------------------------
     def _load(self):
-        from ...resources import load_transformer
+        from ...resources import load_transformer, max_tokens
 
         tokenizer, encoder, source = load_transformer(
             self.model, trust_remote_code=self.trust_remote_code)
-        limit = getattr(encoder.config, "max_position_embeddings", None)
+        limit = max_tokens(encoder.config)
         if limit and self.max_length > limit:
             raise ValueError(
                 f"{type(self).__name__}(max_length={self.max_length}) exceeds the {limit} "
@@ -264,6 +264,19 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         from ._sizing import predict_work
 
         return predict_work(self, n_rows)
+
+    def ready(self) -> bool:
+        """Whether the model is on this machine (a named resource fetched or installed)."""
+        from ...resources import RESOURCES, present
+
+        return str(self.model) not in RESOURCES or present(str(self.model))
+
+    def prepare(self) -> None:
+        """Fetch the model if it is a named resource not fetched yet (once, kept on disk)."""
+        from ...resources import RESOURCES, fetch
+
+        if str(self.model) in RESOURCES:
+            fetch(str(self.model))
 
     def compute(self) -> float:
         """The encoder's compute per token, up to a constant (blocks x width squared)."""

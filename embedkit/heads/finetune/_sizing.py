@@ -39,10 +39,16 @@ MIN_ROWS = 1000
 
 @functools.cache
 def _config(model: str):
+    """The encoder's shape: a named resource's declared one (no file read, nothing fetched),
+    else its folder's config."""
+    from types import SimpleNamespace
+
     from transformers import AutoConfig
 
     from ...resources import RESOURCES, resource_path
 
+    if "shape" in RESOURCES.get(model, {}):
+        return SimpleNamespace(**RESOURCES[model]["shape"])
     source = str(resource_path(model)) if model in RESOURCES else str(model)
     return AutoConfig.from_pretrained(source, local_files_only=True)
 
