@@ -277,3 +277,51 @@ def test_a_second_encoder_is_scaled_from_the_measured_one_before_it_pays_for_a_p
     assert not schedule._plan(full)
     assert full.status == "left out" and "scaled from finetune-short's measured step" in full.note
     assert "a budget of about" in full.note and not search.costs[full.pair].measured  # no probe
+
+
+def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_without_fetching(
+        questions, monkeypatch):
+    """Before all-mpnet-base-v2 is fetched, its fine-tuning is estimated as its fetch plus
+    MiniLM's measured cost times their compute ratio (8: twice the blocks, twice the width),
+    from the shapes the resources declare; nothing is fetched to know it."""
+    from embedkit import resources
+    from embedkit.heads import TransformerClassifier
+    from embedkit.registry import HEADS
+
+    base = HEADS["finetune-mpnet"].factory()
+    assert base.compute() / HEADS["finetune-short"].factory().compute() == 8.0
+    search = _search(questions, 600, [FINETUNE, ("passthrough", "finetune-mpnet")])
+    search.split()
+    schedule = Schedule(search)
+    short, mpnet = (schedule._candidate(*p) for p in search.pairs)
+    schedule._head(short)
+    search.costs[FINETUNE] = CostRecord(overhead=2.0, rate=0.5, fits=2)
+    monkeypatch.setattr(TransformerClassifier, "ready",  # as on a machine without it
+                        lambda self: str(self.model) != "all-mpnet-base-v2")
+    monkeypatch.setattr(resources, "fetch", lambda *a, **k: pytest.fail("fetched to estimate"))
+    assert schedule._estimate(mpnet)
+    head = base.set_params(max_length=32)  # the data's length, as measured for MiniLM
+    n, valid = len(search.train), len(search.valid)
+    scaled = CostRecord(overhead=16.0, rate=4.0).seconds(head.fit_work(n), valid,
+                                                         head.predict_work(valid))
+    assert mpnet.estimate == pytest.approx(HEADS["finetune-mpnet"].setup + scaled)
+    assert not search.costs[mpnet.pair].measured and mpnet.status == "waiting"
+
+
+def test_a_default_too_dear_for_every_row_runs_on_the_largest_subsample_that_fits(questions):
+    from embedkit import _schedule
+
+    search = _search(questions, 60, [("tfidf", "logreg")])
+    search.split()
+    schedule = Schedule(search)
+    c = schedule._candidate("tfidf", "logreg")
+    search.costs[c.pair] = CostRecord(rate=0.5, fits=1)  # 0.5 s a unit: all 240 rows need 2 min
+    _schedule.MIN_ROWS, before = 50, _schedule.MIN_ROWS
+    try:
+        assert schedule._estimate(c)
+    finally:
+        _schedule.MIN_ROWS = before
+    assert c.rows is not None and 50 <= len(c.rows) < 240 and c.estimate <= search.left()
+    bigger = c.but(rows=search.sample_rows(len(c.rows) + 3))
+    assert search.estimate(bigger) > search.left() * 0.97  # about the largest that fits
+    assert f"rows={len(c.rows)}" in c.label
