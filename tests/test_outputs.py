@@ -321,7 +321,7 @@ def test_a_kill_at_any_moment_of_the_publication_leaves_the_old_result_or_the_ne
 
 # -- 6: Ctrl-C and SIGTERM inside a neural head's epoch ---------------------------------------
 CHILD = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
 from skorch.callbacks import Callback
 from embedkit import MLPClassifier
@@ -334,6 +334,9 @@ class HoldEpoch2(Callback):  # holds the MLP's second epoch open until the signa
 
 callbacks = MLPClassifier._callbacks
 MLPClassifier._callbacks = lambda self, n: [*callbacks(self, n), ("hold", HoldEpoch2())]
+# Ctrl-C as in a terminal's foreground: a shell's background job (`pytest ... &`) starts with
+# SIGINT ignored, and its children inherit that
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from embedkit.cli import app
 app(sys.argv[2:])
 """
@@ -388,8 +391,13 @@ def test_ctrl_c_stops_a_head_that_early_stopping_would_have_stopped_too(monkeypa
     callbacks = MLPClassifier._callbacks
     monkeypatch.setattr(MLPClassifier, "_callbacks", lambda self, n: [*callbacks(self, n),
                                                                       ("ctrl_c", CtrlC())])
-    with pytest.raises(KeyboardInterrupt):
-        MLPClassifier(epochs=200, early_stopping=True, patience=2, lr=1e-2).fit(X, y)
+    # Ctrl-C as in a terminal's foreground (a background job's pytest ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            MLPClassifier(epochs=200, early_stopping=True, patience=2, lr=1e-2).fit(X, y)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_an_interrupt_before_anything_is_scored_writes_nothing(data, tmp_path, monkeypatch):
