@@ -30,8 +30,12 @@ ROOT = Path(__file__).resolve().parents[1]
 #: heads that fine-tune MiniLM: one tiny TransformerClassifier stands for them (its own test;
 #: setfit: tests/test_setfit.py; finetune-seeds' vote over estimators: tests/test_ensemble.py)
 SLOW = {"finetune", "finetune-short", "finetune-seeds", "vote-finetune", "setfit"}
+#: steps on the base-size encoder, a 404 MB download: tests/test_mpnet.py (`-m large_download`)
+#: saves and loads them by name
+LARGE = {"mpnet", "finetune-mpnet"}
 PAIRS = [(r, h) for r in registry.REPRESENTATIONS for h in registry.HEADS
-         if h not in SLOW and registry.compatible(registry.REPRESENTATIONS[r], registry.HEADS[h])]
+         if h not in SLOW and not {r, h} & LARGE
+         and registry.compatible(registry.REPRESENTATIONS[r], registry.HEADS[h])]
 #: settings that keep the slice fast; the classes, their other parameters and the code paths
 #: are the registry's
 FAST_FEATURES = {"lsa": {"n_components": 16}, "fasttext": {"bucket": 5000},
