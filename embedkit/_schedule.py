@@ -79,6 +79,12 @@ ENCODE_SHARE, MIN_ENCODED_ROWS = 0.5, 200
 ENCODER_LOAD = 8.0
 
 
+def _same_rows(a, b) -> bool:
+    """Whether two candidates' training rows are the same (None: every row)."""
+    return (a is None and b is None) or (a is not None and b is not None
+                                         and np.array_equal(a, b))
+
+
 def tier_of(representation: str, head: str) -> Tier:
     """The tier that holds a registry pair."""
     kind = pair_kind(representation, head)
@@ -115,6 +121,8 @@ class Schedule:
         self.tried: set[tuple] = set()
         self._heads: dict[tuple, object] = {}
         self._ready: dict[str, bool] = {}
+        #: seconds a document of the prologue's encoder pass, as measured (None: not measured)
+        self.per_doc: float | None = None
 
     def _candidate(self, rep: str, head: str) -> Candidate:
         s, tier = self.search, tier_of(rep, head)
@@ -169,7 +177,7 @@ class Schedule:
         encoder.fit(s.docs[:2])  # loads the model: paid once, not per document
         sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)),
                                                      replace=False)
-        per_doc = self._encoding_cost(encoder, s.docs[sample])
+        per_doc = self.per_doc = self._encoding_cost(encoder, s.docs[sample])
         need = per_doc * len(s.docs)
         baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
                              tier="baselines", kind="baseline", factory=build, estimate=need)
@@ -191,7 +199,9 @@ class Schedule:
             encoder.transform(docs[start:start + step])
         s.encoder_seconds = time.monotonic() - began
         for c in (baseline, *frozen):  # what a refit on every document would encode besides
-            c.rows, c.extra_refit = rows, per_doc * (len(s.docs) - len(docs))
+            ratio = REPRESENTATIONS[c.representation].cost / REPRESENTATIONS[ENCODER].cost if (
+                c in frozen) else 1.0
+            c.rows, c.extra_refit = rows, ratio * per_doc * (len(s.docs) - len(docs))
         covered = "every document" if rows is None else (
             f"{len(docs):,} of the {len(s.docs):,} documents (the validation rows and {len(rows):,} "
             f"training rows; all of them would need about {format_seconds(need)})")
@@ -310,10 +320,31 @@ class Schedule:
             return True
         if c.variant_of is None and hasattr(self._head(c), "sized_for"):
             return self._plan(c)
+        encoding = self._pass(c)
+        if encoding:  # its encoder's pass, then the head: no probe (its slice may be cached)
+            c.estimate = encoding + HEADS[c.head].cost * s.n_rows(c) / 1000
+            return True
         c.estimate = s.estimate(c)
         if c.variant_of is None and c.rows is None and not s.fits(c):
             self._subsample(c)
         return True
+
+    def _pass(self, c: Candidate) -> float:
+        """Seconds the pass of a frozen encoder other than the prologue's still needs over
+        ``c``'s training rows and the validation rows: the prologue's measured seconds a
+        document (else its prior) times the registry's cost ratio, and a load. 0 once a model
+        of that encoder is scored on the same rows (the vectors are cached), and for any other
+        candidate. A probe would miss it where an earlier probe of the encoder cached its slice."""
+        s = self.search
+        if c.tier != "frozen encoder" or c.representation == ENCODER:
+            return 0.0
+        if any(o.representation == c.representation and o.status == "scored"
+               and _same_rows(o.rows, c.rows) for o in s.candidates):
+            return 0.0
+        ratio = REPRESENTATIONS[c.representation].cost / REPRESENTATIONS[ENCODER].cost
+        per_doc = self.per_doc if self.per_doc is not None else (
+            REPRESENTATIONS[ENCODER].cost / 1000)
+        return ENCODER_LOAD + ratio * per_doc * (s.n_rows(c) + len(s.valid))
 
     def _subsample(self, c: Candidate) -> None:
         """A default that does not fit on every training row gets the largest stratified

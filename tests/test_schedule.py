@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 import embedkit
 from embedkit._costs import CostRecord, work_of
-from embedkit._schedule import Schedule
+from embedkit._schedule import ENCODER_LOAD, Schedule
 from embedkit._search import Candidate, Search, describe
 from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, baseline_pipelines
 
@@ -325,3 +325,34 @@ def test_a_default_too_dear_for_every_row_runs_on_the_largest_subsample_that_fit
     bigger = c.but(rows=search.sample_rows(len(c.rows) + 3))
     assert search.estimate(bigger) > search.left() * 0.97  # about the largest that fits
     assert f"rows={len(c.rows)}" in c.label
+
+
+def test_a_second_frozen_encoder_costs_its_pass_until_a_model_of_it_is_scored(questions,
+                                                                              monkeypatch):
+    """all-mpnet-base-v2's frozen features are estimated as its pass over the rows (MiniLM's
+    measured seconds a document times their registry cost ratio) and the head, without a
+    probe: a second pair's probe would read the slice the first one's cached and miss the pass
+    (on 20,000 reviews a model estimated at a minute then encoded for half an hour)."""
+    from embedkit.registry import HEADS, REPRESENTATIONS
+
+    search = _search(questions, 600, [("mpnet", "logreg-cv"), ("mpnet", "mlp")])
+    search.split()
+    schedule = Schedule(search)
+    schedule.per_doc = 0.01  # as the prologue measured MiniLM
+    first, second = (schedule._candidate(*p) for p in search.pairs)
+    monkeypatch.setattr(schedule, "_setup", lambda c: 0.0)  # as where it is fetched
+    monkeypatch.setattr(search, "probe", lambda c: pytest.fail("probed"))
+    n, valid = len(search.train), len(search.valid)
+    ratio = REPRESENTATIONS["mpnet"].cost / REPRESENTATIONS["minilm"].cost
+    assert ratio == 7.0
+    for c in (first, second):
+        assert schedule._estimate(c)
+        assert c.estimate == pytest.approx(ENCODER_LOAD + ratio * 0.01 * (n + valid)
+                                           + HEADS[c.head].cost * n / 1000)
+    first.status = "scored"
+    search.candidates.append(first)
+    assert schedule._pass(second) == 0.0  # its vectors are cached now
+    second.rows = search.sample_rows(100)
+    assert schedule._pass(second) > 0  # not those of other rows
+    schedule.per_doc = 1.0  # a slow pass: it does not fit, and nothing was probed to know it
+    assert schedule._estimate(second) and not search.fits(second)
