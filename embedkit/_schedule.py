@@ -273,7 +273,8 @@ class Schedule:
         tier's; a variant's a share of it, as far as its pair is within reach of the leader."""
         declared = [e.gain for e in (HEADS[c.head], REPRESENTATIONS[c.representation])
                     if e.gain is not None]
-        gain = declared[0] if declared else next(t for t in TIERS if t.name == c.tier).gain
+        gain = c.share * (declared[0] if declared else
+                          next(t for t in TIERS if t.name == c.tier).gain)
         return gain if c.variant_of is None else gain * VARIANT_SHARE * self._reach(c.pair)
 
     def _reach(self, pair: tuple) -> float:
@@ -413,7 +414,12 @@ class Schedule:
         params, rows = sized
         c.recipe = {**length, **{f"head__{k}": v for k, v in params.items()}}
         c.rows = s.sample_rows(rows) if rows < n else None
-        c.estimate = cost(work_of(c.build(), rows))
+        work = work_of(c.build(), rows)
+        c.estimate = cost(work)
+        # a recipe cut to the time left (fewer epochs, rows or word pieces) is expected to bring
+        # that share of the head's gain: a base-size model trained on a quarter of its own
+        # recipe does not outrank MiniLM trained on all of its own
+        c.share = min(1.0, work / head.fit_work(n))
         return True
 
     def _scaled(self, c: Candidate, head):

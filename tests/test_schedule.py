@@ -356,3 +356,22 @@ def test_a_second_frozen_encoder_costs_its_pass_until_a_model_of_it_is_scored(qu
     assert schedule._pass(second) > 0  # not those of other rows
     schedule.per_doc = 1.0  # a slow pass: it does not fit, and nothing was probed to know it
     assert schedule._estimate(second) and not search.fits(second)
+
+
+def test_a_recipe_cut_to_the_time_left_expects_that_share_of_the_gain(questions):
+    """A fine-tuning recipe the time left cuts to one of its two epochs keeps half its head's
+    gain: on two cores a base-size model squeezed into the budget (a quarter of its recipe) must
+    not outrank MiniLM on all of its own."""
+    search = _search(questions, 300, [FINETUNE])
+    search.split()
+    schedule = Schedule(search)
+    c = schedule._candidate(*FINETUNE)
+    head = schedule._head(c)
+    assert int(head.epochs) == 2
+    full = head.fit_work(len(search.train))
+    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=1.1 * search.left() / full, fits=2)
+    assert schedule._plan(c)
+    assert c.recipe["head__epochs"] == 1 and c.share == pytest.approx(0.5)
+    assert schedule._gain(c) == pytest.approx(0.5 * 4.0)  # the fine-tuning tier's gain, halved
+    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=0.5 * search.left() / full, fits=2)
+    assert schedule._plan(c) and c.share == 1.0 and schedule._gain(c) == 4.0
