@@ -85,6 +85,11 @@ def _same_rows(a, b) -> bool:
                                          and np.array_equal(a, b))
 
 
+def _encoder_ratio(representation: str) -> float:
+    """A frozen representation's time a document over the prologue encoder's (registry costs)."""
+    return REPRESENTATIONS[representation].cost / REPRESENTATIONS[ENCODER].cost
+
+
 def tier_of(representation: str, head: str) -> Tier:
     """The tier that holds a registry pair."""
     kind = pair_kind(representation, head)
@@ -199,8 +204,7 @@ class Schedule:
             encoder.transform(docs[start:start + step])
         s.encoder_seconds = time.monotonic() - began
         for c in (baseline, *frozen):  # what a refit on every document would encode besides
-            ratio = REPRESENTATIONS[c.representation].cost / REPRESENTATIONS[ENCODER].cost if (
-                c in frozen) else 1.0
+            ratio = _encoder_ratio(c.representation) if c in frozen else 1.0
             c.rows, c.extra_refit = rows, ratio * per_doc * (len(s.docs) - len(docs))
         covered = "every document" if rows is None else (
             f"{len(docs):,} of the {len(s.docs):,} documents (the validation rows and {len(rows):,} "
@@ -342,10 +346,10 @@ class Schedule:
         if any(o.representation == c.representation and o.status == "scored"
                and _same_rows(o.rows, c.rows) for o in s.candidates):
             return 0.0
-        ratio = REPRESENTATIONS[c.representation].cost / REPRESENTATIONS[ENCODER].cost
         per_doc = self.per_doc if self.per_doc is not None else (
             REPRESENTATIONS[ENCODER].cost / 1000)
-        return ENCODER_LOAD + ratio * per_doc * (s.n_rows(c) + len(s.valid))
+        return ENCODER_LOAD + _encoder_ratio(c.representation) * per_doc * (
+            s.n_rows(c) + len(s.valid))
 
     def _subsample(self, c: Candidate) -> None:
         """A default that does not fit on every training row gets the largest stratified
