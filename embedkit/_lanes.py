@@ -5,7 +5,8 @@
 * `Device`: a thread that trains one model on the accelerator while the cores fit others;
   stopped by raising ``KeyboardInterrupt`` in it (Ctrl-C only reaches the main thread);
 * `Cluster`: the workers of a Dask cluster (``distributed.Client``), as many candidates at once
-  as they have threads; the training data is sent to them once.
+  as they have threads; the training data is sent to them once. The frozen encoder's pass is
+  spread over them too (`Cluster.encode`).
 
 Every lane's ``submit`` returns a future (``done()``, ``result()``, ``exception()``); `first_done`
 waits for any of them, whatever lane it came from.
@@ -70,8 +71,28 @@ class Cluster:
     def submit(self, fn, *args) -> Future:
         return self.client.submit(_on_worker, fn, *args, *self.data, pure=False)
 
+    def encode(self, encoder, docs, chunk: int):
+        """``encoder.transform(docs)`` spread over the workers, ``chunk`` documents a task, in
+        the documents' order. The fitted encoder is sent once, without its cache or its network
+        (each worker loads the weights by name, as `embedkit.distributed.extract_features`
+        does)."""
+        import copy
+
+        import numpy as np
+
+        model = copy.copy(encoder)
+        model.cache = None
+        handle = self.client.scatter(model, broadcast=True, hash=False)
+        futures = [self.client.submit(_transform, handle, docs[i:i + chunk], pure=False)
+                   for i in range(0, len(docs), chunk)]
+        return np.concatenate(self.client.gather(futures))
+
     def stop(self) -> None:
         pass
+
+
+def _transform(model, docs):
+    return model.transform(docs)
 
 
 def _on_worker(fn, *args):

@@ -28,9 +28,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import clone
 
 from ._budget import format_seconds
-from ._costs import CostRecord, work_of
+from ._costs import MARGIN, CostRecord, work_of
 from ._search import Candidate
 from .registry import HEADS, REPRESENTATIONS, pair_kind
 
@@ -126,6 +127,8 @@ class Schedule:
         self.tried: set[tuple] = set()
         self._heads: dict[tuple, object] = {}
         self._ready: dict[str, bool] = {}
+        #: pairs sized on a scaled cost, measured by a probe once the order chooses them
+        self._unprobed: set[tuple] = set()
         #: seconds a document of the prologue's encoder pass, as measured (None: not measured)
         self.per_doc: float | None = None
 
@@ -183,6 +186,10 @@ class Schedule:
         sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)),
                                                      replace=False)
         per_doc = self.per_doc = self._encoding_cost(encoder, s.docs[sample])
+        if "cluster" in s.lanes:  # a worker thread runs one torch thread; this process, all cores
+            from ._machine import available_cores
+
+            per_doc *= available_cores() / s.lanes["cluster"].slots
         need = per_doc * len(s.docs)
         baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
                              tier="baselines", kind="baseline", factory=build, estimate=need)
@@ -200,16 +207,25 @@ class Schedule:
             rows = s.sample_rows(m)
             docs = np.concatenate([s.X_valid, s.X_train[rows]])
         step = max(256, int(10 / max(per_doc, 1e-6)))  # about 10 s a chunk: Ctrl-C loses one
-        for start in range(0, len(docs), step):
-            encoder.transform(docs[start:start + step])
+        where = ""
+        if "cluster" in s.lanes:  # on the workers, kept in this process's cache
+            from .cache import store_encoded
+
+            docs = np.asarray(docs, dtype=object)
+            store_encoded(encoder, list(docs), s.lanes["cluster"].encode(
+                encoder, docs, max(32, -(-len(docs) // (4 * s.lanes["cluster"].slots)))))
+            where = f" on the cluster's {len(s.client.nthreads())} workers"
+        else:
+            for start in range(0, len(docs), step):
+                encoder.transform(docs[start:start + step])
         s.encoder_seconds = time.monotonic() - began
         for c in (baseline, *frozen):  # what a refit on every document would encode besides
             ratio = _encoder_ratio(c.representation) if c in frozen else 1.0
-            c.rows, c.extra_refit = rows, ratio * per_doc * (len(s.docs) - len(docs))
+            c.rows, c.extra_refit = rows, ratio * self.per_doc * (len(s.docs) - len(docs))
         covered = "every document" if rows is None else (
             f"{len(docs):,} of the {len(s.docs):,} documents (the validation rows and {len(rows):,} "
             f"training rows; all of them would need about {format_seconds(need)})")
-        s.say(f"{s.clock.stamp()} frozen encoder: {covered} encoded once in "
+        s.say(f"{s.clock.stamp()} frozen encoder: {covered} encoded once{where} in "
               f"{s.encoder_seconds:.0f} s (cached for every model that reads it)")
         s.start(baseline)
 
@@ -219,7 +235,7 @@ class Schedule:
         skips them)."""
         began = time.monotonic()
         encoder.transform(sample)
-        return 1.25 * (time.monotonic() - began) / len(sample)
+        return MARGIN * (time.monotonic() - began) / len(sample)
 
     # -- the order ------------------------------------------------------------------------------
     def next(self, lane: str) -> Candidate | None:
@@ -241,8 +257,8 @@ class Schedule:
             gain = self._gain(c) / max(c.estimate, 0.1)
             if gain > value:
                 chosen, value = c, gain
-        if chosen is not None and self._setup(chosen):  # prepared, it is measured and sized anew
-            self._prepare(chosen)
+        if chosen is not None and (self._setup(chosen) or chosen.pair in self._unprobed):
+            self._prepare(chosen)  # prepared and measured, it is sized anew
             return self.next(lane)
         if chosen is not None:
             self.tried.add(chosen.key)
@@ -261,7 +277,8 @@ class Schedule:
 
     def _prepare(self, c: Candidate) -> None:
         """Pay ``c``'s steps' one-time preparations (a distillation, a model's fetch; kept on
-        disk for every later run), so the fits that follow are measured without them."""
+        disk for every later run), then the probe of a head that sizes itself, so the fits that
+        follow are measured without them."""
         s = self.search
         for name, entry in ((c.representation, REPRESENTATIONS[c.representation]),
                             (c.head, HEADS[c.head])):
@@ -271,6 +288,9 @@ class Schedule:
                 self._ready[name] = True
                 s.say(f"{s.clock.stamp()} {name}: prepared once in "
                       f"{time.monotonic() - began:.0f} s (kept on disk for every later run)")
+        if not self._setup(c) and c.pair in self._unprobed:
+            self._unprobed.discard(c.pair)
+            self._probe(c, self._head(c))
 
     def _gain(self, c: Candidate) -> float:
         """Expected points over the baselines: the pair's entries' (head first), else its
@@ -389,8 +409,6 @@ class Schedule:
                         **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
             c.estimate = c.prior
             return True
-        if not record.measured and not self._affordable(c, head):
-            return False
         if not record.measured:
             if s.left() < MIN_PROBE_SECONDS:
                 self._reached(c.tier)
@@ -400,6 +418,9 @@ class Schedule:
                                f"it needs roughly {format_seconds(c.prior)} on two CPU cores, a "
                                f"budget of about {format_seconds(enough)}")
                 return False
+            scaled = self._scaled(c, head)
+            if scaled is not None:
+                return self._plan_scaled(c, head, *scaled)
             self._probe(c, head)
 
         def cost(work: float) -> float:
@@ -415,8 +436,15 @@ class Schedule:
                            f"quarter of the rows does not fit); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
+        self._size(c, head, sized, cost)
+        return True
+
+    def _size(self, c: Candidate, head, sized: tuple[dict, int], cost) -> None:
+        """Give ``c`` the recipe ``sized`` (``(params, rows)``), its estimate and its share."""
+        s, n = self.search, len(self.search.train)
         params, rows = sized
-        c.recipe = {**length, **{f"head__{k}": v for k, v in params.items()}}
+        c.recipe = {"head__max_length": int(head.max_length),
+                    **{f"head__{k}": v for k, v in params.items()}}
         c.rows = s.sample_rows(rows) if rows < n else None
         work = work_of(c.build(), rows)
         c.estimate = cost(work)
@@ -424,23 +452,40 @@ class Schedule:
         # that share of the head's gain: a base-size model trained on a quarter of its own
         # recipe does not outrank MiniLM trained on all of its own
         c.share = min(1.0, work / head.fit_work(n))
-        return True
 
     def _scaled(self, c: Candidate, head):
-        """Before a second encoder is measured: a cost record scaled from one already measured on
-        this device by their compute (blocks x width squared), and what it was scaled from; None
-        when none is measured. ``head`` takes the measured one's max_length (the same data)."""
+        """Before ``c``'s head is measured: a cost record scaled from one already measured on this
+        device by their compute (blocks x width squared), else from the prologue's measured pass
+        (`_from_pass`), and what it was scaled from; None when neither is measured. ``head``
+        takes the measured one's max_length (the same data)."""
         s = self.search
         donors = [(pair, other) for pair, other in self._heads.items() if pair != c.pair
                   and hasattr(other, "compute") and s.costs[pair].measured]
-        if not donors or not hasattr(head, "compute"):
+        if not hasattr(head, "compute"):
             return None
+        if not donors:
+            return self._from_pass(head)
         pair, other = donors[0]
         if c.pair not in self._heads:
             head.set_params(max_length=int(other.max_length))
         ratio = head.compute() / other.compute()
         record = CostRecord(overhead=s.costs[pair].overhead * ratio, rate=s.costs[pair].rate * ratio)
         return record, f"scaled from {pair[1]}'s measured step by its {ratio:.1f}x compute"
+
+    def _from_pass(self, head):
+        """A cost record for ``head`` from the prologue's pass on this device: a training step is
+        its batch's forward pass over `FORWARD_SHARE`, at the head's ``max_length`` (the data's
+        95th percentile, so no shorter than the documents the pass measured), times their
+        compute ratio, with no load. It errs cheap: it decides whether a probe is worth its time,
+        never a recipe. None before the pass."""
+        from .heads.finetune._sizing import FORWARD_SHARE, REFERENCE_BATCH, REFERENCE_LENGTH, compute
+
+        if self.per_doc is None:
+            return None
+        ratio = head.compute() / compute(REPRESENTATIONS[ENCODER].factory())
+        forward = self.per_doc / MARGIN * REFERENCE_BATCH * REFERENCE_LENGTH / int(head.max_length)
+        return (CostRecord(rate=ratio * forward / FORWARD_SHARE),
+                f"the encoder's measured pass, {ratio:.1f}x its compute, as a lower bound")
 
     def _pending(self, c: Candidate) -> float:
         """Seconds of ``c`` before its steps are prepared: a sized head's own recipe scaled from a
@@ -452,28 +497,34 @@ class Schedule:
         n, valid = len(s.train), len(s.valid)
         return scaled[0].seconds(head.fit_work(n), valid, head.predict_work(valid))
 
-    def _affordable(self, c: Candidate, head) -> bool:
-        """Before a second encoder pays for a probe: where even its cheapest recipe would not fit
-        at the cost scaled from a measured one, it is left out, with the budget that would
-        include it."""
-        s = self.search
-        scaled = self._scaled(c, head)
-        if scaled is None:
-            return True
-        n = len(s.train)
+    def _plan_scaled(self, c: Candidate, head, record: CostRecord, source: str) -> bool:
+        """Before ``c``'s head is measured: its recipe sized on a scaled cost ``record`` after the
+        probe's own seconds, its estimate the probe plus that recipe, so the order by value per
+        second decides whether the probe is worth its time (`next` pays it once chosen). Where
+        even the cheapest recipe would not fit, it is left out without a probe, with the budget
+        that would include it."""
+        s, n, valid = self.search, len(self.search.train), len(self.search.valid)
+        batch = int(head.batch_size)
 
         def cost(work: float) -> float:
-            return scaled[0].seconds(work, len(s.valid), head.predict_work(len(s.valid)))
+            return record.seconds(work, valid, head.predict_work(valid))
 
-        if head.sized_for(n, s.left(), cost) is not None:
-            return True
-        self._reached(c.tier)
-        c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
-        enough = s.clock.elapsed() + c.estimate + s.finish_reserve()
-        s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)} here ({scaled[1]}), "
-                       f"{format_seconds(max(s.left(), 0))} were left; a budget of about "
-                       f"{format_seconds(enough)} would include its full recipe")
-        return False
+        one = clone(head).set_params(epochs=1)
+        probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
+                             for steps in (1, *PROBE_STEPS))
+        sized = head.sized_for(n, s.left() - probe, cost)
+        if sized is None:
+            self._reached(c.tier)
+            c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
+            enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
+            s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)} here ({source}), "
+                           f"{format_seconds(max(s.left(), 0))} were left; a budget of about "
+                           f"{format_seconds(enough)} would include its full recipe")
+            return False
+        self._size(c, head, sized, cost)
+        c.estimate += probe
+        self._unprobed.add(c.pair)
+        return True
 
     def _probe(self, c: Candidate, head) -> None:
         """A few training steps of ``head`` on its device: an untimed warm-up, then fits of

@@ -206,26 +206,35 @@ def test_grid_search_dask_backend_equals_serial(trec, cluster):
 
 def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, cluster, monkeypatch):
     """Tuner(backend="dask") fits the sparse tier on the cluster's workers, as many at once as
-    they have threads; with every variant within reach (so that neither run's choices depend
-    on the order results arrive in), its candidates and their scores are the local run's."""
+    they have threads, and spreads the frozen encoder's pass over them (the vectors cached in
+    this process for the frozen tier's models); with every variant within reach (so that
+    neither run's choices depend on the order results arrive in), its candidates and their
+    scores are the local run's."""
     from embedkit import Tuner
     from embedkit._schedule import Schedule
 
     monkeypatch.setattr(Schedule, "_reach", lambda self, pair: 1.0)
     docs, labels = trec.text.iloc[:300], trec.label.iloc[:300]
-    pairs = [("tfidf", "logreg"), ("bow", "logreg")]
+    pairs = [("tfidf", "logreg"), ("bow", "logreg"), ("minilm", "logreg")]
     local = Tuner(budget="10m", pairs=pairs, progress=False).fit(docs, labels)
+    lines = []
     with dask_backend(cluster.scheduler_address):
-        remote = Tuner(budget="10m", pairs=pairs, progress=False, backend="dask").fit(docs, labels)
+        remote = Tuner(budget="10m", pairs=pairs, progress=lines.append,
+                       backend="dask").fit(docs, labels)
 
     def scores(tuner):
         return {c.label: c.score for c in tuner.search_.candidates if c.kind == "candidate"}
 
-    assert len(scores(local)) == 1 + 11 + 1 + 1  # every setting of both pairs
+    assert len(scores(local)) == 1 + 11 + 1 + 1 + 1  # every setting of the three pairs
     assert scores(remote).keys() == scores(local).keys()
     for label, score in scores(local).items():
         assert scores(remote)[label] == pytest.approx(score, abs=1e-9), label
-    fitted = [c for c in remote.search_.candidates if c.kind == "candidate"]
+    assert any("encoded once on the cluster's 2 workers" in line for line in lines)
+    baseline = next(c for c in remote.search_.candidates if c.name == "plain MiniLM + LR")
+    assert baseline.score == pytest.approx(
+        next(c for c in local.search_.candidates if c.name == baseline.name).score, abs=1e-9)
+    fitted = [c for c in remote.search_.candidates
+              if c.kind == "candidate" and c.representation != "minilm"]
     assert {c.lane for c in fitted} == {"cluster"} and len({c.where for c in fitted}) == 2
     overlap = [(a, b) for a in fitted for b in fitted if a is not b
                and a.started <= b.started < a.started + a.fit_seconds + a.predict_seconds]

@@ -94,21 +94,31 @@ def test_a_candidate_is_its_fields_and_its_label_only_shows_them():
 
 
 def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_seeds(questions):
-    """The order follows expected gain per measured second: with this CPU's measured step the
-    cheap sparse pairs run first and fine-tuning last; with a step fifty times cheaper (a GPU),
-    fine-tuning runs first, and the refit of its seeds fits the time left."""
+    """The order follows expected gain per measured second: on this CPU the cheap sparse pairs
+    run first, fine-tuning's probe (a few steps on its device) is paid only once the order
+    chooses it (until then it is estimated from the encoder's measured pass, probe included);
+    with a step fifty times cheaper (a GPU), fine-tuning runs first, and the refit of its seeds
+    fits the time left."""
     pairs = [("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"), FINETUNE]
     lines = []
     cpu = _search(questions, 300, pairs, lines)
     cpu.split()
     schedule = Schedule(cpu)
+    schedule.per_doc = 0.004  # MiniLM's pass over these questions on two cores
     schedule.defaults = [schedule._candidate(r, h) for r, h in pairs]
     first = schedule.next("cores")
-    assert any("fine-tuning probe:" in line for line in lines)  # measured on this machine
     assert first.pair == ("tfidf", "logreg-cv")
-    measured = cpu.costs[FINETUNE]
+    assert not cpu.costs[FINETUNE].measured and not any("probe" in line for line in lines)
     planned = next(c for c in schedule.defaults if c.pair == FINETUNE)
-    assert planned.estimate > 1.0
+    bound = planned.estimate
+    for c in schedule.defaults:  # the cheap pairs done: fine-tuning is chosen, and measured
+        if c is not planned:
+            c.status, c.score = "scored", 0.8
+    assert schedule.next("cores") is planned
+    assert any("fine-tuning probe:" in line for line in lines)  # measured on this machine
+    measured = cpu.costs[FINETUNE]
+    assert measured.measured and planned.estimate > 1.0
+    assert planned.estimate > 0.5 * bound  # the pass's bound erred cheap, with the probe in it
 
     tuner = Tuner(budget=300)
     tuner.budget_ = 300.0
@@ -258,6 +268,30 @@ def test_the_fine_tuning_ladder_cuts_epochs_then_length_then_blocks_then_rows():
     assert head.sized_for(3200, 80, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 3200)
     assert head.sized_for(3200, 50, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 2272)
     assert head.sized_for(3200, 20, cost) is None  # not even 1,000 rows
+
+
+def test_fine_tuning_that_even_the_pass_bound_cannot_fit_is_left_out_without_a_probe(questions):
+    """Before any fine-tuning is measured the encoder's measured pass bounds its cost from below
+    (a training step is its batch's forward pass over the forward share): where even that
+    bound's cheapest recipe and the probe do not fit, fine-tuning is left out unmeasured (on
+    20,000 reviews the probe took 85 s to learn that), with the budget that would include it."""
+    from embedkit.heads.finetune._sizing import FORWARD_SHARE
+
+    lines = []
+    search = _search(questions, 300, [FINETUNE], lines)
+    search.split()
+    schedule = Schedule(search)
+    c = schedule._candidate(*FINETUNE)
+    head = schedule._head(c)
+    schedule.per_doc = 1.25 * 0.05  # MiniLM's pass over 230-word reviews on two cores
+    record, source = schedule._scaled(c, head)
+    assert record.rate == pytest.approx(0.05 * 32 * 64 / int(head.max_length) / FORWARD_SHARE)
+    assert record.overhead == 0.0 and "the encoder's measured pass" in source
+    search.clock.budget = 30.0  # one epoch of even 1,000 rows needs more
+    assert not schedule._estimate(c)
+    assert c.status == "left out" and "the encoder's measured pass" in c.note
+    assert "a budget of about" in c.note
+    assert not search.costs[FINETUNE].measured and not any("probe" in line for line in lines)
 
 
 def test_a_second_encoder_is_scaled_from_the_measured_one_before_it_pays_for_a_probe(questions):

@@ -46,7 +46,7 @@ from ._keys import NEUTRAL_PARAMS, doc_keys, fingerprint, state_digest
 from ._memory import EmbeddingCache, MemoryCache
 
 __all__ = ["EmbeddingCache", "MemoryCache", "DiskCache", "get_cache", "fingerprint",
-           "cached_encode", "cache_spec_problem", "default_dir", "DEFAULT_MAX_BYTES",
+           "cached_encode", "store_encoded", "cache_spec_problem", "default_dir", "DEFAULT_MAX_BYTES",
            "NEUTRAL_PARAMS", "state_digest"]
 
 _MEMORY: MemoryCache | None = None
@@ -171,6 +171,16 @@ def cached_encode(rep, docs: list[str]):
         hits.update(fresh)
     ordered = [hits[k] for k in keys]
     return _assemble(ordered, "sequence" if ordered[0][0].ndim == 2 else "pooled")
+
+
+def store_encoded(rep, docs: list[str], out) -> None:
+    """Keep ``out``, ``rep``'s output for ``docs`` computed elsewhere (a Dask cluster's
+    workers), in ``rep.cache`` as `cached_encode` would have (nothing for an uncacheable form)."""
+    records = _records(out, len(docs))
+    if rep.cache is None or records is None:
+        return
+    get_cache(rep.cache).put_many(fingerprint(rep), dict(zip(doc_keys(docs), records, strict=True)),
+                                  label=_label(rep))
 
 
 def _label(rep) -> str:
