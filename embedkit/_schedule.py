@@ -400,10 +400,14 @@ class Schedule:
         return self._heads[c.pair]
 
     def _plan(self, c: Candidate) -> bool:
+        """Size ``c``'s recipe to the time left on its pair's measured cost; before any is
+        measured, on a cost scaled from a measured one (`_scaled`), its estimate then holding
+        the probe that `next` pays once the order chooses it. False: left out, no recipe fits
+        (without a probe where the scaled cost says so)."""
         s, head = self.search, self._head(c)
         record, n, batch = s.costs[c.pair], len(s.train), int(head.batch_size)
         length = {"head__max_length": int(head.max_length)}
-        c.seed = s.seed
+        c.seed, probe, source = s.seed, 0.0, ""
         if not record.measured and n <= PROBE_STEPS[1] * batch:  # small data: quicker run than measured
             c.recipe = {**length, "head__epochs": int(head.epochs),
                         **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
@@ -419,39 +423,39 @@ class Schedule:
                                f"budget of about {format_seconds(enough)}")
                 return False
             scaled = self._scaled(c, head)
-            if scaled is not None:
-                return self._plan_scaled(c, head, *scaled)
-            self._probe(c, head)
+            if scaled is None:
+                self._probe(c, head)
+            else:  # sized on a scaled cost; the order decides whether the probe is worth its time
+                record, source = scaled[0], f" here ({scaled[1]})"
+                one = clone(head).set_params(epochs=1)
+                probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
+                                     for steps in (1, *PROBE_STEPS))
 
         def cost(work: float) -> float:
             return record.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
 
-        sized = head.sized_for(n, s.left(), cost)
+        sized = head.sized_for(n, s.left() - probe, cost)
         if sized is None:
             self._reached(c.tier)
             c.recipe, c.estimate = length, cost(head.fit_work(n))
-            enough = s.clock.elapsed() + c.estimate + s.finish_reserve()
-            s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}, "
+            enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
+            s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
                            f"{format_seconds(max(s.left(), 0))} were left (even one epoch on a "
                            f"quarter of the rows does not fit); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
-        self._size(c, head, sized, cost)
-        return True
-
-    def _size(self, c: Candidate, head, sized: tuple[dict, int], cost) -> None:
-        """Give ``c`` the recipe ``sized`` (``(params, rows)``), its estimate and its share."""
-        s, n = self.search, len(self.search.train)
         params, rows = sized
-        c.recipe = {"head__max_length": int(head.max_length),
-                    **{f"head__{k}": v for k, v in params.items()}}
+        c.recipe = {**length, **{f"head__{k}": v for k, v in params.items()}}
         c.rows = s.sample_rows(rows) if rows < n else None
         work = work_of(c.build(), rows)
-        c.estimate = cost(work)
+        c.estimate = cost(work) + probe
         # a recipe cut to the time left (fewer epochs, rows or word pieces) is expected to bring
         # that share of the head's gain: a base-size model trained on a quarter of its own
         # recipe does not outrank MiniLM trained on all of its own
         c.share = min(1.0, work / head.fit_work(n))
+        if probe:
+            self._unprobed.add(c.pair)
+        return True
 
     def _scaled(self, c: Candidate, head):
         """Before ``c``'s head is measured: a cost record scaled from one already measured on this
@@ -496,35 +500,6 @@ class Schedule:
             return c.prior
         n, valid = len(s.train), len(s.valid)
         return scaled[0].seconds(head.fit_work(n), valid, head.predict_work(valid))
-
-    def _plan_scaled(self, c: Candidate, head, record: CostRecord, source: str) -> bool:
-        """Before ``c``'s head is measured: its recipe sized on a scaled cost ``record`` after the
-        probe's own seconds, its estimate the probe plus that recipe, so the order by value per
-        second decides whether the probe is worth its time (`next` pays it once chosen). Where
-        even the cheapest recipe would not fit, it is left out without a probe, with the budget
-        that would include it."""
-        s, n, valid = self.search, len(self.search.train), len(self.search.valid)
-        batch = int(head.batch_size)
-
-        def cost(work: float) -> float:
-            return record.seconds(work, valid, head.predict_work(valid))
-
-        one = clone(head).set_params(epochs=1)
-        probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
-                             for steps in (1, *PROBE_STEPS))
-        sized = head.sized_for(n, s.left() - probe, cost)
-        if sized is None:
-            self._reached(c.tier)
-            c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
-            enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
-            s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)} here ({source}), "
-                           f"{format_seconds(max(s.left(), 0))} were left; a budget of about "
-                           f"{format_seconds(enough)} would include its full recipe")
-            return False
-        self._size(c, head, sized, cost)
-        c.estimate += probe
-        self._unprobed.add(c.pair)
-        return True
 
     def _probe(self, c: Candidate, head) -> None:
         """A few training steps of ``head`` on its device: an untimed warm-up, then fits of
