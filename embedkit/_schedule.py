@@ -170,14 +170,17 @@ class Schedule:
         encoder = REPRESENTATIONS[ENCODER].factory()
         if s.cache is not None:
             encoder.set_params(cache=s.cache)
-        rough = ENCODER_LOAD + 0.5 * REPRESENTATIONS[ENCODER].cost * len(s.docs) / 1000
-        if rough > s.left():  # not even the time to load it and encode a part: not started
+        # the least pass: the validation rows and `MIN_ENCODED_ROWS` training rows, at the prior
+        least = min(len(s.docs), len(s.valid) + MIN_ENCODED_ROWS)
+        rough = ENCODER_LOAD + REPRESENTATIONS[ENCODER].cost * least / 1000
+        if rough > s.left():  # not even the time to load it and encode that: not started
             baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
                                  tier="baselines", kind="baseline", factory=build, estimate=rough)
             for c in [baseline, *frozen]:
                 c.estimate = rough
-                s.leave_out(c, f"loading the encoder and a pass over part of the documents need "
-                               f"about {format_seconds(rough)}; a budget of about "
+                s.leave_out(c, f"loading the encoder and a pass over the validation rows and "
+                               f"{least - len(s.valid):,} training rows need about "
+                               f"{format_seconds(rough)}; a budget of about "
                                f"{format_seconds(s.clock.elapsed() + rough + s.finish_reserve())} "
                                "would include it")
             return

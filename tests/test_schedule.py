@@ -223,6 +223,36 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_f
     assert found is frozen and search.n_rows(found) == m
 
 
+def test_a_large_set_gets_the_least_pass_the_time_left_pays_for(monkeypatch):
+    """Whether the encoder is loaded at all is judged by its least pass (the validation rows
+    and 200 training rows at the registry's prior), not by a share of every document: on 92,000
+    glosses with 209 s left, the earlier rule (half of them, 31 min) never loaded it."""
+    from embedkit._budget import Clock
+
+    class Paused(Clock):
+        def elapsed(self) -> float:
+            return 0.0
+
+    df = embedkit.load_dataset("trec")
+    df = df[df["split"] == "train"].iloc[:3000]
+    monkeypatch.setattr(Schedule, "_encoding_cost", staticmethod(lambda encoder, sample: 0.02))
+    lines = []
+    search = _search(df, 50, [("minilm", "logreg-cv")], lines)
+    search.clock = Paused(50)  # half of every document at the prior: 68 s; the least pass: 40 s
+    search.split()
+    schedule = Schedule(search)
+    schedule.prologue({name: (lambda pipe=pipe: clone(pipe))
+                       for name, pipe in baseline_pipelines().items()})
+    baseline = next(c for c in search.candidates if c.name == "plain MiniLM + LR")
+    assert baseline.status == "scored" and len(baseline.rows) == int(0.5 * 50 / 0.02) - 600
+    search.clock = Paused(30)
+    schedule = Schedule(search)
+    schedule.prologue({name: (lambda pipe=pipe: clone(pipe))
+                       for name, pipe in baseline_pipelines().items()})
+    left = next(c for c in search.candidates[::-1] if c.name == "plain MiniLM + LR")
+    assert left.status == "left out" and "the validation rows and 200 training rows" in left.note
+
+
 def test_a_baseline_that_leads_gives_its_generalising_pair_the_reach(questions):
     search = _search(questions, 300, [("tfidf", "logreg-cv")])
     search.split()
