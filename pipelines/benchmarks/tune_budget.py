@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +86,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
            "peak_mb": memory.peak / 2**20,
            "pick": tuner.pick_, "pick_kind": pick["kind"], "pick_tier": pick["tier"],
            "pick_valid": float(pick["accuracy"]), "refit": bool(tuner.refit_),
-           "seeds": int(tuner.seeds_),
+           "seeds": int(tuner.seeds_), "fitted_rows": len(tuner.search_.train),
            "pick_acc": float(accuracy_score(y_test, tuner.predict(X_test))),
            "tiers": tuner.tiers_reached_, "scored": int((board["status"] == "scored").sum()),
            "left_out": [f"{p}: {n}" for p, n in zip(board.loc[board["status"] == "left out", "pipeline"],
@@ -116,8 +117,9 @@ def table(rows: list[dict]) -> pd.DataFrame:
         "wall s (share)": [f"{w:.0f} ({u:.0%})" for w, u in zip(df["wall_s"], df["used_share"],
                                                                 strict=True)],
         "pick": df["pick"], "tier": df["pick_tier"],
-        "final model": [_final(r, n) for r, n in zip(df["refit"], df.get("seeds", [1] * len(df)),
-                                                    strict=True)],
+        "final model": [_final(r, n, f / t) for r, n, f, t in zip(
+            df["refit"], df.get("seeds", [1] * len(df)), df.get("fitted_rows", [np.nan] * len(df)),
+            df["n_train"], strict=True)],
         "pick held out": df["pick_acc"].map("{:.3f}".format),
         "plain TF-IDF + LR": df["tfidf_acc"].map("{:.3f}".format),
         "plain MiniLM + LR": df["minilm_acc"].map("{:.3f}".format),
@@ -135,11 +137,11 @@ def table(rows: list[dict]) -> pd.DataFrame:
     return out
 
 
-def _final(refit: bool, seeds) -> str:
+def _final(refit: bool, seeds, share: float) -> str:
     """How the pick was finished: refit on all the training side (as the mean of N seeds of its
-    fine-tuned model), or kept as fitted on the search's training rows."""
+    fine-tuned model), or kept as fitted on the search's training rows (that share of them)."""
     if not refit:
-        return "as fitted (80%)"
+        return "as fitted" + ("" if pd.isna(share) else f" ({share:.0%})")
     seeds = 1 if pd.isna(seeds) else int(seeds)
     return "refit" + (f", {seeds} seeds" if seeds > 1 else "")
 
