@@ -89,10 +89,9 @@ case "$job" in
     [ "$rc" -eq 5 ] && { echo "no tests were collected" >&2; exit 1; }
     [ "$rc" -ne 0 ] && exit "$rc"
     if [ $# -eq 0 ]; then
-      # every notebook (one per core at once), executed top to bottom on small data slices, so
-      # they never rot; a cell that should draw and shows no image, a warning or a machine path
-      # in an output fails it
-      EMBEDKIT_QUICK=1 "$py" -m pytest -q -p no:cacheprovider -n auto notebooks/test_notebooks.py
+      # every notebook, executed top to bottom on small data slices, so they never rot; a cell
+      # that should draw and shows no image, a warning or a machine path in an output fails it
+      EMBEDKIT_QUICK=1 "$py" -m pytest -q -p no:cacheprovider notebooks/test_notebooks.py
       rc=$?
       [ "$rc" -eq 5 ] && { echo "no notebooks were collected" >&2; exit 1; }
     fi
