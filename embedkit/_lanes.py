@@ -71,18 +71,21 @@ class Cluster:
     def submit(self, fn, *args) -> Future:
         return self.client.submit(_on_worker, fn, *args, *self.data, pure=False)
 
-    def encode(self, encoder, docs, chunk: int):
-        """``encoder.transform(docs)`` spread over the workers, ``chunk`` documents a task, in
-        the documents' order. The fitted encoder is sent once, without its cache or its network
-        (each worker loads the weights by name, as `embedkit.distributed.extract_features`
-        does)."""
+    def encode(self, encoder, docs):
+        """``encoder.transform(docs)`` spread over the workers, four tasks a worker thread, in
+        the documents' order. The fitted encoder is sent once without its cache, as
+        `embedkit.distributed.extract_features` sends it (each worker loads the weights by
+        name)."""
         import copy
 
         import numpy as np
 
+        from .distributed import _ship
+
         model = copy.copy(encoder)
         model.cache = None
-        handle = self.client.scatter(model, broadcast=True, hash=False)
+        handle = _ship(model, self.client)
+        chunk = max(32, -(-len(docs) // (4 * self.slots)))
         futures = [self.client.submit(_transform, handle, docs[i:i + chunk], pure=False)
                    for i in range(0, len(docs), chunk)]
         return np.concatenate(self.client.gather(futures))

@@ -214,9 +214,7 @@ class Schedule:
         if "cluster" in s.lanes:  # on the workers, kept in this process's cache
             from .cache import store_encoded
 
-            docs = np.asarray(docs, dtype=object)
-            store_encoded(encoder, list(docs), s.lanes["cluster"].encode(
-                encoder, docs, max(32, -(-len(docs) // (4 * s.lanes["cluster"].slots)))))
+            store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
             where = f" on the cluster's {len(s.client.nthreads())} workers"
         else:
             for start in range(0, len(docs), step):
