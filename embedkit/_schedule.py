@@ -17,8 +17,9 @@
 * **The fill.** Once a lane's defaults are done it takes variants (the registry ``space``) of
   the pairs that can still change the pick: a pair whose best is within one standard error of
   the leader's score gets the full value, one three or more below gets no more time. Variants
-  are of a pair's first model (a fine-tuning recipe's variant keeps its recipe and rows), so
-  nothing runs twice.
+  are of a pair's first model, so nothing runs twice; a fine-tuning variant keeps its first's
+  recipe and rows, or, where that no longer fits, gets the richest recipe that fits on the same
+  rows (`Schedule._cut`): time no full variant or refit can use buys a second fine-tuned model.
 """
 
 from __future__ import annotations
@@ -247,8 +248,10 @@ class Schedule:
         s.filling = not waiting and not any(c in s.running for c in self.defaults)
         options = [c for c in waiting if c.lane == lane] or self._variants(lane)
         chosen, value = None, 0.0
+        origin = {}  # a variant's key before `_cut` sized it: tried once, whatever its size
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
-            if not self._estimate(c):
+            origin[c] = c.key
+            if not self._estimate(c) or (c.variant_of is not None and c.key in self.tried):
                 continue
             if not s.fits(c):
                 if c.variant_of is None:
@@ -262,7 +265,7 @@ class Schedule:
             self._prepare(chosen)  # prepared and measured, it is sized anew
             return self.next(lane)
         if chosen is not None:
-            self.tried.add(chosen.key)
+            self.tried |= {chosen.key, origin[chosen]}
             self._reached(chosen.tier)
         return chosen
 
@@ -353,6 +356,8 @@ class Schedule:
         c.estimate = s.estimate(c)
         if c.variant_of is None and c.rows is None and not s.fits(c):
             self._subsample(c)
+        elif c.variant_of is not None and not s.fits(c) and hasattr(self._head(c), "sized_for"):
+            self._cut(c)
         return True
 
     def _pass(self, c: Candidate) -> float:
@@ -407,10 +412,9 @@ class Schedule:
         (without a probe where the scaled cost says so)."""
         s, head = self.search, self._head(c)
         record, n, batch = s.costs[c.pair], len(s.train), int(head.batch_size)
-        length = {"head__max_length": int(head.max_length)}
         c.seed, probe, source = s.seed, 0.0, ""
         if not record.measured and n <= PROBE_STEPS[1] * batch:  # small data: quicker run than measured
-            c.recipe = {**length, "head__epochs": int(head.epochs),
+            c.recipe = {"head__max_length": int(head.max_length), "head__epochs": int(head.epochs),
                         **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
             c.estimate = c.prior
             return True
@@ -431,32 +435,53 @@ class Schedule:
                 one = clone(head).set_params(epochs=1)
                 probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
                                      for steps in (1, *PROBE_STEPS))
-
-        def cost(work: float) -> float:
-            return record.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
-
-        sized = head.sized_for(n, s.left() - probe, cost)
-        if sized is None:
+        if not self._sized(c, head, record, probe):
             self._reached(c.tier)
-            c.recipe, c.estimate = length, cost(head.fit_work(n))
             enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
             s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
                            f"{format_seconds(max(s.left(), 0))} were left (even one epoch on a "
                            f"quarter of the rows does not fit); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
-        params, rows = sized
-        c.recipe = {**length, **{f"head__{k}": v for k, v in params.items()}}
-        c.rows = s.sample_rows(rows) if rows < n else None
-        work = work_of(c.build(), rows)
-        c.estimate = cost(work) + probe
-        # a recipe cut to the time left (fewer epochs, rows or word pieces) is expected to bring
-        # that share of the head's gain: a base-size model trained on a quarter of its own
-        # recipe does not outrank MiniLM trained on all of its own
-        c.share = min(1.0, work / head.fit_work(n))
         if probe:
             self._unprobed.add(c.pair)
         return True
+
+    def _sized(self, c: Candidate, head, record: CostRecord, probe: float = 0.0) -> bool:
+        """Give ``c`` the richest recipe of ``head`` (its rows, epochs, word pieces) that fits
+        the time left, less ``probe`` seconds, on ``record``'s cost; False (``c.estimate`` the
+        full recipe's) when none does."""
+        s, n = self.search, len(self.search.train)
+
+        def cost(work: float) -> float:
+            return record.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
+
+        c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
+        sized = head.sized_for(n, s.left() - probe, cost)
+        if sized is None:
+            return False
+        params, rows = sized
+        c.recipe.update({f"head__{k}": v for k, v in params.items()})
+        c.params = {k: v for k, v in c.params.items() if k not in c.recipe}
+        c.rows = s.sample_rows(rows) if rows < n else None
+        work = work_of(c.build(), rows)
+        c.estimate = cost(work) + probe
+        # a recipe cut to the time left is expected to bring that share of the head's gain: a
+        # base-size model on a quarter of its own recipe does not outrank MiniLM on all of its own
+        c.share = min(1.0, work / head.fit_work(n))
+        return True
+
+    def _cut(self, c: Candidate) -> None:
+        """A variant of a head that sizes itself, too dear on its first model's recipe, gets the
+        richest recipe of its own settings that fits the time left, on no fewer rows than its
+        first (else it stays too dear): time no full variant or refit can use still buys a
+        second fine-tuned model for the ensemble, at its share of the gain."""
+        s = self.search
+        own = {k.split("__", 1)[1]: v for k, v in c.params.items() if k.startswith("head__")}
+        before = (c.recipe, c.params, c.rows, c.estimate, c.share)
+        if (not self._sized(c, clone(self._head(c)).set_params(**own), s.costs[c.pair])
+                or s.n_rows(c) < s.n_rows(c.variant_of)):
+            c.recipe, c.params, c.rows, c.estimate, c.share = before
 
     def _scaled(self, c: Candidate, head):
         """Before ``c``'s head is measured: a cost record scaled from one already measured on this

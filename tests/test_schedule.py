@@ -439,3 +439,39 @@ def test_a_recipe_cut_to_the_time_left_expects_that_share_of_the_gain(questions)
     assert schedule._gain(c) == pytest.approx(0.5 * 4.0)  # the fine-tuning tier's gain, halved
     search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=0.5 * search.left() / full, fits=2)
     assert schedule._plan(c) and c.share == 1.0 and schedule._gain(c) == 4.0
+
+
+def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):
+    """When the fine-tuned leader's other settings no longer fit on its own recipe (two epochs),
+    the time left still buys them on the richest recipe that fits (one epoch, the same rows), at
+    that share of the gain; each variant runs once, however it was cut; one that would need fewer
+    rows than its first is not cut to them."""
+    search = _search(questions, 300, [FINETUNE])
+    search.split()
+    schedule = Schedule(search)
+    first = schedule._candidate(*FINETUNE)
+    schedule.defaults = [first]
+    full = schedule._head(first).fit_work(len(search.train))
+    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=0.3 * search.left() / full, fits=2)
+    assert schedule._plan(first) and first.recipe["head__epochs"] == 2 and first.rows is None
+    first.status, first.score, first.fit_seconds, first.predict_seconds = "scored", 0.9, 1.0, 0.0
+    search.candidates.append(first)
+    # the time left now pays for one epoch of it, not two (the refit is out of reach too)
+    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=1.1 * search.left() / full, fits=2)
+    chosen = []
+    while (c := schedule.next("cores")) is not None:
+        assert c.variant_of is first and c.rows is None and c.estimate <= search.left()
+        assert c.recipe["head__epochs"] == 1 and "head__epochs" not in c.params
+        chosen.append(c)
+        c.status = "scored"
+    # the other learning rate on one epoch: half of its own two-epoch recipe; then three epochs
+    # cut to one (the default learning rate): a third; {lr, 3 epochs} cut to one is the first again
+    assert [c.params for c in chosen] == [{"head__lr": 5e-5}, {}]
+    assert [c.share for c in chosen] == [pytest.approx(0.5), pytest.approx(1 / 3)]
+    assert schedule._gain(chosen[0]) == pytest.approx(4.0 * 0.5 * 0.25)  # reach 1: it is the leader
+    assert len({c.key for c in [first, *chosen]}) == 3
+
+    later = Schedule(search)  # so dear that only fewer rows than its first's would fit: no variant
+    later.defaults = [first]
+    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=10 * search.left() / full, fits=2)
+    assert later.next("cores") is None
