@@ -174,9 +174,9 @@ class Schedule:
         # the least pass: the validation rows and `MIN_ENCODED_ROWS` training rows, at the prior
         least = min(len(s.docs), len(s.valid) + MIN_ENCODED_ROWS)
         rough = ENCODER_LOAD + REPRESENTATIONS[ENCODER].cost * least / 1000
+        baseline = Candidate(name=name, representation="plain MiniLM", head="LR", tier="baselines",
+                             kind="baseline", factory=build)
         if rough > s.left():  # not even the time to load it and encode that: not started
-            baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
-                                 tier="baselines", kind="baseline", factory=build, estimate=rough)
             for c in [baseline, *frozen]:
                 c.estimate = rough
                 s.leave_out(c, f"loading the encoder and a pass over the validation rows and "
@@ -187,17 +187,14 @@ class Schedule:
             return
         began = time.monotonic()
         encoder.fit(s.docs[:2])  # loads the model: paid once, not per document
-        sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)),
-                                                     replace=False)
+        sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)), replace=False)
         per_doc = self.per_doc = self._encoding_cost(encoder, s.docs[sample])
         if "cluster" in s.lanes:  # a worker thread runs one torch thread; this process, all cores
             from ._machine import available_cores
 
             per_doc *= available_cores() / s.lanes["cluster"].slots
-        need = per_doc * len(s.docs)
-        baseline = Candidate(name=name, representation="plain MiniLM", head="LR",
-                             tier="baselines", kind="baseline", factory=build, estimate=need)
-        rows, docs = None, s.docs
+        baseline.estimate = need = per_doc * len(s.docs)
+        rows, index = None, np.arange(len(s.docs))
         if need > ENCODE_SHARE * s.left():
             m = min(int(ENCODE_SHARE * s.left() / per_doc) - len(s.valid), len(s.train))
             if m < MIN_ENCODED_ROWS:
@@ -209,7 +206,8 @@ class Schedule:
                                    f"of about {format_seconds(enough)} would include all of them")
                 return
             rows = s.sample_rows(m)
-            docs = np.concatenate([s.X_valid, s.X_train[rows]])
+            index = np.concatenate([s.valid, s.train[rows]])
+        docs = s.docs[index]
         step = max(256, int(10 / max(per_doc, 1e-6)))  # about 10 s a chunk: Ctrl-C loses one
         where = ""
         if "cluster" in s.lanes:  # on the workers, kept in this process's cache
@@ -218,8 +216,12 @@ class Schedule:
             store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
             where = f" on the cluster's {len(s.client.nthreads())} workers"
         else:
+            looped = time.monotonic()
             for start in range(0, len(docs), step):
                 encoder.transform(docs[start:start + step])
+            # later estimates scale from the pass's own rate (the sample's was 1.2-1.6x it)
+            if (fresh := len(index) - int(np.isin(index, sample).sum())) >= len(sample):
+                self.per_doc = MARGIN * (time.monotonic() - looped) / fresh
         s.encoder_seconds = time.monotonic() - began
         for c in (baseline, *frozen):  # what a refit on every document would encode besides
             ratio = _encoder_ratio(c.representation) if c in frozen else 1.0
@@ -248,7 +250,7 @@ class Schedule:
         s.filling = not waiting and not any(c in s.running for c in self.defaults)
         options = [c for c in waiting if c.lane == lane] or self._variants(lane)
         chosen, value = None, 0.0
-        origin = {}  # a variant's key before `_cut` sized it: tried once, whatever its size
+        origin = {}  # a variant's key before `_cut`: tried once, however it was cut
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
             origin[c] = c.key
             if not self._estimate(c) or (c.variant_of is not None and c.key in self.tried):
@@ -472,10 +474,9 @@ class Schedule:
         return True
 
     def _cut(self, c: Candidate) -> None:
-        """A variant of a head that sizes itself, too dear on its first model's recipe, gets the
-        richest recipe of its own settings that fits the time left, on no fewer rows than its
-        first (else it stays too dear): time no full variant or refit can use still buys a
-        second fine-tuned model for the ensemble, at its share of the gain."""
+        """A variant of a head that sizes itself, too dear on its first's recipe, gets the richest
+        recipe of its own settings that fits the time left on no fewer rows than its first (else
+        it stays too dear): a second fine-tuned model for the ensemble, at its share of the gain."""
         s = self.search
         own = {k.split("__", 1)[1]: v for k, v in c.params.items() if k.startswith("head__")}
         before = (c.recipe, c.params, c.rows, c.estimate, c.share)
@@ -521,11 +522,9 @@ class Schedule:
         """Seconds of ``c`` before its steps are prepared: a sized head's own recipe scaled from a
         measured encoder, else the registry's prior."""
         s, head = self.search, HEADS[c.head].factory()
-        scaled = self._scaled(c, head)
-        if scaled is None:
-            return c.prior
-        n, valid = len(s.train), len(s.valid)
-        return scaled[0].seconds(head.fit_work(n), valid, head.predict_work(valid))
+        scaled, valid = self._scaled(c, head), len(self.search.valid)
+        return c.prior if scaled is None else scaled[0].seconds(
+            head.fit_work(len(s.train)), valid, head.predict_work(valid))
 
     def _probe(self, c: Candidate, head) -> None:
         """A few training steps of ``head`` on its device: an untimed warm-up, then fits of
