@@ -34,9 +34,9 @@ from sklearn.base import clone
 from ._budget import format_seconds
 from ._costs import MARGIN, CostRecord, work_of
 from ._search import Candidate
-from .registry import HEADS, REPRESENTATIONS, pair_kind
+from .registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
 
-__all__ = ["TIERS", "Schedule", "Tier", "sampled_settings", "tier_of"]
+__all__ = ["TIERS", "Schedule", "Tier", "tier_of"]
 
 
 @dataclass(frozen=True)
@@ -98,27 +98,6 @@ def tier_of(representation: str, head: str) -> Tier:
     return next((t for t in TIERS if kind in t.kinds), TIERS[0])
 
 
-def sampled_settings(representation: str, head: str, n: int | None, seed: int) -> list[dict]:
-    """Up to ``n`` (None: all) settings of the pair's registry ``space`` other than its
-    defaults, in a random order."""
-    from sklearn.model_selection import ParameterSampler
-
-    rep, hd = REPRESENTATIONS[representation], HEADS[head]
-    space = {**{f"features__{k}": list(v) for k, v in rep.space.items()},
-             **{f"head__{k}": list(v) for k, v in hd.space.items()}}
-    if not space:
-        return []
-    steps = {"features": rep.factory(), "head": hd.factory()}
-    defaults = {k: steps[k.split("__")[0]].get_params()[k.split("__", 1)[1]] for k in space}
-    size = math.prod(len(v) for v in space.values())
-    out: list[dict] = []
-    for draw in ParameterSampler(space, n_iter=size, random_state=seed):
-        changed = {k: v for k, v in sorted(draw.items()) if defaults[k] != v}
-        if changed and changed not in out:
-            out.append(changed)
-    return out[:n]
-
-
 class Schedule:
     """The order of a `embedkit._search.Search`'s candidates: `prologue`, then `next` per lane."""
 
@@ -132,6 +111,8 @@ class Schedule:
         self._unprobed: set[tuple] = set()
         #: seconds a document of the prologue's encoder pass, as measured (None: not measured)
         self.per_doc: float | None = None
+        #: (representation, rows) of the frozen passes paid (their vectors cached)
+        self._encoded: list[tuple] = []
 
     def _candidate(self, rep: str, head: str) -> Candidate:
         s, tier = self.search, tier_of(rep, head)
@@ -208,7 +189,6 @@ class Schedule:
             rows = s.sample_rows(m)
             index = np.concatenate([s.valid, s.train[rows]])
         docs = s.docs[index]
-        step = max(256, int(10 / max(per_doc, 1e-6)))  # about 10 s a chunk: Ctrl-C loses one
         where = ""
         if "cluster" in s.lanes:  # on the workers, kept in this process's cache
             from .cache import store_encoded
@@ -217,8 +197,7 @@ class Schedule:
             where = f" on the cluster's {len(s.client.nthreads())} workers"
         else:
             looped = time.monotonic()
-            for start in range(0, len(docs), step):
-                encoder.transform(docs[start:start + step])
+            self._run_pass(encoder, docs, per_doc)
             # later estimates scale from the pass's own rate (the sample's was 1.2-1.6x it)
             if (fresh := len(index) - int(np.isin(index, sample).sum())) >= len(sample):
                 self.per_doc = MARGIN * (time.monotonic() - looped) / fresh
@@ -263,8 +242,9 @@ class Schedule:
             gain = self._gain(c) / max(c.estimate, 0.1)
             if gain > value:
                 chosen, value = c, gain
-        if chosen is not None and (self._setup(chosen) or chosen.pair in self._unprobed):
-            self._prepare(chosen)  # prepared and measured, it is sized anew
+        if chosen is not None and (self._setup(chosen) or chosen.pair in self._unprobed
+                                   or (self._pass(chosen) and s.cache is not None)):
+            self._prepare(chosen)  # prepared, encoded or measured, it is estimated anew
             return self.next(lane)
         if chosen is not None:
             self.tried |= {chosen.key, origin[chosen]}
@@ -283,8 +263,8 @@ class Schedule:
 
     def _prepare(self, c: Candidate) -> None:
         """Pay ``c``'s steps' one-time preparations (a distillation, a model's fetch; kept on
-        disk for every later run), then the probe of a head that sizes itself, so the fits that
-        follow are measured without them."""
+        disk), then the probe of a head that sizes itself or a second frozen encoder's pass, so
+        the fits that follow are measured without them."""
         s = self.search
         for name, entry in ((c.representation, REPRESENTATIONS[c.representation]),
                             (c.head, HEADS[c.head])):
@@ -297,6 +277,34 @@ class Schedule:
         if not self._setup(c) and c.pair in self._unprobed:
             self._unprobed.discard(c.pair)
             self._probe(c, self._head(c))
+        if not self._setup(c) and self._pass(c):
+            self._encode_rows(c)
+
+    def _encode_rows(self, c: Candidate) -> None:
+        """A frozen encoder's pass over ``c``'s training rows and the validation rows, paid once
+        like the prologue's and cached: its models then fit on the vectors, and their cost
+        records (their refits) count the head alone. A failure is left to the model's fit."""
+        s, began = self.search, time.monotonic()
+        index = np.concatenate([s.valid, s.train if c.rows is None else s.train[c.rows]])
+        try:
+            encoder = REPRESENTATIONS[c.representation].factory().set_params(cache=s.cache)
+            self._run_pass(encoder.fit(s.docs[index[:2]]), s.docs[index],
+                           _encoder_ratio(c.representation) * (self.per_doc or 0.01))
+        except Exception:  # its model's fit says what is wrong
+            pass
+        self._encoded.append((c.representation, c.rows))
+        for o in self.defaults:  # their priors held the pass
+            if o.representation == c.representation:
+                o.prior = HEADS[o.head].cost * s.n_rows(o) / 1000
+        s.say(f"{s.clock.stamp()} frozen encoder: {c.representation}: {len(index):,} documents "
+              f"encoded once in {time.monotonic() - began:.0f} s (cached for every model that reads it)")
+
+    @staticmethod
+    def _run_pass(encoder, docs, per_doc: float) -> None:
+        """Encode ``docs`` into the cache in chunks of about 10 s (Ctrl-C loses one)."""
+        step = max(256, int(10 / max(per_doc, 1e-6)))
+        for start in range(0, len(docs), step):
+            encoder.transform(docs[start:start + step])
 
     def _gain(self, c: Candidate) -> float:
         """Expected points over the baselines: the pair's entries' (head first), else its
@@ -364,18 +372,13 @@ class Schedule:
 
     def _pass(self, c: Candidate) -> float:
         """Seconds the pass of a frozen encoder other than the prologue's still needs over
-        ``c``'s training rows and the validation rows: the prologue's measured seconds a
-        document (else its prior) times the registry's cost ratio, and a load. 0 once a model
-        of that encoder is scored on the same rows (the vectors are cached), and for any other
-        candidate. A probe would miss it where an earlier probe of the encoder cached its slice."""
+        ``c``'s training rows and the validation rows (the prologue's seconds a document times
+        the registry's cost ratio, and a load); 0 once paid (`_encode_rows`), or for another kind."""
         s = self.search
-        if c.tier != "frozen encoder" or c.representation == ENCODER:
+        if c.tier != "frozen encoder" or c.representation == ENCODER or any(
+                r == c.representation and _same_rows(rows, c.rows) for r, rows in self._encoded):
             return 0.0
-        if any(o.representation == c.representation and o.status == "scored"
-               and _same_rows(o.rows, c.rows) for o in s.candidates):
-            return 0.0
-        per_doc = self.per_doc if self.per_doc is not None else (
-            REPRESENTATIONS[ENCODER].cost / 1000)
+        per_doc = self.per_doc or REPRESENTATIONS[ENCODER].cost / 1000
         return ENCODER_LOAD + _encoder_ratio(c.representation) * per_doc * (
             s.n_rows(c) + len(s.valid))
 
@@ -450,9 +453,8 @@ class Schedule:
         return True
 
     def _sized(self, c: Candidate, head, record: CostRecord, probe: float = 0.0) -> bool:
-        """Give ``c`` the richest recipe of ``head`` (its rows, epochs, word pieces) that fits
-        the time left, less ``probe`` seconds, on ``record``'s cost; False (``c.estimate`` the
-        full recipe's) when none does."""
+        """Give ``c`` the richest recipe of ``head`` that fits the time left less ``probe`` on
+        ``record``'s cost; False (``c.estimate`` the full recipe's) when none does."""
         s, n = self.search, len(self.search.train)
 
         def cost(work: float) -> float:
@@ -477,8 +479,7 @@ class Schedule:
         """A variant of a head that sizes itself, too dear on its first's recipe, gets the richest
         recipe of its own settings that fits the time left on no fewer rows than its first (else
         it stays too dear): a second fine-tuned model for the ensemble, at its share of the gain."""
-        s = self.search
-        own = {k.split("__", 1)[1]: v for k, v in c.params.items() if k.startswith("head__")}
+        s, own = self.search, {k[6:]: v for k, v in c.params.items() if k.startswith("head__")}
         before = (c.recipe, c.params, c.rows, c.estimate, c.share)
         if (not self._sized(c, clone(self._head(c)).set_params(**own), s.costs[c.pair])
                 or s.n_rows(c) < s.n_rows(c.variant_of)):

@@ -27,6 +27,7 @@ Built on the catalog: step parameters (``-p [step.]name=value``) and `make_pipel
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ __all__ = [
     "passthrough",
     "representation_form",
     "resolve",
+    "sampled_settings",
     "step",
 ]
 
@@ -365,3 +367,24 @@ def resolve(name: str, what: str, registry: Mapping[str, Entry] | None = None) -
     raise ValueError(f"unknown {what} {name!r}.{did_you_mean(name, [*registry, *known])} Choose "
                      f"from {', '.join(registry)} (`embedkit compare --list` shows each with its "
                      f"aliases), e.g. {flag} {next(iter(registry))}.")
+
+
+def sampled_settings(representation: str, head: str, n: int | None, seed: int) -> list[dict]:
+    """Up to ``n`` (None: all) settings of the pair's registry ``space`` other than its
+    defaults, in a random order."""
+    from sklearn.model_selection import ParameterSampler
+
+    rep, hd = REPRESENTATIONS[representation], HEADS[head]
+    space = {**{f"features__{k}": list(v) for k, v in rep.space.items()},
+             **{f"head__{k}": list(v) for k, v in hd.space.items()}}
+    if not space:
+        return []
+    steps = {"features": rep.factory(), "head": hd.factory()}
+    defaults = {k: steps[k.split("__")[0]].get_params()[k.split("__", 1)[1]] for k in space}
+    size = math.prod(len(v) for v in space.values())
+    out: list[dict] = []
+    for draw in ParameterSampler(space, n_iter=size, random_state=seed):
+        changed = {k: v for k, v in sorted(draw.items()) if defaults[k] != v}
+        if changed and changed not in out:
+            out.append(changed)
+    return out[:n]

@@ -202,9 +202,9 @@ def test_bad_settings_are_named(calls, params, message):
 def test_registry_entry_runs_in_compare(small, home, tmp_path):
     from typer.testing import CliRunner
 
-    from embedkit._schedule import sampled_settings
     from embedkit.cli import app
     from embedkit.configure import make_representation
+    from embedkit.registry import sampled_settings
 
     assert isinstance(make_representation("minilm-static"), DistilledEmbedder)
     # tune tries the default and the other PCA size (another PCA costs seconds: the raw cache)

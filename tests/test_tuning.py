@@ -16,9 +16,9 @@ from sklearn.pipeline import Pipeline
 
 import embedkit
 from embedkit._budget import format_seconds
-from embedkit._schedule import sampled_settings, tier_of
+from embedkit._schedule import tier_of
 from embedkit._search import describe
-from embedkit.registry import HEADS, REPRESENTATIONS
+from embedkit.registry import HEADS, REPRESENTATIONS, sampled_settings
 from embedkit.tuning import (
     DEFAULT_PAIRS,
     MINILM_BASELINE,
