@@ -81,10 +81,9 @@ ENCODE_SHARE, MIN_ENCODED_ROWS = 0.5, 200
 ENCODER_LOAD = 8.0
 
 
-def _same_rows(a, b) -> bool:
-    """Whether two candidates' training rows are the same (None: every row)."""
-    return (a is None and b is None) or (a is not None and b is not None
-                                         and np.array_equal(a, b))
+def _passed(c) -> tuple:
+    """What a frozen pass over ``c``'s rows is known by: its representation and rows."""
+    return c.representation, None if c.rows is None else np.asarray(c.rows).tobytes()
 
 
 def _encoder_ratio(representation: str) -> float:
@@ -111,8 +110,8 @@ class Schedule:
         self._unprobed: set[tuple] = set()
         #: seconds a document of the prologue's encoder pass, as measured (None: not measured)
         self.per_doc: float | None = None
-        #: (representation, rows) of the frozen passes paid (their vectors cached)
-        self._encoded: list[tuple] = []
+        #: the frozen passes paid (their vectors cached): (representation, its rows' bytes or None)
+        self._encoded: set[tuple] = set()
 
     def _candidate(self, rep: str, head: str) -> Candidate:
         s, tier = self.search, tier_of(rep, head)
@@ -277,27 +276,27 @@ class Schedule:
         if not self._setup(c) and c.pair in self._unprobed:
             self._unprobed.discard(c.pair)
             self._probe(c, self._head(c))
-        if not self._setup(c) and self._pass(c):
+        elif not self._setup(c) and self._pass(c):
             self._encode_rows(c)
 
     def _encode_rows(self, c: Candidate) -> None:
-        """A frozen encoder's pass over ``c``'s training rows and the validation rows, paid once
-        like the prologue's and cached: its models then fit on the vectors, and their cost
-        records (their refits) count the head alone. A failure is left to the model's fit."""
+        """A frozen encoder's pass over ``c``'s rows and the validation rows, paid once and cached
+        like the prologue's: its models fit on the vectors, their cost records count the head."""
         s, began = self.search, time.monotonic()
         index = np.concatenate([s.valid, s.train if c.rows is None else s.train[c.rows]])
         try:
             encoder = REPRESENTATIONS[c.representation].factory().set_params(cache=s.cache)
             self._run_pass(encoder.fit(s.docs[index[:2]]), s.docs[index],
                            _encoder_ratio(c.representation) * (self.per_doc or 0.01))
-        except Exception:  # its model's fit says what is wrong
-            pass
-        self._encoded.append((c.representation, c.rows))
+        except Exception as err:  # its models' fits then fail and say so
+            s.say(f"{s.clock.stamp()} frozen encoder: {c.representation}: failed ({err})"[:300])
+        else:
+            s.say(f"{s.clock.stamp()} frozen encoder: {c.representation}: {len(index):,} documents "
+                  f"encoded once in {time.monotonic() - began:.0f} s (cached for every model that reads it)")
+        self._encoded.add(_passed(c))
         for o in self.defaults:  # their priors held the pass
             if o.representation == c.representation:
                 o.prior = HEADS[o.head].cost * s.n_rows(o) / 1000
-        s.say(f"{s.clock.stamp()} frozen encoder: {c.representation}: {len(index):,} documents "
-              f"encoded once in {time.monotonic() - began:.0f} s (cached for every model that reads it)")
 
     @staticmethod
     def _run_pass(encoder, docs, per_doc: float) -> None:
@@ -375,8 +374,7 @@ class Schedule:
         ``c``'s training rows and the validation rows (the prologue's seconds a document times
         the registry's cost ratio, and a load); 0 once paid (`_encode_rows`), or for another kind."""
         s = self.search
-        if c.tier != "frozen encoder" or c.representation == ENCODER or any(
-                r == c.representation and _same_rows(rows, c.rows) for r, rows in self._encoded):
+        if c.tier != "frozen encoder" or c.representation == ENCODER or _passed(c) in self._encoded:
             return 0.0
         per_doc = self.per_doc or REPRESENTATIONS[ENCODER].cost / 1000
         return ENCODER_LOAD + _encoder_ratio(c.representation) * per_doc * (
@@ -441,11 +439,13 @@ class Schedule:
                 probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
                                      for steps in (1, *PROBE_STEPS))
         if not self._sized(c, head, record, probe):
+            from .heads.finetune._sizing import MIN_ROWS as FEWEST
+
             self._reached(c.tier)
             enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
             s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
-                           f"{format_seconds(max(s.left(), 0))} were left (even one epoch on a "
-                           f"quarter of the rows does not fit); a budget of about "
+                           f"{format_seconds(max(s.left(), 0))} were left (nor its cheapest recipe, one "
+                           f"epoch on {min(n, max(FEWEST, 8 * batch)):,} rows); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
         if probe:

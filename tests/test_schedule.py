@@ -500,3 +500,23 @@ def test_a_second_frozen_encoders_pass_is_paid_once_before_its_models_fit(questi
     features = chosen.build().steps[0][1].fit(search.X_train[:2])  # what its model reads: cached
     keys = set(doc_keys(list(search.X_train) + list(search.X_valid)))
     assert set(get_cache(search.cache).get_many(fingerprint(features), list(keys))) == keys
+
+
+def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions, monkeypatch):
+    """A second encoder whose pass fails (here a simulated fault) is not retried before each of
+    its models: the progress line says so, and the model's own fit reports the error."""
+    pairs = [("minilm-tokens", "linear")]
+    lines = []
+    search = _search(questions, 600, pairs, lines)
+    search.split()
+    schedule = Schedule(search)
+    schedule.defaults = [schedule._candidate(*pair) for pair in pairs]
+
+    def fault(*args):
+        raise OSError("weights unreadable")
+
+    monkeypatch.setattr(Schedule, "_run_pass", staticmethod(fault))
+    chosen = schedule.next("cores")
+    assert chosen is schedule.defaults[0] and schedule._pass(chosen) == 0.0
+    assert any("minilm-tokens: failed (weights unreadable)" in line for line in lines)
+    assert not any("encoded once" in line for line in lines)
