@@ -197,7 +197,7 @@ class Schedule:
         else:
             looped = time.monotonic()
             self._run_pass(encoder, docs, per_doc)
-            # later estimates scale from the pass's own rate (the sample's was 1.2-1.9x it)
+            # later estimates scale from the pass's own rate (the sample's pays warm-up, one batch)
             if (fresh := len(index) - int(np.isin(index, sample).sum())) >= len(sample):
                 self.per_doc = MARGIN * (time.monotonic() - looped) / fresh
         s.encoder_seconds = time.monotonic() - began
