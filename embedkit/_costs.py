@@ -17,7 +17,7 @@ import math
 import time
 from dataclasses import dataclass
 
-__all__ = ["MARGIN", "CostRecord", "Costs", "predict_work", "work_of"]
+__all__ = ["MARGIN", "CostRecord", "Costs", "predict_work", "timed_pass", "work_of"]
 
 #: estimates are the record's measurement times this margin
 MARGIN = 1.25
@@ -40,6 +40,20 @@ def predict_work(pipe, rows: int) -> float | None:
     """Units of work of predicting ``rows`` documents, for a head that counts it; else None."""
     head = _head(pipe)
     return float(head.predict_work(rows)) if hasattr(head, "predict_work") else None
+
+
+def timed_pass(encoder, docs, per_doc: float, left=None) -> tuple[int, float]:
+    """Encode ``docs`` (into ``encoder``'s cache) in chunks of about 10 s at ``per_doc`` seconds a
+    document, so Ctrl-C loses one: (documents encoded, seconds). With ``left`` (a callable: the
+    seconds the search has left), it stops once the documents still to encode, at the pass's own
+    rate so far, would not fit in them."""
+    step, began = max(32, int(10 / max(per_doc, 1e-6))), time.monotonic()
+    for done in range(step, len(docs) + step, step):
+        encoder.transform(docs[done - step:done])
+        spent = time.monotonic() - began
+        if left is not None and done < len(docs) and spent / done * (len(docs) - done) > left():
+            return done, spent
+    return len(docs), time.monotonic() - began
 
 
 @dataclass

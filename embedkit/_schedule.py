@@ -32,7 +32,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ._budget import format_seconds
-from ._costs import MARGIN, CostRecord, work_of
+from ._costs import MARGIN, CostRecord, timed_pass, work_of
 from ._search import Candidate
 from .registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
 
@@ -110,8 +110,9 @@ class Schedule:
         self._unprobed: set[tuple] = set()
         #: seconds a document of the prologue's encoder pass, as measured (None: not measured)
         self.per_doc: float | None = None
-        #: the frozen passes paid (their vectors cached): (representation, its rows' bytes or None)
-        self._encoded: set[tuple] = set()
+        #: the frozen passes paid (their vectors cached): (representation, its rows' bytes or None),
+        #: and the seconds a document another encoder's pass measured (`_encode_rows`)
+        self._encoded, self._rates = set(), {}
 
     def _candidate(self, rep: str, head: str) -> Candidate:
         s, tier = self.search, tier_of(rep, head)
@@ -195,11 +196,10 @@ class Schedule:
             store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
             where = f" on the cluster's {len(s.client.nthreads())} workers"
         else:
-            looped = time.monotonic()
-            self._run_pass(encoder, docs, per_doc)
+            _, seconds = timed_pass(encoder, docs, per_doc)
             # later estimates scale from the pass's own rate (the sample's pays warm-up, one batch)
             if (fresh := len(index) - int(np.isin(index, sample).sum())) >= len(sample):
-                self.per_doc = MARGIN * (time.monotonic() - looped) / fresh
+                self.per_doc = MARGIN * seconds / fresh
         s.encoder_seconds = time.monotonic() - began
         for c in (baseline, *frozen):  # what a refit on every document would encode besides
             ratio = _encoder_ratio(c.representation) if c in frozen else 1.0
@@ -281,29 +281,29 @@ class Schedule:
 
     def _encode_rows(self, c: Candidate) -> None:
         """A frozen encoder's pass over ``c``'s rows and the validation rows, paid once and cached
-        like the prologue's: its models fit on the vectors, their cost records count the head."""
-        s, began = self.search, time.monotonic()
+        like the prologue's: its models fit on the vectors, their cost records count the head.
+        A pass that its own rate shows cannot finish in the time left stops there: its pairs are
+        then estimated at that rate (`_pass`), and left out."""
+        s, began, rep = self.search, time.monotonic(), c.representation
         index = np.concatenate([s.valid, s.train if c.rows is None else s.train[c.rows]])
         try:
-            encoder = REPRESENTATIONS[c.representation].factory().set_params(cache=s.cache)
-            self._run_pass(encoder.fit(s.docs[index[:2]]), s.docs[index],
-                           _encoder_ratio(c.representation) * (self.per_doc or 0.01))
+            encoder = REPRESENTATIONS[rep].factory().set_params(cache=s.cache)
+            done, seconds = timed_pass(encoder.fit(s.docs[index[:2]]), s.docs[index],
+                                           _encoder_ratio(rep) * (self.per_doc or 0.01), s.left)
         except Exception as err:  # its models' fits then fail and say so
-            s.say(f"{s.clock.stamp()} frozen encoder: {c.representation}: failed ({err})"[:300])
+            s.say(f"{s.clock.stamp()} frozen encoder: {rep}: failed ({err})"[:300])
         else:
-            s.say(f"{s.clock.stamp()} frozen encoder: {c.representation}: {len(index):,} documents "
-                  f"encoded once in {time.monotonic() - began:.0f} s (cached for every model that reads it)")
+            self._rates[rep] = MARGIN * seconds / max(done, 1)
+            if done < len(index):
+                s.say(f"{s.clock.stamp()} frozen encoder: {rep}: stopped after {done:,} of "
+                      f"{len(index):,} documents ({seconds:.0f} s): the rest would not fit the time left")
+                return
+            s.say(f"{s.clock.stamp()} frozen encoder: {rep}: {len(index):,} documents encoded "
+                  f"once in {time.monotonic() - began:.0f} s (cached for every model that reads it)")
         self._encoded.add(_passed(c))
         for o in self.defaults:  # their priors held the pass
             if o.representation == c.representation:
                 o.prior = HEADS[o.head].cost * s.n_rows(o) / 1000
-
-    @staticmethod
-    def _run_pass(encoder, docs, per_doc: float) -> None:
-        """Encode ``docs`` into the cache in chunks of about 10 s (Ctrl-C loses one)."""
-        step = max(256, int(10 / max(per_doc, 1e-6)))
-        for start in range(0, len(docs), step):
-            encoder.transform(docs[start:start + step])
 
     def _gain(self, c: Candidate) -> float:
         """Expected points over the baselines: the pair's entries' (head first), else its
@@ -330,15 +330,11 @@ class Schedule:
         """Variants of the scored pairs within reach of the leader, not tried yet."""
         s, out = self.search, []
         firsts = [c for c in self.defaults if c.status == "scored" and c.lane == lane]
-        for first in firsts:
-            if self._reach(first.pair) <= 0:
-                continue
+        for first in (f for f in firsts if self._reach(f.pair) > 0):
             base = {**first.recipe, **first.params}
             for params in sampled_settings(first.representation, first.head, None, s.seed):
-                if {**base, **params} == base:
-                    continue
                 option = first.but(params={**first.params, **params}, variant_of=first)
-                if option.key not in self.tried:
+                if {**base, **params} != base and option.key not in self.tried:
                     out.append(option)
         return out
 
@@ -371,14 +367,15 @@ class Schedule:
 
     def _pass(self, c: Candidate) -> float:
         """Seconds the pass of a frozen encoder other than the prologue's still needs over
-        ``c``'s training rows and the validation rows (the prologue's seconds a document times
-        the registry's cost ratio, and a load); 0 once paid (`_encode_rows`), or for another kind."""
-        s = self.search
-        if c.tier != "frozen encoder" or c.representation == ENCODER or _passed(c) in self._encoded:
+        ``c``'s training rows and the validation rows (its own measured seconds a document, else
+        the prologue's times the registry's cost ratio; and a load); 0 once paid (`_encode_rows`),
+        or for another kind."""
+        s, rep = self.search, c.representation
+        if c.tier != "frozen encoder" or rep == ENCODER or _passed(c) in self._encoded:
             return 0.0
-        per_doc = self.per_doc or REPRESENTATIONS[ENCODER].cost / 1000
-        return ENCODER_LOAD + _encoder_ratio(c.representation) * per_doc * (
-            s.n_rows(c) + len(s.valid))
+        per_doc = self._rates.get(rep) or _encoder_ratio(rep) * (
+            self.per_doc or REPRESENTATIONS[ENCODER].cost / 1000)
+        return ENCODER_LOAD + per_doc * (s.n_rows(c) + len(s.valid))
 
     def _subsample(self, c: Candidate) -> None:
         """A default that does not fit on every training row gets the largest stratified

@@ -502,6 +502,30 @@ def test_a_second_frozen_encoders_pass_is_paid_once_before_its_models_fit(questi
     assert set(get_cache(search.cache).get_many(fingerprint(features), list(keys))) == keys
 
 
+def test_a_frozen_pass_its_own_rate_shows_cannot_finish_stops_and_its_pairs_are_left_out(questions):
+    """A second encoder's pass is estimated from the prologue's rate times the registry's ratio;
+    on long documents it can be dearer (all-mpnet-base-v2 on BBC News took 892 s where that said
+    it fit in the 883 s left, and the run ended over its budget). The pass measures its own rate
+    on the way and stops once the rest would not fit; its pairs are then estimated at that rate
+    and left out, with the time they would need."""
+    pairs = [("minilm-tokens", "linear"), ("minilm-tokens", "attention")]
+    lines = []
+    search = _search(questions, 600, pairs, lines)
+    search.split()
+    schedule = Schedule(search)
+    schedule.per_doc = 1.0  # chunks of 32 documents
+    schedule.defaults = [schedule._candidate(*pair) for pair in pairs]
+    search.left = lambda: 0.0  # no pass fits (the vectors may be cached by an earlier test)
+    schedule._encode_rows(schedule.defaults[0])
+    assert any("minilm-tokens: stopped after 32 of 300 documents" in line for line in lines), lines
+    assert not any("encoded once" in line for line in lines)
+    rate = schedule._rates["minilm-tokens"]
+    assert 0 < rate < 1.0  # measured, not the estimate it started from
+    assert schedule._pass(schedule.defaults[1]) == pytest.approx(ENCODER_LOAD + rate * 300)
+    assert schedule.next("cores") is None
+    assert [c.status for c in schedule.defaults] == ["left out", "left out"]
+
+
 def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions, monkeypatch):
     """A second encoder whose pass fails (here a simulated fault) is not retried before each of
     its models: the progress line says so, and the model's own fit reports the error."""
@@ -515,7 +539,7 @@ def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions
     def fault(*args):
         raise OSError("weights unreadable")
 
-    monkeypatch.setattr(Schedule, "_run_pass", staticmethod(fault))
+    monkeypatch.setattr("embedkit._schedule.timed_pass", fault)
     chosen = schedule.next("cores")
     assert chosen is schedule.defaults[0] and schedule._pass(chosen) == 0.0
     assert any("minilm-tokens: failed (weights unreadable)" in line for line in lines)
