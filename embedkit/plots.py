@@ -269,6 +269,10 @@ def _log_limits(low: float, high: float, steps) -> tuple[float, float]:
     return (max(g for g in grid if g <= low / 1.15), min(g for g in grid if g >= high * 1.15))
 
 
+#: the most points `time_chart` names
+NAMED_POINTS = 20
+
+
 def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
                seconds: str = "fit_seconds"):
     """Seconds (log scale, plain-second ticks) against ``<metric>_mean``, one labelled point per
@@ -278,7 +282,9 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
     point's marker carries the SVG id ``pipeline-<i>``, ``i`` its row position in ``results``
     (the HTML report attaches a tooltip to it). The majority class (`reference_rows`) is a
     dashed horizontal line with that id, not a point: both axes are scaled to the real
-    pipelines, and their labels are moved apart (adjustText) so none covers another. Returns
+    pipelines, and their labels are moved apart (adjustText) so none covers another. Only the
+    best `NAMED_POINTS` are named (the layout's time grows faster than the labels: a tuning
+    search's 40-odd models took half a minute); every point keeps its id and tooltip. Returns
     the `matplotlib.figure.Figure`.
     """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -313,7 +319,9 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
     lines = _reference_lines(ax, results, refs, metric, vertical=False)
     ax.set_title(_title(results, title, metric), fontsize=10)
     _family_legend(fig, data.representation, lines)
-    _label_points(fig, ax, x, means, pipeline_labels(data))
+    named = np.sort(np.argsort(-means, kind="stable")[:NAMED_POINTS])
+    labels = pipeline_labels(data)
+    _label_points(fig, ax, x[named], means[named], [labels[i] for i in named])
     return _finish(fig, path)
 
 

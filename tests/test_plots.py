@@ -4,6 +4,7 @@ tested with the HTML report, in `test_report.py`; the training-history chart in
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from embedkit.heads import AttentionClassifier
@@ -115,6 +116,22 @@ def test_time_chart_keeps_labels_apart_with_the_axis_on_the_pipelines():
     frame = ax.get_window_extent(renderer).expanded(1.002, 1.002)  # a pixel of rounding
     assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
                for b in boxes)
+
+
+def test_time_chart_names_only_the_best_points_of_a_long_leaderboard():
+    """A tuning search scores 40-odd models; naming every point took half a minute of its
+    budget and gives an unreadable chart. The best `NAMED_POINTS` are named, every point kept."""
+    from embedkit.plots import NAMED_POINTS, time_chart
+
+    rng = np.random.default_rng(0)
+    rows = [(f"rep{i}", "logreg", 0.9 + i / 1000, 0.01, float(rng.uniform(1, 100))) for i in range(30)]
+    results = _results(rows)
+    ax = time_chart(results).axes[0]
+    points = {line.get_gid() for line in ax.lines if line.get_marker() == "o"}
+    assert points == {f"pipeline-{i}" for i in range(30)}
+    named = {t.get_text() for t in ax.texts if "+" in t.get_text()}
+    assert len(named) == NAMED_POINTS == 20
+    assert named == {f"rep{i} + logreg" for i in range(10, 30)}  # the 20 best scores
 
 
 def test_time_chart_draws_a_majority_class_inside_the_range_as_a_horizontal_line():
