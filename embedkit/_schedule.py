@@ -289,7 +289,7 @@ class Schedule:
         try:
             encoder = REPRESENTATIONS[rep].factory().set_params(cache=s.cache)
             done, seconds = timed_pass(encoder.fit(s.docs[index[:2]]), s.docs[index],
-                                           _encoder_ratio(rep) * (self.per_doc or 0.01), s.left)
+                                       _encoder_ratio(rep) * (self.per_doc or 0.01), s.left)
         except Exception as err:  # its models' fits then fail and say so
             s.say(f"{s.clock.stamp()} frozen encoder: {rep}: failed ({err})"[:300])
         else:

@@ -283,8 +283,8 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
     (the HTML report attaches a tooltip to it). The majority class (`reference_rows`) is a
     dashed horizontal line with that id, not a point: both axes are scaled to the real
     pipelines, and their labels are moved apart (adjustText) so none covers another. Only the
-    best `NAMED_POINTS` are named (the layout's time grows faster than the labels: a tuning
-    search's 40-odd models took half a minute); every point keeps its id and tooltip. Returns
+    best `NAMED_POINTS` are named (the layout's time grows faster than the number of labels,
+    and a tuning search scores dozens of models); every point keeps its id and tooltip. Returns
     the `matplotlib.figure.Figure`.
     """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
