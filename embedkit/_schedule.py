@@ -436,13 +436,13 @@ class Schedule:
                 probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
                                      for steps in (1, *PROBE_STEPS))
         if not self._sized(c, head, record, probe):
-            from .heads.finetune._sizing import MIN_ROWS as FEWEST
+            from .heads.finetune._sizing import fewest_rows
 
             self._reached(c.tier)
             enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
             s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
                            f"{format_seconds(max(s.left(), 0))} were left (nor its cheapest recipe, one "
-                           f"epoch on {min(n, max(FEWEST, 8 * batch)):,} rows); a budget of about "
+                           f"epoch on {fewest_rows(head, n):,} rows); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
         if probe:

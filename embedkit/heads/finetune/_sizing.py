@@ -25,7 +25,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["FORWARD_SHARE", "compute", "fit_work", "length_for", "predict_work", "sized_for"]
+__all__ = ["FORWARD_SHARE", "compute", "fewest_rows", "fit_work", "length_for", "predict_work",
+           "sized_for"]
 
 #: share of a training step that is the forward pass (a frozen block, or prediction, costs this)
 FORWARD_SHARE = 0.4
@@ -116,6 +117,12 @@ def _recipes(head) -> list[dict]:
     return [dict(t) for t in dict.fromkeys(tuple(o.items()) for o in out)]  # no repeats
 
 
+def fewest_rows(head, n_rows: int) -> int:
+    """The fewest of ``n_rows`` training rows a recipe is cut to: `MIN_ROWS` and eight batches at
+    least, or all of them."""
+    return min(n_rows, max(MIN_ROWS, 8 * int(head.batch_size)))
+
+
 def sized_for(head, n_rows: int, seconds: float,
               cost: Callable[[float], float]) -> tuple[dict, int] | None:
     """``(params, rows)``: the richest recipe whose ``cost(work)`` (seconds, everything
@@ -128,7 +135,7 @@ def sized_for(head, n_rows: int, seconds: float,
         if cost(fit_work(option, n_rows)) <= seconds:
             return params, n_rows
     params, cheapest = options[-1]
-    low, high = min(n_rows, max(MIN_ROWS, 8 * int(head.batch_size))), n_rows
+    low, high = fewest_rows(head, n_rows), n_rows
     if low >= high or cost(fit_work(cheapest, low)) > seconds:
         return None
     while high - low > 1:  # the largest subsample that fits: cost grows with the rows
