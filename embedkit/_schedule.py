@@ -16,7 +16,8 @@
   fine-tuning last; on a GPU fine-tuning comes right after the baselines, on its own lane.
 * **The fill.** Once a lane's defaults are done it takes variants (the registry ``space``) of
   the pairs that can still change the pick: a pair whose best is within one standard error of
-  the leader's score gets the full value, one three or more below gets no more time. Variants
+  the leader's score gets the full value, one three or more below only the time that nothing
+  within reach can use (it may still join the ensemble; a budget is not left idle). Variants
   are of a pair's first model, so nothing runs twice; a fine-tuning variant keeps its first's
   recipe and rows, or, where that no longer fits, gets the richest recipe that fits on the same
   rows (`Schedule._cut`): time no full variant or refit can use buys a second fine-tuned model.
@@ -227,7 +228,7 @@ class Schedule:
         waiting = [c for c in self.defaults if c.status == "waiting"]
         s.filling = not waiting and not any(c in s.running for c in self.defaults)
         options = [c for c in waiting if c.lane == lane] or self._variants(lane)
-        chosen, value = None, 0.0
+        chosen, value = None, (False, 0.0)
         origin = {}  # a variant's key before `_cut`: tried once, however it was cut
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
             origin[c] = c.key
@@ -238,7 +239,9 @@ class Schedule:
                     self._reached(c.tier)
                     s.leave_out(c)
                 continue
-            gain = self._gain(c) / max(c.estimate, 0.1)
+            reach = 1.0 if c.variant_of is None else self._reach(c.pair)
+            # within reach first; beyond it only for time nothing within reach can use
+            gain = (reach > 0, self._gain(c) * (reach or 1.0) / max(c.estimate, 0.1))
             if gain > value:
                 chosen, value = c, gain
         if chosen is not None and (self._setup(chosen) or chosen.pair in self._unprobed
@@ -307,12 +310,12 @@ class Schedule:
 
     def _gain(self, c: Candidate) -> float:
         """Expected points over the baselines: the pair's entries' (head first), else its
-        tier's; a variant's a share of it, as far as its pair is within reach of the leader."""
+        tier's; a variant's a share of it (`next` weighs it by its pair's reach)."""
         declared = [e.gain for e in (HEADS[c.head], REPRESENTATIONS[c.representation])
                     if e.gain is not None]
         gain = c.share * (declared[0] if declared else
                           next(t for t in TIERS if t.name == c.tier).gain)
-        return gain if c.variant_of is None else gain * VARIANT_SHARE * self._reach(c.pair)
+        return gain if c.variant_of is None else gain * VARIANT_SHARE
 
     def _reach(self, pair: tuple) -> float:
         """1 when the pair's best is within one standard error of the leader's score, falling
@@ -327,10 +330,9 @@ class Schedule:
         return float(np.clip(1 - (leader - best - se) / (2 * se), 0.0, 1.0))
 
     def _variants(self, lane: str) -> list[Candidate]:
-        """Variants of the scored pairs within reach of the leader, not tried yet."""
+        """Variants of the scored pairs, not tried yet."""
         s, out = self.search, []
-        firsts = [c for c in self.defaults if c.status == "scored" and c.lane == lane]
-        for first in (f for f in firsts if self._reach(f.pair) > 0):
+        for first in (f for f in self.defaults if f.status == "scored" and f.lane == lane):
             base = {**first.recipe, **first.params}
             for params in sampled_settings(first.representation, first.head, None, s.seed):
                 option = first.but(params={**first.params, **params}, variant_of=first)
