@@ -14,13 +14,12 @@
   (``sized_for``: fine-tuning) is measured by a few training steps on its device and given the
   richest recipe that fits the time left. On two CPU cores that puts the cheap tiers first and
   fine-tuning last; on a GPU fine-tuning comes right after the baselines, on its own lane.
-* **The fill.** Once a lane's defaults are done it takes variants (the registry ``space``) of
-  the pairs that can still change the pick: a pair whose best is within one standard error of
-  the leader's score gets the full value, one three or more below only the time that nothing
-  within reach can use (it may still join the ensemble; a budget is not left idle). Variants
-  are of a pair's first model, so nothing runs twice; a fine-tuning variant keeps its first's
-  recipe and rows, or, where that no longer fits, gets the richest recipe that fits on the same
-  rows (`Schedule._cut`): time no full variant or refit can use buys a second fine-tuned model.
+* **The fill.** Once a lane's defaults are done (run or left out) it takes variants (the
+  registry ``space``): a pair whose best is within one standard error of the leader's gets the
+  full value, one three or more below only the time nothing within reach can use (it may still
+  join the ensemble). Variants are of a pair's first model, so nothing runs twice; a fine-tuning
+  variant keeps its first's recipe and rows, or, where that no longer fits, the richest recipe
+  that fits on the same rows (`Schedule._cut`): a second fine-tuned model for the ensemble.
 """
 
 from __future__ import annotations
@@ -251,6 +250,8 @@ class Schedule:
         if chosen is not None:
             self.tried |= {chosen.key, origin[chosen]}
             self._reached(chosen.tier)
+        elif any(c.variant_of is None for c in options):  # the last defaults, all left out: the fill
+            return self.next(lane)
         return chosen
 
     def _setup(self, c: Candidate) -> float:

@@ -194,6 +194,30 @@ def test_the_fill_gives_a_pair_far_below_the_leader_only_the_time_left_over(ques
     assert order == [("tfidf", "logreg")] * len(near) + [("bow", "logreg")] * len(far)
 
 
+def test_when_the_last_defaults_waiting_do_not_fit_the_same_call_starts_the_fill(questions):
+    """The last waiting defaults, all too dear for the time left, are left out and the call goes
+    on to the variants: the search does not end with the budget unused (disaster-tweets at 10
+    minutes ended so at half its budget, the base-size encoder's pairs the last defaults)."""
+    from embedkit._budget import Clock
+
+    class Paused(Clock):
+        def elapsed(self) -> float:
+            return 0.0
+
+    search = _search(questions, 5, [("tfidf", "logreg"), ("mpnet", "logreg-cv")])
+    search.clock = Paused(5)
+    search.split()
+    schedule = Schedule(search)
+    schedule.defaults = [schedule._candidate(r, h) for r, h in search.pairs]
+    first, dear = schedule.defaults
+    first.status, first.score, first.fit_seconds, first.predict_seconds = "scored", 0.9, 0.1, 0.0
+    first.proba = np.full((len(search.valid), len(search.classes)), 1 / len(search.classes))
+    search.candidates.append(first)
+    found = schedule.next("cores")
+    assert dear.status == "left out" and dear.estimate > 5
+    assert found is not None and found.variant_of is first and found.pair == first.pair
+
+
 def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_fits_on(
         questions, monkeypatch):
     """Where the encoder's pass over every document would take more than half the time left, it
