@@ -11,12 +11,20 @@ import pytest
 from sklearn.base import clone
 
 import embedkit
+from embedkit._budget import Clock
 from embedkit._costs import CostRecord, work_of
 from embedkit._schedule import ENCODER_LOAD, Schedule
 from embedkit._search import Candidate, Search, describe
 from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, baseline_pipelines
 
 FINETUNE = ("passthrough", "finetune-short")
+
+
+class Paused(Clock):
+    """A budget whose clock does not move: what a test asserts does not hang on its speed."""
+
+    def elapsed(self) -> float:
+        return 0.0
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +38,6 @@ def questions():
 
 
 def _search(df, seconds, pairs, lines=None, device_lane=None, tuner=None):
-    from embedkit._budget import Clock
-
     search = Search(df["text"].to_numpy(object), df["label"].to_numpy(), clock=Clock(seconds),
                     pairs=pairs, scoring="accuracy", validation=0.2, finetune="auto",
                     cache="memory", random_state=0,
@@ -170,7 +176,7 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
 
 def test_the_fill_gives_a_pair_far_below_the_leader_only_the_time_left_over(questions):
     """A pair within one standard error of the leader gets its variants' full value; one three
-    or more below gets none, and its variants run only once no variant within reach fits: the
+    or more below has no value of its own, and its variants run only once none within reach fits: the
     time is not left idle (they may still join the ensemble)."""
     search = _search(questions, 300, [("tfidf", "logreg"), ("bow", "logreg")])
     search.split()
@@ -198,12 +204,6 @@ def test_when_the_last_defaults_waiting_do_not_fit_the_same_call_starts_the_fill
     """The last waiting defaults, all too dear for the time left, are left out and the call goes
     on to the variants: the search does not end with the budget unused (disaster-tweets at 10
     minutes ended so at half its budget, the base-size encoder's pairs the last defaults)."""
-    from embedkit._budget import Clock
-
-    class Paused(Clock):
-        def elapsed(self) -> float:
-            return 0.0
-
     search = _search(questions, 5, [("tfidf", "logreg"), ("mpnet", "logreg-cv")])
     search.clock = Paused(5)
     search.split()
@@ -224,12 +224,6 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_f
     covers the validation rows and a stratified subsample of the training rows; the MiniLM
     baseline and the frozen pairs fit on those, and a refit counts the rest's encoding."""
     from embedkit import _schedule
-    from embedkit._budget import Clock
-
-    class Paused(Clock):
-        def elapsed(self) -> float:
-            return 0.0
-
     # 0.18 s a document: all 300 need 54 s, over half of 100 s; 277 fit in 50 s
     monkeypatch.setattr(Schedule, "_encoding_cost", staticmethod(lambda encoder, sample: 0.18))
     lines = []
@@ -260,12 +254,6 @@ def test_a_large_set_gets_the_least_pass_the_time_left_pays_for(monkeypatch):
     """Whether the encoder is loaded at all is judged by its least pass (the validation rows
     and 200 training rows at the registry's prior), not by a share of every document: on 92,000
     glosses with 209 s left, the earlier rule (half of them, 31 min) never loaded it."""
-    from embedkit._budget import Clock
-
-    class Paused(Clock):
-        def elapsed(self) -> float:
-            return 0.0
-
     df = embedkit.load_dataset("trec")
     df = df[df["split"] == "train"].iloc[:3000]
     monkeypatch.setattr(Schedule, "_encoding_cost", staticmethod(lambda encoder, sample: 0.02))
