@@ -176,8 +176,8 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
 
 def test_the_fill_gives_a_pair_far_below_the_leader_only_the_time_left_over(questions):
     """A pair within one standard error of the leader gets its variants' full value; one three
-    or more below has no value of its own, and its variants run only once none within reach fits: the
-    time is not left idle (they may still join the ensemble)."""
+    or more below has no value of its own, and its variants run only once none within reach
+    fits: the time is not left idle (they may still join the ensemble)."""
     search = _search(questions, 300, [("tfidf", "logreg"), ("bow", "logreg")])
     search.split()
     schedule = Schedule(search)
