@@ -17,7 +17,8 @@ import math
 import time
 from dataclasses import dataclass
 
-__all__ = ["MARGIN", "CostRecord", "Costs", "predict_work", "timed_pass", "work_of"]
+__all__ = ["MARGIN", "CostRecord", "Costs", "largest", "predict_work", "sample_seconds",
+           "timed_pass", "work_of"]
 
 #: estimates are the record's measurement times this margin
 MARGIN = 1.25
@@ -36,10 +37,27 @@ def work_of(pipe, rows: int) -> float:
     return max(rows, 1) ** 1.1 * (epochs if isinstance(epochs, int) and epochs > 0 else 1)
 
 
+def largest(low: int, high: int, fits, within: int = 1) -> int:
+    """The largest size in ``[low, high)`` for which ``fits`` holds, to ``within``: ``fits(low)``
+    holds, ``fits(high)`` does not, and cost grows with the size."""
+    while high - low > within:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
 def predict_work(pipe, rows: int) -> float | None:
     """Units of work of predicting ``rows`` documents, for a head that counts it; else None."""
     head = _head(pipe)
     return float(head.predict_work(rows)) if hasattr(head, "predict_work") else None
+
+
+def sample_seconds(encoder, sample) -> float:
+    """Seconds a document (with the margin), from encoding ``sample`` (into ``encoder``'s cache:
+    a pass after it skips them)."""
+    began = time.monotonic()
+    encoder.transform(sample)
+    return MARGIN * (time.monotonic() - began) / len(sample)
 
 
 def timed_pass(encoder, docs, per_doc: float, left=None) -> tuple[int, float]:

@@ -1,25 +1,22 @@
 """What the budgeted search tries, and in which order: the schedule behind `embedkit.Tuner`.
 
 * **Tiers are data** (`TIERS`): each holds the registry pairs of some kinds
-  (`embedkit.registry.pair_kind`), declares the gain its first model is expected to bring over
-  the five-line baselines (accuracy points, the order of magnitude the accuracy suite measured:
-  fine-tuning gains most on short texts) and the lane it runs on (the device lane where there is
-  an accelerator). Adding a tier is one entry.
-* **The prologue**: the plain TF-IDF baseline, then the frozen encoder's pass over every
-  document (paid once, measured on a sample first, cached for every model that reads it) and the
-  plain MiniLM baseline on its vectors.
+  (`embedkit.registry.pair_kind`), the gain its first model is expected to bring over the
+  five-line baselines (accuracy points) and its lane (the device lane on an accelerator).
+* **The prologue**: the plain TF-IDF baseline, the frozen encoder's pass over every document
+  (measured on a sample first, cached for every model that reads it), the plain MiniLM baseline.
 * **Then by value per second.** Every pair's default runs first, the one with the most expected
-  gain per estimated second of this machine next (`embedkit._search.Search.estimate`: measured,
-  never a CPU table for what runs on a device). A head that sizes itself
-  (``sized_for``: fine-tuning) is measured by a few training steps on its device and given the
-  richest recipe that fits the time left. On two CPU cores that puts the cheap tiers first and
-  fine-tuning last; on a GPU fine-tuning comes right after the baselines, on its own lane.
-* **The fill.** Once a lane's defaults are done (run or left out) it takes variants (the
-  registry ``space``): a pair whose best is within one standard error of the leader's gets the
-  full value, one three or more below only the time nothing within reach can use (it may still
-  join the ensemble). Variants are of a pair's first model, so nothing runs twice; a fine-tuning
-  variant keeps its first's recipe and rows, or, where that no longer fits, the richest recipe
-  that fits on the same rows (`Schedule._cut`): a second fine-tuned model for the ensemble.
+  gain per second of this machine next (`embedkit._search.Search.estimate`: measured, never a
+  CPU table for a device), unless it would leave too little time for a default expected to
+  bring more (`Schedule._roomy`). A head that sizes itself (``sized_for``: fine-tuning) is
+  measured by a few steps on its device and given the richest recipe that fits the time left,
+  at the share of its gain that recipe keeps. On two CPU cores the cheap tiers come first; on a
+  GPU fine-tuning comes right after the baselines, on its own lane.
+* **The fill.** Once a lane's defaults are done it takes variants (the registry ``space``): a
+  pair within one standard error of the leader gets the full value, one three or more below
+  only the time nothing within reach can use. Variants are of a pair's first model, so nothing
+  runs twice; a fine-tuning variant too dear for its first's recipe gets the richest that fits
+  on the same rows (`Schedule._cut`): a second fine-tuned model for the ensemble.
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ._budget import format_seconds
-from ._costs import MARGIN, CostRecord, timed_pass, work_of
+from ._costs import MARGIN, CostRecord, largest, sample_seconds, timed_pass, work_of
 from ._search import Candidate
 from .registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
 
@@ -169,7 +166,7 @@ class Schedule:
         began = time.monotonic()
         encoder.fit(s.docs[:2])  # loads the model: paid once, not per document
         sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)), replace=False)
-        per_doc = self.per_doc = self._encoding_cost(encoder, s.docs[sample])
+        per_doc = self.per_doc = sample_seconds(encoder, s.docs[sample])
         if "cluster" in s.lanes:  # a worker thread runs one torch thread; this process, all cores
             from ._machine import available_cores
 
@@ -211,22 +208,16 @@ class Schedule:
               f"{s.encoder_seconds:.0f} s (cached for every model that reads it)")
         s.start(baseline)
 
-    @staticmethod
-    def _encoding_cost(encoder, sample) -> float:
-        """Seconds a document (with the margin), from encoding ``sample`` (cached: the pass
-        skips them)."""
-        began = time.monotonic()
-        encoder.transform(sample)
-        return MARGIN * (time.monotonic() - began) / len(sample)
-
     # -- the order ------------------------------------------------------------------------------
-    def next(self, lane: str) -> Candidate | None:
+    def next(self, lane: str, later: frozenset = frozenset()) -> Candidate | None:
         """The candidate ``lane`` runs next: a pair's default while any waits, else a variant;
-        the most expected gain per estimated second among those that fit. None: nothing fits."""
+        the most expected gain per estimated second among those that fit, where it leaves room
+        for the defaults waiting that are expected to bring more (`_roomy`; else it waits,
+        ``later``). None: nothing fits."""
         s = self.search
         waiting = [c for c in self.defaults if c.status == "waiting"]
         s.filling = not waiting and not any(c in s.running for c in self.defaults)
-        options = [c for c in waiting if c.lane == lane] or self._variants(lane)
+        options = [c for c in waiting if c.lane == lane and c not in later] or self._variants(lane)
         chosen, value = None, (False, 0.0)
         origin = {}  # a variant's key before `_cut`: tried once, however it was cut
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
@@ -243,6 +234,8 @@ class Schedule:
             gain = (reach > 0, self._gain(c) * (reach or 1.0) / max(c.estimate, 0.1))
             if gain > value:
                 chosen, value = c, gain
+        if chosen is not None and chosen.variant_of is None and not self._roomy(chosen, waiting):
+            return self.next(lane, later | {chosen})
         if chosen is not None and (self._setup(chosen) or chosen.pair in self._unprobed
                                    or (self._pass(chosen) and s.cache is not None)):
             self._prepare(chosen)  # prepared, encoded or measured, it is estimated anew
@@ -253,6 +246,18 @@ class Schedule:
         elif any(c.variant_of is None for c in options):  # the last defaults, all left out: the fill
             return self.next(lane)
         return chosen
+
+    def _roomy(self, c: Candidate, waiting: list[Candidate]) -> bool:
+        """Whether ``c`` (a head that sizes itself cut to fit) leaves the time for the cheapest
+        recipes of the defaults waiting in its lane that are expected to bring more gain: a
+        cheaper model must not take the time a better one then no longer fits in."""
+        s, gain = self.search, self._gain(c)
+        room = sum(least for o in waiting if o is not c and o.lane == c.lane
+                   and (least := o.estimate if o.least is None else o.least) <= s.left()
+                   and self._gain(o) > gain)
+        if c.estimate <= s.left() - room:
+            return True
+        return hasattr(self._head(c), "sized_for") and self._plan(c, room)
 
     def _setup(self, c: Candidate) -> float:
         """Seconds of the one-time preparations ``c``'s steps still need (0: done)."""
@@ -389,15 +394,12 @@ class Schedule:
             c.rows = s.sample_rows(m)
             return s.estimate(c)
 
-        low, high = min(n, MIN_ROWS), n
-        if low >= high or estimate(low) > s.left():
+        low = min(n, MIN_ROWS)
+        if low >= n or estimate(low) > s.left():
             c.rows = None
             c.estimate = s.estimate(c)
             return
-        while high - low > max(n // 100, 1):  # the largest that fits, to a percent of the rows
-            mid = (low + high) // 2
-            low, high = (mid, high) if estimate(mid) <= s.left() else (low, mid)
-        c.estimate = estimate(low)
+        c.estimate = estimate(largest(low, n, lambda m: estimate(m) <= s.left(), max(n // 100, 1)))
 
     def _head(self, c: Candidate):
         """The pair's head, with the data's ``max_length`` where it sizes itself (once)."""
@@ -408,7 +410,7 @@ class Schedule:
             self._heads[c.pair] = head
         return self._heads[c.pair]
 
-    def _plan(self, c: Candidate) -> bool:
+    def _plan(self, c: Candidate, room: float = 0.0) -> bool:
         """Size ``c``'s recipe to the time left on its pair's measured cost; before any is
         measured, on a cost scaled from a measured one (`_scaled`), its estimate then holding
         the probe that `next` pays once the order chooses it. False: left out, no recipe fits
@@ -438,7 +440,9 @@ class Schedule:
                 one = clone(head).set_params(epochs=1)
                 probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
                                      for steps in (1, *PROBE_STEPS))
-        if not self._sized(c, head, record, probe):
+        if not self._sized(c, head, record, probe, room):
+            if room:  # it waits for the defaults expected to bring more
+                return False
             from .heads.finetune._sizing import fewest_rows
 
             self._reached(c.tier)
@@ -452,27 +456,26 @@ class Schedule:
             self._unprobed.add(c.pair)
         return True
 
-    def _sized(self, c: Candidate, head, record: CostRecord, probe: float = 0.0) -> bool:
-        """Give ``c`` the richest recipe of ``head`` that fits the time left less ``probe`` on
-        ``record``'s cost; False (``c.estimate`` the full recipe's) when none does."""
+    def _sized(self, c: Candidate, head, record: CostRecord, probe: float = 0.0,
+               room: float = 0.0) -> bool:
+        """Give ``c`` the richest recipe of ``head`` that fits the time left less ``probe`` and
+        ``room`` on ``record``'s cost; False (``c.estimate`` the full recipe's) when none does."""
         s, n = self.search, len(self.search.train)
 
         def cost(work: float) -> float:
             return record.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
 
         c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
-        sized = head.sized_for(n, s.left() - probe, cost)
+        sized = head.sized_for(n, s.left() - probe - room, cost)
         if sized is None:
             return False
         params, rows = sized
         c.recipe.update({f"head__{k}": v for k, v in params.items()})
         c.params = {k: v for k, v in c.params.items() if k not in c.recipe}
         c.rows = s.sample_rows(rows) if rows < n else None
-        work = work_of(c.build(), rows)
-        c.estimate = cost(work) + probe
-        # a recipe cut to the time left is expected to bring that share of the head's gain: a
-        # base-size model on a quarter of its own recipe does not outrank MiniLM on all of its own
-        c.share = min(1.0, work / head.fit_work(n))
+        c.estimate = cost(work_of(c.build(), rows)) + probe
+        c.share = head.gain_share(params, rows, n, len(s.classes))
+        c.least = cost(head.least_work(n)) + probe
         return True
 
     def _cut(self, c: Candidate) -> None:
@@ -505,19 +508,16 @@ class Schedule:
         return record, f"scaled from {pair[1]}'s measured step by its {ratio:.1f}x compute"
 
     def _from_pass(self, head):
-        """A cost record for ``head`` from the prologue's pass on this device: a training step is
-        its batch's forward pass over `FORWARD_SHARE`, at the head's ``max_length`` (the data's
-        95th percentile, so no shorter than the documents the pass measured), times their
-        compute ratio, with no load. It errs cheap: it decides whether a probe is worth its time,
-        never a recipe. None before the pass."""
-        from .heads.finetune._sizing import FORWARD_SHARE, REFERENCE_BATCH, REFERENCE_LENGTH, compute
+        """A cost record for ``head`` from the prologue's pass on this device, with no load
+        (`rate_from_pass`: it errs cheap, deciding whether a probe is worth its time, never a
+        recipe). None before the pass."""
+        from .heads.finetune._sizing import compute, rate_from_pass
 
         if self.per_doc is None:
             return None
-        ratio = head.compute() / compute(REPRESENTATIONS[ENCODER].factory())
-        forward = self.per_doc / MARGIN * REFERENCE_BATCH * REFERENCE_LENGTH / int(head.max_length)
-        return (CostRecord(rate=ratio * forward / FORWARD_SHARE),
-                f"the encoder's measured pass, {ratio:.1f}x its compute, as a lower bound")
+        encoder, rate = REPRESENTATIONS[ENCODER].factory(), self.per_doc / MARGIN
+        return (CostRecord(rate=rate_from_pass(head, rate, encoder)), f"the encoder's measured "
+                f"pass, {compute(head) / compute(encoder):.1f}x its compute, as a lower bound")
 
     def _pending(self, c: Candidate) -> float:
         """Seconds of ``c`` before its steps are prepared: a sized head's own recipe scaled from a

@@ -61,7 +61,8 @@ class Candidate:
     lane: str = "cores"
     prior: float = 0.0
     extra_refit: float = 0.0  # seconds a refit on every document needs besides its fit scaled up
-    share: float = 1.0  # the share of its head's own recipe (work) a sized recipe keeps
+    share: float = 1.0  # the share of its head's own recipe's gain a sized recipe keeps
+    least: float | None = None  # seconds of a sized head's cheapest recipe (None: its estimate)
     status: str = "waiting"
     started: float = math.nan  # seconds into the search when it started
     estimate: float = math.nan

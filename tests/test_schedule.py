@@ -11,10 +11,12 @@ import pytest
 from sklearn.base import clone
 
 import embedkit
+from embedkit import _schedule
 from embedkit._budget import Clock
 from embedkit._costs import CostRecord, work_of
 from embedkit._schedule import ENCODER_LOAD, Schedule
 from embedkit._search import Candidate, Search, describe
+from embedkit.heads.finetune._sizing import WORK_EXPONENT
 from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, baseline_pipelines
 
 FINETUNE = ("passthrough", "finetune-short")
@@ -223,9 +225,8 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_f
     """Where the encoder's pass over every document would take more than half the time left, it
     covers the validation rows and a stratified subsample of the training rows; the MiniLM
     baseline and the frozen pairs fit on those, and a refit counts the rest's encoding."""
-    from embedkit import _schedule
     # 0.18 s a document: all 300 need 54 s, over half of 100 s; 277 fit in 50 s
-    monkeypatch.setattr(Schedule, "_encoding_cost", staticmethod(lambda encoder, sample: 0.18))
+    monkeypatch.setattr(_schedule, "sample_seconds", lambda encoder, sample: 0.18)
     lines = []
     search = _search(questions, 100, [("tfidf", "logreg"), ("minilm", "logreg-cv")], lines)
     search.clock = Paused(100)
@@ -256,7 +257,7 @@ def test_a_large_set_gets_the_least_pass_the_time_left_pays_for(monkeypatch):
     glosses with 209 s left, the earlier rule (half of them, 31 min) never loaded it."""
     df = embedkit.load_dataset("trec")
     df = df[df["split"] == "train"].iloc[:3000]
-    monkeypatch.setattr(Schedule, "_encoding_cost", staticmethod(lambda encoder, sample: 0.02))
+    monkeypatch.setattr(_schedule, "sample_seconds", lambda encoder, sample: 0.02)
     lines = []
     search = _search(df, 50, [("minilm", "logreg-cv")], lines)
     search.clock = Paused(50)  # half of every document at the prior: 68 s; the least pass: 40 s
@@ -394,7 +395,6 @@ def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_with
 
 
 def test_a_default_too_dear_for_every_row_runs_on_the_largest_subsample_that_fits(questions):
-    from embedkit import _schedule
 
     search = _search(questions, 60, [("tfidf", "logreg")])
     search.split()
@@ -437,10 +437,33 @@ def test_a_second_frozen_encoder_costs_its_pass_until_it_is_paid(questions, monk
     assert schedule._estimate(second) and not search.fits(second)
 
 
+def test_a_cut_recipe_keeps_a_concave_share_of_the_gain_and_a_subsample_its_examples_per_class():
+    """A recipe cut to the time left keeps (its work / its own recipe's) ** `WORK_EXPONENT` of the
+    head's gain, on every row; a subsample keeps it all while it holds `ROWS_PER_CLASS` rows a
+    class, in proportion below."""
+    from embedkit.heads.finetune._sizing import ROWS_PER_CLASS
+    from embedkit.registry import HEADS
+
+    head = HEADS["finetune-short"].factory().set_params(max_length=128)  # 2 epochs, 6 blocks of 6
+    assert head.gain_share({"epochs": 2, "k": 6}, 3200, 3200, 2) == 1.0
+    half = 0.5 ** WORK_EXPONENT
+    assert head.gain_share({"epochs": 1, "k": 6}, 3200, 3200, 2) == pytest.approx(half)
+    assert 0.8 < half < 0.9  # one epoch of two keeps most of the gain, not half of it
+    # one epoch, half the length, half the blocks trained (0.4 + 0.6 / 2 of a step's work)
+    cheapest = {"epochs": 1, "max_length": 64, "k": 3}
+    assert head.gain_share(cheapest, 3200, 3200, 2) == pytest.approx((0.5 * 0.5 * 0.7) ** WORK_EXPONENT)
+    # 2 classes: 1,000 rows are 500 a class, all of the gain; 500 rows keep half of it
+    assert ROWS_PER_CLASS == 500
+    assert head.gain_share({"epochs": 1, "k": 6}, 1000, 3200, 2) == pytest.approx(half)
+    assert head.gain_share({"epochs": 1, "k": 6}, 500, 3200, 2) == pytest.approx(half / 2)
+    # six classes: 1,200 of 1,800 rows (200 against 300 a class) keep two thirds
+    assert head.gain_share({"epochs": 1, "k": 6}, 1200, 1800, 6) == pytest.approx(half * 2 / 3)
+    assert head.least_work(3200) == pytest.approx(head.set_params(**cheapest).fit_work(1000))
+
+
 def test_a_recipe_cut_to_the_time_left_expects_that_share_of_the_gain(questions):
-    """A fine-tuning recipe the time left cuts to one of its two epochs keeps half its head's
-    gain: on two cores a base-size model squeezed into the budget (a quarter of its recipe) must
-    not outrank MiniLM on all of its own."""
+    """The schedule sizes a fine-tuning default to the time left and values it at the share of
+    the gain its recipe keeps (`gain_share`), and keeps the seconds of its cheapest recipe."""
     search = _search(questions, 300, [FINETUNE])
     search.split()
     schedule = Schedule(search)
@@ -450,10 +473,59 @@ def test_a_recipe_cut_to_the_time_left_expects_that_share_of_the_gain(questions)
     full = head.fit_work(len(search.train))
     search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=1.1 * search.left() / full, fits=2)
     assert schedule._plan(c)
-    assert c.recipe["head__epochs"] == 1 and c.share == pytest.approx(0.5)
-    assert schedule._gain(c) == pytest.approx(0.5 * 4.0)  # the fine-tuning tier's gain, halved
+    assert c.recipe["head__epochs"] == 1 and c.share == pytest.approx(0.5 ** WORK_EXPONENT)
+    assert schedule._gain(c) == pytest.approx(0.5 ** WORK_EXPONENT * 4.0)  # the tier's gain
+    assert c.least == pytest.approx(search.costs[FINETUNE].seconds(
+        head.least_work(len(search.train)), len(search.valid), head.predict_work(len(search.valid))))
     search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=0.5 * search.left() / full, fits=2)
     assert schedule._plan(c) and c.share == 1.0 and schedule._gain(c) == 4.0
+
+
+def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions, monkeypatch):
+    """The order by gain per second must not spend the time on a model that a better one then
+    no longer fits after: MiniLM fine-tuned (gain 4, the most per second) is cut to one epoch so
+    that a fine-tuning expected to bring 6 still fits after it; where even its cheapest recipe
+    leaves no room, the better one runs first and MiniLM waits."""
+    import dataclasses
+
+    from embedkit.registry import HEADS
+
+    better = ("passthrough", "finetune")  # fully fine-tuned: declared here to bring 6 points
+    monkeypatch.setitem(HEADS, "finetune", dataclasses.replace(HEADS["finetune"], gain=6.0))
+    search = _search(questions, 300, [FINETUNE, better])
+    search.clock = Paused(300)
+    search.split()
+    n, left = len(search.train), search.left()
+    schedule = Schedule(search)
+
+    def measured(pair, seconds_of_own_recipe):  # no prediction cost: estimates are the fits'
+        work = schedule._head(schedule._candidate(*pair)).fit_work(n)
+        search.costs[pair] = CostRecord(rate=seconds_of_own_recipe / 1.25 / work, predict_rate=0.0,
+                                        fits=2)
+
+    # MiniLM: 0.5 of the time left for two epochs (8 points a time left); the better one 1.4 for
+    # two, 0.7 for its one epoch (6 x 0.84 / 0.7 = 7.2): both fit only with MiniLM on one epoch
+    measured(FINETUNE, 0.5 * left)
+    measured(better, 1.4 * left)
+    schedule.defaults = [schedule._candidate(*p) for p in (FINETUNE, better)]
+    first = schedule.next("cores")
+    assert first.pair == FINETUNE and first.recipe["head__epochs"] == 1
+    assert first.estimate == pytest.approx(0.25 * left, rel=0.02)
+    dear = schedule.defaults[1]
+    assert dear.estimate == pytest.approx(0.7 * left, rel=0.02) and dear.estimate <= left - first.estimate
+    first.status = "scored"
+    search.clock = Paused(300 - first.estimate)
+    assert schedule.next("cores") is dear and dear.recipe["head__epochs"] == 1
+
+    # the better one's cheapest recipe needs 0.9 of the time left: MiniLM (even one epoch, 0.25)
+    # leaves no room, so the better one runs first
+    search.clock = Paused(300)
+    measured(better, 1.8 * left)
+    schedule = Schedule(search)
+    schedule.defaults = [schedule._candidate(*p) for p in (FINETUNE, better)]
+    first = schedule.next("cores")
+    assert first.pair == better and first.recipe["head__epochs"] == 1
+    assert schedule.defaults[0].status == "waiting"  # MiniLM waits, not left out
 
 
 def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):
@@ -479,11 +551,14 @@ def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_
         assert c.recipe["head__epochs"] == 1 and "head__epochs" not in c.params
         chosen.append(c)
         c.status = "scored"
-    # the other learning rate on one epoch: half of its own two-epoch recipe; then three epochs
-    # cut to one (the default learning rate): a third; {lr, 3 epochs} cut to one is the first again
+    # the other learning rate on one epoch: half the work of its own two-epoch recipe; then three
+    # epochs cut to one (the default learning rate): a third; {lr, 3 epochs} cut to one is the
+    # first again
     assert [c.params for c in chosen] == [{"head__lr": 5e-5}, {}]
-    assert [c.share for c in chosen] == [pytest.approx(0.5), pytest.approx(1 / 3)]
-    assert schedule._gain(chosen[0]) == pytest.approx(4.0 * 0.5 * 0.25)  # reach 1: it is the leader
+    assert [c.share for c in chosen] == [pytest.approx(0.5 ** WORK_EXPONENT),
+                                         pytest.approx((1 / 3) ** WORK_EXPONENT)]
+    # reach 1: it is the leader
+    assert schedule._gain(chosen[0]) == pytest.approx(4.0 * 0.5 ** WORK_EXPONENT * 0.25)
     assert len({c.key for c in [first, *chosen]}) == 3
 
     later = Schedule(search)  # so dear that only fewer rows than its first's would fit: no variant

@@ -297,6 +297,19 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
         return sized_for(self, n_rows, seconds, cost)
 
+    def gain_share(self, params: dict, rows: int, n_rows: int, classes: int) -> float:
+        """The share of this recipe's expected gain that ``params`` on ``rows`` of ``n_rows``
+        keeps (see `._sizing`)."""
+        from ._sizing import gain_share
+
+        return gain_share(self, params, rows, n_rows, classes)
+
+    def least_work(self, n_rows: int) -> float:
+        """Units of work of this head's cheapest recipe on the fewest rows it is cut to."""
+        from ._sizing import least_work
+
+        return least_work(self, n_rows)
+
     # -- saving -------------------------------------------------------------------------------
     def save_pretrained(self, path) -> Path:
         """Write a Hugging Face model folder: the fine-tuned encoder (safetensors + config),
