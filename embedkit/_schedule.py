@@ -252,7 +252,7 @@ class Schedule:
         recipes of the defaults waiting in its lane that are expected to bring more gain: a
         cheaper model must not take the time a better one then no longer fits in."""
         s, gain = self.search, self._gain(c)
-        room = sum(least for o in waiting if o is not c and o.lane == c.lane
+        room = sum(least for o in waiting if o is not c and o.lane == c.lane and o.status == "waiting"
                    and (least := o.estimate if o.least is None else o.least) <= s.left()
                    and self._gain(o) > gain)
         if c.estimate <= s.left() - room:
@@ -490,7 +490,8 @@ class Schedule:
 
     def _scaled(self, c: Candidate, head):
         """Before ``c``'s head is measured: a cost record scaled from one already measured on this
-        device by their compute (blocks x width squared), else from the prologue's measured pass
+        device by their compute (blocks x width squared; without the margin, which its probe's
+        measurement brings back before any fit), else from the prologue's measured pass
         (`_from_pass`), and what it was scaled from; None when neither is measured. ``head``
         takes the measured one's max_length (the same data)."""
         s = self.search
@@ -504,7 +505,8 @@ class Schedule:
         if c.pair not in self._heads:
             head.set_params(max_length=int(other.max_length))
         ratio = head.compute() / other.compute()
-        record = CostRecord(overhead=s.costs[pair].overhead * ratio, rate=s.costs[pair].rate * ratio)
+        record = CostRecord(overhead=s.costs[pair].overhead * ratio / MARGIN,
+                            rate=s.costs[pair].rate * ratio / MARGIN)
         return record, f"scaled from {pair[1]}'s measured step by its {ratio:.1f}x compute"
 
     def _from_pass(self, head):

@@ -369,7 +369,8 @@ def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_with
         questions, monkeypatch):
     """Before all-mpnet-base-v2 is fetched, its fine-tuning is estimated as its fetch plus
     MiniLM's measured cost times their compute ratio (8: twice the blocks, twice the width),
-    from the shapes the resources declare; nothing is fetched to know it."""
+    from the shapes the resources declare, at the expected cost (no margin: its probe measures
+    it before a fit is sized); nothing is fetched to know it."""
     from embedkit import resources
     from embedkit.heads import TransformerClassifier
     from embedkit.registry import HEADS
@@ -389,7 +390,7 @@ def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_with
     head = base.set_params(max_length=32)  # the data's length, as measured for MiniLM
     n, valid = len(search.train), len(search.valid)
     scaled = CostRecord(overhead=16.0, rate=4.0).seconds(head.fit_work(n), valid,
-                                                         head.predict_work(valid))
+                                                         head.predict_work(valid), margin=1.0)
     assert mpnet.estimate == pytest.approx(HEADS["finetune-mpnet"].setup + scaled)
     assert not search.costs[mpnet.pair].measured and mpnet.status == "waiting"
 
@@ -526,6 +527,16 @@ def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions,
     first = schedule.next("cores")
     assert first.pair == better and first.recipe["head__epochs"] == 1
     assert schedule.defaults[0].status == "waiting"  # MiniLM waits, not left out
+
+    # one left out in the same call (now measured too dear) keeps no room, whatever its
+    # cheapest recipe was estimated at before
+    measured(better, 1.4 * left)
+    schedule = Schedule(search)
+    schedule.defaults = [schedule._candidate(*p) for p in (FINETUNE, better)]
+    assert schedule._estimate(schedule.defaults[1]) and schedule.defaults[1].least < left
+    measured(better, 10 * left)
+    assert schedule.next("cores").recipe["head__epochs"] == 2
+    assert schedule.defaults[1].status == "left out"
 
 
 def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):
