@@ -255,9 +255,8 @@ class Schedule:
         room = sum(least for o in waiting if o is not c and o.lane == c.lane and o.status == "waiting"
                    and (least := o.estimate if o.least is None else o.least) <= s.left()
                    and self._gain(o) > gain)
-        if c.estimate <= s.left() - room:
-            return True
-        return hasattr(self._head(c), "sized_for") and self._plan(c, room)
+        return c.estimate <= s.left() - room or (hasattr(self._head(c), "sized_for")
+                                                  and self._plan(c, room))
 
     def _setup(self, c: Candidate) -> float:
         """Seconds of the one-time preparations ``c``'s steps still need (0: done)."""
@@ -489,11 +488,10 @@ class Schedule:
             c.recipe, c.params, c.rows, c.estimate, c.share = before
 
     def _scaled(self, c: Candidate, head):
-        """Before ``c``'s head is measured: a cost record scaled from one already measured on this
-        device by their compute (blocks x width squared; without the margin, which its probe's
-        measurement brings back before any fit), else from the prologue's measured pass
-        (`_from_pass`), and what it was scaled from; None when neither is measured. ``head``
-        takes the measured one's max_length (the same data)."""
+        """Before ``c``'s head is measured: a cost record scaled from one measured on this device
+        by their compute (blocks x width squared; no margin: its probe brings it back before a
+        fit), else from the prologue's measured pass (`_from_pass`), and what it was scaled
+        from; None when neither is measured. ``head`` takes the measured one's max_length."""
         s = self.search
         donors = [(pair, other) for pair, other in self._heads.items() if pair != c.pair
                   and hasattr(other, "compute") and s.costs[pair].measured]

@@ -49,7 +49,7 @@ from ._params import validate_params
 from ._schedule import TIERS, Schedule
 from ._search import Search
 from .base import CheckedKeywords, store_params
-from .outputs import WRITE_SECONDS, check_output_folder, publish_folder
+from .outputs import WRITE_RATE, WRITE_SECONDS, check_output_folder, publish_folder
 from .registry import HEADS, REPRESENTATIONS, pair_kind
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
@@ -350,8 +350,12 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         return self
 
     # -- the finish -------------------------------------------------------------------------------
-    def _write_seconds(self) -> float:
-        return 0.0 if self.output is None else min(max(WRITE_SECONDS, 0.02 * self.budget_), 30.0)
+    def _write_seconds(self, c=None, copies: int = 1) -> float:
+        """Seconds to keep for writing the output: the report's, and ``copies`` of the network
+        weights of ``c``'s fine-tuned members (its seeds) at `WRITE_RATE`."""
+        weights = 0 if c is None else sum(_weights(m) for m in (list(c.weights) if c.weights else [c]))
+        return 0.0 if self.output is None else (
+            min(max(WRITE_SECONDS, 0.02 * self.budget_), 30.0) + copies * weights / WRITE_RATE)
 
     def _refit_seconds(self, search: Search, c, seeds: int = 1) -> float:
         """Seconds to refit ``c`` (its members) on all the documents, from their pairs' cost
@@ -370,7 +374,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         scored = [c for c in search.candidates if c.status == "scored"]
         if not scored:
             return self._write_seconds()
-        best, write = search.best(), self._write_seconds()
+        best, write = search.best(), self._write_seconds(search.best())
         if not search.filling:
             need = self._refit_seconds(search, best)
             return write + (need if need <= 0.25 * search.clock.budget else 0.0)
@@ -393,7 +397,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
         members = list(pick.weights.items()) if pick.weights else [(pick, 1.0)]
         fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
-        chosen, left = [], clock.left() - self._write_seconds()
+        chosen, left = [], clock.left() - self._write_seconds(pick)
         for i in sorted(range(len(members)), key=lambda i: -members[i][1]):  # heaviest first
             need = self._refit_seconds(search, members[i][0])
             if not search.interrupted and need <= left:
@@ -451,7 +455,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             if len(fitted[i]) >= MAX_SEEDS:
                 return
             cost = REFIT_MARGIN * max(seconds for _, _, seconds in fitted[i])
-            if cost > clock.left() - self._write_seconds():
+            if cost > clock.left() - self._write_seconds(member, len(fitted[i]) + 1):
                 return
             fitted[i].append(self._refit(search, member.but(seed=member.seed + len(fitted[i])),
                                          clock, say))
@@ -519,6 +523,12 @@ def _client(backend):
             "embedkit.distributed.dask_backend():` (a local cluster) or `dask_backend("
             "'tcp://host:8786')`, or start `distributed.Client(...)` first; on the command line, "
             "`embedkit tune --dask-workers N` or `--scheduler ADDRESS`.") from None
+
+
+def _weights(c) -> int:
+    """Bytes of the network weights ``c``'s fitted model saves (a fine-tuned encoder's, else 0)."""
+    module = getattr(getattr(c.model, "steps", [(None, None)])[-1][1], "module_", None)
+    return 0 if module is None else sum(p.numel() * p.element_size() for p in module.parameters())
 
 
 def _seeded(c) -> bool:
