@@ -41,13 +41,12 @@ SHORT_LENGTH = 64
 #: the fewest rows a recipe is cut to (eight batches at least)
 MIN_ROWS = 1000
 #: a cut recipe keeps (its work / its own recipe's, on every row) ** this of the gain: one epoch
-#: of two keeps 84%, half the blocks trained too 77%. On the tuning runs' validation rows one
-#: epoch of MiniLM kept 91% of two epochs' gain over the baselines (rotten-tomatoes), and one
-#: epoch of all-mpnet-base-v2 (12 or 6 blocks) brought its two-epoch prior or more on four of six sets
+#: of two keeps 84%, half the blocks trained too 77% (from the tuning runs' validation scores of
+#: cut recipes: pipelines/benchmarks/results/tune_budget.md)
 WORK_EXPONENT = 0.25
 #: a subsample keeps the whole gain from this many training rows per class, less below (in
-#: proportion): one epoch of all-mpnet-base-v2 on 576 reviews a class matched every row's on
-#: rotten-tomatoes, on 200 questions a class (trec, six classes) it fell below the baselines
+#: proportion): a slice with a few hundred examples of every class is most of what fine-tuning
+#: needs, one with far fewer of some classes is not (the same validation scores)
 ROWS_PER_CLASS = 500
 
 
