@@ -1,4 +1,5 @@
-"""Time budgets: ``"15m"``-style durations, the clock a budgeted run reads, and its error.
+"""Time budgets: ``"15m"``-style durations, the clock a budgeted run reads, its error, and the
+largest size whose cost fits (`largest`).
 
 A leaf: the tuning search (`embedkit.tuning`) and the command line read budgets here.
 
@@ -9,6 +10,8 @@ Examples
 >>> clock = Clock(60.0)
 >>> 59 < clock.left() <= 60
 True
+>>> largest(1, 100, lambda rows: rows * rows <= 50)  # the most rows whose cost fits
+7
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 import time
 from numbers import Real
 
-__all__ = ["BudgetError", "Clock", "format_seconds", "parse_budget"]
+__all__ = ["BudgetError", "Clock", "format_seconds", "largest", "parse_budget"]
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
 
@@ -92,3 +95,12 @@ class Clock:
     def stamp(self) -> str:
         """``[  123 s,  477 s left]``: the prefix of a progress line."""
         return f"[{self.elapsed():5.0f} s, {max(self.left(), 0):5.0f} s left]"
+
+
+def largest(low: int, high: int, fits, within: int = 1) -> int:
+    """The largest size in ``[low, high)`` for which ``fits`` holds, to ``within``: ``fits(low)``
+    holds, ``fits(high)`` does not, and cost grows with the size."""
+    while high - low > within:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low

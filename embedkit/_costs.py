@@ -17,8 +17,8 @@ import math
 import time
 from dataclasses import dataclass
 
-__all__ = ["MARGIN", "CostRecord", "Costs", "largest", "predict_work", "sample_seconds",
-           "timed_pass", "work_of"]
+__all__ = ["MARGIN", "CostRecord", "Costs", "predict_work", "sample_seconds", "timed_pass",
+           "work_of"]
 
 #: estimates are the record's measurement times this margin
 MARGIN = 1.25
@@ -35,15 +35,6 @@ def work_of(pipe, rows: int) -> float:
         return float(head.fit_work(rows))
     epochs = head.get_params().get("epochs") if hasattr(head, "get_params") else None
     return max(rows, 1) ** 1.1 * (epochs if isinstance(epochs, int) and epochs > 0 else 1)
-
-
-def largest(low: int, high: int, fits, within: int = 1) -> int:
-    """The largest size in ``[low, high)`` for which ``fits`` holds, to ``within``: ``fits(low)``
-    holds, ``fits(high)`` does not, and cost grows with the size."""
-    while high - low > within:
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid)
-    return low
 
 
 def predict_work(pipe, rows: int) -> float | None:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
-from ._budget import format_seconds
-from ._costs import MARGIN, CostRecord, largest, sample_seconds, timed_pass, work_of
+from ._budget import format_seconds, largest
+from ._costs import MARGIN, CostRecord, sample_seconds, timed_pass, work_of
 from ._search import Candidate
 from .registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
 

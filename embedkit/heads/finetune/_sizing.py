@@ -172,7 +172,7 @@ def sized_for(head, n_rows: int, seconds: float,
     rows as fit (at least `MIN_ROWS` and eight batches, or all of them); None when none fits."""
     from sklearn.base import clone
 
-    from ..._costs import largest
+    from ..._budget import largest
 
     options = [(params, clone(head).set_params(**params)) for params in _recipes(head)]
     for params, option in options:
