@@ -56,10 +56,15 @@ def suite_best() -> dict[str, tuple[str, float]]:
     return {r.dataset: (r.pipeline, float(r.accuracy)) for r in best.itertuples()}
 
 
+def _bits(hits: np.ndarray) -> str:
+    """Which held-out rows a model got right, in the split's order ("1": right): what a paired
+    comparison of two runs reads."""
+    return "".join(map(str, hits.astype(int)))
+
+
 def run_one(name: str, budget: str, output: Path, quick: bool = False,
             data: Path | None = None, sample: int | None = None) -> dict:
     from sklearn.base import clone
-    from sklearn.metrics import accuracy_score
 
     import embedkit
     from embedkit._machine import PeakRSS
@@ -78,6 +83,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     with PeakRSS() as memory:
         tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True).fit(X_train, y_train)
     wall = time.perf_counter() - start
+    right = np.asarray(tuner.predict(X_test)) == y_test  # per held-out row, for paired comparisons
     board = tuner.leaderboard_
     pick = board[board["pick"]].iloc[0]
     seconds = parse_budget(budget)
@@ -87,7 +93,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
            "pick": tuner.pick_, "pick_kind": pick["kind"], "pick_tier": pick["tier"],
            "pick_valid": float(pick["accuracy"]), "refit": bool(tuner.refit_),
            "seeds": int(tuner.seeds_), "fitted_rows": len(tuner.search_.train),
-           "pick_acc": float(accuracy_score(y_test, tuner.predict(X_test))),
+           "pick_acc": float(right.mean()), "held_out_right": _bits(right),
            "tiers": tuner.tiers_reached_, "scored": int((board["status"] == "scored").sum()),
            "left_out": [f"{p}: {n}" for p, n in zip(board.loc[board["status"] == "left out", "pipeline"],
                                                    board.loc[board["status"] == "left out", "note"],
@@ -98,7 +104,8 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     for base, pipe in baseline_pipelines("memory").items():
         model = clone(pipe).fit(X_train, y_train)
         key = {TFIDF_BASELINE: "tfidf", MINILM_BASELINE: "minilm"}[base]
-        row[f"{key}_acc"] = float(accuracy_score(y_test, model.predict(X_test)))
+        hits = np.asarray(model.predict(X_test)) == y_test
+        row[f"{key}_acc"], row[f"{key}_right"] = float(hits.mean()), _bits(hits)
     better = max(row["tfidf_acc"], row["minilm_acc"])
     row["vs_better_points"] = 100 * (row["pick_acc"] - better)
     best = suite_best().get(name)
