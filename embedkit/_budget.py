@@ -21,7 +21,11 @@ import re
 import time
 from numbers import Real
 
-__all__ = ["BudgetError", "Clock", "format_seconds", "largest", "parse_budget"]
+__all__ = ["DECIDING", "BudgetError", "Clock", "format_seconds", "largest", "parse_budget"]
+
+#: seconds a search's decision may take between sizing a step to the time left and checking that
+#: it fits (the clock runs meanwhile): a size that fills the time left leaves them
+DECIDING = 1.0
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
 

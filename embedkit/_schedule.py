@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
-from ._budget import format_seconds, largest
+from ._budget import DECIDING, format_seconds, largest
 from ._costs import MARGIN, CostRecord, sample_seconds, timed_pass, work_of
 from ._search import Candidate
 from .registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
@@ -393,12 +393,12 @@ class Schedule:
             c.rows = s.sample_rows(m)
             return s.estimate(c)
 
-        low = min(n, MIN_ROWS)
-        if low >= n or estimate(low) > s.left():
+        low, left = min(n, MIN_ROWS), s.left() - DECIDING
+        if low >= n or estimate(low) > left:
             c.rows = None
             c.estimate = s.estimate(c)
             return
-        c.estimate = estimate(largest(low, n, lambda m: estimate(m) <= s.left(), max(n // 100, 1)))
+        c.estimate = estimate(largest(low, n, lambda m: estimate(m) <= left, max(n // 100, 1)))
 
     def _head(self, c: Candidate):
         """The pair's head, with the data's ``max_length`` where it sizes itself (once)."""
@@ -465,7 +465,7 @@ class Schedule:
             return record.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
 
         c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
-        sized = head.sized_for(n, s.left() - probe - room, cost)
+        sized = head.sized_for(n, s.left() - probe - room - DECIDING, cost)
         if sized is None:
             return False
         params, rows = sized

@@ -7,6 +7,7 @@ suite's best row, held out.
     python pipelines/benchmarks/tune_budget.py --report-only --output tune-budget
     python pipelines/benchmarks/tune_budget.py --budget 3m --datasets trec --data DIR   # no packages
     python pipelines/benchmarks/tune_budget.py --budget 10m --datasets imdb-reviews --sample 20000
+    python pipelines/benchmarks/tune_budget.py --report-only --output NEW --against OLD   # paired
 
 Protocol (that of `accuracy_suite.py`): each dataset's official split where it has one, else a
 stratified 80/20 split with seed 0. The timed part is exactly what `embedkit tune` does: the
@@ -18,8 +19,15 @@ are fitted on the same training side and scored on the same held-out side. The s
 per dataset is read from ``pipelines/benchmarks/results/accuracy_suite.csv``.
 
 Output (``--output``, default ``tune-budget``): ``runs.jsonl`` (one line per dataset and budget;
-a rerun skips finished ones) and ``results.md`` / ``results.csv`` (the table). Seconds are wall
-clock on whatever machine runs it; the results file records the machine.
+a rerun skips finished ones; each keeps which held-out rows the pick and both baselines got
+right) and ``results.md`` / ``results.csv`` (the table). Seconds are wall clock on whatever
+machine runs it; the results file records the machine.
+
+Two runs of a set differ by more than one held-out accuracy's standard error shows: ``--against
+OLD`` (a ``runs.jsonl``, such as ``pipelines/benchmarks/results/tune_budget_runs.jsonl``, or an
+output folder, whose saved models answer for runs from before the rows were kept) pairs each run
+with OLD's of the same set and budget, row by row, and writes ``paired.md``: the difference, its
+paired standard error and the exact McNemar test's p-value (`paired`).
 """
 
 from __future__ import annotations
@@ -62,6 +70,18 @@ def _bits(hits: np.ndarray) -> str:
     return "".join(map(str, hits.astype(int)))
 
 
+def sides(name: str, quick: bool = False, data: Path | None = None, sample: int | None = None):
+    """``(train, test, protocol, label)`` of one set, split as every run of it is."""
+    import embedkit
+    from pipelines.benchmarks.accuracy_suite import _slice, split
+
+    frame = pd.read_parquet(data / f"{name}.parquet") if data else embedkit.load_dataset(name)
+    label = name
+    if sample is not None and sample < len(frame):  # a stratified slice of a large set, seed 0
+        frame, label = _slice(frame, sample), f"{name} ({sample:,})"
+    return (*split(frame, quick=quick), label)
+
+
 def run_one(name: str, budget: str, output: Path, quick: bool = False,
             data: Path | None = None, sample: int | None = None) -> dict:
     from sklearn.base import clone
@@ -69,13 +89,8 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     import embedkit
     from embedkit._machine import PeakRSS
     from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, baseline_pipelines, parse_budget
-    from pipelines.benchmarks.accuracy_suite import _slice, split
 
-    frame = pd.read_parquet(data / f"{name}.parquet") if data else embedkit.load_dataset(name)
-    label = name
-    if sample is not None and sample < len(frame):  # a stratified slice of a large set, seed 0
-        frame, label = _slice(frame, sample), f"{name} ({sample:,})"
-    train, test, protocol = split(frame, quick=quick)
+    train, test, protocol, label = sides(name, quick=quick, data=data, sample=sample)
     X_train, y_train = train["text"], train["label"].to_numpy()
     X_test, y_test = test["text"], test["label"].to_numpy()
     folder = output / f"{name}-{budget}" if sample is None else output / f"{name}-{sample}-{budget}"
@@ -166,6 +181,85 @@ def machine() -> str:
     return text
 
 
+# -- paired comparison of two runs ---------------------------------------------------------------
+def _hits(bits: str) -> np.ndarray:
+    return np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
+
+
+def paired(new: dict, old: dict) -> dict:
+    """Two runs' picks compared row by row on the same held-out side.
+
+    Each held-out accuracy alone has a standard error of 0.4-1.1 points on these sets, but two
+    picks mostly get the same rows right: what tells them apart is the rows only one of them got
+    right. The difference's standard error is that of the per-row difference, and the exact
+    McNemar test (a binomial test on those discordant rows) says how often a difference this
+    large arises between two equally good models."""
+    from scipy.stats import binomtest
+
+    a, b = _hits(new["held_out_right"]), _hits(old["held_out_right"])
+    if len(a) != len(b):
+        raise ValueError(f"{new['dataset']}: the runs have {len(a):,} and {len(b):,} held-out rows;"
+                         " a paired comparison needs the same split")
+    gained, lost, n = int((a & ~b).sum()), int((~a & b).sum()), len(a)
+    diff = (gained - lost) / n
+    se = np.sqrt(max((gained + lost) / n - diff ** 2, 0.0) / n)
+    p = binomtest(gained, gained + lost).pvalue if gained + lost else 1.0
+    return {"dataset": new["dataset"], "budget": new["budget_s"], "new": a.mean(), "old": b.mean(),
+            "points": 100 * diff, "only_new": gained, "only_old": lost, "se_points": 100 * se,
+            "p": p}
+
+
+def _with_hits(run: dict, folder: Path, data: Path | None = None, quick: bool = False) -> dict:
+    """``run`` with its pick's held-out hits: kept by the run, or (a run from before they were
+    kept) its saved model's predictions on the same held-out side, checked against the accuracy
+    the run recorded (untimed)."""
+    if "held_out_right" in run:
+        return run
+    from embedkit.persist import load
+    from embedkit.tuning import parse_budget
+
+    name, _, sample = run["dataset"].partition(" (")
+    sample = int(sample.rstrip(")").replace(",", "")) if sample else None
+    found = [d for d in folder.glob(f"{name}-*") if (d / "model").is_dir() and
+             parse_budget(d.name.rsplit("-", 1)[1]) == run["budget_s"]]
+    if not found:
+        raise FileNotFoundError(f"{run['dataset']}: neither held-out hits in the run nor its saved "
+                                f"model under {folder}")
+    _, test, _, _ = sides(name, quick=quick, data=data, sample=sample)
+    hits = np.asarray(load(found[0] / "model").predict(test["text"])) == test["label"].to_numpy()
+    if len(hits) != run["n_test"] or abs(hits.mean() - run["pick_acc"]) > 1e-9:
+        raise ValueError(f"{found[0]}: the saved model scores {hits.mean():.4f} on {len(hits):,} "
+                         f"held-out rows, the run recorded {run['pick_acc']:.4f} on "
+                         f"{run['n_test']:,}: not that run's pick")
+    return {**run, "held_out_right": _bits(hits)}
+
+
+def compare_runs(rows: list[dict], against: Path, data: Path | None = None,
+                 quick: bool = False) -> pd.DataFrame:
+    """Each of ``rows`` paired with the run of the same set and budget in ``against`` (a
+    ``runs.jsonl``, or an output folder holding one and the runs' saved models)."""
+    folder = against if against.is_dir() else against.parent
+    runs = against / "runs.jsonl" if against.is_dir() else against
+    old = {(r["dataset"], r["budget_s"]): r for r in map(json.loads, runs.read_text().splitlines())}
+    out = [paired(new, _with_hits(old[key], folder, data, quick)) for new in rows
+           if (key := (new["dataset"], new["budget_s"])) in old]
+    return pd.DataFrame(out)
+
+
+def paired_table(df: pd.DataFrame) -> pd.DataFrame:
+    from embedkit._budget import format_seconds
+
+    verdict = np.where(df["p"] >= 0.05, "no difference shown",
+                       np.where(df["points"] > 0, "better", "worse"))
+    return pd.DataFrame({
+        "dataset": df["dataset"], "budget": df["budget"].map(format_seconds),
+        "this run": df["new"].map("{:.3f}".format), "other run": df["old"].map("{:.3f}".format),
+        "difference (points)": df["points"].map("{:+.1f}".format),
+        "rows only this run got right": df["only_new"], "rows only the other got right": df["only_old"],
+        "standard error (points)": df["se_points"].map("{:.1f}".format),
+        "McNemar p": df["p"].map("{:.2f}".format), "verdict (p < 0.05)": verdict})
+
+
 def write(rows: list[dict], out: Path, command: str) -> pd.DataFrame:
     result = table(rows)
     result.to_csv(out / "results.csv", index=False)
@@ -189,6 +283,10 @@ def main(argv=None):
                              "before its 80/20 split")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the table from runs.jsonl without running anything")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="compare each run, row by row on the held-out side, with the run of "
+                             "the same set and budget in this runs.jsonl or output folder "
+                             "(paired.md)")
     args = parser.parse_args(argv)
     from embedkit.tuning import parse_budget
 
@@ -197,10 +295,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     runs = out / "runs.jsonl"
     done = [json.loads(line) for line in runs.read_text().splitlines()] if runs.exists() else []
-    if args.report_only:
-        print(write(done, out, "python pipelines/benchmarks/tune_budget.py ...").to_markdown(index=False))
-        return
-    for name in args.datasets:
+    command = "python pipelines/benchmarks/tune_budget.py " + " ".join(argv or sys.argv[1:])
+    for name in [] if args.report_only else args.datasets:
         label = name if args.sample is None else f"{name} ({args.sample:,})"
         if any(r["dataset"] == label and r["budget_s"] == seconds for r in done) and not args.quick:
             continue
@@ -208,8 +304,13 @@ def main(argv=None):
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done.append(row)
-    command = "python pipelines/benchmarks/tune_budget.py " + " ".join(argv or sys.argv[1:])
     print(write(done, out, command).to_markdown(index=False))
+    if args.against is not None:
+        pairs = paired_table(compare_runs(done, args.against, args.data, args.quick))
+        (out / "paired.md").write_text(
+            f"# Paired with {args.against}, held out\n\nCommand: `{command}`\n\n"
+            + pairs.to_markdown(index=False, disable_numparse=True) + "\n")
+        print(pairs.to_markdown(index=False, disable_numparse=True))
 
 
 if __name__ == "__main__":
