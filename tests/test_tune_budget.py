@@ -1,0 +1,56 @@
+"""The tuning benchmark's paired comparison of two runs (pipelines/benchmarks/tune_budget.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipelines.benchmarks import tune_budget as bench
+
+
+def _run(bits: str, **more) -> dict:
+    return {"dataset": "trec", "budget_s": 600.0, "held_out_right": bits, **more}
+
+
+def test_two_runs_are_compared_by_the_rows_only_one_of_them_got_right():
+    same = bench.paired(_run("1101"), _run("1011"))  # one row each way: no difference
+    assert (same["only_new"], same["only_old"], same["points"], same["p"]) == (1, 1, 0.0, 1.0)
+    assert same["se_points"] == pytest.approx(100 * np.sqrt(0.5 / 4))
+    # ten rows more right, none fewer: 10 points, a standard error of 3, p = 2 / 2**10
+    better = bench.paired(_run("1" * 90 + "0" * 10), _run("1" * 80 + "0" * 20))
+    assert (better["only_new"], better["only_old"]) == (10, 0)
+    assert better["points"] == pytest.approx(10.0) and better["se_points"] == pytest.approx(3.0)
+    assert better["p"] == pytest.approx(2 / 2 ** 10)
+    table = bench.paired_table(pd.DataFrame([better, same]))
+    assert list(table["verdict (p < 0.05)"]) == ["better", "no difference shown"]
+    with pytest.raises(ValueError, match="same split"):
+        bench.paired(_run("101"), _run("1011"))
+
+
+def test_a_run_from_before_the_rows_were_kept_answers_with_its_saved_model(tmp_path):
+    """An older run's pick predicts the same held-out side again from its saved model, checked
+    against the accuracy the run recorded."""
+    from sklearn.pipeline import Pipeline
+
+    import embedkit
+    from embedkit.persist import save
+
+    train, test, _, _ = bench.sides("trec", quick=True)
+    model = Pipeline([("features", embedkit.TfidfEmbedder()),
+                      ("head", embedkit.LogisticRegressionHead())]).fit(train["text"], train["label"])
+    right = np.asarray(model.predict(test["text"])) == test["label"].to_numpy()
+    save(model, tmp_path / "trec-10m" / "model")
+    old = {"dataset": "trec", "budget_s": 600.0, "n_test": len(test), "pick_acc": right.mean()}
+    (tmp_path / "runs.jsonl").write_text(json.dumps(old) + "\n")
+    new = _run("1" * len(test))
+    pairs = bench.compare_runs([new], tmp_path, quick=True)
+    assert len(pairs) == 1 and pairs.loc[0, "only_old"] == 0
+    assert pairs.loc[0, "only_new"] == (~right).sum() > 0
+    assert pairs.loc[0, "old"] == pytest.approx(right.mean())
+    old["pick_acc"] += 0.01  # not that run's pick
+    (tmp_path / "runs.jsonl").write_text(json.dumps(old) + "\n")
+    with pytest.raises(ValueError, match="not that run's pick"):
+        bench.compare_runs([new], tmp_path, quick=True)
