@@ -50,6 +50,10 @@ def test_a_run_from_before_the_rows_were_kept_answers_with_its_saved_model(tmp_p
     assert len(pairs) == 1 and pairs.loc[0, "only_old"] == 0
     assert pairs.loc[0, "only_new"] == (~right).sum() > 0
     assert pairs.loc[0, "old"] == pytest.approx(right.mean())
+    # a run at another budget pairs with the set's only run (20 minutes against 10)
+    longer = bench.compare_runs([{**new, "budget_s": 1200.0}], tmp_path, quick=True)
+    assert list(longer["other_budget"]) == [600.0] and list(longer["only_new"]) == [(~right).sum()]
+    assert bench.compare_runs([{**new, "dataset": "bbc-news"}], tmp_path, quick=True).empty
     old["pick_acc"] += 0.01  # not that run's pick
     (tmp_path / "runs.jsonl").write_text(json.dumps(old) + "\n")
     with pytest.raises(ValueError, match="not that run's pick"):

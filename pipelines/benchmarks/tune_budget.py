@@ -26,8 +26,9 @@ machine runs it; the results file records the machine.
 Two runs of a set differ by more than one held-out accuracy's standard error shows: ``--against
 OLD`` (a ``runs.jsonl``, such as ``pipelines/benchmarks/results/tune_budget_runs.jsonl``, or an
 output folder, whose saved models answer for runs from before the rows were kept) pairs each run
-with OLD's of the same set and budget, row by row, and writes ``paired.md``: the difference, its
-paired standard error and the exact McNemar test's p-value (`paired`).
+with OLD's of the same set and budget (or OLD's only run of that set: 20 minutes against 10),
+row by row, and writes ``paired.md``: the difference, its paired standard error and the exact
+McNemar test's p-value (`paired`).
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ def paired(new: dict, old: dict) -> dict:
     diff = (gained - lost) / n
     se = np.sqrt(max((gained + lost) / n - diff ** 2, 0.0) / n)
     p = binomtest(gained, gained + lost).pvalue if gained + lost else 1.0
-    return {"dataset": new["dataset"], "budget": new["budget_s"], "new": a.mean(), "old": b.mean(),
+    return {"dataset": new["dataset"], "budget": new["budget_s"], "other_budget": old["budget_s"],
+            "new": a.mean(), "old": b.mean(),
             "points": 100 * diff, "only_new": gained, "only_old": lost, "se_points": 100 * se,
             "p": p}
 
@@ -237,12 +239,16 @@ def _with_hits(run: dict, folder: Path, data: Path | None = None, quick: bool = 
 def compare_runs(rows: list[dict], against: Path, data: Path | None = None,
                  quick: bool = False) -> pd.DataFrame:
     """Each of ``rows`` paired with the run of the same set and budget in ``against`` (a
-    ``runs.jsonl``, or an output folder holding one and the runs' saved models)."""
+    ``runs.jsonl``, or an output folder holding one and the runs' saved models); where it has
+    that set at one other budget only, with that run (20 minutes against 10)."""
     folder = against if against.is_dir() else against.parent
     runs = against / "runs.jsonl" if against.is_dir() else against
-    old = {(r["dataset"], r["budget_s"]): r for r in map(json.loads, runs.read_text().splitlines())}
-    out = [paired(new, _with_hits(old[key], folder, data, quick)) for new in rows
-           if (key := (new["dataset"], new["budget_s"])) in old]
+    old = [json.loads(line) for line in runs.read_text().splitlines()]
+    out = []
+    for new in rows:
+        same = [r for r in old if r["dataset"] == new["dataset"]]
+        match = [r for r in same if r["budget_s"] == new["budget_s"]] or same[:len(same) == 1]
+        out += [paired(new, _with_hits(match[0], folder, data, quick))] if match else []
     return pd.DataFrame(out)
 
 
@@ -253,6 +259,7 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
                        np.where(df["points"] > 0, "better", "worse"))
     return pd.DataFrame({
         "dataset": df["dataset"], "budget": df["budget"].map(format_seconds),
+        "other run's budget": df["other_budget"].map(format_seconds),
         "this run": df["new"].map("{:.3f}".format), "other run": df["old"].map("{:.3f}".format),
         "difference (points)": df["points"].map("{:+.1f}".format),
         "rows only this run got right": df["only_new"], "rows only the other got right": df["only_old"],
@@ -285,8 +292,8 @@ def main(argv=None):
                         help="rebuild the table from runs.jsonl without running anything")
     parser.add_argument("--against", type=Path, default=None,
                         help="compare each run, row by row on the held-out side, with the run of "
-                             "the same set and budget in this runs.jsonl or output folder "
-                             "(paired.md)")
+                             "the same set and budget (or the set's only run) in this runs.jsonl "
+                             "or output folder (paired.md)")
     args = parser.parse_args(argv)
     from embedkit.tuning import parse_budget
 
