@@ -54,7 +54,15 @@ def test_a_run_from_before_the_rows_were_kept_answers_with_its_saved_model(tmp_p
     longer = bench.compare_runs([{**new, "budget_s": 1200.0}], tmp_path, quick=True)
     assert list(longer["other_budget"]) == [600.0] and list(longer["only_new"]) == [(~right).sum()]
     assert bench.compare_runs([{**new, "dataset": "bbc-news"}], tmp_path, quick=True).empty
+    # a 300-row slice's run of the set (folder trec-300-10m) is not this run's
+    other = tmp_path / "other"
+    other.mkdir()
+    (tmp_path / "trec-10m").rename(other / "trec-300-10m")
+    (other / "runs.jsonl").write_text(json.dumps(old) + "\n")
+    with pytest.raises(FileNotFoundError, match="its saved model"):
+        bench.compare_runs([new], other, quick=True)
     old["pick_acc"] += 0.01  # not that run's pick
+    (other / "trec-300-10m").rename(tmp_path / "trec-10m")
     (tmp_path / "runs.jsonl").write_text(json.dumps(old) + "\n")
     with pytest.raises(ValueError, match="not that run's pick"):
         bench.compare_runs([new], tmp_path, quick=True)

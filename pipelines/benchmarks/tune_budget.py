@@ -222,8 +222,10 @@ def _with_hits(run: dict, folder: Path, data: Path | None = None, quick: bool = 
 
     name, _, sample = run["dataset"].partition(" (")
     sample = int(sample.rstrip(")").replace(",", "")) if sample else None
-    found = [d for d in folder.glob(f"{name}-*") if (d / "model").is_dir() and
-             parse_budget(d.name.rsplit("-", 1)[1]) == run["budget_s"]]
+    prefix = name if sample is None else f"{name}-{sample}"  # run_one's folder: PREFIX-BUDGET
+    found = [d for d in folder.glob(f"{prefix}-*") if (d / "model").is_dir()
+             and d.name.rsplit("-", 1)[0] == prefix
+             and parse_budget(d.name.rsplit("-", 1)[1]) == run["budget_s"]]
     if not found:
         raise FileNotFoundError(f"{run['dataset']}: neither held-out hits in the run nor its saved "
                                 f"model under {folder}")
