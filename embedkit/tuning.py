@@ -374,7 +374,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         scored = [c for c in search.candidates if c.status == "scored"]
         if not scored:
             return self._write_seconds()
-        best, write = search.best(), self._write_seconds(search.best())
+        write = self._write_seconds(best := search.best())
         if not search.filling:
             need = self._refit_seconds(search, best)
             return write + (need if need <= 0.25 * search.clock.budget else 0.0)
