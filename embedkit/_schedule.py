@@ -355,15 +355,15 @@ class Schedule:
             c.estimate = max(1.25 * c.prior, MIN_PROBE_SECONDS)
             s.leave_out(c)
             return False
-        setup = self._setup(c)  # measured once prepared, not with the preparation in it
-        if setup:
-            c.estimate = setup + self._pending(c)
-            return True
         if c.variant_of is None and hasattr(self._head(c), "sized_for"):
             return self._plan(c)
-        encoding = self._pass(c)
+        # a preparation not paid yet (a model to fetch) counts once; `next` pays it first
+        setup, encoding = self._setup(c), self._pass(c)
         if encoding:  # its encoder's pass, then the head: no probe (its slice may be cached)
-            c.estimate = encoding + HEADS[c.head].cost * s.n_rows(c) / 1000
+            c.estimate = setup + encoding + HEADS[c.head].cost * s.n_rows(c) / 1000
+            return True
+        if setup:  # measured once prepared, not with the preparation in it
+            c.estimate = setup + c.prior
             return True
         c.estimate = s.estimate(c)
         if c.variant_of is None and c.rows is None and not s.fits(c):
@@ -416,11 +416,13 @@ class Schedule:
         (without a probe where the scaled cost says so)."""
         s, head = self.search, self._head(c)
         record, n, batch = s.costs[c.pair], len(s.train), int(head.batch_size)
-        c.seed, probe, source = s.seed, 0.0, ""
+        # a model not fetched yet: its fetch counts, and nothing runs it before `next` pays it
+        setup = self._setup(c)
+        c.seed, probe, source = s.seed, setup, ""
         if not record.measured and n <= PROBE_STEPS[1] * batch:  # small data: quicker run than measured
             c.recipe = {"head__max_length": int(head.max_length), "head__epochs": int(head.epochs),
                         **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
-            c.estimate = c.prior
+            c.estimate = setup + c.prior
             return True
         if not record.measured:
             if s.left() < MIN_PROBE_SECONDS:
@@ -432,13 +434,16 @@ class Schedule:
                                f"budget of about {format_seconds(enough)}")
                 return False
             scaled = self._scaled(c, head)
+            if scaled is None and setup:  # nothing measured to scale from, nor the model to probe
+                c.estimate = setup + c.prior
+                return True
             if scaled is None:
                 self._probe(c, head)
             else:  # sized on a scaled cost; the order decides whether the probe is worth its time
                 record, source = scaled[0], f" here ({scaled[1]})"
                 one = clone(head).set_params(epochs=1)
-                probe = MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
-                                     for steps in (1, *PROBE_STEPS))
+                probe += MARGIN * sum(record.fit_seconds(one.fit_work(steps * batch))
+                                      for steps in (1, *PROBE_STEPS))
         if not self._sized(c, head, record, probe, room):
             if room:  # it waits for the defaults expected to bring more
                 return False
@@ -451,7 +456,7 @@ class Schedule:
                            f"epoch on {fewest_rows(head, n):,} rows); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
-        if probe:
+        if source:
             self._unprobed.add(c.pair)
         return True
 
@@ -518,14 +523,6 @@ class Schedule:
         encoder, rate = REPRESENTATIONS[ENCODER].factory(), self.per_doc / MARGIN
         return (CostRecord(rate=rate_from_pass(head, rate, encoder)), f"the encoder's measured "
                 f"pass, {compute(head) / compute(encoder):.1f}x its compute, as a lower bound")
-
-    def _pending(self, c: Candidate) -> float:
-        """Seconds of ``c`` before its steps are prepared: a sized head's own recipe scaled from a
-        measured encoder, else the registry's prior."""
-        s, head = self.search, HEADS[c.head].factory()
-        scaled, valid = self._scaled(c, head), len(self.search.valid)
-        return c.prior if scaled is None else scaled[0].seconds(
-            head.fit_work(len(s.train)), valid, head.predict_work(valid))
 
     def _probe(self, c: Candidate, head) -> None:
         """A few training steps of ``head`` on its device: an untimed warm-up, then fits of

@@ -367,10 +367,12 @@ def test_a_second_encoder_is_scaled_from_the_measured_one_before_it_pays_for_a_p
 
 def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_without_fetching(
         questions, monkeypatch):
-    """Before all-mpnet-base-v2 is fetched, its fine-tuning is estimated as its fetch plus
-    MiniLM's measured cost times their compute ratio (8: twice the blocks, twice the width),
-    from the shapes the resources declare, at the expected cost (no margin: its probe measures
-    it before a fit is sized); nothing is fetched to know it."""
+    """Before all-mpnet-base-v2 is fetched, its fine-tuning is estimated as its fetch, its probe
+    and its recipe at MiniLM's measured cost times their compute ratio (8: twice the blocks,
+    twice the width), from the shapes the resources declare, at the expected cost (no margin:
+    its probe measures it before a fit is sized); nothing is fetched to know it. Where the full
+    recipe does not fit it is cut to one that does, as once fetched: on a fresh machine every
+    run left it out for its full recipe's cost, so it was never fetched."""
     from embedkit import resources
     from embedkit.heads import TransformerClassifier
     from embedkit.registry import HEADS
@@ -391,8 +393,14 @@ def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_with
     n, valid = len(search.train), len(search.valid)
     scaled = CostRecord(overhead=16.0, rate=4.0).seconds(head.fit_work(n), valid,
                                                          head.predict_work(valid), margin=1.0)
-    assert mpnet.estimate == pytest.approx(HEADS["finetune-mpnet"].setup + scaled)
+    setup = HEADS["finetune-mpnet"].setup
+    probe = mpnet.estimate - setup - scaled  # the probe's steps at the scaled cost, with the margin
+    assert mpnet.recipe["head__epochs"] == 2 and probe > 0  # the full recipe fits 10 minutes
     assert not search.costs[mpnet.pair].measured and mpnet.status == "waiting"
+    assert mpnet.pair in schedule._unprobed  # `next` fetches it, then probes it, then sizes it
+    search.clock.budget = setup + probe + 0.8 * scaled + 2  # the full recipe no longer fits
+    assert schedule._estimate(mpnet) and mpnet.status == "waiting" and search.fits(mpnet)
+    assert mpnet.recipe["head__epochs"] == 1 and mpnet.estimate <= search.left()
 
 
 def test_a_default_too_dear_for_every_row_runs_on_the_largest_subsample_that_fits(questions):
@@ -436,6 +444,12 @@ def test_a_second_frozen_encoder_costs_its_pass_until_it_is_paid(questions, monk
                                            + HEADS[c.head].cost * n / 1000)
     schedule.per_doc = 1.0  # a slow pass: it does not fit, and nothing was probed to know it
     assert schedule._estimate(second) and not search.fits(second)
+    schedule.per_doc = 0.01
+    monkeypatch.undo()  # not fetched yet: the fetch counts once, on top of the pass
+    monkeypatch.setattr(REPRESENTATIONS["mpnet"].factory().__class__, "ready", lambda self: False)
+    assert schedule._estimate(first) and first.estimate == pytest.approx(
+        REPRESENTATIONS["mpnet"].setup + ENCODER_LOAD + ratio * 0.01 * (n + valid)
+        + HEADS[first.head].cost * n / 1000)
 
 
 def test_a_cut_recipe_keeps_a_concave_share_of_the_gain_and_a_subsample_its_examples_per_class():
