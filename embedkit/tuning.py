@@ -42,7 +42,7 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._budget import BudgetError, Clock, format_seconds, parse_budget
+from ._budget import DECIDING, BudgetError, Clock, format_seconds, parse_budget
 from ._costs import MARGIN, work_of
 from ._leaderboard import leaderboard, pipelines
 from ._params import validate_params
@@ -370,7 +370,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         run, only a refit under a quarter of the budget is kept back (a dearer one would starve
         them; that leader is kept as fitted unless time is left at the end). Once they are done,
         the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a
-        fine-tuned model, or one, whichever the time left paid for when one first did."""
+        fine-tuned model, or one, whichever the time left paid for when one first did, and the
+        moment until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it."""
         scored = [c for c in search.candidates if c.status == "scored"]
         if not scored:
             return self._write_seconds()
@@ -378,15 +379,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         if not search.filling:
             need = self._refit_seconds(search, best)
             return write + (need if need <= 0.25 * search.clock.budget else 0.0)
-        if not search.reserved_seeds:  # kept once a refit fits: a fit that overruns its
-            # estimate must not turn two reserved seeds into time for the fill; while none fits,
-            # asked again (a new leader may be cheaper to refit)
+        if not search.reserved_seeds:  # kept once a refit fits (an overrunning fit must not turn
+            # the seeds' time into the fill's); while none fits, asked again: a new leader may be cheaper
             search.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
                  if self._refit_seconds(search, best, seeds) <= search.clock.left() - write), 0)
         if not search.reserved_seeds:
             return write
-        return write + self._refit_seconds(search, best, search.reserved_seeds)
+        return write + DECIDING + self._refit_seconds(search, best, search.reserved_seeds)
 
     def _finish(self, search: Search, pick, clock: Clock, say):
         """The pick as one estimator, refit on every document when the time left pays for it;

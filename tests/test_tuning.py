@@ -353,7 +353,10 @@ def _search(train, seconds, lines=None, docs=None):
 def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_filling(trec_slice):
     """While the tiers run, only a refit under a quarter of the budget is kept back; once they
     are done the fill keeps back two seeds' refit of a fine-tuned leader, else one, else none.
-    The refit is estimated from the pair's cost record, scaled to every document."""
+    The refit is estimated from the pair's cost record, scaled to every document; the fill's
+    reserve also keeps the moment until the finish decides (`DECIDING`), so a fill that stops
+    at its edge leaves the refit it kept the time for."""
+    from embedkit._budget import DECIDING
     from embedkit._costs import CostRecord, work_of
     from embedkit._search import Candidate
     from embedkit.tuning import REFIT_MARGIN
@@ -377,19 +380,26 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     assert one == pytest.approx(REFIT_MARGIN * 10.0 * 10 / 8)
     assert reserve(4 * one + 1, filling=False) == pytest.approx(one)
     assert reserve(4 * one - 1, filling=False) == 0  # over a quarter of the budget: not kept
-    assert reserve(2 * one + 1, filling=True) == pytest.approx(2 * one)
-    assert reserve(2 * one - 1, filling=True) == pytest.approx(one)
+    assert reserve(2 * one + 1, filling=True) == pytest.approx(2 * one + DECIDING)
+    assert reserve(2 * one - 1, filling=True) == pytest.approx(one + DECIDING)
     assert reserve(one - 1, filling=True) == 0  # no refit fits: the fill may use the time
+    # the fill stops where the time left is its reserve; the clock moves on before the finish
+    # decides, and the refit of the leader it kept the time for still fits
+    search = reserve(one + 2, filling=True, keep=True)
+    kept = Tuner(budget=one)._reserve(search)
+    search.clock = _paused(kept - 0.9 * DECIDING)
+    tuner = Tuner(budget=one)
+    assert search.reserved_seeds == 1 and tuner._refit_seconds(search, leader) <= search.clock.left()
     # kept once a refit fits: a fit that overran later does not hand the seeds' time over
     search = reserve(2 * one + 1, filling=True, keep=True)
     search.clock = _paused(one)
-    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one)
+    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one + DECIDING)
     # while none fits it is asked again: a cheaper leader's refit is kept back when it comes
     search = reserve(one - 1, filling=True, keep=True)
     assert search.reserved_seeds == 0
     search.costs[leader.pair] = CostRecord()
     search.costs[leader.pair].observe(work_of(pipe, 240), 1.0)
-    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one / 10)
+    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one / 10 + DECIDING)
 
 
 def _paused(seconds):
