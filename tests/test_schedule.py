@@ -394,8 +394,11 @@ def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_with
     scaled = CostRecord(overhead=16.0, rate=4.0).seconds(head.fit_work(n), valid,
                                                          head.predict_work(valid), margin=1.0)
     setup = HEADS["finetune-mpnet"].setup
-    probe = mpnet.estimate - setup - scaled  # the probe's steps at the scaled cost, with the margin
-    assert mpnet.recipe["head__epochs"] == 2 and probe > 0  # the full recipe fits 10 minutes
+    # the probe: a warm-up and two timed fits of one epoch, at the scaled cost
+    one = clone(head).set_params(epochs=1)
+    probe = sum(16.0 + 4.0 * one.fit_work(steps * 32) for steps in (1, *_schedule.PROBE_STEPS))
+    assert mpnet.estimate == pytest.approx(setup + probe + scaled)
+    assert mpnet.recipe["head__epochs"] == 2  # the full recipe fits 10 minutes
     assert not search.costs[mpnet.pair].measured and mpnet.status == "waiting"
     assert mpnet.pair in schedule._unprobed  # `next` fetches it, then probes it, then sizes it
     search.clock.budget = setup + probe + 0.8 * scaled + 2  # the full recipe no longer fits

@@ -386,9 +386,8 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     # the fill stops where the time left is its reserve; the clock moves on before the finish
     # decides, and the refit of the leader it kept the time for still fits
     search = reserve(one + 2, filling=True, keep=True)
-    kept = Tuner(budget=one)._reserve(search)
-    search.clock = _paused(kept - 0.9 * DECIDING)
     tuner = Tuner(budget=one)
+    search.clock = _paused(tuner._reserve(search) - 0.9 * DECIDING)
     assert search.reserved_seeds == 1 and tuner._refit_seconds(search, leader) <= search.clock.left()
     # kept once a refit fits: a fit that overran later does not hand the seeds' time over
     search = reserve(2 * one + 1, filling=True, keep=True)
