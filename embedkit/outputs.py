@@ -79,7 +79,7 @@ def _read_mark(folder: Path) -> dict | None:
     """The entries ``folder``'s `MARK` names, or None when it has no valid one."""
     try:
         mark = json.loads((folder / MARK).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # nested past the stack
         return None
     if not isinstance(mark, dict) or mark.get("format") != FORMAT or \
             not isinstance(mark.get("entries"), dict):

@@ -21,7 +21,9 @@ kilobytes; the bundled MiniLM is never copied).
 
 `load` rebuilds only the types of `TRUSTED_TYPES` (plus any the caller vouches for), calls only
 the functions of `TRUSTED_FUNCTIONS`, never unpickles, refuses a folder that holds a pickle
-(or any file it did not write, or one changed since), and refuses a newer format version.
+(or any file it did not write, or one changed since), and refuses a newer format version. It
+builds the model from the files it checked: a folder republished while it is read is read
+again, never mixed.
 
 gensim models (Word2Vec/FastText vectors, Doc2Vec) are stored the same way, their arrays as
 ``.npy`` (never gensim's pickle-based ``save``); the restored objects transform and predict
@@ -30,7 +32,9 @@ exactly as before, but continuing to train them is not supported.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -214,8 +218,15 @@ def _not_a_model(path: Path, why: str) -> ValueError:
                       "embedkit.save(pipeline, path) or `embedkit tune`.")
 
 
-def _check_files(path: Path, listed: dict) -> None:
-    """Refuse pickles, files the save did not write, and files changed since."""
+def _identity(stat: os.stat_result) -> tuple[int, ...]:
+    """Which file a path led to: its inode, and when and how it was last written (a republish
+    writes new files, so an inode number used again comes with other times)."""
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+def _check_files(path: Path, listed: dict) -> dict[str, tuple[int, ...]]:
+    """Refuse pickles, files the save did not write, and files changed since. Returns the
+    identity of every file checked (`_identity`), each read from the very file it hashed."""
     present = {p.relative_to(path).as_posix(): p for p in sorted(path.rglob("*"))
                if p.is_file() or p.is_symlink()}
     for rel, p in present.items():
@@ -239,17 +250,24 @@ def _check_files(path: Path, listed: dict) -> None:
                              "in manifest.json); refusing to load a folder that was altered.")
         if Path(rel).suffix.lower() not in _FILE_SUFFIXES:
             raise ValueError(f"{path}: {rel} has a file type embedkit does not read.")
+    seen = {}
     for rel, info in listed.items():
-        p = path / rel
         if rel not in present:
             raise ValueError(f"{path} is missing {rel}, listed in its manifest.json; the folder "
                              "is incomplete. Copy the whole folder, or save the model again.")
-        if p.stat().st_size != info.get("bytes") or file_sha256(p) != info.get("sha256"):
+        with open(path / rel, "rb") as fh:
+            stat = os.fstat(fh.fileno())
+            same = stat.st_size == info.get("bytes") and \
+                hashlib.file_digest(fh, "sha256").hexdigest() == info.get("sha256")
+        if not same:
             raise ValueError(f"{path}: {rel} changed since the model was saved (its checksum "
                              "differs from manifest.json); refusing to load it.")
+        seen[rel] = _identity(stat)
+    return seen
 
 
-def _read_manifest(path: Path) -> dict:
+def _read_manifest(path: Path) -> tuple[dict, tuple[int, ...]]:
+    """The manifest of ``path``, checked, and the identity of the file it was read from."""
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; pass the folder written by "
                                 "embedkit.save(pipeline, path).")
@@ -257,10 +275,12 @@ def _read_manifest(path: Path) -> dict:
         raise _not_a_model(path, "it is a file, not a folder")
     if not (path / MANIFEST).is_file():
         raise _not_a_model(path, f"it has no {MANIFEST}")
-    try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise _not_a_model(path, f"its {MANIFEST} is not valid JSON: {err}") from None
+    with open(path / MANIFEST, "rb") as fh:
+        identity, raw = _identity(os.fstat(fh.fileno())), fh.read()
+    manifest = _parse(raw)
+    if manifest is None:
+        raise _not_a_model(path, f"its {MANIFEST} is not valid JSON, or nests deeper than a "
+                                 "manifest does")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _not_a_model(path, f"its {MANIFEST} is not an embedkit model manifest")
     version = manifest.get("format_version")
@@ -275,15 +295,24 @@ def _read_manifest(path: Path) -> dict:
             f"embedkit {embedkit.__version__} reads format versions up to {FORMAT_VERSION}. "
             "Upgrade embedkit: pip install -U embedkit."
         )
-    return manifest
+    return manifest, identity
+
+
+def _parse(raw: bytes):
+    """The JSON value of ``raw``, or None where it is not JSON (or nests so deep that reading it
+    would exhaust Python's stack: no manifest does)."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
 
 
 def is_model_folder(path) -> bool:
     """Whether ``path`` is a folder with an embedkit model manifest (whole or not: `load` checks
     the rest)."""
     try:
-        manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        manifest = _parse((Path(path) / MANIFEST).read_bytes())
+    except OSError:
         return False
     return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 
@@ -295,7 +324,9 @@ def load(path, *, trusted: Iterable[str] = ()):
     one `save` wrote, unchanged (checked against the SHA-256 sums in ``manifest.json``);
     arrays are read with ``numpy.load(allow_pickle=False)`` and weights with safetensors.
     Packaged resources named in the folder (the bundled GloVe, MiniLM) are loaded from the
-    installed packages.
+    installed packages. The model is built from the very files checked: a folder replaced while
+    it is read (``embedkit tune`` publishing a new result there) is read again from the start,
+    so the model comes from one save, the old or the new, never from a mix of the two.
 
     Parameters
     ----------
@@ -315,8 +346,9 @@ def load(path, *, trusted: Iterable[str] = ()):
         ``path`` does not exist.
     ValueError
         ``path`` is not a model folder, was written by a newer format version, holds a pickle
-        or any file `save` did not write, or a file changed since; `UntrustedTypeError` (a
-        ``ValueError``) when it names a type outside the trusted list.
+        or any file `save` did not write, or a file changed since, or was replaced while it was
+        read three times in a row; `UntrustedTypeError` (a ``ValueError``) when it names a
+        type outside the trusted list.
 
     Examples
     --------
@@ -331,18 +363,61 @@ def load(path, *, trusted: Iterable[str] = ()):
     True
     """
     path = Path(path)
-    manifest = _read_manifest(path)
+    trusted = TRUSTED_TYPES | TRUSTED_FUNCTIONS | frozenset(trusted)
+    for _ in range(_ATTEMPTS):
+        try:
+            return _load_once(path, trusted)
+        except _Changed:
+            continue  # republished while it was read: read the new one from the start
+    raise ValueError(f"{path} changed while loading, {_ATTEMPTS} times in a row (another process "
+                     "is saving a model there, e.g. `embedkit tune` publishing its result); load "
+                     "it again once that is done.")
+
+
+#: how many times `load` starts again when the folder is replaced while it reads it
+_ATTEMPTS = 3
+
+
+class _Changed(Exception):
+    """The model folder was replaced (republished) while `load` read it."""
+
+
+def _load_once(path: Path, trusted: frozenset[str]):
+    """One reading of the model folder: the manifest, the checks, the model built from the files
+    checked. Where the manifest is no longer the one read when something fails, or any path
+    leads at the end to another file than the one checked, the folder was replaced meanwhile
+    (`_Changed`): no model is built from two saves."""
+    manifest, identity = _read_manifest(path)
     files = manifest.get("files")
     if not isinstance(files, dict) or "root" not in manifest:
         raise _not_a_model(path, f"its {MANIFEST} lists no files or no model")
-    _check_files(path, files)
-    reader = Reader(path, TRUSTED_TYPES | TRUSTED_FUNCTIONS | frozenset(trusted), RENAMED)
     try:
-        return reader.decode(manifest["root"])
-    except (KeyError, IndexError, TypeError, AttributeError) as err:
-        raise ValueError(f"{path}: could not rebuild the model from its {MANIFEST} "
-                         f"({type(err).__name__}: {err}); the folder is malformed, or needs the "
-                         f"library versions it was saved with ({manifest.get('versions')}).") from None
+        seen = _check_files(path, files)
+        reader = Reader(path, trusted, RENAMED)
+        try:
+            model = reader.decode(manifest["root"])
+        except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as err:
+            raise ValueError(f"{path}: could not rebuild the model from its {MANIFEST} "
+                             f"({type(err).__name__}: {err}); the folder is malformed, or needs "
+                             f"the library versions it was saved with ({manifest.get('versions')})."
+                             ) from None
+        now = {rel: _identity(os.stat(path / rel)) for rel in [MANIFEST, *seen]}
+    except (OSError, ValueError):  # a file gone, a mix of two saves: or a fault of the folder
+        if _replaced(path, identity):
+            raise _Changed from None
+        raise
+    if now != {MANIFEST: identity, **seen}:
+        raise _Changed
+    return model
+
+
+def _replaced(path: Path, identity) -> bool:
+    """Whether ``path``'s manifest is no longer the one read (an error met while reading may be
+    the mix of two saves, not a fault of the folder)."""
+    try:
+        return identity is not None and _identity(os.stat(path / MANIFEST)) != identity
+    except OSError:
+        return True
 
 
 def folder_size(path) -> int:

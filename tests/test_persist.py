@@ -317,6 +317,140 @@ def test_save_replaces_only_a_model_folder_at_one_swap(small_model, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "site"]  # no temporary left
 
 
+# -- a load racing a republish (issue 49) ------------------------------------------------------
+@pytest.fixture
+def two_saves(sentences, tmp_path):
+    """Two different TF-IDF + LR models, the first published as ``out/model`` the way `tune`
+    publishes its result, and the real republish of the second over it."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from embedkit.outputs import publish_folder
+
+    old = make_pipeline(embedkit.TfidfEmbedder(), LogisticRegression()).fit(
+        sentences, [0, 1] * 20)
+    new = make_pipeline(embedkit.TfidfEmbedder(ngram_range=(1, 2)), LogisticRegression(C=10)).fit(
+        sentences[::-1], [0, 0, 1, 1] * 10)
+    out = tmp_path / "out"
+    publish_folder(out, lambda folder: save(old, folder / "model"))
+    return old, new, out, lambda: publish_folder(out, lambda folder: save(new, folder / "model"))
+
+
+def _probe(model, sentences) -> np.ndarray:
+    return model.predict_proba(sentences + ["an unseen phrase", ""])
+
+
+@pytest.mark.parametrize("moment", ["after the checks", "after the first array"])
+def test_a_model_republished_while_it_loads_is_the_new_one_never_a_mix(two_saves, sentences,
+                                                                        monkeypatch, moment):
+    """A real republish (`publish_folder` swapping in another save) at a fixed moment of `load`:
+    after the checksums were checked, or once the first array was read. The load reads the
+    folder again and returns the new model, predicting exactly as it does; before, it built a
+    model from the old manifest and the new arrays."""
+    import embedkit.persist as persist
+    from embedkit._codec import Reader
+
+    old, new, out, republish = two_saves
+    assert not np.array_equal(_probe(old, sentences), _probe(new, sentences))
+    calls = []
+    if moment == "after the checks":
+        check = persist._check_files
+
+        def hooked(*args):
+            seen = check(*args)
+            if not calls:
+                calls.append(republish())
+            return seen
+
+        monkeypatch.setattr(persist, "_check_files", hooked)
+    else:
+        file = Reader._file
+
+        def hooked(self, rel):
+            found = file(self, rel)
+            if not calls:
+                calls.append(republish())
+            return found
+
+        monkeypatch.setattr(Reader, "_file", hooked)
+    loaded = load(out / "model")
+    assert len(calls) == 1  # the republish happened inside the load
+    np.testing.assert_array_equal(_probe(loaded, sentences), _probe(new, sentences))
+
+
+def test_a_folder_republished_at_every_reading_is_a_clear_error(two_saves, monkeypatch):
+    import embedkit.persist as persist
+
+    _, _, out, republish = two_saves
+    check = persist._check_files
+
+    def hooked(*args):
+        seen = check(*args)
+        republish()
+        return seen
+
+    monkeypatch.setattr(persist, "_check_files", hooked)
+    with pytest.raises(ValueError, match="changed while loading, 3 times in a row .*load it "
+                                         "again once that is done"):
+        load(out / "model")
+
+
+def test_loads_beside_a_process_that_republishes_get_the_old_or_the_new_model(two_saves,
+                                                                               sentences):
+    """The same race with nothing staged: another process republishes the two models in turn
+    (real `embedkit.save` + the tune output swap) while this one loads; every load predicts
+    exactly as one of the two saves."""
+    old, new, out, _ = two_saves
+    models = out.parent / "models"
+    save(old, models / "old")
+    save(new, models / "new")
+    script = (
+        "import sys, time; from embedkit import load, save; from embedkit.outputs import "
+        "publish_folder\n"
+        "pipes = [load(sys.argv[1] + '/new'), load(sys.argv[1] + '/old')]\n"
+        "end = time.monotonic() + float(sys.argv[3]); i = 0\n"
+        "while time.monotonic() < end:\n"
+        "    publish_folder(sys.argv[2], lambda f: save(pipes[i % 2], f / 'model')); i += 1\n"
+        "print(i)\n")
+    child = subprocess.Popen([sys.executable, "-c", script, str(models), str(out), "6"],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    expected = [_probe(old, sentences), _probe(new, sentences)]
+    loads = errors = 0
+    while child.poll() is None:
+        try:
+            got = _probe(load(out / "model"), sentences)
+        except ValueError as err:
+            assert "changed while loading" in str(err)
+            errors += 1
+            continue
+        loads += 1
+        assert any(np.array_equal(got, e) for e in expected)
+    stdout, stderr = child.communicate()
+    assert child.returncode == 0, stderr
+    assert int(stdout) > 10 and loads > 10, (stdout, loads, errors)
+
+
+def test_a_manifest_nested_past_the_stack_is_not_a_model_folder(tmp_path):
+    """100,000 nested lists: json's reader would exhaust Python's stack (RecursionError)."""
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"format": "embedkit-model", "format_version": 1, '
+                                          '"files": {}, "root": ' + "[" * 100_000 + "]" * 100_000
+                                          + "}")
+    assert not is_model_folder(folder)
+    with pytest.raises(ValueError, match="is not an embedkit model folder \(its manifest.json "
+                                         "is not valid JSON, or nests deeper"):
+        load(folder)
+    # deep enough for the decoding (two frames a level), not for json's reader: a clear error
+    depth = int(sys.getrecursionlimit() * 0.7)
+    (folder / "manifest.json").write_text('{"format": "embedkit-model", "format_version": 1, '
+                                          '"files": {}, "root": ' + "[" * depth + "]" * depth + "}")
+    with pytest.raises(ValueError, match="could not rebuild the model from its manifest.json "
+                                         "\(RecursionError"):
+        load(folder)
+
+
 def test_cli_predict(small_model, tmp_path):
     from typer.testing import CliRunner
 
