@@ -47,6 +47,7 @@ def leaderboard(tuner) -> pd.DataFrame:
                  f"(stratified, seed {tuner.random_state}); every model trained on the other "
                  f"{len(search.train):,}",
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
+        refit_interrupted=getattr(tuner, "refit_interrupted_", False),
         encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_,
         refit_members=getattr(tuner, "refit_members_", (int(tuner.refit_), 1)))
     return board

@@ -8,7 +8,7 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["fit_or_stop", "sigterm_stops"]
+__all__ = ["fit_or_stop", "interrupts_held", "sigterm_stops"]
 
 
 @contextlib.contextmanager
@@ -28,6 +28,36 @@ def sigterm_stops():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """A Ctrl-C (SIGINT) or SIGTERM that comes inside the block is delivered again when it ends,
+    to the handler that was in place (a ``KeyboardInterrupt`` in the ``embedkit`` commands): for
+    a step that must not stop half-way (swapping a result in, then recording that it was). A
+    second one stops the block at once. In another thread, or for a signal that is ignored (a
+    background job's SIGINT), nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = []
+
+    def hold(signum, frame):
+        if held:
+            raise KeyboardInterrupt
+        held.append(signum)
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: handler for sig, handler in previous.items() if handler is not signal.SIG_IGN}
+    for sig in previous:
+        signal.signal(sig, hold)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        if held:
+            signal.raise_signal(held[0])
 
 
 def fit_or_stop(net, X, y=None) -> None:

@@ -268,6 +268,7 @@ def tune(
     if (file is None) == (dataset is None):
         raise _fail(ValueError("give either --file PATH (with --text-column/--label-column) or "
                                "-d NAME for a built-in dataset (see `embedkit datasets`)."), ctx)
+    tuner = None
     try:
         with sigterm_stops():
             seconds = parse_budget(budget)  # the budget, the output and the data before any work
@@ -303,6 +304,9 @@ def tune(
             with context:
                 tuner.fit(df["text"], df["label"], started=began)
     except KeyboardInterrupt:
+        if tuner is not None and getattr(tuner, "published_", False):
+            raise _interrupted(f"after the result was written: {output} holds this run's "
+                               f"leaderboard and its model ({output / 'model'})") from None
         raise _interrupted(f"no model was saved; {output} was left as it was") from None
     except (ValueError, OSError, BudgetError) as err:  # OSError: unreadable input, a full disk
         raise _fail(err, ctx) from None
@@ -316,6 +320,9 @@ def tune(
     if tuner.interrupted_:
         typer.echo("the search was interrupted (Ctrl-C or SIGTERM): the pick is the best model "
                    "scored before it")
+    if tuner.refit_interrupted_:
+        typer.echo("the refit was interrupted (Ctrl-C or SIGTERM): what it had not refit was kept "
+                   "as fitted on the training rows")
     typer.echo(f"{tuner.budget_used_:.0f} s of {seconds:.0f} s used; tiers reached: "
                f"{', '.join(tuner.tiers_reached_)}. Wrote {output / 'leaderboard.md'}, "
                f"{output / 'report.html'}; saved the model to {output / 'model'}")
@@ -377,10 +384,12 @@ def embed(
     try:
         info = embed_file(rep, input, target, text_column=text_column, keep=id_column,
                           chunk_size=chunk_size, densify=True, progress=progress)
+        if suffix == ".npy":
+            parquet_to_npy(target, output, id_column, info["rows"], info["dim"])
     except ValueError as err:
         raise typer.BadParameter(_in_flags(str(err), ctx)) from None
-    if suffix == ".npy":
-        parquet_to_npy(target, output, id_column, info["rows"], info["dim"])
+    except OSError as err:  # a full disk, a file-size limit (WriteError names the fix)
+        raise _fail(err, ctx) from None
     typer.echo(f"wrote {info['rows']} x {info['dim']} vectors from {type(rep).__name__} to {output}")
 
 
@@ -454,6 +463,7 @@ def predict(
     when every row is written (Ctrl-C or SIGTERM leaves it as it was). Example:
     `embedkit predict my-model/ new.csv -o predictions.csv --id-column id`.
     """
+    from .io import WriteError
     from .outputs import check_predictions_file
     from .persist import is_model_folder, load
     from .streaming import predict_file
@@ -475,7 +485,9 @@ def predict(
                 info = predict_file(model, input, output, text_column=text_column,
                                     id_column=id_column, chunksize=chunk_size, progress=progress,
                                     encoding=encoding, overwrite=overwrite)
-            except (ValueError, OSError) as err:  # OSError: unreadable input, a full disk
+            except WriteError as err:  # a full disk, a file-size limit: not the input's fault
+                raise _fail(err, ctx) from None
+            except (ValueError, OSError) as err:  # OSError: an unreadable input
                 raise typer.BadParameter(_in_flags(str(err), ctx), param_hint="INPUT") from None
     except KeyboardInterrupt:
         raise _interrupted(f"{output} was not written") from None

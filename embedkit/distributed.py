@@ -32,7 +32,7 @@ import pandas as pd
 from .io import atomic_path
 from .streaming import encode_frame, keep_columns, output_columns
 
-__all__ = ["dask_backend", "extract_features", "write_parquet"]
+__all__ = ["dask_backend", "extract_features", "running_client", "write_parquet"]
 
 _PART = "part.{:05d}.parquet"
 _SUCCESS = "_SUCCESS.json"
@@ -75,6 +75,19 @@ def _active_client(client):
         return default_client()
     except ValueError:
         return None
+
+
+def running_client():
+    """The running Dask client, or a ValueError that says how to start one (`embedkit.Tuner`
+    with ``backend="dask"``)."""
+    client = _active_client(None)
+    if client is None:
+        raise ValueError(
+            "Tuner(backend='dask') needs a running Dask client: fit inside `with "
+            "embedkit.distributed.dask_backend():` (a local cluster) or `dask_backend("
+            "'tcp://host:8786')`, or start `distributed.Client(...)` first; on the command line, "
+            "`embedkit tune --dask-workers N` or `--scheduler ADDRESS`.")
+    return client
 
 
 def _ship(model, client):

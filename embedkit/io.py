@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["FORMATS", "atomic_path", "file_format", "load_texts", "read_chunks", "read_folder", "read_table",
+__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_texts", "read_chunks", "read_folder", "read_table",
            "temporary_name"]
 
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
@@ -64,12 +64,87 @@ def file_format(path) -> str:
                      "or .parquet.")
 
 
-def _no_column(path: Path, name: str, columns) -> ValueError:
+def _no_column(path: Path, name: str, columns, hint: str = "") -> ValueError:
     return ValueError(
-        f"{path} has no column {name!r}; its columns are {list(columns)}. Name existing columns "
-        "(text_column=, label_column=, keep=; on the command line --text-column, "
-        "--label-column, --id-column)."
+        f"{path} has no column {name!r}; its columns are {list(columns)}. " + (hint or
+        "Name existing columns (text_column=, label_column=, keep=; on the command line "
+        "--text-column, --label-column, --id-column).")
     )
+
+
+#: what each separator is called, and the file name ending that reads a file with it
+_SEPARATORS = {",": ("comma", ".csv"), "\t": ("tab", ".tsv")}
+
+
+def _other_separator(header, sep: str) -> str:
+    """A hint where a one-column header holds the other format's separator (a TSV named .csv,
+    or the reverse), else ``""``."""
+    other = "\t" if sep == "," else ","
+    if len(header) == 1 and other in str(header[0]):
+        name, ending = _SEPARATORS[other]
+        return (f"Its header holds {name}s: the file looks {name}-separated, but its name says "
+                f"{_SEPARATORS[sep][0]}-separated. Name it {ending} (or save it with "
+                f"{_SEPARATORS[sep][0]}s between its fields).")
+    return ""
+
+
+def _check_fields(path: Path, sep: str, encoding: str) -> None:
+    """Refuse a CSV/TSV whose rows do not all have the header's number of fields, naming the rows.
+
+    pandas, told which columns to read, cuts a row with more fields than the header silently (a
+    one-column file of unquoted texts with commas would be read up to each text's first comma),
+    and fills a row with fewer with missing values. One streaming pass with the `csv` module
+    (the quoting pandas reads: ``"`` around a field, ``""`` inside it) counts every row's fields.
+    """
+    import csv
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    limit = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)  # a single text may be larger than the 128 kB default
+    header, bad, first_line, counts, rows = None, [], 0, {}, 0
+    try:
+        with opener(path, "rt", encoding=encoding, newline="") as fh:
+            reader = csv.reader(fh, delimiter=sep, quotechar='"', doublequote=True)
+            for fields in reader:
+                if not fields:
+                    continue  # a blank line: pandas skips it too
+                if header is None:
+                    header = len(fields)
+                    continue
+                if len(fields) != header:
+                    if not bad:
+                        first_line = reader.line_num
+                    if len(bad) < _MAX_ROWS_SHOWN:
+                        bad.append(rows)
+                    counts[len(fields)] = counts.get(len(fields), 0) + 1
+                rows += 1
+    except csv.Error as err:  # e.g. a NUL byte
+        raise ValueError(f"{path} cannot be read as {_SEPARATORS[sep][0]}-separated values: {err}."
+                         ) from None
+    finally:
+        csv.field_size_limit(limit)
+    if not counts:
+        return
+    n_bad = sum(counts.values())
+    more = f" and {n_bad - len(bad)} more" if n_bad > len(bad) else ""
+    found = " or ".join(f"{k}" for k in sorted(counts))
+    name, _ = _SEPARATORS[sep]
+    if header == 1 and max(counts) > 1:
+        fix = (f"The file reads as one text per line whose texts hold {name}s without quotes. "
+               f"Quote every text that holds a {name} (\"...\"; pandas' to_csv does), or, where "
+               "the file is one text per line, name it " +
+               (".tsv (split at tabs only)." if sep == "," else ".csv and quote the texts."))
+    else:
+        fix = (f"A field that holds a {name} must be quoted (\"...\"; pandas' to_csv does), and "
+               f"every row needs all {header} fields (an empty one as nothing between two "
+               f"{name}s); or drop those rows.")
+    rows_said = "row" if n_bad == 1 else "rows"
+    raise ValueError(f"{path}: {n_bad:,} of {rows:,} data rows {'has' if n_bad == 1 else 'have'} "
+                     f"{found} field{'s' if max(counts) > 1 else ''} where the header has {header} "
+                     f"({rows_said} {', '.join(map(str, bad))}{more}, counted from 0; the first on "
+                     f"line {first_line} of the file), so {'it' if n_bad == 1 else 'they'} cannot "
+                     f"be read as written. {fix}")
 
 
 def _reading_encoding(encoding: str) -> str:
@@ -150,7 +225,8 @@ def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
             return  # an empty file: no rows
         missing = [c for c in columns if c not in header]
         if missing:
-            raise _no_column(path, missing[0], header)
+            raise _no_column(path, missing[0], header, _other_separator(header, sep))
+        _check_fields(path, sep, encoding)
         # every cell as written, except that an empty cell is missing outside the text column
         text = columns[0]
         frames = pd.read_csv(path, sep=sep, chunksize=chunk_size, encoding=encoding,
@@ -401,6 +477,34 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(b))
 
 
+#: what a write fault means, and what to do about it, by its ``errno``
+_WRITE_FAULTS = {
+    errno.ENOSPC: ("the disk is full (no space left on the device)",
+                   "Free some space there, or write somewhere else"),
+    errno.EDQUOT: ("your disk quota there is used up", "Free some of it, or write somewhere else"),
+    errno.EFBIG: ("a file grew past the largest this process may write (the file-size limit, "
+                  "`ulimit -f`, or the file system's own)",
+                  "Raise the limit (`ulimit -f unlimited`), or write to another file system"),
+    errno.EROFS: ("the file system is read-only", "Write somewhere else"),
+}
+
+
+class WriteError(OSError):
+    """Writing ``path`` failed for want of room or permission to grow (a full disk, a quota, a
+    file-size limit, a read-only file system); nothing was written there. ``errno`` is the
+    fault's, the message says what it means and what to do."""
+
+    def __init__(self, path, cause: OSError):
+        what, fix = _WRITE_FAULTS[cause.errno]
+        super().__init__(f"could not write {path}: {what} ([Errno {cause.errno}] "
+                         f"{cause.strerror}). Nothing was written: {path} was left as it was. "
+                         f"{fix}.")
+        self.errno, self.strerror, self.filename = cause.errno, cause.strerror, str(path)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
 @contextlib.contextmanager
 def atomic_path(path, on_replaced: Callable[[Path, Path], None] | None = None) -> Iterator[Path]:
     """A hidden temporary path next to ``path``, renamed to ``path`` when the block succeeds.
@@ -411,7 +515,11 @@ def atomic_path(path, on_replaced: Callable[[Path, Path], None] | None = None) -
     A folder replacing an existing folder is swapped with it in one system call where the system
     has one (Linux), so a kill at any moment leaves the old folder or the new one at ``path``;
     elsewhere the old one is moved aside first. ``on_replaced(old, new)`` is called with the old
-    folder's temporary path and ``path`` after the swap, before the old folder is removed.
+    folder's temporary path and ``path`` after the swap, before the old folder is removed; a
+    Ctrl-C or SIGTERM that comes during the swap and ``on_replaced`` takes effect after them
+    (`embedkit._stopping.interrupts_held`). A full disk, a quota, a file-size limit or a
+    read-only file system met in the block or the swap raise `WriteError`, which names ``path``
+    (the outermost one, where blocks nest) and the fix.
 
     Examples
     --------
@@ -422,24 +530,32 @@ def atomic_path(path, on_replaced: Callable[[Path, Path], None] | None = None) -
     >>> target.read_text()
     'done'
     """
+    from ._stopping import interrupts_held
+
     path = Path(path)
     tmp = temporary_name(path)
     try:
-        yield tmp
-        if tmp.is_dir() and path.is_dir() and not path.is_symlink():
-            if not _exchange(tmp, path):  # tmp now holds the old folder where it worked
-                old = temporary_name(path, "old")
-                os.replace(path, old)
-                try:
-                    os.replace(tmp, path)
-                except BaseException:
-                    os.replace(old, path)
-                    raise
-                os.replace(old, tmp)
-            if on_replaced is not None:
-                on_replaced(tmp, path)
-        else:
-            os.replace(tmp, path)  # atomic on POSIX
+        try:
+            yield tmp
+            with interrupts_held():  # the swap and what follows it are one step: a Ctrl-C waits
+                if tmp.is_dir() and path.is_dir() and not path.is_symlink():
+                    if not _exchange(tmp, path):  # tmp now holds the old folder where it worked
+                        old = temporary_name(path, "old")
+                        os.replace(path, old)
+                        try:
+                            os.replace(tmp, path)
+                        except BaseException:
+                            os.replace(old, path)
+                            raise
+                        os.replace(old, tmp)
+                    if on_replaced is not None:
+                        on_replaced(tmp, path)
+                else:
+                    os.replace(tmp, path)  # atomic on POSIX
+        except OSError as err:
+            if getattr(err, "errno", None) in _WRITE_FAULTS:
+                raise WriteError(path, err) from err
+            raise
     finally:
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -316,6 +316,11 @@ def _final(meta: dict) -> str:
     if "refit" not in meta:
         return ""
     done, members = meta.get("refit_members", (int(bool(meta["refit"])), 1))
+    if meta.get("refit_interrupted") and not meta["refit"]:
+        return ("**The refit was interrupted** (Ctrl-C or SIGTERM): "
+                + (f"{done} of the pick's {members} models were refit on all "
+                   f"{meta.get('n_docs', 0):,} documents, the others kept" if done else
+                   "the pick was kept") + " as fitted on the training rows. ")
     if not meta["refit"] and done:
         return (f"{done} of the pick's {members} models were refit on all "
                 f"{meta.get('n_docs', 0):,} documents, the others kept as fitted on the training "

@@ -372,19 +372,22 @@ def predict_file(model_dir, input, output, text_column: str = "text",
 
 
 def parquet_to_npy(source: Path, output: Path, id_column: str | None, rows: int, dim: int) -> None:
-    """Copy `embed_file`'s parquet output to an .npy of vectors and a .ids.txt, row group by row group."""
+    """Copy `embed_file`'s parquet output to an .npy of vectors and a .ids.txt, row group by row
+    group. Both appear whole or not at all (`atomic_path`), and are written with plain writes,
+    not a memory map, so a full disk is an error (`embedkit.io.WriteError`), not a crash."""
     import pyarrow.parquet as pq
 
-    vectors = np.lib.format.open_memmap(output, mode="w+", dtype=np.float32, shape=(rows, dim))
-    start = 0
-    with open(output.with_suffix(".ids.txt"), "w", encoding="utf-8") as ids:
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+              "shape": (rows, dim)}
+    with atomic_path(output) as npy, atomic_path(output.with_suffix(".ids.txt")) as ids_path, \
+            open(npy, "wb") as vectors, open(ids_path, "w", encoding="utf-8") as ids:
+        np.lib.format.write_array_header_1_0(vectors, header)
+        start = 0
         for batch in pq.ParquetFile(source).iter_batches():
             frame = batch.to_pandas()
             stop = start + len(frame)
             names = frame.pop(id_column) if id_column else range(start, stop)
-            vectors[start:stop] = frame.to_numpy(dtype=np.float32)
+            vectors.write(np.ascontiguousarray(frame.to_numpy(dtype="<f4")).tobytes())
             ids.write("".join(f"{i}\n" for i in names))
             start = stop
-    vectors.flush()
-    del vectors
     source.unlink()

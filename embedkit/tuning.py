@@ -48,6 +48,7 @@ from ._leaderboard import leaderboard, pipelines
 from ._params import validate_params
 from ._schedule import TIERS, Schedule
 from ._search import Search
+from ._stopping import interrupts_held
 from .base import CheckedKeywords, store_params
 from .outputs import WRITE_RATE, WRITE_SECONDS, check_output_folder, publish_folder
 from .registry import HEADS, REPRESENTATIONS, pair_kind
@@ -231,6 +232,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         The tiers the search got to.
     interrupted_ : bool
         Whether a ``KeyboardInterrupt`` ended the search early.
+    refit_interrupted_ : bool
+        Whether one stopped the refit (the members not refit are kept as fitted).
+    published_ : bool
+        Whether ``output`` holds this fit's leaderboard and model (set in the step that
+        publishes them; a Ctrl-C that comes during it takes effect after).
     search_ : `embedkit._search.Search`
         The search itself (``candidates``, the split's ``train`` / ``valid`` rows).
 
@@ -241,7 +247,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     ValueError
         When every model that ran failed (e.g. documents without words): the first failures say why.
     KeyboardInterrupt
-        When a Ctrl-C stops the search before any model is scored (after one, it finishes with it).
+        When a Ctrl-C stops the search before any model is scored (after one, it finishes with
+        it), or comes while the output is written (``published_`` says whether it was).
 
     Examples
     --------
@@ -292,7 +299,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         validate_params(self)
         clock = Clock(parse_budget(self.budget))  # the one reading of the budget
         clock.start = clock.start if started is None else started
-        self.budget_ = clock.budget
+        self.budget_, self.published_, self.refit_interrupted_ = clock.budget, False, False
         if self.output is not None:  # before any work: a folder tune may not write is refused now
             check_output_folder(self.output, overwrite=self.overwrite)
         docs = np.asarray(validate_documents(X), dtype=object)
@@ -305,11 +312,13 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = self._say()
         pairs = _pairs(self.pairs, self.representations, self.heads, self.finetune)
+        from .distributed import running_client
+
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
                         validation=self.validation, finetune=self.finetune, cache=self.cache,
                         random_state=self.random_state, say=say,
                         finish_reserve=lambda: self._reserve(search), device_lane=_accelerated(),
-                        client=_client(self.backend))
+                        client=running_client() if self.backend == "dask" else None)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         from sklearn.base import clone
@@ -411,6 +420,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             if len(done) == len(members):
                 self._more_seeds(search, members, fitted, clock, say)
         except KeyboardInterrupt:  # Ctrl-C: keep what is refit, and the other members as fitted
+            self.refit_interrupted_ = True
             say(f"{clock.stamp()} interrupted: the refit stops here")
         for i in set(range(len(members))) - set(done):
             member = members[i][0]
@@ -465,10 +475,12 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from .report import write_leaderboard
 
         title = f"embedkit tune ({len(docs):,} documents, budget {format_seconds(clock.budget)})"
-        out = publish_folder(self.output, lambda folder: (
-            write_leaderboard(self.leaderboard_, folder, title=title, pipelines=pipelines(self),
-                              dataset=pd.DataFrame({"text": docs, "label": y})),
-            save(self.best_estimator_, folder / "model")), overwrite=self.overwrite)
+        with interrupts_held():  # what is published and `published_` never disagree
+            out = publish_folder(self.output, lambda folder: (
+                write_leaderboard(self.leaderboard_, folder, title=title, pipelines=pipelines(self),
+                                  dataset=pd.DataFrame({"text": docs, "label": y})),
+                save(self.best_estimator_, folder / "model")), overwrite=self.overwrite)
+            self.published_ = True
         say(f"{clock.stamp()} wrote the leaderboard files, report.html and the model {out / 'model'}")
 
     # -- the estimator ----------------------------------------------------------------------------
@@ -507,22 +519,6 @@ def _accelerated() -> bool:
     from ._batching import resolve_device
 
     return resolve_device("auto") != "cpu"
-
-
-def _client(backend):
-    """The running Dask client for ``backend="dask"`` (None otherwise)."""
-    if backend != "dask":
-        return None
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        raise ValueError(
-            "Tuner(backend='dask') needs a running Dask client: fit inside `with "
-            "embedkit.distributed.dask_backend():` (a local cluster) or `dask_backend("
-            "'tcp://host:8786')`, or start `distributed.Client(...)` first; on the command line, "
-            "`embedkit tune --dask-workers N` or `--scheduler ADDRESS`.") from None
 
 
 def _weights(c) -> int:

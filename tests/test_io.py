@@ -189,3 +189,56 @@ def test_atomic_path_swaps_a_folder_and_shows_the_old_one_before_removing_it(tmp
         (tmp / "new.txt").write_text("new")
     assert seen == [(["old.txt"], ["new.txt"])]
     assert os.listdir(target) == ["new.txt"] and os.listdir(tmp_path) == ["out"]
+
+
+# -- rows that do not match the header (issue 49) ----------------------------------------------
+def _one_text_per_line(path, n: int = 50) -> list[int]:
+    """A one-column export of ``n`` texts, one per line and unquoted, some holding commas;
+    returns the data rows (from 0) that hold one."""
+    texts = [f"review {i}, which liked it" if i % 3 else f"review {i} was fine" for i in range(n)]
+    path.write_text("text\n" + "".join(t + "\n" for t in texts))
+    return [i for i, t in enumerate(texts) if "," in t]
+
+
+def test_a_one_column_file_of_unquoted_texts_with_commas_is_refused_naming_its_rows(tmp_path):
+    """Told which columns to read, pandas would cut 33 of these 50 texts at their first comma."""
+    path = tmp_path / "reviews.csv"
+    rows = _one_text_per_line(path)
+    assert len(rows) == 33 and rows[:5] == [1, 2, 4, 5, 7]
+    said = (r"reviews.csv: 33 of 50 data rows have 2 fields where the header has 1 \(rows 1, 2, "
+            r"4, 5, 7 and 28 more, counted from 0; the first on line 3 of the file\), so they "
+            r"cannot be read as written. The file reads as one text per line whose texts hold "
+            r"commas without quotes.*or, where the file is one text per line, name it .tsv")
+    with pytest.raises(ValueError, match=said):
+        load_texts(path, "text", None)
+    with pytest.raises(ValueError, match=said):
+        next(read_chunks(path, ["text"], chunk_size=10))  # predict and embed read this way
+    tsv = path.rename(tmp_path / "reviews.tsv")  # what the error says to do: read whole
+    assert load_texts(tsv, "text", None).text.str.contains(",").sum() == 33
+
+
+@pytest.mark.parametrize("content, said", [
+    ("text,label\ngood,pos\nbad, awful,neg\n",
+     r"1 of 2 data rows has 3 fields where the header has 2 \(row 1, counted from 0; the first "
+     r"on line 3 of the file\), so it cannot be read as written. A field that holds a comma "
+     r"must be quoted"),
+    ("text,label\ngood,pos\nbad\n", r"1 of 2 data rows has 1 field where the header has 2"),
+    ('text,label\n"a, quoted\nline",pos\n\nplain,neg\n', None),  # quotes, a blank line: fine
+])
+def test_rows_with_another_number_of_fields_are_refused(content, said, tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text(content)
+    if said is None:
+        assert load_texts(path).text.tolist() == ["a, quoted\nline", "plain"]
+        return
+    with pytest.raises(ValueError, match=said):
+        load_texts(path)
+
+
+def test_a_tab_separated_file_named_csv_is_said_to_be_one(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("text\tlabel\ngood, really\tpos\n")
+    with pytest.raises(ValueError, match=r"has no column 'text'; its columns are \['text\\tlabel'"
+                                         r"\]. Its header holds tabs: the file looks tab-separated, "
+                                         r"but its name says comma-separated. Name it .tsv"):
+        load_texts(path)

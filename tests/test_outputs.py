@@ -554,5 +554,125 @@ def test_a_full_disk_while_predicting_is_an_error_that_leaves_nothing(data, mode
     monkeypatch.setattr("embedkit.streaming.FrameWriter.write", full)
     result = run("predict", models["six"][1], folder / "questions.csv", "-o", tmp_path / "p.csv",
                  "--no-progress")
-    assert result.exit_code == 2 and "No space left on device" in said(result), result.output
+    text = said(result)
+    assert result.exit_code == 2 and f"could not write {tmp_path / 'p.csv'}: the disk is full " \
+        "(no space left on the device) ([Errno 28] No space left on device). Nothing was " \
+        "written" in text and "Free some space there, or write somewhere else" in text, text
+    assert "INPUT" not in text  # the input is not to blame
     assert "Traceback" not in result.output and not list(tmp_path.iterdir())
+
+
+# -- issue 49: a real file-size limit, and signals at the edges of the finish ------------------
+LIMITED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+from embedkit.cli import app
+app(sys.argv[2:])
+"""
+
+
+def _child(script: str, *args, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=cwd, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          timeout=300)
+
+
+def test_a_file_size_limit_while_writing_says_what_happened_and_leaves_the_old_result(
+        data, models, tmp_path):
+    """``ulimit -f`` (RLIMIT_FSIZE) smaller than what tune and predict write: a clear error that
+    names the limit and the fix; the earlier predictions and the earlier tune folder unchanged."""
+    folder, _ = data
+    limit = 4096
+    old = tmp_path / "p.csv"
+    assert run("predict", models["six"][1], folder / "questions.csv", "-o", old,
+               "--no-progress").exit_code == 0
+    before = old.read_bytes()
+    assert len(before) > limit
+    done = _child(LIMITED, limit, "predict", models["six"][1], folder / "questions.csv", "-o", old,
+                  "--no-progress", cwd=tmp_path)
+    text = " ".join(done.stderr.replace("│", " ").split())
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"could not write {old}: a file grew past the largest this process may write (the " \
+        "file-size limit, `ulimit -f`, or the file system's own) ([Errno 27] File too large)" in text
+    assert "Raise the limit (`ulimit -f unlimited`)" in text and "INPUT" not in text, text
+    assert old.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["p.csv"]
+    out = tmp_path / "tuned"
+    done = _child(LIMITED, limit, "tune", "-f", folder / "questions.csv", "-r", "tfidf", "-H",
+                  "logreg", "--finetune", "no", "--budget", "30s", "-o", out, "--no-progress",
+                  cwd=tmp_path)
+    text = " ".join(done.stderr.replace("│", " ").split())
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"error: could not write {out.resolve()}: a file grew past the largest" in text, text
+    assert f"Nothing was written: {out.resolve()} was left as it was" in text
+    assert sorted(os.listdir(tmp_path)) == ["p.csv"]  # no folder, no temporary left
+
+
+SIGNALLED = """
+import os, signal, sys
+import embedkit.io, embedkit.tuning
+where = sys.argv[1]
+if where == "refit":
+    refit = embedkit.tuning.Tuner._refit
+    def hooked(*args):
+        os.kill(os.getpid(), signal.SIGTERM)  # the refit's first moment
+        return refit(*args)
+    embedkit.tuning.Tuner._refit = staticmethod(hooked)
+else:
+    exchange = embedkit.io._exchange
+    def hooked(a, b):
+        done = exchange(a, b)
+        os.kill(os.getpid(), signal.SIGTERM)  # just after the swap
+        return done
+    embedkit.io._exchange = hooked
+from embedkit.cli import app
+app(sys.argv[2:])
+"""
+
+
+def test_sigterm_in_the_refit_is_recorded_and_just_after_the_swap_is_said_truly(data, models,
+                                                                                tmp_path):
+    folder, rows = data
+    args = ["tune", "-f", folder / "questions.csv", "-r", "tfidf", "-H", "logreg", "--finetune",
+            "no", "--budget", "30s", "--no-progress"]
+    done = _child(SIGNALLED, "refit", *args, "-o", tmp_path / "refit", cwd=tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "the refit was interrupted (Ctrl-C or SIGTERM): what it had not refit was kept as " \
+        "fitted on the training rows" in done.stdout, done.stdout
+    board = (tmp_path / "refit" / "leaderboard.md").read_text()
+    assert "**The refit was interrupted** (Ctrl-C or SIGTERM): the pick was kept as fitted on " \
+        "the training rows" in board and "no time for a refit" not in board
+    assert load(tmp_path / "refit" / "model").predict(rows["text"][:3]).shape == (3,)
+    # an earlier result in the folder; the signal comes after the new one is swapped in
+    out = tmp_path / "swap"
+    publish_folder(out, lambda f: save(models["two"][0], f / "model"))
+    done = _child(SIGNALLED, "swap", *args, "-o", out, cwd=tmp_path)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert f"interrupted: after the result was written: {out} holds this run's leaderboard and " \
+        "its model" in " ".join(done.stderr.split()), done.stderr
+    assert "no model was saved" not in done.stderr
+    assert len(load(out / "model").classes_) == 6  # the new model (six classes), not the old two
+    assert (out / "leaderboard.md").exists() and not [
+        p for p in tmp_path.iterdir() if p.name.startswith(".swap.")]
+
+
+def test_every_command_refuses_a_file_of_unquoted_texts_with_commas_before_any_work(models,
+                                                                                    tmp_path):
+    """A one-column export named .csv whose texts hold commas (before, `predict` exited 0 with
+    the texts cut at their first comma), and a labelled one for tune and compare."""
+    texts = [f"question {i}, about a place" if i % 2 else f"question {i}" for i in range(20)]
+    one = tmp_path / "q.csv"
+    one.write_text("text\n" + "".join(t + "\n" for t in texts))
+    two = tmp_path / "l.csv"
+    two.write_text("text,label\n" + "".join(f"{t},{i % 3}\n" for i, t in enumerate(texts)))
+    for args, message in (
+            (["predict", models["six"][1], one, "-o", tmp_path / "p.csv", "--no-progress"], "one"),
+            (["embed", one, tmp_path / "v.npy", "-r", "tfidf", "--no-progress"], "one"),
+            (["tune", "-f", two, "--budget", "30s", "-o", tmp_path / "t"], "two"),
+            (["compare", "--file", two, "--quick", "-o", tmp_path / "c"], "two")):
+        result = run(*args)
+        text = said(result)
+        assert result.exit_code == 2 and "Traceback" not in result.output, (args, result.output)
+        assert (f"10 of 20 data rows have {3 if message == 'two' else 2} fields where the header "
+                f"has {2 if message == 'two' else 1} (rows 1, 3, 5, 7, 9 and 5 more") in text, text
+        assert ("name it .tsv" if message == "one" else "must be quoted") in text, text
+    assert sorted(os.listdir(tmp_path)) == ["l.csv", "q.csv"]
