@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_texts", "read_chunks", "read_folder", "read_table",
-           "temporary_name"]
+__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_texts", "read_chunks",
+           "read_folder", "read_table", "temporary_name"]
 
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",

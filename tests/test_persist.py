@@ -439,7 +439,7 @@ def test_a_manifest_nested_past_the_stack_is_not_a_model_folder(tmp_path):
                                           '"files": {}, "root": ' + "[" * 100_000 + "]" * 100_000
                                           + "}")
     assert not is_model_folder(folder)
-    with pytest.raises(ValueError, match="is not an embedkit model folder \(its manifest.json "
+    with pytest.raises(ValueError, match=r"is not an embedkit model folder \(its manifest.json "
                                          "is not valid JSON, or nests deeper"):
         load(folder)
     # deep enough for the decoding (two frames a level), not for json's reader: a clear error
@@ -447,7 +447,7 @@ def test_a_manifest_nested_past_the_stack_is_not_a_model_folder(tmp_path):
     (folder / "manifest.json").write_text('{"format": "embedkit-model", "format_version": 1, '
                                           '"files": {}, "root": ' + "[" * depth + "]" * depth + "}")
     with pytest.raises(ValueError, match="could not rebuild the model from its manifest.json "
-                                         "\(RecursionError"):
+                                         r"\(RecursionError"):
         load(folder)
 
 
