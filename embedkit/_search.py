@@ -31,6 +31,9 @@ from ._costs import Costs, predict_work, work_of
 
 __all__ = ["Candidate", "Search", "describe"]
 
+#: the most validation rows: every model predicts them, so they are part of every model's cost
+VALID_ROWS = 2000
+
 #: a probe fits on this share of the training rows, between these bounds; where that is over
 #: a third of the rows the prior stands (small data is quick)
 PROBE_SHARE, PROBE_ROWS = 0.1, (100, 400)
@@ -168,7 +171,11 @@ class Search:
         from sklearn.model_selection import train_test_split
 
         n, n_classes = len(self.docs), len(np.unique(self.y))
-        size = int(min(max(round(self.validation * n), 2 * n_classes, 20), 2000, n - 2 * n_classes))
+        # a share of the rows, at most `VALID_ROWS` (predicting them is part of every model's
+        # cost), at least two of a class where they can be spared, never fewer than one of every
+        # class (a stratified split needs it: 10,000 classes of 3 documents), two left to train
+        size = int(min(max(round(self.validation * n), 2 * n_classes, 20), max(VALID_ROWS, n_classes),
+                       n - 2 * n_classes))
         train, valid = train_test_split(np.arange(n), test_size=size, stratify=self.y,
                                         random_state=self.seed)
         self.train, self.valid = np.sort(train), np.sort(valid)

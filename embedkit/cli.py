@@ -151,6 +151,7 @@ def compare(
             from .io import load_texts
 
             data, name = load_texts(file, text_column, label_column), file.stem
+            _notes(data)
         else:
             data, name = dataset, dataset
         if scheduler or dask_workers:
@@ -179,6 +180,12 @@ def compare(
     typer.echo(f"\nWall time {meta['wall_seconds']:.0f} s. Wrote {output / 'results.csv'}, "
                f"{output / 'results.md'}, {output / 'results.png'}, {output / 'results_time.png'} "
                f"and {output / 'report.html'}")
+
+
+def _notes(data) -> None:
+    """What reading the data changed, one ``note:`` line each (`embedkit.load_texts`)."""
+    for note in getattr(data, "attrs", {}).get("notes", []):
+        typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
 
 
 def _interrupted(what: str) -> typer.Exit:
@@ -281,6 +288,7 @@ def tune(
             check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
             df = (load_texts(file, text_column, label_column, encoding) if file is not None
                   else load_dataset(dataset))
+            _notes(df)
             if "split" in df and set(df["split"]) >= {"train", "test"}:
                 df = df[df["split"] == "train"].reset_index(drop=True)
                 if progress:

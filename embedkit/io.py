@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_texts", "read_chunks",
-           "read_folder", "read_table", "temporary_name"]
+__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_texts",
+           "one_label_per_name", "read_chunks", "read_folder", "read_table", "temporary_name"]
 
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
@@ -394,7 +394,9 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
 
     Returns
     -------
-    pandas.DataFrame with ``text`` (and ``label``, ``split``) columns.
+    pandas.DataFrame with ``text`` (and ``label``, ``split``) columns. Labels that differ only
+    by surrounding spaces (``"pos"`` and ``"pos "``) are read as one, stripped, and
+    ``.attrs["notes"]`` says which (the commands print it).
 
     Raises
     ------
@@ -431,10 +433,39 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     _check_usable(df[text_column], path, text_column)
     out = pd.DataFrame({"text": df[text_column].to_numpy(dtype=object)})
     if label_column:
-        out["label"] = df[label_column].to_numpy()
+        out["label"], note = one_label_per_name(df[label_column])
+        out.attrs["notes"] = [note] if note else []
     if "split" in df.columns:
         out["split"] = df["split"].to_numpy()
     return out
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def one_label_per_name(labels: pd.Series) -> tuple[np.ndarray, str]:
+    """``labels`` (a Series), with those that differ only by surrounding spaces (``"pos"`` and ``"pos "``,
+    as a spreadsheet export leaves them) read as one, stripped; and a line saying which were, or
+    ``""``. Labels that are written one way only are kept as written."""
+    values = labels.to_numpy()
+    if pd.api.types.is_numeric_dtype(labels.dtype) or pd.api.types.is_bool_dtype(labels.dtype):
+        return values, ""
+    written = pd.Series(pd.unique(labels.dropna()))
+    written = written[written.map(lambda v: isinstance(v, str))]
+    stripped = written.str.strip()
+    clash = stripped[stripped.duplicated(keep=False)]
+    if clash.empty:
+        return values, ""
+    merged = {raw: stripped[i] for i, raw in written.items() if i in clash.index}
+    values = np.array([merged.get(v, v) if isinstance(v, str) else v for v in values], dtype=object)
+    groups = [_listed([repr(r) for r in sorted(raws)]) + f" as {name!r}"
+              for name, raws in pd.Series(list(merged)).groupby(list(merged.values()))
+              .agg(list).items()]
+    return values, ("labels that differ only by surrounding spaces were read as one: "
+                    + "; ".join(groups[:_MAX_ROWS_SHOWN])
+                    + (f" and {len(groups) - _MAX_ROWS_SHOWN} more" if len(groups) > _MAX_ROWS_SHOWN
+                       else "") + ". Strip the spaces to silence this.")
 
 
 def _check_usable(texts: pd.Series, path: Path, column: str) -> None:

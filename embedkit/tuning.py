@@ -31,6 +31,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import ClassVar
@@ -50,6 +51,7 @@ from ._schedule import TIERS, Schedule
 from ._search import Search
 from ._stopping import interrupts_held
 from .base import CheckedKeywords, store_params
+from .io import one_label_per_name
 from .outputs import WRITE_RATE, WRITE_SECONDS, check_output_folder, publish_folder
 from .registry import HEADS, REPRESENTATIONS, pair_kind
 
@@ -147,6 +149,9 @@ def _check_labels(y, n_docs: int) -> np.ndarray:
     if pd.isna(pd.Series(y)).any():
         rows = np.flatnonzero(pd.isna(pd.Series(y)).to_numpy())[:10].tolist()
         raise ValueError(f"y has missing labels at rows {rows}; drop those rows or label them.")
+    y, note = one_label_per_name(pd.Series(y))
+    if note:  # "pos" and "pos ": one class, said
+        warnings.warn(note.replace("were read as one", "are taken as one"), UserWarning, stacklevel=3)
     classes, counts = np.unique(y.astype(str) if y.dtype == object else y, return_counts=True)
     if len(classes) < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); tune needs at least two.")
@@ -235,8 +240,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     refit_interrupted_ : bool
         Whether one stopped the refit (the members not refit are kept as fitted).
     published_ : bool
-        Whether ``output`` holds this fit's leaderboard and model (set in the step that
-        publishes them; a Ctrl-C that comes during it takes effect after).
+        Whether ``output`` holds this fit's result (set in the step that publishes it).
     search_ : `embedkit._search.Search`
         The search itself (``candidates``, the split's ``train`` / ``valid`` rows).
 

@@ -242,3 +242,14 @@ def test_a_tab_separated_file_named_csv_is_said_to_be_one(tmp_path):
                                          r"\]. Its header holds tabs: the file looks tab-separated, "
                                          r"but its name says comma-separated. Name it .tsv"):
         load_texts(path)
+
+
+def test_labels_that_differ_only_by_surrounding_spaces_are_read_as_one_and_said(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("text,label,n\na,pos,1\nb,pos ,2\nc, pos,3\nd,neg,4\ne,other ,5\n")
+    got = load_texts(path)
+    assert got.label.tolist() == ["pos", "pos", "pos", "neg", "other "]  # one way only: as written
+    assert got.attrs["notes"] == ["labels that differ only by surrounding spaces were read as one: "
+                                  "' pos', 'pos' and 'pos ' as 'pos'. Strip the spaces to silence "
+                                  "this."]
+    assert load_texts(path, label_column="n").attrs["notes"] == []  # numbers are left alone

@@ -676,3 +676,16 @@ def test_every_command_refuses_a_file_of_unquoted_texts_with_commas_before_any_w
                 f"has {2 if message == 'two' else 1} (rows 1, 3, 5, 7, 9 and 5 more") in text, text
         assert ("name it .tsv" if message == "one" else "must be quoted") in text, text
     assert sorted(os.listdir(tmp_path)) == ["l.csv", "q.csv"]
+
+
+def test_tune_says_when_labels_that_differ_only_by_spaces_were_read_as_one(data, tmp_path):
+    folder, rows = data
+    spaced = rows.assign(label=[f"{label} " if i % 5 == 0 else label
+                                for i, label in enumerate(rows["label"])])
+    spaced.to_csv(tmp_path / "spaced.csv", index=False)
+    result = run("tune", "-f", tmp_path / "spaced.csv", "-r", "tfidf", "-H", "logreg", "--finetune",
+                 "no", "--budget", "20s", "-o", tmp_path / "out", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "note: labels that differ only by surrounding spaces were read as one: 'DESC' and " \
+        "'DESC ' as 'DESC'; 'ENTY' and 'ENTY ' as 'ENTY'" in said(result)
+    assert sorted(load(tmp_path / "out" / "model").classes_) == sorted(set(rows["label"]))

@@ -559,6 +559,30 @@ def test_bad_input_gets_clear_errors(trec_slice):
         tune(X, y, budget="1m", pairs=[("passthrough", "finetune-short")], finetune=False)
 
 
+def test_many_classes_of_three_documents_get_one_of_each_on_either_side():
+    """10,000 classes of 3 documents failed inside scikit-learn: the validation rows were capped
+    at 2,000, fewer than the classes a stratified split must hold. 2,500 classes show the same."""
+    k = 2500
+    frame = pd.DataFrame({"text": [f"document {i}" for i in range(3 * k)],
+                          "label": np.repeat([f"c{i}" for i in range(k)], 3)})
+    search = _search(frame, 60)
+    assert len(search.valid) == k and len(search.train) == 2 * k
+    assert set(search.y_valid) == set(search.y_train) == set(frame["label"])
+    small = _search(frame.iloc[:300], 60)  # 100 classes: 20% of the rows, at least one each
+    assert len(small.valid) == 100 and set(small.y_valid) == set(frame["label"][:300])
+
+
+def test_labels_that_differ_only_by_surrounding_spaces_are_one_class_and_said(trec_slice):
+    train, _ = trec_slice
+    y = train["label"].to_numpy(object).copy()
+    y[::7] = [label + " " for label in y[::7]]  # as a spreadsheet export leaves some cells
+    with pytest.warns(UserWarning, match=r"labels that differ only by surrounding spaces are taken "
+                                         r"as one: 'ABBR' and 'ABBR ' as 'ABBR'"):
+        tuner = Tuner(30, pairs=[("tfidf", "logreg")], finetune=False, progress=False).fit(
+            train["text"], y)
+    assert sorted(tuner.classes_) == sorted(set(train["label"]))
+
+
 def test_tune_is_a_function_and_tuner_an_estimator_after_importing_the_module():
     import embedkit.tuning  # noqa: F401  (a submodule import must not shadow the function)
 
