@@ -72,7 +72,7 @@ class Entry:
 
     ``gain`` is the accuracy the pair's first model is expected to add over the better five-line
     baseline, in points (the order of magnitude the accuracy suite measured), where it differs
-    from its tier's (`embedkit._schedule.TIERS`); the search orders candidates by expected gain
+    from its tier's (`embedkit.tuning._schedule.TIERS`); the search orders candidates by expected gain
     per estimated second.
 
     ``kind`` says what the step costs and where it runs, which places a pair in a tier of the

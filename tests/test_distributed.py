@@ -214,7 +214,7 @@ def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, clu
     neither run's choices depend on the order results arrive in), its candidates and their
     scores are the local run's."""
     from embedkit import Tuner
-    from embedkit._schedule import Schedule
+    from embedkit.tuning._schedule import Schedule
 
     monkeypatch.setattr(Schedule, "_reach", lambda self, pair: 1.0)
     docs, labels = trec.text.iloc[:300], trec.label.iloc[:300]

@@ -406,7 +406,7 @@ def test_an_interrupt_before_anything_is_scored_writes_nothing(data, tmp_path, m
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("embedkit._search.Search.split", stop)
+    monkeypatch.setattr("embedkit.tuning._engine.Search.split", stop)
     with pytest.raises(KeyboardInterrupt):
         Tuner(30, pairs=[("tfidf", "logreg")], progress=False,
               output=tmp_path / "out").fit(rows["text"], rows["label"])
@@ -609,21 +609,21 @@ def test_a_file_size_limit_while_writing_says_what_happened_and_leaves_the_old_r
 
 SIGNALLED = """
 import os, signal, sys
-import embedkit.io, embedkit.tuning
+import embedkit._writing, embedkit.tuning._tuner
 where = sys.argv[1]
 if where == "refit":
-    refit = embedkit.tuning.Tuner._refit
+    refit = embedkit.tuning._tuner.Tuner._refit
     def hooked(*args):
         os.kill(os.getpid(), signal.SIGTERM)  # the refit's first moment
         return refit(*args)
-    embedkit.tuning.Tuner._refit = staticmethod(hooked)
+    embedkit.tuning._tuner.Tuner._refit = staticmethod(hooked)
 else:
-    exchange = embedkit.io._exchange
+    exchange = embedkit._writing._exchange
     def hooked(a, b):
         done = exchange(a, b)
         os.kill(os.getpid(), signal.SIGTERM)  # just after the swap
         return done
-    embedkit.io._exchange = hooked
+    embedkit._writing._exchange = hooked
 from embedkit.cli import app
 app(sys.argv[2:])
 """

@@ -1,5 +1,5 @@
-"""The budgeted search's engine and schedule (`embedkit._search`, `embedkit._schedule`,
-`embedkit._costs`): one cost record per pair, the order by expected gain per second of measured
+"""The budgeted search's engine and schedule (`embedkit.tuning._engine`, `embedkit.tuning._schedule`,
+`embedkit.tuning._costs`): one cost record per pair, the order by expected gain per second of measured
 cost, the device lane training beside the cores, and the fill's reach."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 from sklearn.base import clone
 
 import embedkit
-from embedkit import _schedule
+from embedkit.tuning import _schedule
 from embedkit._budget import Clock
-from embedkit._costs import CostRecord, work_of
-from embedkit._schedule import ENCODER_LOAD, Schedule
-from embedkit._search import Candidate, Search, describe
+from embedkit.tuning._costs import CostRecord, work_of
+from embedkit.tuning._schedule import ENCODER_LOAD, Schedule
+from embedkit.tuning._engine import Candidate, Search, describe
 from embedkit.heads.finetune._sizing import WORK_EXPONENT
 from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, baseline_pipelines
 
@@ -50,7 +50,7 @@ def _search(df, seconds, pairs, lines=None, device_lane=None, tuner=None):
 
 
 def test_a_cost_record_keeps_the_dearest_rate_and_splits_two_fits_into_rate_and_overhead(monkeypatch):
-    from embedkit import _costs
+    from embedkit.tuning import _costs
 
     record = CostRecord()
     assert not record.measured and math.isnan(record.fit_seconds(10))
@@ -671,7 +671,7 @@ def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions
     def fault(*args):
         raise OSError("weights unreadable")
 
-    monkeypatch.setattr("embedkit._schedule.timed_pass", fault)
+    monkeypatch.setattr("embedkit.tuning._schedule.timed_pass", fault)
     chosen = schedule.next("cores")
     assert chosen is schedule.defaults[0] and schedule._pass(chosen) == 0.0
     assert any("minilm-tokens: failed (weights unreadable)" in line for line in lines)

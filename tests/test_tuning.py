@@ -1,4 +1,4 @@
-"""embedkit.Tuner (`embedkit.tuning`, over the anytime search `embedkit._search`): budgets, one
+"""embedkit.Tuner (`embedkit.tuning`, over the anytime search `embedkit.tuning._engine`): budgets, one
 validation split for every model, tiers, measured costs, the baselines on the same rows, the
 ensemble, fine-tuning sized to the time left, interruption, the command, and clear errors."""
 
@@ -16,8 +16,8 @@ from sklearn.pipeline import Pipeline
 
 import embedkit
 from embedkit._budget import format_seconds
-from embedkit._schedule import tier_of
-from embedkit._search import describe
+from embedkit.tuning._schedule import tier_of
+from embedkit.tuning._engine import describe
 from embedkit.registry import HEADS, REPRESENTATIONS, sampled_settings
 from embedkit.tuning import (
     DEFAULT_PAIRS,
@@ -161,7 +161,7 @@ def test_a_baseline_that_beats_every_candidate_is_the_pick(trec_slice):
 def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice):
     """An ensemble pick is a frozen weighted vote of models already fitted: its probabilities
     are their weighted mean; the search's own ensemble weights sum to one."""
-    from embedkit._search import Candidate
+    from embedkit.tuning._engine import Candidate
     from embedkit.heads import EnsembleClassifier
 
     tuner, _ = tuned
@@ -189,8 +189,8 @@ def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(t
     """Members are refit heaviest first while each fits the time left; the others are kept as
     the search fitted them, and the leaderboard says how many were refit."""
     from embedkit._budget import Clock
-    from embedkit._costs import CostRecord
-    from embedkit._search import Candidate
+    from embedkit.tuning._costs import CostRecord
+    from embedkit.tuning._engine import Candidate
 
     tuner, _ = tuned
     search = tuner.search_
@@ -252,7 +252,7 @@ def test_fine_tuning_runs_and_its_variants_keep_its_recipe_and_rows(finetuned, t
     one seed: seeds are averaged at the refit, never picked on the validation rows. A leading
     fine-tuned model's variants (the registry's other learning rate, another epoch) keep its
     recipe and rows and change only those settings."""
-    from embedkit._schedule import Schedule
+    from embedkit.tuning._schedule import Schedule
 
     tuner, lines = finetuned
     board = tuner.leaderboard_
@@ -288,7 +288,7 @@ def test_fine_tuning_runs_and_its_variants_keep_its_recipe_and_rows(finetuned, t
 def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypatch):
     """The finish refits a fine-tuned pick on every document, then adds seeds (its own seed +1,
     +2, ...) while the time left pays for them, up to MAX_SEEDS; the seeds share the weight."""
-    from embedkit import tuning
+    from embedkit.tuning import _tuner as tuning
     from embedkit._budget import Clock
     from embedkit.heads import EnsembleClassifier
 
@@ -339,7 +339,7 @@ def test_the_output_keeps_the_time_to_write_a_fine_tuned_models_weights(finetune
 
 def _search(train, seconds, lines=None, docs=None):
     """A split Search of ``train`` on a clock that does not move."""
-    from embedkit._search import Search
+    from embedkit.tuning._engine import Search
 
     found = Search((train["text"] if docs is None else docs).to_numpy(object),
                    train["label"].to_numpy(), clock=_paused(seconds), pairs=[],
@@ -357,9 +357,9 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     reserve also keeps the moment until the finish decides (`DECIDING`), so a fill that stops
     at its edge leaves the refit it kept the time for."""
     from embedkit._budget import DECIDING
-    from embedkit._costs import CostRecord, work_of
-    from embedkit._search import Candidate
-    from embedkit.tuning import REFIT_MARGIN
+    from embedkit.tuning._costs import CostRecord, work_of
+    from embedkit.tuning._engine import Candidate
+    from embedkit.tuning._tuner import REFIT_MARGIN
 
     train, _ = trec_slice
     leader = Candidate(representation="passthrough", head="finetune-short", tier="fine-tuning",
@@ -416,7 +416,7 @@ def _paused(seconds):
 def test_the_fine_tuning_head_is_measured_and_sizes_its_recipe_to_the_time_left(trec_slice):
     """Above the probes' size, two timed fits (after an untimed warm-up) measure a unit of work
     on this machine and device; the head then picks its richest recipe that fits the time left."""
-    from embedkit._schedule import Schedule
+    from embedkit.tuning._schedule import Schedule
 
     train, _ = trec_slice
     lines = []

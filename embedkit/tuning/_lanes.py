@@ -1,4 +1,4 @@
-"""Where a budgeted search's candidates run: its lanes (`embedkit._search`).
+"""Where a budgeted search's candidates run: its lanes (`embedkit.tuning._engine`).
 
 * `Inline`: the cores of this process, one candidate at a time, run at once in the caller's
   thread (so Ctrl-C lands inside the fit);
@@ -80,7 +80,7 @@ class Cluster:
 
         import numpy as np
 
-        from .distributed import _ship
+        from ..distributed import _ship
 
         model = copy.copy(encoder)
         model.cache = None

@@ -6,7 +6,7 @@
 * **The prologue**: the plain TF-IDF baseline, the frozen encoder's pass over every document
   (measured on a sample first, cached for every model that reads it), the plain MiniLM baseline.
 * **Then by value per second.** Every pair's default runs first, the one with the most expected
-  gain per second of this machine next (`embedkit._search.Search.estimate`: measured, never a
+  gain per second of this machine next (`embedkit.tuning._engine.Search.estimate`: measured, never a
   CPU table for a device), unless it would leave too little time for a default expected to
   bring more (`Schedule._roomy`). A head that sizes itself (``sized_for``: fine-tuning) is
   measured by a few steps on its device and given the richest recipe that fits the time left,
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
-from ._budget import DECIDING, format_seconds, largest
+from .._budget import DECIDING, format_seconds, largest
+from ..registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
 from ._costs import MARGIN, CostRecord, sample_seconds, timed_pass, work_of
-from ._search import Candidate
-from .registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
+from ._engine import Candidate
 
 __all__ = ["TIERS", "Schedule", "Tier", "tier_of"]
 
@@ -95,7 +95,7 @@ def tier_of(representation: str, head: str) -> Tier:
 
 
 class Schedule:
-    """The order of a `embedkit._search.Search`'s candidates: `prologue`, then `next` per lane."""
+    """The order of a `embedkit.tuning._engine.Search`'s candidates: `prologue`, then `next` per lane."""
 
     def __init__(self, search):
         self.search = search
@@ -168,7 +168,7 @@ class Schedule:
         sample = np.random.default_rng(s.seed).choice(len(s.docs), min(64, len(s.docs)), replace=False)
         per_doc = self.per_doc = sample_seconds(encoder, s.docs[sample])
         if "cluster" in s.lanes:  # a worker thread runs one torch thread; this process, all cores
-            from ._machine import available_cores
+            from .._machine import available_cores
 
             per_doc *= available_cores() / s.lanes["cluster"].slots
         baseline.estimate = need = per_doc * len(s.docs)
@@ -188,7 +188,7 @@ class Schedule:
         docs = s.docs[index]
         where = ""
         if "cluster" in s.lanes:  # on the workers, kept in this process's cache
-            from .cache import store_encoded
+            from ..cache import store_encoded
 
             store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
             where = f" on the cluster's {len(s.client.nthreads())} workers"
@@ -450,7 +450,7 @@ class Schedule:
         if not self._sized(c, head, record, probe, room):
             if room:  # it waits for the defaults expected to bring more
                 return False
-            from .heads.finetune._sizing import fewest_rows
+            from ..heads.finetune._sizing import fewest_rows
 
             self._reached(c.tier)
             enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
@@ -519,7 +519,7 @@ class Schedule:
         """A cost record for ``head`` from the prologue's pass on this device, with no load
         (`rate_from_pass`: it errs cheap, deciding whether a probe is worth its time, never a
         recipe). None before the pass."""
-        from .heads.finetune._sizing import compute, rate_from_pass
+        from ..heads.finetune._sizing import compute, rate_from_pass
 
         if self.per_doc is None:
             return None

@@ -8,7 +8,7 @@
 ``embedkit tune`` (`embedkit.cli`) is a thin layer over it.
 
 The budget is wall time for the whole of `Tuner.fit`: the search, the two plain baselines, the
-refit of the pick and writing ``output``. The search (`embedkit._search`) scores every model on
+refit of the pick and writing ``output``. The search (`embedkit.tuning._engine`) scores every model on
 one validation split (the same rows for all), tier by tier: sparse features with linear heads,
 then the frozen encoder (its pass over the documents paid once and cached), then fine-tuning
 sized to the time left, then more settings of the leaders; an ensemble is selected from
@@ -43,17 +43,17 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._budget import DECIDING, BudgetError, Clock, format_seconds, parse_budget
+from .._budget import DECIDING, BudgetError, Clock, format_seconds, parse_budget
+from .._params import validate_params
+from .._stopping import interrupts_held
+from ..base import CheckedKeywords, store_params
+from ..io import one_label_per_name
+from ..outputs import WRITE_RATE, WRITE_SECONDS, check_output_folder, publish_folder
+from ..registry import HEADS, REPRESENTATIONS, pair_kind
 from ._costs import MARGIN, work_of
+from ._engine import Search
 from ._leaderboard import leaderboard, pipelines
-from ._params import validate_params
 from ._schedule import TIERS, Schedule
-from ._search import Search
-from ._stopping import interrupts_held
-from .base import CheckedKeywords, store_params
-from .io import one_label_per_name
-from .outputs import WRITE_RATE, WRITE_SECONDS, check_output_folder, publish_folder
-from .registry import HEADS, REPRESENTATIONS, pair_kind
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
@@ -94,7 +94,7 @@ def baseline_pipelines(cache="memory") -> dict:
     """
     from sklearn.pipeline import Pipeline
 
-    from .experiments import BASELINES
+    from ..experiments import BASELINES
 
     reps, heads = BASELINES.representations, BASELINES.heads
     return {  # the candidates' step names, so a baseline pick reads like any other
@@ -115,7 +115,7 @@ def least_budget(docs, output=None) -> float:
 
 
 def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
-    from . import experiments
+    from .. import experiments
 
     if pairs is not None and (representations or heads):
         raise ValueError("give either pairs=[(representation, head), ...] or representations= / "
@@ -135,7 +135,7 @@ def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
 
 
 def _check_labels(y, n_docs: int) -> np.ndarray:
-    from .datasets import is_multilabel
+    from ..datasets import is_multilabel
 
     if is_multilabel(y) or getattr(y, "ndim", 1) == 2:
         raise ValueError(
@@ -241,7 +241,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Whether one stopped the refit (the members not refit are kept as fitted).
     published_ : bool
         Whether ``output`` holds this fit's result (set in the step that publishes it).
-    search_ : `embedkit._search.Search`
+    search_ : `embedkit.tuning._engine.Search`
         The search itself (``candidates``, the split's ``train`` / ``valid`` rows).
 
     Raises
@@ -298,7 +298,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
         ``started``: the `time.monotonic` at which the budget began (``embedkit tune`` passes its
         own start, so that reading the file counts); by default, now."""
-        from .documents import validate_documents
+        from ..documents import validate_documents
 
         validate_params(self)
         clock = Clock(parse_budget(self.budget))  # the one reading of the budget
@@ -316,7 +316,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = self._say()
         pairs = _pairs(self.pairs, self.representations, self.heads, self.finetune)
-        from .distributed import running_client
+        from ..distributed import running_client
 
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
                         validation=self.validation, finetune=self.finetune, cache=self.cache,
@@ -327,7 +327,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         from sklearn.base import clone
 
-        from ._machine import plan_threads
+        from .._machine import plan_threads
 
         # threads set once, by policy, for the search and the finish: torch and the tokenizer
         # get this process's cores (less one that feeds an accelerator), BLAS one
@@ -439,7 +439,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                 for label, model, _ in models]
         if len(flat) == 1:
             return flat[0][1], refit, seeds
-        from .heads.ensemble import EnsembleClassifier
+        from ..heads.ensemble import EnsembleClassifier
 
         ensemble = EnsembleClassifier(members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
                                                     for i, (label, model, _) in enumerate(flat)),
@@ -475,8 +475,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                                          clock, say))
 
     def _write(self, docs, y, clock: Clock, say) -> None:
-        from .persist import save
-        from .report import write_leaderboard
+        from ..persist import save
+        from ..report import write_leaderboard
 
         title = f"embedkit tune ({len(docs):,} documents, budget {format_seconds(clock.budget)})"
         with interrupts_held():  # what is published and `published_` never disagree
@@ -520,7 +520,7 @@ def _accelerated() -> bool:
 
     if importlib.util.find_spec("torch") is None:
         return False
-    from ._batching import resolve_device
+    from .._batching import resolve_device
 
     return resolve_device("auto") != "cpu"
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._search import describe
+from ._engine import describe
 
 __all__ = ["leaderboard", "pipelines"]
 

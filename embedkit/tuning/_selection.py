@@ -1,6 +1,6 @@
 """Scoring stored validation probabilities, and the ensemble a budgeted search selects from them.
 
-Every model of the search (`embedkit._search`) keeps its probabilities on the one set of
+Every model of the search (`embedkit.tuning._engine`) keeps its probabilities on the one set of
 validation rows; any scikit-learn scorer scores them through `Stored`, and the ensemble is
 Caruana's greedy selection (with replacement) over them, its score cross-fitted: chosen on one
 half of the validation rows and scored on the other, and back, so the selection does not

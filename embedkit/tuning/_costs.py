@@ -1,6 +1,6 @@
 """What each pair of a budgeted search costs on this machine: one record per pair.
 
-The search (`embedkit._search`), its schedule (`embedkit._schedule`), the refit and the seeds of
+The search (`embedkit.tuning._engine`), its schedule (`embedkit.tuning._schedule`), the refit and the seeds of
 the finish (`embedkit.tuning`) and a fine-tuning head's sizing all read the same record, so a
 measurement made once (a probe, a fit, a refit) informs every later estimate of that pair.
 

@@ -1,9 +1,9 @@
 """The engine of the budgeted search behind `embedkit.Tuner`: it records, estimates, runs, leaves
-out and ensembles. What to try and in which order is the schedule's (`embedkit._schedule`).
+out and ensembles. What to try and in which order is the schedule's (`embedkit.tuning._schedule`).
 
 * **One validation split**, stratified and seeded: every candidate, baseline and ensemble is
   scored on the same rows, so any two scores compare.
-* **Measured costs** (`embedkit._costs`): one record per pair, fed by every probe and fit; what
+* **Measured costs** (`embedkit.tuning._costs`): one record per pair, fed by every probe and fit; what
   does not fit the time left (minus what the finish needs) is left out, with the budget that
   would include it.
 * **Lanes**: a candidate runs on the cores (in this process) or, where there is an accelerator,
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .._budget import Clock, format_seconds
 from . import _lanes, _selection
-from ._budget import Clock, format_seconds
 from ._costs import Costs, predict_work, work_of
 
 __all__ = ["Candidate", "Search", "describe"]
@@ -129,7 +129,7 @@ def build_pipeline(representation: str, head: str, settings: dict, cache):
     """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``)."""
     from sklearn.pipeline import Pipeline
 
-    from .registry import HEADS, REPRESENTATIONS
+    from ..registry import HEADS, REPRESENTATIONS
 
     features = REPRESENTATIONS[representation].factory()
     if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
@@ -240,7 +240,7 @@ class Search:
     def fits(self, c: Candidate) -> bool:
         return c.estimate <= self.left()
     def start(self, c: Candidate) -> None:
-        """Run ``c`` on its lane (`embedkit._lanes`): on the cores it runs now; elsewhere it starts
+        """Run ``c`` on its lane (`embedkit.tuning._lanes`): on the cores it runs now; elsewhere it starts
         in the background and `collect` records it."""
         if c not in self.candidates:
             self.candidates.append(c)
@@ -295,7 +295,7 @@ class Search:
 
     def run_tiers(self, schedule, baselines: dict[str, Callable[[], Any]]) -> None:
         """The split, ``schedule``'s prologue (the baselines), then its candidates on every lane
-        with a free slot (`embedkit._schedule.Schedule.next`) until none fits;
+        with a free slot (`embedkit.tuning._schedule.Schedule.next`) until none fits;
         ``KeyboardInterrupt`` stops wherever it comes and keeps what was scored."""
         try:
             self.split()
