@@ -83,7 +83,7 @@ def _inputs(data: Path):
 
     df = pd.read_parquet(data / "trec.parquet")
     y = df["label"].to_numpy()
-    # the search's split (embedkit._search.Search.split): a fifth, at most 2,000, held out
+    # the search's split (embedkit.tuning._engine.Search.split): a fifth, at most 2,000, held out
     train, _ = train_test_split(np.arange(len(df)), test_size=min(round(0.2 * len(df)), 2000),
                                 stratify=y, random_state=0)
     train = np.sort(train)
