@@ -9,12 +9,19 @@
 #   ./run.sh lint [ruff args]    ruff check (pyproject.toml's rules) of the code, tests and notebooks
 #   ./run.sh docs [OUT]          the manual, offline, warnings as errors, into OUT (docs/_build/html)
 #   ./run.sh embedkit ARGS...    any other embedkit command inside the environment
+#   ./run.sh peers [options]     the AutoML peers a user would pick instead of `embedkit tune`
+#                                (AutoGluon, FLAML, SetFit) on the tuning benchmark's split:
+#                                pipelines/benchmarks/peers.py (`./run.sh peers --quick` is a
+#                                smoke run of one peer on a trec slice); the peers live in an
+#                                environment of their own, .venv-peers, made on first use from
+#                                pipelines/peers/requirements*.txt, never in .venv
 #
-# `compare`, `embedkit` and `docs` run in the folder you call run.sh from, so relative paths
-# (--file reviews.csv, -o out, a model folder) mean what they mean there; `test` and `lint` run
-# in the checkout. Set-up prints one line per step; pip's own output goes to .venv/setup.log,
-# shown in full only when a step fails. Set EMBEDKIT_VENV to use another environment folder
-# (relative to the checkout), PYTHON to pick the interpreter.
+# `compare`, `embedkit`, `docs` and `peers` run in the folder you call run.sh from, so relative
+# paths (--file reviews.csv, -o out, a model folder) mean what they mean there; `test` and `lint`
+# run in the checkout. Set-up prints one line per step; pip's own output goes to .venv/setup.log
+# (.venv-peers/setup.log for the peers), shown in full only when a step fails. Set EMBEDKIT_VENV
+# (EMBEDKIT_PEERS_VENV) to use another environment folder (relative to the checkout), PYTHON to
+# pick the interpreter.
 set -euo pipefail
 caller="$PWD"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -63,6 +70,36 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "[setup] done in $((SECONDS - start)) s" >&2
 fi
 
+# the peers' environment (`peers` only): made like the one above, keyed on its own requirements
+PEERS="${EMBEDKIT_PEERS_VENV:-.venv-peers}"
+case "$PEERS" in /*) ;; *) PEERS="$root/$PEERS" ;; esac
+set_up_peers() {
+  local shown="${PEERS#"$root"/}" req=pipelines/peers/requirements.txt
+  local nodeps=pipelines/peers/requirements-no-deps.txt
+  if [ ! -x "$PEERS/bin/python" ]; then
+    echo "[setup] creating $shown (the peers' own environment)" >&2
+    out="$("$PYTHON" -m venv "$PEERS" 2>&1)" || { echo "$out" >&2; exit 1; }
+  fi
+  local stamp="$PEERS/.peers-setup" want
+  want="$(cat "$req" "$nodeps" | sha256sum | cut -c1-16)"
+  [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ] && return 0
+  local start=$SECONDS torch=()
+  log="$PEERS/setup.log"  # what step() writes to
+  : > "$log"
+  local pip=("$PEERS/bin/python" -m pip install --disable-pip-version-check --no-input)
+  step "upgrading pip in $shown (first run, or pipelines/peers/ changed; log: $shown/setup.log)" \
+    "${pip[@]}" --upgrade pip
+  # torch and torchvision first, as pinned (the requirements file says why these versions): a
+  # plain `torch` requirement would pull a multi-GB CUDA build from the registry
+  mapfile -t torch < <(grep -E '^torch(vision)?==' "$req")
+  step "installing ${torch[*]}" "${pip[@]}" "${torch[@]}"
+  step "installing the peers: AutoGluon, FLAML, SetFit ($req)" "${pip[@]}" -r "$req"
+  step "installing AutoGluon MultiModal without its torch pins ($nodeps)" \
+    "${pip[@]}" --no-deps -r "$nodeps"
+  echo "$want" > "$stamp"
+  echo "[setup] done in $((SECONDS - start)) s" >&2
+}
+
 job="${1:-}"
 [ $# -gt 0 ] && shift
 case "$job" in
@@ -109,8 +146,14 @@ case "$job" in
   embedkit)
     cd "$caller"
     exec "$VENV/bin/embedkit" "$@" ;;
+  peers)
+    # the benchmark side runs here (it splits the sets as the tuning benchmark does); each peer
+    # runs in the peers' environment, one after another
+    set_up_peers
+    cd "$caller"
+    exec "$py" "$root/pipelines/benchmarks/peers.py" --python "$PEERS/bin/python" "$@" ;;
   *)
     echo "usage: ./run.sh compare [options] | ./run.sh test [pytest args] | ./run.sh lint [ruff args]" \
-         "| ./run.sh docs [OUT] | ./run.sh embedkit ARGS" >&2
+         "| ./run.sh docs [OUT] | ./run.sh embedkit ARGS | ./run.sh peers [options]" >&2
     exit 2 ;;
 esac

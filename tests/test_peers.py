@@ -1,0 +1,309 @@
+"""The AutoML peers' benchmark (pipelines/benchmarks/peers.py) and its environment (`./run.sh
+peers`), without the peers: CI never builds `.venv-peers`.
+
+The split is the tuning benchmark's own (`tune_budget.sides`), the pairing is its `paired` with
+`tune` as the new side, the table is read off given run lines, the sweep runs against a stand-in
+peers' interpreter that answers like `run_peers.py` (majority label), and run.sh's set-up runs
+against a stand-in interpreter as in test_run_sh.py. The real peers are a hand-run smoke:
+`./run.sh peers --quick`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipelines.benchmarks import peers as bench
+from pipelines.benchmarks import tune_budget
+
+ROOT = Path(__file__).parents[1]
+RUN = ROOT / "run.sh"
+
+
+def _peer(bits: str, peer="flaml", dataset="trec", budget_s=600.0, **more) -> dict:
+    hits = np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
+    return {"peer": peer, "dataset": dataset, "budget_s": budget_s, "seed": 0, "quick": False,
+            "accuracy": float(hits.mean()), "held_out_right": bits, "wall_s": 300.0,
+            "peak_mb": 2048.0, "pick": "lgbm", **more}
+
+
+def _tune(bits: str, dataset="trec", budget_s=600.0) -> dict:
+    return {"dataset": dataset, "budget_s": budget_s, "held_out_right": bits,
+            "pick": "ensemble of 3 models"}
+
+
+# -- the split ----------------------------------------------------------------------------------
+def test_the_exported_split_is_the_tuning_benchmarks_split_row_for_row(tmp_path):
+    meta = bench.export("trec", tmp_path / "trec", quick=True)
+    train, test, protocol, label = tune_budget.sides("trec", quick=True)
+    for side, frame in (("train", train), ("test", test)):
+        written = pd.read_parquet(tmp_path / "trec" / f"{side}.parquet")
+        assert list(written.columns) == ["text", "label"]
+        pd.testing.assert_frame_equal(written, frame[["text", "label"]].reset_index(drop=True))
+    assert meta == {"dataset": label, "protocol": protocol, "n_train": len(train),
+                    "n_test": len(test)}
+    assert (meta["n_train"], meta["n_test"]) == (300, 150)  # the suite's quick slices of trec
+
+
+def test_the_runners_hits_are_encoded_as_the_tuning_benchmark_encodes_them():
+    runner = _runner()
+    hits = np.array([True, False, False, True, True])
+    assert runner.bits(hits) == tune_budget._bits(hits) == "10011"
+    assert runner.bits([]) == ""
+
+
+def _runner():
+    """pipelines/peers/run_peers.py as a module (it is a script of the peers' environment; its
+    top level imports only numpy and pandas)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_peers", bench.RUNNER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_runner_reads_a_split_and_names_what_is_missing(tmp_path):
+    runner = _runner()
+    with pytest.raises(FileNotFoundError, match="export the split"):
+        runner.read_split(tmp_path)
+    pd.DataFrame({"text": ["a", "b"], "label": [1, 0], "extra": [0, 0]}).to_parquet(
+        tmp_path / "train.parquet")
+    pd.DataFrame({"sentence": ["a"], "label": [1]}).to_parquet(tmp_path / "test.parquet")
+    with pytest.raises(ValueError, match=r"missing: \['text'\]"):
+        runner.read_split(tmp_path)
+    with pytest.raises(ValueError, match="pass --model FOLDER"):
+        runner.run("setfit", tmp_path, 60)
+    with pytest.raises(ValueError, match="unknown peer 'autosklearn'"):
+        runner.run("autosklearn", tmp_path, 60)
+
+
+# -- pairing and the table ----------------------------------------------------------------------
+def test_tune_is_paired_with_each_peer_row_by_row_as_tune_minus_peer():
+    tune = _tune("1" * 90 + "0" * 10)
+    ahead = _peer("1" * 80 + "0" * 20)  # tune right on 10 rows more, the peer on none
+    behind = _peer("1111", dataset="bbc-news")  # the peer right on one row tune missed
+    rows = bench.pair_with_tune([ahead, behind], [tune, _tune("1011", dataset="bbc-news")])
+    assert (rows[0]["only_tune"], rows[0]["only_peer"]) == (10, 0)
+    assert rows[0]["points"] == pytest.approx(10.0) and rows[0]["se_points"] == pytest.approx(3.0)
+    assert rows[0]["p"] == pytest.approx(2 / 2 ** 10)
+    assert rows[0]["tune"] == pytest.approx(0.9)
+    # one discordant row the peer's way: -25 points, SE sqrt((1/4 - 1/16) / 4), p = 1
+    assert (rows[1]["only_tune"], rows[1]["only_peer"]) == (0, 1)
+    assert rows[1]["points"] == pytest.approx(-25.0)
+    assert rows[1]["se_points"] == pytest.approx(100 * np.sqrt((0.25 - 0.0625) / 4))
+    assert rows[1]["p"] == pytest.approx(1.0)
+
+
+def test_a_peer_pairs_only_with_a_tune_run_of_the_same_set_budget_and_rows():
+    kept = [_tune("1" * 10), _tune("1" * 10, budget_s=1200.0), _tune("1" * 5, dataset="bbc-news")]
+    rows = bench.pair_with_tune([_peer("0" * 10, budget_s=120.0),  # no 2-minute tune run
+                                 _peer("0" * 10, dataset="bbc-news"),  # another split's length
+                                 _peer("0" * 10, budget_s=1200.0),
+                                 {"peer": "flaml", "dataset": "trec", "budget_s": 600.0,
+                                  "error": "exit status 1"}], kept)
+    assert rows[0]["tune"] is None and rows[1]["tune"] is None
+    assert rows[2]["tune"] == 1.0 and rows[2]["points"] == pytest.approx(100.0)
+    assert "points" not in rows[3]
+
+
+def test_the_table_reads_each_run_line_and_the_best_peer_of_each_set():
+    kept = [_tune("1" * 90 + "0" * 10)]
+    rows = bench.pair_with_tune([
+        _peer("1" * 80 + "0" * 20, peer="flaml", wall_s=630.0, peak_mb=1536.0, pick="sgd"),
+        _peer("1" * 85 + "0" * 15, peer="autogluon-tabular", pick="WeightedEnsemble_L3"),
+        {"peer": "setfit", "dataset": "trec", "budget_s": 600.0, "seed": 0,
+         "error": "exit status 1"},
+        _peer("1" * 9 + "0", dataset="vader-tweets", budget_s=120.0)], kept)
+    table = bench.table(rows)
+    assert list(table["peer"]) == ["flaml", "autogluon-tabular", "setfit", "flaml"]
+    flaml = table.iloc[0]
+    assert (flaml["set"], flaml["budget"], flaml["tune held out"], flaml["peer held out"]) == (
+        "trec", "10.0 min", "0.900", "0.800")
+    assert (flaml["wall s (share)"], flaml["peak memory"], flaml["pick"]) == (
+        "630 (105%)", "1.5 GB", "sgd")
+    assert (flaml["tune − peer (points)"], flaml["standard error (points)"],
+            flaml["McNemar p"], flaml["verdict (p < 0.05)"]) == ("+10.0", "3.0", "0.00", "tune better")
+    assert table.iloc[1]["tune − peer (points)"] == "+5.0"
+    assert table.iloc[2]["peer held out"] == "failed: exit status 1"
+    assert table.iloc[2]["wall s (share)"] == "" and table.iloc[2]["tune held out"] == ""
+    unpaired = table.iloc[3]
+    assert unpaired["tune held out"] == "" and unpaired["McNemar p"] == ""
+    assert unpaired["peer held out"] == "0.900" and unpaired["budget"] == "2.0 min"
+    best = bench.best_peers(rows)  # the paired sets only: trec's best peer is AutoGluon
+    assert list(best["peer"]) == ["autogluon-tabular"] and list(best["set"]) == ["trec"]
+
+
+def test_a_rerun_line_replaces_the_failed_one_and_the_command_hides_this_machines_paths():
+    failed = {**_peer("0"), "error": "timed out after 900 s"}
+    other = _peer("1", peer="autogluon-tabular")
+    again = _peer("1")
+    assert bench.latest([failed, other, again]) == [again, other]
+    assert bench.shown_arguments(["--quick", "--python", "/root/x/bin/python", "--peers", "flaml",
+                                  "--python=/y"]) == ["--quick", "--peers", "flaml"]
+
+
+def test_no_peer_joins_embedkits_own_dependencies():
+    from importlib.metadata import requires
+
+    names = {re.match(r"[\w.-]+", r).group().lower() for r in requires("embedkit")}
+    assert {"scikit-learn", "sentence-transformers"} <= names  # every extra's too
+    assert not names & {"autogluon", "autogluon.tabular", "autogluon.multimodal", "flaml", "setfit"}
+    pinned = (ROOT / "pipelines" / "peers" / "requirements.txt").read_text()
+    for peer in ("autogluon.tabular[lightgbm,catboost,xgboost]==1.6.3", "flaml==2.7.0",
+                 "setfit==1.2.0", "torch==2.14.1", "torchvision==0.29.1"):
+        assert f"\n{peer}\n" in pinned
+    assert "autogluon.multimodal==1.6.3" in (
+        ROOT / "pipelines" / "peers" / "requirements-no-deps.txt").read_text()
+
+
+# -- the sweep, against a stand-in peers' interpreter --------------------------------------------
+#: answers as run_peers.py does, predicting the training side's majority label; fails for
+#: FAIL_PEER; records its hash seed
+_STAND_IN_PEERS = """\
+#!{python}
+import json, os, sys
+import pandas as pd
+args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+if args["--peer"] == os.environ.get("FAIL_PEER"):
+    print("Traceback: the peer broke", file=sys.stderr)
+    sys.exit(1)
+train = pd.read_parquet(args["--split"] + "/train.parquet")
+test = pd.read_parquet(args["--split"] + "/test.parquet")
+hits = test["label"] == train["label"].mode()[0]
+row = {{"peer": args["--peer"], "dataset": args["--set"], "budget_s": float(args["--budget"]),
+       "seed": int(args["--seed"]), "quick": "--quick" in sys.argv, "n_train": len(train),
+       "n_test": len(test), "accuracy": float(hits.mean()),
+       "held_out_right": "".join("1" if h else "0" for h in hits), "wall_s": 1.0,
+       "predict_s": 0.1, "peak_mb": 100.0, "pick": "majority",
+       "hash_seed": os.environ["PYTHONHASHSEED"]}}
+with open(args["--result"], "a") as fh:
+    fh.write(json.dumps(row) + "\\n")
+"""
+
+
+def test_the_sweep_runs_each_peer_once_keeps_failures_and_pairs_with_tune(tmp_path, monkeypatch,
+                                                                           capsys):
+    python = tmp_path / "peers-python"
+    python.write_text(_STAND_IN_PEERS.format(python=sys.executable))
+    python.chmod(0o755)
+    _, test, _, _ = tune_budget.sides("trec", quick=True)
+    majority = tune_budget.sides("trec", quick=True)[0]["label"].mode()[0]
+    hits = test["label"].to_numpy() == majority
+    kept = tmp_path / "tune_runs.jsonl"  # a kept tune run on the same 150 rows, all right
+    kept.write_text(json.dumps(_tune("1" * len(test), budget_s=30.0)) + "\n")
+    out = tmp_path / "out"
+    monkeypatch.setenv("FAIL_PEER", "flaml")
+    argv = ["--quick", "--budget", "30s", "--peers", "autogluon-tabular", "flaml", "--output",
+            str(out), "--python", str(python), "--tune-runs", str(kept), "--seed", "3"]
+    bench.main(argv)
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert [r["peer"] for r in rows] == ["autogluon-tabular", "flaml"]
+    ran, failed = rows
+    assert ran["held_out_right"] == tune_budget._bits(hits) and ran["hash_seed"] == "3"
+    assert ran["protocol"] == tune_budget.sides("trec", quick=True)[2]
+    assert failed["error"] == "exit status 1"
+    assert "the peer broke" in "\n".join(failed["output_tail"])
+    assert Path(failed["log"]).exists()
+    results = (out / "results.md").read_text()
+    assert str(python) not in results and "--peers autogluon-tabular flaml" in results
+    points = f"{100 * (1 - hits.mean()):+.1f}"  # tune got every row right
+    assert f"| {points} " in results and "failed: exit status 1" in results
+    assert "best peer of each set" in results
+    # the peer that failed runs again, and its new line replaces the failed one in the table
+    monkeypatch.delenv("FAIL_PEER")
+    bench.main(argv)
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert [r["peer"] for r in rows][2:] == ["autogluon-tabular", "flaml"]  # --quick reruns all
+    assert "failed" not in (out / "results.md").read_text()
+    capsys.readouterr()
+
+
+def test_the_sweep_without_a_peers_environment_says_how_to_make_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"\./run\.sh peers"):
+        bench.peers_python(tmp_path / "nowhere" / "python")
+
+
+# -- ./run.sh peers: its own environment, one line per step --------------------------------------
+#: a stand-in interpreter: creates a stand-in venv, fails `import torch`, answers pip like a
+#: real install (with noise), fails the pip call naming FAIL_ON, and records any other call
+_PYTHON = """\
+#!/usr/bin/env bash
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  mkdir -p "$3/bin"; cp "$0" "$3/bin/python"; chmod +x "$3/bin/python"; exit 0
+fi
+if [ "$1" = "-c" ]; then
+  case "$2" in *torch*) exit 1 ;; *) exit 0 ;; esac
+fi
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+  echo "WARNING: Location 'file:///opt/pypi-more/simple/six/' is ignored" >&2
+  echo "Successfully installed $*"
+  if [ -n "$FAIL_ON" ]; then
+    case "$*" in *"$FAIL_ON"*) echo "ERROR: no matching distribution" >&2; exit 1 ;; esac
+  fi
+  exit 0
+fi
+echo "cwd=$PWD"; echo "ran $*"
+"""
+
+
+@pytest.fixture
+def stand_in(tmp_path):
+    python = tmp_path / "python"
+    python.write_text(_PYTHON)
+    python.chmod(0o755)
+    venv, peers = tmp_path / "venv", tmp_path / "venv-peers"
+
+    def run(*args, fail_on=""):
+        env = {**os.environ, "PYTHON": str(python), "EMBEDKIT_VENV": str(venv),
+               "EMBEDKIT_PEERS_VENV": str(peers), "FAIL_ON": fail_on}
+        return subprocess.run([str(RUN), *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=60)
+
+    return run, venv, peers
+
+
+def test_peers_set_up_their_own_environment_once_then_run_the_benchmark(stand_in, tmp_path):
+    run, venv, peers = stand_in
+    done = run("peers", "--quick", "--peers", "flaml")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert all(line.startswith("[setup] ") for line in lines), lines
+    own = lines[lines.index(next(x for x in lines if "the peers' own environment" in x)):]
+    assert [line.split()[1] for line in own] == ["creating", "upgrading", "installing",
+                                                 "installing", "installing", "done"]
+    assert "torch==2.14.1 torchvision==0.29.1" in own[2]
+    assert "without its torch pins" in own[4]
+    log = (peers / "setup.log").read_text()
+    assert "is ignored" in log and "--no-deps -r pipelines/peers/requirements-no-deps.txt" in log
+    assert "-r pipelines/peers/requirements.txt" in log
+    assert not (venv / "setup.log").read_text().count("requirements.txt")  # never in embedkit's
+    # the benchmark runs in embedkit's environment, in the caller's folder, told the peers' python
+    assert done.stdout.splitlines() == [
+        f"cwd={tmp_path}", f"ran {ROOT}/pipelines/benchmarks/peers.py --python {peers}/bin/python "
+        "--quick --peers flaml"]
+    again = run("peers", "--report-only")
+    assert again.returncode == 0 and again.stderr == ""
+
+
+def test_a_failing_peers_step_shows_its_log_and_is_tried_again(stand_in):
+    run, _, peers = stand_in
+    done = run("peers", fail_on="requirements-no-deps.txt")
+    assert done.returncode == 1 and "ran " not in done.stdout
+    assert "[setup] failed: installing AutoGluon MultiModal" in done.stderr
+    assert "ERROR: no matching distribution" in done.stderr
+    assert not (peers / ".peers-setup").exists()
+    assert run("peers").returncode == 0
+
+
+def test_the_peers_environment_is_ignored_by_git():
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".venv-peers/bin/python"], cwd=ROOT)
+    assert ignored.returncode == 0
