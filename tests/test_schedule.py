@@ -11,13 +11,12 @@ import pytest
 from sklearn.base import clone
 
 import embedkit
-from embedkit.tuning import _schedule
 from embedkit._budget import Clock
-from embedkit.tuning._costs import CostRecord, work_of
-from embedkit.tuning._schedule import ENCODER_LOAD, Schedule
-from embedkit.tuning._engine import Candidate, Search, describe
 from embedkit.heads.finetune._sizing import WORK_EXPONENT
-from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, baseline_pipelines
+from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, _schedule, baseline_pipelines
+from embedkit.tuning._costs import CostRecord, work_of
+from embedkit.tuning._engine import Candidate, Search, describe
+from embedkit.tuning._schedule import ENCODER_LOAD, Schedule
 
 FINETUNE = ("passthrough", "finetune-short")
 

@@ -16,8 +16,6 @@ from sklearn.pipeline import Pipeline
 
 import embedkit
 from embedkit._budget import format_seconds
-from embedkit.tuning._schedule import tier_of
-from embedkit.tuning._engine import describe
 from embedkit.registry import HEADS, REPRESENTATIONS, sampled_settings
 from embedkit.tuning import (
     DEFAULT_PAIRS,
@@ -29,6 +27,8 @@ from embedkit.tuning import (
     parse_budget,
     tune,
 )
+from embedkit.tuning._engine import describe
+from embedkit.tuning._schedule import tier_of
 
 PAIRS = [("tfidf", "logreg"), ("bow", "logreg")]
 
@@ -161,8 +161,8 @@ def test_a_baseline_that_beats_every_candidate_is_the_pick(trec_slice):
 def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice):
     """An ensemble pick is a frozen weighted vote of models already fitted: its probabilities
     are their weighted mean; the search's own ensemble weights sum to one."""
-    from embedkit.tuning._engine import Candidate
     from embedkit.heads import EnsembleClassifier
+    from embedkit.tuning._engine import Candidate
 
     tuner, _ = tuned
     _, test = trec_slice
@@ -288,9 +288,9 @@ def test_fine_tuning_runs_and_its_variants_keep_its_recipe_and_rows(finetuned, t
 def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypatch):
     """The finish refits a fine-tuned pick on every document, then adds seeds (its own seed +1,
     +2, ...) while the time left pays for them, up to MAX_SEEDS; the seeds share the weight."""
-    from embedkit.tuning import _tuner as tuning
     from embedkit._budget import Clock
     from embedkit.heads import EnsembleClassifier
+    from embedkit.tuning import _tuner as tuning
 
     tuner, _ = finetuned
     search = tuner.search_
