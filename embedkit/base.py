@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .documents import validate_documents
+from .documents import MAX_DOCUMENT_CHARS, validate_documents, within_reach
 from .sequences import Sequences
 
 __all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "output_form",
@@ -140,8 +140,9 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
     overridden: they check the parameters (once, before any data work; inside a scikit-learn
     Pipeline, every step's), validate the input, check the output form and the fitted state,
     reset the cache key's fitted-state digest at every fit, check outputs are finite, and name
-    features for ``set_output(transform="pandas")``. A representation whose training yields
-    vectors of its training documents implements `_training_features`.
+    features for ``set_output(transform="pandas")``. A document longer than the representation
+    reads (`_reach`) is cut there first, so no document's cost is unbounded. A representation
+    whose training yields vectors of its training documents implements `_training_features`.
     """
 
     #: the constructor parameters and what each allows (`embedkit._params`); ``output``'s entry
@@ -163,6 +164,13 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
 
     def _transform(self, docs: list[str]):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _reach(self) -> int | None:
+        """The most characters of one document this representation reads; a longer one is cut
+        there before any work (`embedkit.documents.within_reach`). By default
+        `embedkit.documents.MAX_DOCUMENT_CHARS`; an encoder that reads ``max_length`` tokens
+        reads no more than ``max_length * CHARS_PER_TOKEN``."""
+        return MAX_DOCUMENT_CHARS
 
     def _feature_names(self) -> list[str] | None:
         """Names of pooled output columns; None means ``<prefix>0 .. <prefix>{dim-1}``."""
@@ -189,7 +197,7 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
 
         check_is_fitted(self)
         validate_params(self, only=("output",))  # the one parameter read again after fit
-        docs = validate_documents(X)
+        docs = within_reach(validate_documents(X), self._reach())
         return self._checked(self._encode(docs))
 
     def fit_transform(self, X, y=None, **fit_params):
@@ -212,7 +220,7 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
 
         validate_params(self)
         validate_pipeline_steps(self)
-        docs = validate_documents(X)
+        docs = within_reach(validate_documents(X), self._reach())
         self._fit(docs, y)
         self._cache_state = None  # fitted state changed: its digest is recomputed when needed
         return docs

@@ -194,10 +194,12 @@ def _interrupted(what: str) -> typer.Exit:
 
 
 def _enough(budget: str, seconds: float, spent: float, need: float, data: str = "") -> None:
-    """Refuse a budget that cannot score anything, saying the least that can."""
-    if seconds < spent + need:
-        from ._budget import BudgetError
+    """Refuse a budget that cannot score anything, saying the least that can (with the moment
+    until `Tuner.fit` checks it again, `DECIDING`)."""
+    from ._budget import DECIDING, BudgetError
 
+    need += DECIDING
+    if seconds < spent + need:
         raise BudgetError(f"--budget {budget} cannot score anything here: starting (and reading the "
                           f"data) took {spent:.0f} s, the plain TF-IDF baseline{data} and writing "
                           f"the output need about {need:.0f} s more; give at least --budget "

@@ -10,13 +10,38 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_TOKEN_PATTERN", "TokenizedDocuments", "Tokenizer", "validate_documents"]
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_TOKEN_PATTERN", "MAX_DOCUMENT_CHARS", "TokenizedDocuments",
+           "Tokenizer", "validate_documents", "within_reach"]
 
 #: Words (letters/digits, with inner apostrophes or hyphens such as "don't", "e-mail")
 #: and single punctuation marks, the way GloVe and word2vec vocabularies split text.
 DEFAULT_TOKEN_PATTERN = r"\w+(?:['\-]\w+)*|[^\w\s]"
 
 _MAX_ROWS_SHOWN = 5
+
+#: the most characters of one document a representation reads (a long book, some 150,000
+#: words): beyond it a bag of words changes no prediction it would make, and costs time and
+#: memory without bound (one 50 MB text in 300 rows took 7.8 GB); `Representation` cuts there
+MAX_DOCUMENT_CHARS = 1_000_000
+#: characters a sub-word token spans, at most, in text (English runs near 4-5, a URL near 3):
+#: an encoder that reads ``max_length`` tokens never needs more than this many times as many
+#: characters, so a document is cut there before it is tokenized (tokenizing a 50 MB text only
+#: to keep its first 256 tokens took a minute)
+CHARS_PER_TOKEN = 32
+
+
+def within_reach(docs: list[str], chars: int | None) -> list[str]:
+    """``docs`` with every document longer than ``chars`` characters cut to its first ``chars``
+    (None: as they are). The list itself comes back where none is longer.
+
+    Examples
+    --------
+    >>> within_reach(["a short one", "a much longer document"], 10)
+    ['a short on', 'a much lon']
+    """
+    if chars is None or max(map(len, docs), default=0) <= chars:
+        return docs
+    return [d if len(d) <= chars else d[:chars] for d in docs]
 
 
 def _describe(value: Any) -> str:

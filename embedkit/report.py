@@ -360,6 +360,7 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     rest = board[board["status"] != "scored"]
     cut = board.loc[board["status"] == "interrupted", "pipeline"].tolist()
     lines = [f"# {title}", ""]
+    lines += [f"*Note:* {note}." for note in meta.get("notes", [])] + ([""] if meta.get("notes") else [])
     if meta.get("interrupted"):
         lines += ["**The search was interrupted** (Ctrl-C or SIGTERM): the pick is the best model "
                   "scored before it" + (f"; {', '.join(cut)} was stopped and not scored" if cut

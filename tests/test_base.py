@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, clone
 
@@ -36,3 +37,23 @@ def test_a_keyword_far_from_every_parameter_gets_the_list_without_a_guess():
     with pytest.raises(TypeError, match=r"^MLPClassifier has no parameter 'zzz'\. Its parameters: "
                                         r"activation, batch_size, "):
         embedkit.MLPClassifier(zzz=1)
+
+
+# -- a document's cost is bounded (issue 49) ---------------------------------------------------
+def test_a_document_beyond_a_representations_reach_is_read_to_its_reach(sentences):
+    """A bag of words reads a document to `MAX_DOCUMENT_CHARS`; an encoder that reads
+    ``max_length`` tokens to ``max_length * CHARS_PER_TOKEN`` characters: what is beyond never
+    changes the vector, and is never tokenized (a 50 MB text took a minute and 7.8 GB)."""
+    from embedkit import TfidfEmbedder, TransformerEmbedder
+    from embedkit.documents import CHARS_PER_TOKEN, MAX_DOCUMENT_CHARS, within_reach
+
+    words = " ".join(sentences)
+    long = (words + " ") * (MAX_DOCUMENT_CHARS // len(words) + 40)  # past the reach
+    assert len(long) > MAX_DOCUMENT_CHARS + 10_000
+    tfidf = TfidfEmbedder().fit(sentences + [long])
+    cut = TfidfEmbedder().fit(sentences + [long[:MAX_DOCUMENT_CHARS]])
+    assert (abs(tfidf.transform([long]) - cut.transform([long[:MAX_DOCUMENT_CHARS]])) > 0).nnz == 0
+    encoder = TransformerEmbedder(max_length=16).fit([])
+    reach = 16 * CHARS_PER_TOKEN
+    np.testing.assert_array_equal(encoder.transform([long]), encoder.transform([long[:reach]]))
+    assert within_reach(["ab", "abcd"], 3) == ["ab", "abc"] and within_reach(["ab"], None) == ["ab"]

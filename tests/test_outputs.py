@@ -609,14 +609,14 @@ def test_a_file_size_limit_while_writing_says_what_happened_and_leaves_the_old_r
 
 SIGNALLED = """
 import os, signal, sys
-import embedkit._writing, embedkit.tuning._tuner
+import embedkit._writing, embedkit.tuning._finish
 where = sys.argv[1]
 if where == "refit":
-    refit = embedkit.tuning._tuner.Tuner._refit
+    refit = embedkit.tuning._finish.Finish.refit
     def hooked(*args):
         os.kill(os.getpid(), signal.SIGTERM)  # the refit's first moment
         return refit(*args)
-    embedkit.tuning._tuner.Tuner._refit = staticmethod(hooked)
+    embedkit.tuning._finish.Finish.refit = staticmethod(hooked)
 else:
     exchange = embedkit._writing._exchange
     def hooked(a, b):

@@ -13,9 +13,10 @@ from sklearn.base import clone
 import embedkit
 from embedkit._budget import Clock
 from embedkit.heads.finetune._sizing import WORK_EXPONENT
-from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, Tuner, _schedule, baseline_pipelines
+from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, _schedule, baseline_pipelines
 from embedkit.tuning._costs import CostRecord, work_of
 from embedkit.tuning._engine import Candidate, Search, describe
+from embedkit.tuning._finish import Finish
 from embedkit.tuning._schedule import ENCODER_LOAD, Schedule
 
 FINETUNE = ("passthrough", "finetune-short")
@@ -38,13 +39,19 @@ def questions():
     return train.reset_index(drop=True)
 
 
-def _search(df, seconds, pairs, lines=None, device_lane=None, tuner=None):
+class NothingKept(Finish):
+    """A finish that keeps nothing back: the schedule's own arithmetic, alone."""
+
+    def reserve(self, search) -> float:
+        return 0.0
+
+
+def _search(df, seconds, pairs, lines=None, device_lane=None, finish=None):
     search = Search(df["text"].to_numpy(object), df["label"].to_numpy(), clock=Clock(seconds),
                     pairs=pairs, scoring="accuracy", validation=0.2, finetune="auto",
                     cache="memory", random_state=0,
                     say=lines.append if lines is not None else (lambda line: None),
-                    finish_reserve=(lambda: tuner._reserve(search)) if tuner else (lambda: 0.0),
-                    device_lane=device_lane)
+                    finish=finish or NothingKept(), device_lane=device_lane)
     return search
 
 
@@ -127,9 +134,7 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     assert measured.measured and planned.estimate > 1.0
     assert planned.estimate > 0.5 * bound  # the pass's bound erred cheap, with the probe in it
 
-    tuner = Tuner(budget=300)
-    tuner.budget_ = 300.0
-    gpu = _search(questions, 300, pairs, tuner=tuner)
+    gpu = _search(questions, 300, pairs, finish=Finish(budget=300.0))
     gpu.split()
     gpu.costs[FINETUNE] = CostRecord(overhead=measured.overhead / 50, rate=measured.rate / 50, fits=2)
     schedule = Schedule(gpu)
@@ -142,7 +147,7 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     first.status, first.score, first.fit_seconds, first.predict_seconds = "scored", 0.9, 0.2, 0.0
     gpu.candidates.append(first)
     gpu.filling = True
-    assert tuner._refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.left()
+    assert gpu.finish.refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.left()
     assert gpu.reserved_seeds == RESERVED_SEEDS
 
 

@@ -24,10 +24,12 @@ from embedkit.tuning import (
     BudgetError,
     Tuner,
     baseline_pipelines,
+    least_budget,
     parse_budget,
     tune,
 )
 from embedkit.tuning._engine import describe
+from embedkit.tuning._finish import Finish
 from embedkit.tuning._schedule import tier_of
 
 PAIRS = [("tfidf", "logreg"), ("bow", "logreg")]
@@ -174,7 +176,7 @@ def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice)
     a, b = [c for c in search.candidates if c.kind == "candidate" and c.status == "scored"][:2]
     pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
                      weights={a: 0.7, b: 0.3}, fit_seconds=0.0)
-    pipe, _, _ = tuner._finish(search, pair, search.clock, lambda line: None)
+    pipe = search.finish.run(search, pair, search.clock, lambda line: None).estimator
     head = pipe.named_steps["head"]
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.7, 0.3]
     docs = test["text"][:30].tolist()
@@ -197,14 +199,15 @@ def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(t
     a, b = [c for c in search.candidates if c.kind == "candidate" and c.status == "scored"][:2]
     pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
                      weights={a: 0.6, b: 0.4}, fit_seconds=0.0)
-    saved, before = search.costs[b.pair], tuner.refit_members_
+    saved = search.costs[b.pair]
     search.costs[b.pair] = CostRecord(rate=1e6)  # b's refit would take days
     lines = []
     try:
-        pipe, refit, seeds = tuner._finish(search, pair, Clock(600), lines.append)
-        assert not refit and seeds == 1 and tuner.refit_members_ == (1, 2)
+        done = search.finish.run(search, pair, Clock(600), lines.append)
+        assert not done.refit and done.seeds == 1 and done.members == (1, 2)
+        pipe = done.estimator
     finally:
-        search.costs[b.pair], tuner.refit_members_ = saved, before
+        search.costs[b.pair] = saved
     members = [m.estimator for _, m in pipe.named_steps["head"].members]
     assert members[1] is b.model and members[0] is not a.model  # b kept, a refit on every row
     assert any(f"refit {a.label} on all 300 documents" in line for line in lines)
@@ -290,15 +293,16 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
     +2, ...) while the time left pays for them, up to MAX_SEEDS; the seeds share the weight."""
     from embedkit._budget import Clock
     from embedkit.heads import EnsembleClassifier
-    from embedkit.tuning import _tuner as tuning
+    from embedkit.tuning import _finish
 
     tuner, _ = finetuned
     search = tuner.search_
     plan = next(c for c in search.candidates if c.tier == "fine-tuning")
-    monkeypatch.setattr(tuning, "MAX_SEEDS", 2)  # two seeds show the mechanism at half the cost
+    monkeypatch.setattr(_finish, "MAX_SEEDS", 2)  # two seeds show the mechanism at half the cost
     lines = []
-    pipe, refit, seeds = tuner._finish(search, plan, Clock(600), lines.append)
-    assert refit and seeds == 2
+    done = search.finish.run(search, plan, Clock(600), lines.append)
+    pipe = done.estimator
+    assert done.refit and done.seeds == 2
     head = pipe.named_steps["head"]
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.5, 0.5]
     states = [m.estimator.get_params()["head__random_state"] for _, m in head.members]
@@ -312,9 +316,13 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
     members = [m.predict_proba(docs) for _, m in head.members]
     np.testing.assert_allclose(head.predict_proba(docs), np.mean(members, axis=0))
     # no time left after the first refit: no second seed
-    fitted = [[("x", None, 5.0)]]
-    tuner._more_seeds(search, [(plan, 1.0)], fitted, _paused(1.0), lines.append)
-    assert fitted == [[("x", None, 5.0)]]
+    class Draining(Clock):  # ten minutes until a refit was said, then a second
+        def left(self):
+            return 1.0 if any("] refit " in line for line in said) else 600.0
+
+    said = []
+    done = search.finish.run(search, plan, Draining(600), said.append)
+    assert done.refit and done.seeds == 1 and sum("] refit " in line for line in said) == 1
 
 
 def test_the_output_keeps_the_time_to_write_a_fine_tuned_models_weights(finetuned, monkeypatch):
@@ -329,12 +337,19 @@ def test_the_output_keeps_the_time_to_write_a_fine_tuned_models_weights(finetune
     weights = sum(p.numel() * p.element_size()
                   for p in plan.model.named_steps["head"].module_.parameters())
     assert 80e6 < weights < 100e6  # MiniLM's 22.7 million float32 parameters
-    monkeypatch.setattr(tuner, "output", "out")
-    base = tuner._write_seconds()
-    assert base == tuner._write_seconds(sparse) > 0
-    assert tuner._write_seconds(plan, copies=2) == pytest.approx(base + 2 * weights / WRITE_RATE)
+    finish = Finish("out", tuner.budget_)
+    base = finish.write_seconds()
+    assert base == finish.write_seconds(sparse) > 0
+    assert finish.write_seconds(plan, copies=2) == pytest.approx(base + 2 * weights / WRITE_RATE)
     vote = plan.but(kind="ensemble", name="ensemble of 2 models", weights={plan: 0.5, sparse: 0.5})
-    assert tuner._write_seconds(vote) == pytest.approx(base + weights / WRITE_RATE)
+    assert finish.write_seconds(vote) == pytest.approx(base + weights / WRITE_RATE)
+
+
+class NothingKept(Finish):
+    """A finish that keeps nothing back."""
+
+    def reserve(self, search) -> float:
+        return 0.0
 
 
 def _search(train, seconds, lines=None, docs=None):
@@ -345,7 +360,7 @@ def _search(train, seconds, lines=None, docs=None):
                    train["label"].to_numpy(), clock=_paused(seconds), pairs=[],
                    scoring="accuracy", validation=0.2, finetune="auto", cache=None,
                    random_state=0, say=(lines.append if lines is not None else lambda line: None),
-                   finish_reserve=lambda: 0.0)
+                   finish=NothingKept())
     found.split()
     return found
 
@@ -359,7 +374,7 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     from embedkit._budget import DECIDING
     from embedkit.tuning._costs import CostRecord, work_of
     from embedkit.tuning._engine import Candidate
-    from embedkit.tuning._tuner import REFIT_MARGIN
+    from embedkit.tuning._finish import REFIT_MARGIN
 
     train, _ = trec_slice
     leader = Candidate(representation="passthrough", head="finetune-short", tier="fine-tuning",
@@ -372,7 +387,7 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
         search.candidates.append(leader)
         search.costs[leader.pair].observe(work_of(pipe, len(search.train)), 10.0)
         search.filling = filling
-        reserved = Tuner(budget=budget)._reserve(search)
+        reserved = Finish(budget=budget).reserve(search)
         return search if keep else reserved
 
     # 300 documents, 240 training rows: ten batches of 32 against eight
@@ -386,19 +401,19 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     # the fill stops where the time left is its reserve; the clock moves on before the finish
     # decides, and the refit of the leader it kept the time for still fits
     search = reserve(one + 2, filling=True, keep=True)
-    tuner = Tuner(budget=one)
-    search.clock = _paused(tuner._reserve(search) - 0.9 * DECIDING)
-    assert search.reserved_seeds == 1 and tuner._refit_seconds(search, leader) <= search.clock.left()
+    finish = Finish(budget=one)
+    search.clock = _paused(finish.reserve(search) - 0.9 * DECIDING)
+    assert search.reserved_seeds == 1 and finish.refit_seconds(search, leader) <= search.clock.left()
     # kept once a refit fits: a fit that overran later does not hand the seeds' time over
     search = reserve(2 * one + 1, filling=True, keep=True)
     search.clock = _paused(one)
-    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one + DECIDING)
+    assert Finish(budget=one).reserve(search) == pytest.approx(2 * one + DECIDING)
     # while none fits it is asked again: a cheaper leader's refit is kept back when it comes
     search = reserve(one - 1, filling=True, keep=True)
     assert search.reserved_seeds == 0
     search.costs[leader.pair] = CostRecord()
     search.costs[leader.pair].observe(work_of(pipe, 240), 1.0)
-    assert Tuner(budget=one)._reserve(search) == pytest.approx(2 * one / 10 + DECIDING)
+    assert Finish(budget=one).reserve(search) == pytest.approx(2 * one / 10 + DECIDING)
 
 
 def _paused(seconds):
@@ -581,6 +596,26 @@ def test_labels_that_differ_only_by_surrounding_spaces_are_one_class_and_said(tr
         tuner = Tuner(30, pairs=[("tfidf", "logreg")], finetune=False, progress=False).fit(
             train["text"], y)
     assert sorted(tuner.classes_) == sorted(set(train["label"]))
+
+
+def test_a_document_longer_than_any_model_reads_is_cut_once_and_said(trec_slice):
+    """300 rows with one 3 MB text: the least budget counts what models read (before, the mean
+    document's length made it demand minutes), and the run says what was cut."""
+    from embedkit.documents import MAX_DOCUMENT_CHARS
+
+    train, _ = trec_slice
+    docs = train["text"].tolist()
+    docs[7] = " ".join(docs) * (3 * MAX_DOCUMENT_CHARS // len(" ".join(docs)) + 1)
+    assert least_budget(docs) == pytest.approx(least_budget(
+        docs[:7] + [docs[7][:MAX_DOCUMENT_CHARS]] + docs[8:]))
+    assert least_budget(docs) < 30
+    tuner = Tuner(30, pairs=[("tfidf", "logreg")], finetune=False, progress=False).fit(
+        docs, train["label"])
+    assert tuner.leaderboard_.attrs["notes"] == [
+        f"1 document longer than 1,000,000 characters (the longest {len(docs[7]):,}) is read to "
+        "the first 1,000,000 by every model; an encoder reads less of every document "
+        "(all-MiniLM-L6-v2 at its 256 tokens: the first 8,192 characters at most)"]
+    assert max(len(d) for d in tuner.search_.docs) == MAX_DOCUMENT_CHARS
 
 
 def test_tune_is_a_function_and_tuner_an_estimator_after_importing_the_module():

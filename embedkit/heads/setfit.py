@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._batching import resolve_device, resolve_precision
 from .._params import SEED, Device, Interval, StrOptions, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
-from ..documents import validate_documents
+from ..documents import CHARS_PER_TOKEN, validate_documents, within_reach
 from ._base import LEARNING_RATE, ReadsText
 from ._targets import check_target_rows, encode_class_labels
 
@@ -200,7 +200,8 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                 f"{name} takes raw documents (it owns its encoder) but received "
                 f"{type(X).__name__} features. In a Pipeline put it after a 'passthrough' features "
                 f"step: Pipeline([('features', 'passthrough'), ('head', {name}())]).")
-        return validate_documents(X)
+        # the encoder reads max_length tokens of each: the rest is not tokenized at all
+        return within_reach(validate_documents(X), int(self.max_length) * CHARS_PER_TOKEN)
 
     def _load(self, source: str | None = None):
         """The sentence-transformers model at ``source`` (default: ``model``), offline, safely,

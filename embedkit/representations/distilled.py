@@ -43,6 +43,7 @@ import numpy as np
 from .._fetch import publish
 from .._params import CacheSpec, Device, Interval, StrOptions, positive_int
 from ..base import Representation, store_params
+from ..documents import CHARS_PER_TOKEN
 from ..sequences import Sequences
 
 __all__ = ["DistilledEmbedder"]
@@ -324,6 +325,10 @@ class DistilledEmbedder(Representation):
     def prepare(self) -> None:
         """Distil the table for these settings now (minutes, once; cached on disk)."""
         self.fit(["a"])
+
+    def _reach(self) -> int | None:
+        """``max_length`` tokens read no more than ``CHARS_PER_TOKEN`` characters each."""
+        return super()._reach() if self.max_length is None else int(self.max_length) * CHARS_PER_TOKEN
 
     def _fit(self, docs, y=None):
         import safetensors

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._params import SEED, CacheSpec, HasMethods, StrOptions, positive_int
 from ..base import Representation, store_params
-from ..documents import Tokenizer
+from ..documents import CHARS_PER_TOKEN, Tokenizer
 from ..sequences import TokenIds
 
 __all__ = ["TokenIndexer", "PAD", "UNK"]
@@ -113,6 +113,10 @@ class TokenIndexer(Representation):
         store_params(self, locals())
 
     # -- fitting ------------------------------------------------------------------------------
+    def _reach(self) -> int | None:
+        """``max_length`` tokens read no more than ``CHARS_PER_TOKEN`` characters each."""
+        return super()._reach() if self.max_length is None else int(self.max_length) * CHARS_PER_TOKEN
+
     def _fit(self, docs, y=None):
         tokens = Tokenizer(lowercase=self.lowercase).tokenize_ids(docs)
         counts = dict(zip(tokens.words, tokens.counts().tolist(), strict=True))

@@ -22,6 +22,7 @@ import numpy as np
 from .._batching import Chunks, chunk_bounds, on_accelerator, resolve_device
 from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
+from ..documents import CHARS_PER_TOKEN
 from ..resources import load_transformer, max_tokens, weights_identity
 from ..sequences import Sequences, masked_pool
 from . import _onnx
@@ -241,6 +242,13 @@ class TransformerEmbedder(NeuralEncoder):
             fetch(str(self.model))
 
     # -- model ------------------------------------------------------------------------------
+    def _reach(self) -> int | None:
+        """Truncating, it reads ``max_length`` tokens: no more than ``CHARS_PER_TOKEN`` times as
+        many characters; in windows, the whole document (to the base class's bound)."""
+        if self.long_documents == "truncate":
+            return int(self.max_length) * CHARS_PER_TOKEN
+        return super()._reach()
+
     def _fit(self, docs, y=None):
         device = resolve_device(self.device)
         backend = _onnx.resolve_backend(self.backend, device, self.dtype)

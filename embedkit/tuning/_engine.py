@@ -28,6 +28,7 @@ import numpy as np
 from .._budget import Clock, format_seconds
 from . import _lanes, _selection
 from ._costs import Costs, predict_work, work_of
+from ._finish import Finish
 
 __all__ = ["Candidate", "Search", "describe"]
 
@@ -152,11 +153,12 @@ class Search:
 
     def __init__(self, docs: np.ndarray, y: np.ndarray, *, clock: Clock, pairs, scoring: str,
                  validation: float, finetune, cache, random_state: int,
-                 say: Callable[[str], None], finish_reserve: Callable[[], float],
+                 say: Callable[[str], None], finish=None,
                  device_lane: bool | None = None, client=None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
         self.scoring, self.validation, self.finetune = scoring, validation, finetune
-        self.cache, self.seed, self.say, self.finish_reserve = cache, random_state, say, finish_reserve
+        self.cache, self.seed, self.say = cache, random_state, say
+        self.finish = Finish() if finish is None else finish  # what the end needs, kept back
         self.candidates: list[Candidate] = []
         self.tiers_reached: list[str] = []
         self.costs, self.encoder_seconds, self.interrupted = Costs(), math.nan, False
@@ -199,7 +201,11 @@ class Search:
 
     def left(self) -> float:
         """Seconds the search may still spend: the budget minus what the finish needs."""
-        return self.clock.left() - self.finish_reserve()
+        return self.clock.left() - self.reserve()
+
+    def reserve(self) -> float:
+        """Seconds the finish keeps back now (`embedkit.tuning._finish.Finish.reserve`)."""
+        return self.finish.reserve(self)
 
     def n_rows(self, c: Candidate) -> int:
         return len(self.train) if c.rows is None else len(c.rows)
@@ -288,7 +294,7 @@ class Search:
         if c not in self.candidates:
             self.candidates.append(c)
         c.status = "left out"
-        need = self.clock.elapsed() + c.estimate + self.finish_reserve()
+        need = self.clock.elapsed() + c.estimate + self.reserve()
         c.note = why or (f"needs about {format_seconds(c.estimate)}, {format_seconds(max(self.left(), 0))} "
                          f"were left; a budget of about {format_seconds(need)} would include it")
         self.say(f"{self.clock.stamp()} left out {c.label}: {c.note}")

@@ -48,6 +48,7 @@ def leaderboard(tuner) -> pd.DataFrame:
                  f"{len(search.train):,}",
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
         refit_interrupted=getattr(tuner, "refit_interrupted_", False),
+        notes=list(getattr(tuner, "notes_", [])),
         encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_,
         refit_members=getattr(tuner, "refit_members_", (int(tuner.refit_), 1)))
     return board

@@ -160,7 +160,7 @@ class Schedule:
                 s.leave_out(c, f"loading the encoder and a pass over the validation rows and "
                                f"{least - len(s.valid):,} training rows need about "
                                f"{format_seconds(rough)}; a budget of about "
-                               f"{format_seconds(s.clock.elapsed() + rough + s.finish_reserve())} "
+                               f"{format_seconds(s.clock.elapsed() + rough + s.reserve())} "
                                "would include it")
             return
         began = time.monotonic()
@@ -176,7 +176,7 @@ class Schedule:
         if need > ENCODE_SHARE * s.left():
             m = min(int(ENCODE_SHARE * s.left() / per_doc) - len(s.valid), len(s.train))
             if m < MIN_ENCODED_ROWS:
-                enough = s.clock.elapsed() + (need + s.finish_reserve() + 30) / ENCODE_SHARE
+                enough = s.clock.elapsed() + (need + s.reserve() + 30) / ENCODE_SHARE
                 for c in [baseline, *frozen]:
                     c.estimate = need
                     s.leave_out(c, f"the encoder's pass over even {MIN_ENCODED_ROWS} of the "
@@ -431,7 +431,7 @@ class Schedule:
             if s.left() < MIN_PROBE_SECONDS:
                 self._reached(c.tier)
                 c.estimate = c.prior
-                enough = s.clock.elapsed() + MIN_PROBE_SECONDS + c.prior + s.finish_reserve()
+                enough = s.clock.elapsed() + MIN_PROBE_SECONDS + c.prior + s.reserve()
                 s.leave_out(c, f"too little time left to measure it ({format_seconds(max(s.left(), 0))}); "
                                f"it needs roughly {format_seconds(c.prior)} on two CPU cores, a "
                                f"budget of about {format_seconds(enough)}")
@@ -453,7 +453,7 @@ class Schedule:
             from ..heads.finetune._sizing import fewest_rows
 
             self._reached(c.tier)
-            enough = s.clock.elapsed() + probe + c.estimate + s.finish_reserve()
+            enough = s.clock.elapsed() + probe + c.estimate + s.reserve()
             s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
                            f"{format_seconds(max(s.left(), 0))} were left (nor its cheapest recipe, one "
                            f"epoch on {fewest_rows(head, n):,} rows); a budget of about "

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
@@ -43,15 +42,17 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._budget import DECIDING, BudgetError, Clock, format_seconds, parse_budget
+from .._budget import BudgetError, Clock, format_seconds, parse_budget
 from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
+from ..documents import MAX_DOCUMENT_CHARS
 from ..io import one_label_per_name
-from ..outputs import WRITE_RATE, WRITE_SECONDS, check_output_folder, publish_folder
+from ..outputs import WRITE_SECONDS, check_output_folder, publish_folder
 from ..registry import HEADS, REPRESENTATIONS, pair_kind
-from ._costs import MARGIN, work_of
+from ._costs import MARGIN
 from ._engine import Search
+from ._finish import MAX_SEEDS, RESERVED_SEEDS, Finish
 from ._leaderboard import leaderboard, pipelines
 from ._schedule import TIERS, Schedule
 
@@ -71,11 +72,6 @@ DEFAULT_PAIRS = (
     ("passthrough", "finetune-short"), ("passthrough", "finetune-mpnet"),
 )
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
-#: a refit's time is its measured fit scaled to every document (rows^1.1), times this margin
-REFIT_MARGIN = 1.1
-#: the refit of a fine-tuned pick averages up to this many seeds (each one more fit, and one
-#: more model to store and to run at prediction); the fill keeps back the time of this many
-MAX_SEEDS, RESERVED_SEEDS = 4, 2
 #: the plain TF-IDF baseline's rough cost on 2 CPU cores (seconds per 1,000 documents, plus as
 #: much again per 500 characters of the mean document): with `WRITE_SECONDS`, the least budget
 #: that can score anything (`least_budget`)
@@ -109,7 +105,7 @@ def baseline_pipelines(cache="memory") -> dict:
 def least_budget(docs, output=None) -> float:
     """Seconds below which a budget cannot score anything on ``docs``: the plain TF-IDF baseline
     (`BASELINE_COST`, with the search's margin) and writing ``output`` (`WRITE_SECONDS`)."""
-    chars = float(np.mean([len(d) for d in docs])) if len(docs) else 0.0
+    chars = float(np.mean([min(len(d), MAX_DOCUMENT_CHARS) for d in docs])) if len(docs) else 0.0
     fit = MARGIN * len(docs) / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
     return 1.0 + fit + (WRITE_SECONDS if output is not None else 0.0)
 
@@ -132,6 +128,21 @@ def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
         raise ValueError("no pair left to search: finetune=False removed every pair given; "
                          "add pairs that do not fine-tune, or allow fine-tuning.")
     return chosen
+
+
+def _beyond_reach(docs: list[str]) -> list[str]:
+    """A line saying which documents are longer than any model reads (they are cut there, once),
+    or none."""
+    from ..documents import CHARS_PER_TOKEN
+
+    long = [len(d) for d in docs if len(d) > MAX_DOCUMENT_CHARS]
+    if not long:
+        return []
+    return [f"{len(long):,} document{'s' if len(long) > 1 else ''} longer than "
+            f"{MAX_DOCUMENT_CHARS:,} characters (the longest {max(long):,}) "
+            f"{'are' if len(long) > 1 else 'is'} read to the first {MAX_DOCUMENT_CHARS:,} by "
+            "every model; an encoder reads less of every document (all-MiniLM-L6-v2 at its 256 "
+            f"tokens: the first {256 * CHARS_PER_TOKEN:,} characters at most)"]
 
 
 def _check_labels(y, n_docs: int) -> np.ndarray:
@@ -298,7 +309,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
         ``started``: the `time.monotonic` at which the budget began (``embedkit tune`` passes its
         own start, so that reading the file counts); by default, now."""
-        from ..documents import validate_documents
+        from ..documents import validate_documents, within_reach
 
         validate_params(self)
         clock = Clock(parse_budget(self.budget))  # the one reading of the budget
@@ -306,7 +317,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         self.budget_, self.published_, self.refit_interrupted_ = clock.budget, False, False
         if self.output is not None:  # before any work: a folder tune may not write is refused now
             check_output_folder(self.output, overwrite=self.overwrite)
-        docs = np.asarray(validate_documents(X), dtype=object)
+        docs = validate_documents(X)
+        self.notes_ = _beyond_reach(docs)
+        docs = np.asarray(within_reach(docs, MAX_DOCUMENT_CHARS), dtype=object)  # cut once, here
         y = _check_labels(y, len(docs))
         least = least_budget(docs, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
@@ -321,10 +334,12 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
                         validation=self.validation, finetune=self.finetune, cache=self.cache,
                         random_state=self.random_state, say=say,
-                        finish_reserve=lambda: self._reserve(search), device_lane=_accelerated(),
+                        finish=Finish(self.output, clock.budget), device_lane=_accelerated(),
                         client=running_client() if self.backend == "dask" else None)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
+        for note in self.notes_:
+            say(f"{clock.stamp()} note: {note}")
         from sklearn.base import clone
 
         from .._machine import plan_threads
@@ -351,7 +366,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         pick = search.best()
         self.pick_ = pick.label
         with threads:
-            self.best_estimator_, self.refit_, self.seeds_ = self._finish(search, pick, clock, say)
+            done = search.finish.run(search, pick, clock, say)
+        self.best_estimator_, self.refit_, self.seeds_ = done.estimator, done.refit, done.seeds
+        self.refit_members_, self.refit_interrupted_ = done.members, done.interrupted
         self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
         if self.output is not None:
@@ -361,118 +378,6 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on the validation rows); "
             f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used")
         return self
-
-    # -- the finish -------------------------------------------------------------------------------
-    def _write_seconds(self, c=None, copies: int = 1) -> float:
-        """Seconds to keep for writing the output: the report's, and ``copies`` of the network
-        weights of ``c``'s fine-tuned members (its seeds) at `WRITE_RATE`."""
-        weights = 0 if c is None else sum(_weights(m) for m in (list(c.weights) if c.weights else [c]))
-        return 0.0 if self.output is None else (
-            min(max(WRITE_SECONDS, 0.02 * self.budget_), 30.0) + copies * weights / WRITE_RATE)
-
-    def _refit_seconds(self, search: Search, c, seeds: int = 1) -> float:
-        """Seconds to refit ``c`` (its members) on all the documents, from their pairs' cost
-        records, with ``seeds`` seeds of each fine-tuned member."""
-        members = list(c.weights) if c.weights else [c]
-        n_all = len(search.docs)
-        return sum(search.costs[m.pair].seconds(work_of(m.build(), n_all), margin=REFIT_MARGIN)
-                   * (seeds if _seeded(m) else 1) + m.extra_refit for m in members)
-
-    def _reserve(self, search: Search) -> float:
-        """What the finish needs: writing the output, and the refit of the leader. While the tiers
-        run, only a refit under a quarter of the budget is kept back (a dearer one would starve
-        them; that leader is kept as fitted unless time is left at the end). Once they are done,
-        the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a
-        fine-tuned model, or one, whichever the time left paid for when one first did, and the
-        moment until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it."""
-        scored = [c for c in search.candidates if c.status == "scored"]
-        if not scored:
-            return self._write_seconds()
-        write = self._write_seconds(best := search.best())
-        if not search.filling:
-            need = self._refit_seconds(search, best)
-            return write + (need if need <= 0.25 * search.clock.budget else 0.0)
-        if not search.reserved_seeds:  # kept once a refit fits (an overrunning fit must not turn
-            # the seeds' time into the fill's); while none fits, asked again: a new leader may be cheaper
-            search.reserved_seeds = next(
-                (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
-                 if self._refit_seconds(search, best, seeds) <= search.clock.left() - write), 0)
-        if not search.reserved_seeds:
-            return write
-        return write + DECIDING + self._refit_seconds(search, best, search.reserved_seeds)
-
-    def _finish(self, search: Search, pick, clock: Clock, say):
-        """The pick as one estimator, refit on every document when the time left pays for it;
-        each fine-tuned member then averages as many seeds (up to ``MAX_SEEDS``) as the time
-        left pays for. Returns ``(estimator, refit, seeds)``."""
-        from sklearn.frozen import FrozenEstimator
-        from sklearn.pipeline import Pipeline
-
-        members = list(pick.weights.items()) if pick.weights else [(pick, 1.0)]
-        fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
-        chosen, left = [], clock.left() - self._write_seconds(pick)
-        for i in sorted(range(len(members)), key=lambda i: -members[i][1]):  # heaviest first
-            need = self._refit_seconds(search, members[i][0])
-            if not search.interrupted and need <= left:
-                chosen.append(i)
-                left -= need
-        done = []
-        try:
-            for i in chosen:
-                fitted[i] = [self._refit(search, members[i][0], clock, say)]
-                done.append(i)
-            if len(done) == len(members):
-                self._more_seeds(search, members, fitted, clock, say)
-        except KeyboardInterrupt:  # Ctrl-C: keep what is refit, and the other members as fitted
-            self.refit_interrupted_ = True
-            say(f"{clock.stamp()} interrupted: the refit stops here")
-        for i in set(range(len(members))) - set(done):
-            member = members[i][0]
-            say(f"{clock.stamp()} kept {member.label} as fitted on its "
-                f"{search.n_rows(member):,} training rows (a refit on all the documents needs "
-                f"about {format_seconds(self._refit_seconds(search, member))})")
-        self.refit_members_ = (len(done), len(members))
-        refit = len(done) == len(members)
-        seeds = max(len(models) for models in fitted)
-        flat = [(label, model, weight / len(models))  # a member's seeds share its weight
-                for models, (_, weight) in zip(fitted, members, strict=True)
-                for label, model, _ in models]
-        if len(flat) == 1:
-            return flat[0][1], refit, seeds
-        from ..heads.ensemble import EnsembleClassifier
-
-        ensemble = EnsembleClassifier(members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
-                                                    for i, (label, model, _) in enumerate(flat)),
-                                      method="vote", weights=[w for _, _, w in flat])
-        head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
-        return Pipeline([("features", "passthrough"), ("head", head)]), refit, seeds
-
-    @staticmethod
-    def _refit(search: Search, member, clock: Clock, say) -> tuple[str, object, float]:
-        """``member`` (a candidate, maybe another seed of one) fitted on every document: its
-        label, the model and seconds; its pair's cost record learns the time."""
-        began = time.monotonic()
-        model = member.build().fit(search.docs, search.y)
-        seconds = time.monotonic() - began
-        search.costs[member.pair].observe(work_of(model, len(search.docs)), seconds)
-        say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} documents "
-            f"({seconds:.0f} s)")
-        return member.label, model, seconds
-
-    def _more_seeds(self, search: Search, members, fitted, clock: Clock, say) -> None:
-        """Add seeds to the refit fine-tuned members, round by round, while the next one's
-        measured cost fits in the time left (at most ``MAX_SEEDS`` each)."""
-        seeded = [i for i, (member, _) in enumerate(members) if _seeded(member)]
-        while seeded:
-            i = min(seeded, key=lambda j: len(fitted[j]))
-            member = members[i][0]
-            if len(fitted[i]) >= MAX_SEEDS:
-                return
-            cost = REFIT_MARGIN * max(seconds for _, _, seconds in fitted[i])
-            if cost > clock.left() - self._write_seconds(member, len(fitted[i]) + 1):
-                return
-            fitted[i].append(self._refit(search, member.but(seed=member.seed + len(fitted[i])),
-                                         clock, say))
 
     def _write(self, docs, y, clock: Clock, say) -> None:
         from ..persist import save
@@ -523,17 +428,6 @@ def _accelerated() -> bool:
     from .._batching import resolve_device
 
     return resolve_device("auto") != "cpu"
-
-
-def _weights(c) -> int:
-    """Bytes of the network weights ``c``'s fitted model saves (a fine-tuned encoder's, else 0)."""
-    module = getattr(getattr(c.model, "steps", [(None, None)])[-1][1], "module_", None)
-    return 0 if module is None else sum(p.numel() * p.element_size() for p in module.parameters())
-
-
-def _seeded(c) -> bool:
-    """Whether ``c`` is a fine-tuned model whose seeds the refit averages (an ensemble member)."""
-    return c.kind == "candidate" and c.seed is not None
 
 
 def tune(X, y, budget: str | float = "15m", **params) -> Tuner:

@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..._batching import batch_settings, resolve_precision, run_batches
 from ..._params import Interval, StrOptions, positive_int, validate_params
 from ...base import store_params
-from ...documents import validate_documents
+from ...documents import CHARS_PER_TOKEN, validate_documents, within_reach
 from ...sequences import Sequences
 from .._base import (
     LEARNING_RATE,
@@ -116,6 +116,7 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
                               frozen, precision=self.precision_)
 
     def _tokenize(self, docs: list[str]) -> list[np.ndarray]:
+        docs = within_reach(docs, int(self.max_length) * CHARS_PER_TOKEN)  # the rest is cut anyway
         enc = self.tokenizer_(docs, truncation=True, max_length=self.max_length,
                               return_attention_mask=False, return_token_type_ids=False)
         return [np.asarray(ids, dtype=np.int64) for ids in enc["input_ids"]]

@@ -29,6 +29,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...documents import CHARS_PER_TOKEN, within_reach
+
 __all__ = ["FORWARD_SHARE", "compute", "fewest_rows", "fit_work", "gain_share", "least_work",
            "length_for", "predict_work", "rate_from_pass", "sized_for"]
 
@@ -118,7 +120,8 @@ def length_for(head, docs) -> int:
 
     source = str(resource_path(head.model)) if head.model in RESOURCES else str(head.model)
     tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-    ids = tokenizer(list(docs), add_special_tokens=True, truncation=False,
+    ids = tokenizer(within_reach(list(docs), 256 * CHARS_PER_TOKEN), add_special_tokens=True,
+                    truncation=False,
                     return_attention_mask=False, return_token_type_ids=False,
                     verbose=False)["input_ids"]
     lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))

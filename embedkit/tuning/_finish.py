@@ -1,0 +1,168 @@
+"""The end of a budgeted search: the time it keeps back, the refit of the pick on every document
+(a fine-tuned model as the mean of its seeds), and the time to write the output.
+
+`Finish` is given to the engine when the search starts (`embedkit.tuning._engine.Search`): the
+engine asks it what to keep back (`Finish.reserve`) whenever it weighs what still fits, and runs
+it once the search ends (`Finish.run`). Nothing here calls back into `embedkit.Tuner`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from .._budget import DECIDING, Clock, format_seconds
+from ..outputs import WRITE_RATE, WRITE_SECONDS
+from ._costs import work_of
+
+__all__ = ["MAX_SEEDS", "REFIT_MARGIN", "RESERVED_SEEDS", "Finish", "Finished"]
+
+#: a refit's time is its measured fit scaled to every document (rows^1.1), times this margin
+REFIT_MARGIN = 1.1
+#: the refit of a fine-tuned pick averages up to this many seeds (each one more fit, and one
+#: more model to store and to run at prediction); the fill keeps back the time of this many
+MAX_SEEDS, RESERVED_SEEDS = 4, 2
+
+
+class Finished:
+    """What the finish made: the ``estimator``, whether it was ``refit`` on every document, how
+    many ``seeds`` its fine-tuned models average, ``members`` (refit, of how many), and whether a
+    Ctrl-C ``interrupted`` it."""
+
+    def __init__(self, estimator, refit: bool, seeds: int, members: tuple[int, int],
+                 interrupted: bool):
+        self.estimator, self.refit, self.seeds = estimator, refit, seeds
+        self.members, self.interrupted = members, interrupted
+
+
+class Finish:
+    """The refit and the write of a search whose output goes to ``output`` (None: not written),
+    within a budget of ``budget`` seconds."""
+
+    def __init__(self, output=None, budget: float = math.inf):
+        self.output, self.budget = output, budget
+
+    # -- what it keeps back ---------------------------------------------------------------------
+    def write_seconds(self, c=None, copies: int = 1) -> float:
+        """Seconds to keep for writing the output: the report's, and ``copies`` of the network
+        weights of ``c``'s fine-tuned members (its seeds) at `WRITE_RATE`."""
+        weights = 0 if c is None else sum(_weights(m) for m in (list(c.weights) if c.weights else [c]))
+        return 0.0 if self.output is None else (
+            min(max(WRITE_SECONDS, 0.02 * self.budget), 30.0) + copies * weights / WRITE_RATE)
+
+    def refit_seconds(self, search, c, seeds: int = 1) -> float:
+        """Seconds to refit ``c`` (its members) on all the documents, from their pairs' cost
+        records, with ``seeds`` seeds of each fine-tuned member."""
+        members = list(c.weights) if c.weights else [c]
+        n_all = len(search.docs)
+        return sum(search.costs[m.pair].seconds(work_of(m.build(), n_all), margin=REFIT_MARGIN)
+                   * (seeds if _seeded(m) else 1) + m.extra_refit for m in members)
+
+    def reserve(self, search) -> float:
+        """What the finish needs: writing the output, and the refit of the leader. While the tiers
+        run, only a refit under a quarter of the budget is kept back (a dearer one would starve
+        them; that leader is kept as fitted unless time is left at the end). Once they are done,
+        the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a
+        fine-tuned model, or one, whichever the time left paid for when one first did, and the
+        moment until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it."""
+        scored = [c for c in search.candidates if c.status == "scored"]
+        if not scored:
+            return self.write_seconds()
+        write = self.write_seconds(best := search.best())
+        if not search.filling:
+            need = self.refit_seconds(search, best)
+            return write + (need if need <= 0.25 * search.clock.budget else 0.0)
+        if not search.reserved_seeds:  # kept once a refit fits (an overrunning fit must not turn
+            # the seeds' time into the fill's); while none fits, asked again: a new leader may be cheaper
+            search.reserved_seeds = next(
+                (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
+                 if self.refit_seconds(search, best, seeds) <= search.clock.left() - write), 0)
+        if not search.reserved_seeds:
+            return write
+        return write + DECIDING + self.refit_seconds(search, best, search.reserved_seeds)
+
+    # -- the refit ------------------------------------------------------------------------------
+    def run(self, search, pick, clock: Clock, say) -> Finished:
+        """The pick as one estimator, refit on every document when the time left pays for it;
+        each fine-tuned member then averages as many seeds (up to `MAX_SEEDS`) as the time left
+        pays for. A Ctrl-C keeps what is refit and the other members as fitted."""
+        from sklearn.frozen import FrozenEstimator
+        from sklearn.pipeline import Pipeline
+
+        members = list(pick.weights.items()) if pick.weights else [(pick, 1.0)]
+        fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
+        chosen, left = [], clock.left() - self.write_seconds(pick)
+        for i in sorted(range(len(members)), key=lambda i: -members[i][1]):  # heaviest first
+            need = self.refit_seconds(search, members[i][0])
+            if not search.interrupted and need <= left:
+                chosen.append(i)
+                left -= need
+        done, interrupted = [], False
+        try:
+            for i in chosen:
+                fitted[i] = [self.refit(search, members[i][0], clock, say)]
+                done.append(i)
+            if len(done) == len(members):
+                self._more_seeds(search, members, fitted, clock, say)
+        except KeyboardInterrupt:
+            interrupted = True
+            say(f"{clock.stamp()} interrupted: the refit stops here")
+        for i in set(range(len(members))) - set(done):
+            member = members[i][0]
+            say(f"{clock.stamp()} kept {member.label} as fitted on its "
+                f"{search.n_rows(member):,} training rows (a refit on all the documents needs "
+                f"about {format_seconds(self.refit_seconds(search, member))})")
+        seeds = max(len(models) for models in fitted)
+        flat = [(label, model, weight / len(models))  # a member's seeds share its weight
+                for models, (_, weight) in zip(fitted, members, strict=True)
+                for label, model, _ in models]
+        estimator = flat[0][1]
+        if len(flat) > 1:
+            from ..heads.ensemble import EnsembleClassifier
+
+            ensemble = EnsembleClassifier(
+                members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
+                              for i, (label, model, _) in enumerate(flat)),
+                method="vote", weights=[w for _, _, w in flat])
+            head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
+            estimator = Pipeline([("features", "passthrough"), ("head", head)])
+        return Finished(estimator, len(done) == len(members), seeds, (len(done), len(members)),
+                        interrupted)
+
+    @staticmethod
+    def refit(search, member, clock: Clock, say) -> tuple[str, object, float]:
+        """``member`` (a candidate, maybe another seed of one) fitted on every document: its
+        label, the model and seconds; its pair's cost record learns the time."""
+        began = time.monotonic()
+        model = member.build().fit(search.docs, search.y)
+        seconds = time.monotonic() - began
+        search.costs[member.pair].observe(work_of(model, len(search.docs)), seconds)
+        say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} documents "
+            f"({seconds:.0f} s)")
+        return member.label, model, seconds
+
+    def _more_seeds(self, search, members, fitted, clock: Clock, say) -> None:
+        """Add seeds to the refit fine-tuned members, round by round, while the next one's
+        measured cost fits in the time left (at most `MAX_SEEDS` each)."""
+        seeded = [i for i, (member, _) in enumerate(members) if _seeded(member)]
+        while seeded:
+            i = min(seeded, key=lambda j: len(fitted[j]))
+            member = members[i][0]
+            if len(fitted[i]) >= MAX_SEEDS:
+                return
+            cost = REFIT_MARGIN * max(seconds for _, _, seconds in fitted[i])
+            if cost > clock.left() - self.write_seconds(member, len(fitted[i]) + 1):
+                return
+            fitted[i].append(self.refit(search, member.but(seed=member.seed + len(fitted[i])),
+                                        clock, say))
+
+
+def _weights(c) -> int:
+    """Bytes of the network weights ``c``'s fitted model saves (a fine-tuned encoder's, else 0)."""
+    module = getattr(getattr(c.model, "steps", [(None, None)])[-1][1], "module_", None)
+    return 0 if module is None else sum(p.numel() * p.element_size() for p in module.parameters())
+
+
+def _seeded(c) -> bool:
+    """Whether ``c`` is a fine-tuned model whose seeds the refit averages (an ensemble member)."""
+    return c.kind == "candidate" and c.seed is not None
