@@ -442,6 +442,17 @@ def test_a_manifest_nested_past_the_stack_is_not_a_model_folder(tmp_path):
     with pytest.raises(ValueError, match=r"is not an embedkit model folder \(its manifest.json "
                                          "is not valid JSON, or nests deeper"):
         load(folder)
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+
+    (tmp_path / "in.csv").write_text("text\nhello\n")
+    for args, said in ((["predict", folder, tmp_path / "in.csv", "-o", tmp_path / "p.csv"],
+                        "nests deeper than a manifest does"),
+                       (["tune", "-f", tmp_path / "in.csv", "-o", tmp_path], "did not write")):
+        result = CliRunner().invoke(app, [str(a) for a in args])
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert said in " ".join(result.output.replace("│", " ").split())
     # deep enough for the decoding (two frames a level), not for json's reader: a clear error
     depth = int(sys.getrecursionlimit() * 0.7)
     (folder / "manifest.json").write_text('{"format": "embedkit-model", "format_version": 1, '
