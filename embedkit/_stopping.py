@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 
-__all__ = ["fit_or_stop", "interrupts_held", "sigterm_stops"]
+__all__ = ["DeadlineReached", "deadline", "fit_or_stop", "interrupts_held", "sigterm_stops"]
 
 
 @contextlib.contextmanager
@@ -58,6 +59,46 @@ def interrupts_held():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
         if held:
             signal.raise_signal(held[0])
+
+
+class DeadlineReached(Exception):
+    """The block ran past its `deadline` and was stopped there."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Stop the block once it has run ``seconds`` (at least a tenth of a second): a timer
+    interrupts the main thread as Ctrl-C would, and the block ends with `DeadlineReached`
+    instead of a ``KeyboardInterrupt`` (a Ctrl-C of the user's during the block stays one). Work
+    in one long call of compiled code stops when that call returns. In another thread, or for
+    an infinite ``seconds``, nothing changes."""
+    import _thread
+
+    if threading.current_thread() is not threading.main_thread() or seconds == float("inf"):
+        yield
+        return
+    fired = threading.Event()
+
+    def fire():
+        fired.set()
+        _thread.interrupt_main()
+
+    timer = threading.Timer(max(seconds, 0.1), fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        if fired.is_set():
+            raise DeadlineReached(f"stopped after {seconds:.0f} s, at its deadline") from None
+        raise
+    finally:
+        timer.cancel()
+    if fired.is_set():  # it fired as the block ended: the interrupt may still be on its way
+        try:
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass
 
 
 def fit_or_stop(net, X, y=None) -> None:

@@ -355,8 +355,12 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
                                if metric == "accuracy" and n_valid else np.nan)
     shown = scored.head(top).copy()
     shown["pick"] = np.where(shown["pick"], "**pick**", "")
-    table = shown[["rank", "pipeline", "kind", "tier", "documents", metric, "fit_seconds",
-                   "pick"]].to_markdown(index=False, floatfmt=".3f")
+    if "vs_baseline" in shown:  # the paired difference, in points, with its standard error
+        shown["vs baseline"] = [f"{d:+.1f} ± {e:.1f}" if d == d else "" for d, e in
+                                zip(shown["vs_baseline"], shown["vs_baseline_se"], strict=True)]
+    columns = ["rank", "pipeline", "kind", "tier", "documents", metric, "vs baseline",
+               "fit_seconds", "predict_s_per_1000", "pick"]
+    table = shown[[c for c in columns if c in shown]].to_markdown(index=False, floatfmt=".3f")
     rest = board[board["status"] != "scored"]
     cut = board.loc[board["status"] == "interrupted", "pipeline"].tolist()
     lines = [f"# {title}", ""]
@@ -369,8 +373,11 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
               f"Tiers reached: {', '.join(meta.get('tiers_reached', [])) or 'none'}"
               + ("; the search was interrupted" if meta.get("interrupted") else "") + ". "
               + _final(meta)
-              + "*documents*: the training rows a model fitted on; *fit_seconds*: its fit and its "
-              "predictions on the validation rows, wall clock.", "", table, ""]
+              + "*documents*: the training rows a model fitted on; *vs baseline*: its paired "
+              f"difference to {meta.get('baseline') or 'the better baseline'} on the same rows, in "
+              "points, ± its standard error (the pick beats the baseline by more than that, or is "
+              "the baseline); *fit_seconds*: its fit and its predictions on the validation rows, "
+              "wall clock; *predict_s_per_1000*: seconds to predict 1,000 documents.", "", table, ""]
     if len(rest):
         lines += ["## Left out, failed or interrupted", "",
                   rest[["pipeline", "tier", "status", "note"]].to_markdown(index=False), ""]

@@ -216,12 +216,12 @@ def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, clu
     from embedkit import Tuner
     from embedkit.tuning._schedule import Schedule
 
-    monkeypatch.setattr(Schedule, "_reach", lambda self, pair: 1.0)
+    monkeypatch.setattr(Schedule, "reach", lambda self, pair: 1.0)
     docs, labels = trec.text.iloc[:300], trec.label.iloc[:300]
     pairs = [("tfidf", "logreg"), ("bow", "logreg"), ("minilm", "logreg")]
     local = Tuner(budget="10m", pairs=pairs, progress=False).fit(docs, labels)
     lines = []
-    with dask_backend(cluster.scheduler_address):
+    with dask_backend(cluster.scheduler_address) as client, get_task_stream(client) as stream:
         remote = Tuner(budget="10m", pairs=pairs, progress=lines.append,
                        backend="dask").fit(docs, labels)
 
@@ -232,7 +232,10 @@ def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, clu
     assert scores(remote).keys() == scores(local).keys()
     for label, score in scores(local).items():
         assert scores(remote)[label] == pytest.approx(score, abs=1e-9), label
-    assert any("encoded once on the cluster's 2 workers" in line for line in lines)
+    # the frozen encoder's pass ran as tasks on both workers, its vectors cached here
+    assert any("minilm: 300 documents encoded once" in line for line in lines)
+    encoded = [t for t in stream.data if str(t["key"]).startswith("_transform")]
+    assert len({t["worker"] for t in encoded}) == 2
     baseline = next(c for c in remote.search_.candidates if c.name == "plain MiniLM + LR")
     assert baseline.score == pytest.approx(
         next(c for c in local.search_.candidates if c.name == baseline.name).score, abs=1e-9)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -188,3 +189,24 @@ def test_every_results_file_has_its_benchmark_page_with_a_command(site, crawl):
             f"{results.relative_to(ROOT)} names no command that made its figures")
     # the GPU guide's link holds before the GPU results exist
     assert (site / "benchmarks" / "bench_gpu.html") in crawl
+
+
+def test_the_tuning_settings_page_lists_every_number_the_search_decides_by(site, crawl):
+    """Issue 46: every constant of embedkit/tuning/_settings.py, and the tiers, on one page,
+    with its value and where that value came from."""
+    from embedkit.tuning import _settings
+    from embedkit.tuning._schedule import TIERS
+
+    page = site / "tuning-settings.html"
+    assert page in crawl
+    text = page.read_text(encoding="utf-8")
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", text, re.S)]
+    named = {re.sub(r"<[^>]+>", "", cells[0]): cells for cells in rows if len(cells) == 3}
+    for name in _settings.__all__:  # each in a table row, with its value and its origin
+        cells = next((c for names, c in named.items() if name in re.split(r"[,\s]+", names)), None)
+        assert cells is not None, f"{name} is not on the tuning settings page"
+        assert re.sub(r"<[^>]+>", "", cells[1]).strip() and len(re.sub(r"<[^>]+>", "", cells[2])) > 20
+    for tier in TIERS:
+        assert tier.name in text
+    assert "WORK_EXPONENT" in text and "DECIDING" in text and "MAX_DOCUMENT_CHARS" in text

@@ -89,3 +89,42 @@ def test_no_import_cycle_counting_lazy_imports_and_no_module_over_550_lines():
     assert not cycles, f"import cycles (lazy imports count): {cycles}"
     long = {m: n for m, p in files.items() if (n := len(p.read_text().splitlines())) > 550}
     assert not long, f"modules over 550 lines: split them by concern ({long})"
+
+
+def test_the_search_names_every_number_it_decides_by_in_one_module():
+    """Issue 46: the search's constants live in embedkit/tuning/_settings.py (the manual lists
+    them, docs/tuning-settings.md); the tiers are data there too (`TIERS`, listed on the same
+    page). No other module of the search assigns a number at module level."""
+    import ast
+
+    found = []
+    for path in sorted((PACKAGE / "tuning").glob("*.py")):
+        if path.name == "_settings.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and not (
+                    isinstance(node.targets[0], ast.Name) and node.targets[0].id in ("__all__", "TIERS")):
+                numbers = [n for n in ast.walk(node.value) if isinstance(n, ast.Constant)
+                           and isinstance(n.value, (int, float)) and not isinstance(n.value, bool)]
+                if numbers:
+                    found.append(f"{path.name}:{node.lineno}")
+    assert not found, f"numbers assigned outside embedkit/tuning/_settings.py: {found}"
+
+
+def test_the_searchs_tests_call_no_private_method():
+    """Issue 46: the schedule and the engine are tested through their interfaces (ask / tell,
+    the public methods), so their insides can change without rewriting the tests."""
+    import ast
+
+    found = []
+    for name in ("test_schedule.py", "test_tuning.py"):
+        tree = ast.parse((TESTS / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                attr = node.func.attr
+                if attr.startswith("_") and not attr.startswith("__"):
+                    found.append(f"{name}:{node.lineno} .{attr}()")
+                if attr == "setattr" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                        and str(node.args[1].value).rsplit(".", 1)[-1].startswith("_"):
+                    found.append(f"{name}:{node.lineno} setattr {node.args[1].value}")
+    assert not found, f"tests of the search reaching private methods: {found}"

@@ -1,25 +1,46 @@
-"""The budgeted search's engine and schedule (`embedkit.tuning._engine`, `embedkit.tuning._schedule`,
-`embedkit.tuning._costs`): one cost record per pair, the order by expected gain per second of measured
-cost, the device lane training beside the cores, and the fill's reach."""
+"""The budgeted search's schedule (`embedkit.tuning._schedule`), tested through its interface
+against the real engine (`embedkit.tuning._engine.Search`) on real data: a test builds a search
+whose clock does not move and whose finish keeps nothing back, calls ``schedule.begin``, then
+plays the engine by hand: ``schedule.ask(lane)``, the outcome of what it asked for (a candidate
+scored, a job's result), ``schedule.tell(action, outcome)``. Pair costs are set directly
+(`embedkit.tuning._costs.PairState`), so estimates are exact. No private method is called."""
 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 
 import embedkit
-from embedkit._budget import Clock
-from embedkit.heads.finetune._sizing import WORK_EXPONENT
-from embedkit.tuning import MAX_SEEDS, RESERVED_SEEDS, _schedule, baseline_pipelines
-from embedkit.tuning._costs import CostRecord, work_of
-from embedkit.tuning._engine import Candidate, Search, describe
+from embedkit._budget import DECIDING, Clock
+from embedkit.heads.finetune._sizing import ROWS_PER_CLASS, SHORT_LENGTH, WORK_EXPONENT
+from embedkit.registry import HEADS, REPRESENTATIONS
+from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, baseline_pipelines
+from embedkit.tuning._candidate import Candidate, Job, describe
+from embedkit.tuning._costs import PairState, States, work_of
+from embedkit.tuning._engine import Search
 from embedkit.tuning._finish import Finish
-from embedkit.tuning._schedule import ENCODER_LOAD, Schedule
+from embedkit.tuning._schedule import Schedule
+from embedkit.tuning._settings import (
+    CURVE_EXPONENT,
+    ENCODE_SHARE,
+    ENCODER_LOAD,
+    GROWTH,
+    MARGIN,
+    MAX_SEEDS,
+    MIN_PROBE_SECONDS,
+    MIN_ROWS,
+    PROBE_STEPS,
+    RESERVED_SEEDS,
+    START_SHARE,
+    VARIANT_SHARE,
+)
 
 FINETUNE = ("passthrough", "finetune-short")
+MPNET = ("passthrough", "finetune-mpnet")
 
 
 class Paused(Clock):
@@ -29,16 +50,6 @@ class Paused(Clock):
         return 0.0
 
 
-@pytest.fixture(scope="module")
-def questions():
-    from sklearn.model_selection import train_test_split
-
-    df = embedkit.load_dataset("trec")
-    train = df[df["split"] == "train"]
-    train, _ = train_test_split(train, train_size=300, stratify=train["label"], random_state=0)
-    return train.reset_index(drop=True)
-
-
 class NothingKept(Finish):
     """A finish that keeps nothing back: the schedule's own arithmetic, alone."""
 
@@ -46,47 +57,162 @@ class NothingKept(Finish):
         return 0.0
 
 
-def _search(df, seconds, pairs, lines=None, device_lane=None, finish=None):
-    search = Search(df["text"].to_numpy(object), df["label"].to_numpy(), clock=Clock(seconds),
-                    pairs=pairs, scoring="accuracy", validation=0.2, finetune="auto",
-                    cache="memory", random_state=0,
-                    say=lines.append if lines is not None else (lambda line: None),
-                    finish=finish or NothingKept(), device_lane=device_lane)
-    return search
+def _slice(df, n):
+    from sklearn.model_selection import train_test_split
+
+    rows, _ = train_test_split(df, train_size=n, stratify=df["label"], random_state=0)
+    return rows.reset_index(drop=True)
 
 
-def test_a_cost_record_keeps_the_dearest_rate_and_splits_two_fits_into_rate_and_overhead(monkeypatch):
+@pytest.fixture(scope="module")
+def trec():
+    """TREC's 5,452 training questions (6 classes): 1,090 validation rows, 4,362 to train on."""
+    df = embedkit.load_dataset("trec")
+    return df[df["split"] == "train"].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def questions(trec):
+    """300 of them: 60 validation rows, 240 to train on (fewer than `MIN_ROWS`)."""
+    return _slice(trec, 300)
+
+
+@pytest.fixture(scope="module")
+def news():
+    """BBC News (2,225 articles, 5 topics): documents that need 256 word pieces."""
+    return embedkit.load_dataset("bbc-news")
+
+
+def _search(df, seconds, pairs, lines=None, validation=0.2, finish=None, device_lane=None):
+    return Search(df["text"].to_numpy(object), df["label"].to_numpy(), clock=Paused(seconds),
+                  pairs=pairs, scoring="accuracy", validation=validation, finetune="auto",
+                  cache="memory", random_state=0,
+                  say=lines.append if lines is not None else (lambda line: None),
+                  finish=finish or NothingKept(), device_lane=device_lane)
+
+
+def _baselines() -> dict:
+    return {name: (lambda pipe=pipe: clone(pipe)) for name, pipe in baseline_pipelines().items()}
+
+
+def _begin(df, seconds, pairs, lines=None, **kwargs) -> tuple[Search, Schedule]:
+    """A search split and a schedule begun on it, as `Search.run` starts them."""
+    search = _search(df, seconds, pairs, lines, **kwargs)
+    search.split()
+    schedule = Schedule(_baselines())
+    schedule.begin(search)
+    return search, schedule
+
+
+def _scored(search, c, right: int, fit: float = 1.0, predict: float = 0.0, measure: bool = True):
+    """``c`` as the engine records it once fitted: right on the first ``right`` validation rows
+    (an accuracy of ``right / len(search.valid)``), wrong on the others; its pair's state learns
+    its seconds where ``measure``."""
+    n, k = len(search.valid), len(search.classes)
+    truth = np.searchsorted(search.classes, search.y_valid)
+    c.proba = np.eye(k)[np.where(np.arange(n) < right, truth, (truth + 1) % k)]
+    c.status, c.score = "scored", search.score_proba(c.proba)
+    c.fit_seconds, c.predict_seconds = fit, predict
+    if c not in search.candidates:
+        search.candidates.append(c)
+    if measure:
+        search.costs[c.pair].observe(work_of(c.build(), search.n_rows(c)), fit)
+        search.costs[c.pair].observe_predict(n, predict)
+    return c
+
+
+def _encoded(schedule, done=None, per_doc=None):
+    """What the prologue's pass returns: ``done`` documents (all) at ``per_doc`` seconds each
+    (the rate the load measured)."""
+    index = schedule.plans.unencoded(schedule.first)
+    done = len(index) if done is None else done
+    return done, (per_doc or schedule.plans.per_doc) * done, index
+
+
+def _prologue(search, schedule, tfidf: int, minilm: int, per_doc: float = 0.004):
+    """The prologue through `ask` and `tell`, its outcomes as the engine would report them: the
+    TF-IDF baseline right on ``tfidf`` validation rows, the encoder measured at ``per_doc``
+    seconds a document, its pass, the MiniLM baseline right on ``minilm`` rows."""
+    base = schedule.ask("cores")
+    assert base.name == TFIDF_BASELINE
+    schedule.tell(base, _scored(search, base, tfidf))
+    load = schedule.ask("cores")
+    assert isinstance(load, Job) and load.kind == "load"
+    schedule.tell(load, (per_doc, None))
+    encode = schedule.ask("cores")
+    assert isinstance(encode, Job) and encode.kind == "encode"
+    schedule.tell(encode, _encoded(schedule))
+    baseline = schedule.ask("cores")
+    assert baseline.name == MINILM_BASELINE
+    schedule.tell(baseline, _scored(search, baseline, minilm))
+    return base, baseline
+
+
+def _default(schedule, pair) -> Candidate:
+    return next(c for c in schedule.defaults if c.pair == pair)
+
+
+def _measured(search, schedule, pair, seconds_of_own_recipe: float) -> None:
+    """A fine-tuning pair whose own recipe on every training row takes this many seconds, with
+    the margin (no load, no prediction cost)."""
+    work = schedule.plans.head(_default(schedule, pair)).fit_work(len(search.train))
+    search.costs[pair] = PairState(rate=seconds_of_own_recipe / MARGIN / work, predict_rate=0.0)
+
+
+# -- costs and identity ------------------------------------------------------------------------
+def test_a_pair_state_keeps_the_dearest_rate_and_applies_its_margin_once(monkeypatch):
     from embedkit.tuning import _costs
 
-    record = CostRecord()
-    assert not record.measured and math.isnan(record.fit_seconds(10))
-    record.observe(100, 10.0)
-    record.observe(200, 10.0)  # cheaper per unit: the dearer rate stands
-    assert record.rate == 0.1 and record.seconds(300, margin=1.0) == pytest.approx(30.0)
-    record.observe_predict(50, 1.0)
-    assert record.seconds(300, predict_rows=100, margin=2.0) == pytest.approx(2 * (30.0 + 2.0))
+    state = States()[("tfidf", "logreg")]
+    assert not state.measured and math.isnan(state.fit_seconds(10))
+    state.observe(100, 10.0)
+    state.observe(200, 10.0)  # cheaper per unit: the dearer rate stands
+    assert state.rate == 0.1 and state.fits == 2 and state.margin == MARGIN
+    assert state.fit_seconds(300) == pytest.approx(30.0)  # as measured
+    assert state.seconds(300) == pytest.approx(MARGIN * 30.0)  # the margin, once
+    assert state.seconds(300, margin=1.0) == pytest.approx(30.0)
+    # before a prediction is measured it is counted in units of work at the fit's rate
+    assert state.seconds(300, 100, predict_units=50) == pytest.approx(MARGIN * (30.0 + 5.0))
+    state.observe_predict(50, 1.0)
+    state.observe_predict(50, 0.5)  # the dearer again: 0.02 s a row
+    assert state.seconds(300, 100, predict_units=50) == pytest.approx(MARGIN * (30.0 + 2.0))
+
     # two timed fits: 1 s to load, 0.5 s a unit of work (a clock that moves only when fits run)
     now = [0.0]
     monkeypatch.setattr(_costs.time, "monotonic", lambda: now[0])
-    timed = CostRecord()
+    seconds = [1.0 + 0.5 * 2, 1.0 + 0.5 * 6]
 
     def fit(i):
-        now[0] += 1.0 + 0.5 * (2, 6)[i]
+        now[0] += seconds[i]
 
+    timed = PairState()
     timed.measure_steps(fit, (2.0, 6.0))
-    assert timed.rate == pytest.approx(0.5) and timed.overhead == pytest.approx(1.0)
-    assert timed.seconds(10, margin=1.0) == pytest.approx(6.0)
+    assert (timed.rate, timed.overhead, timed.fits) == (pytest.approx(0.5), pytest.approx(1.0), 2)
+    assert timed.seconds(10) == pytest.approx(MARGIN * 6.0)
+    # a noisy difference (5.0 s, then 5.2 s) is not a rate cheaper than half the larger fit's
+    seconds[:] = [5.0, 5.2]
+    noisy = PairState()
+    noisy.measure_steps(fit, (2.0, 6.0))
+    assert noisy.rate == pytest.approx(0.5 * 5.2 / 6) and noisy.overhead == pytest.approx(
+        5.0 - 2 * 0.5 * 5.2 / 6)
+
+    # scaled to a model eight times the compute: expected, no margin, until it is measured
+    scaled = PairState(overhead=2.0, rate=0.5).scaled(8.0)
+    assert (scaled.overhead, scaled.rate, scaled.margin) == (16.0, 4.0, 1.0)
+    assert scaled.seconds(10) == pytest.approx(16.0 + 40.0)
+    scaled.observe(10, 100.0)  # measured here now: the margin comes back
+    assert scaled.margin == MARGIN and scaled.rate == pytest.approx((100.0 - 16.0) / 10)
 
 
 def test_work_is_rows_to_the_1_1_times_epochs_or_what_the_head_counts():
     from sklearn.pipeline import Pipeline
 
-    from embedkit.registry import HEADS, REPRESENTATIONS
+    def pipe(rep, head):
+        return Pipeline([("features", REPRESENTATIONS[rep].factory()),
+                         ("head", HEADS[head].factory())])
 
-    mlp = Pipeline([("features", REPRESENTATIONS["tfidf"].factory()), ("head", HEADS["mlp"].factory())])
-    assert work_of(mlp, 1000) == pytest.approx(1000 ** 1.1 * 10)  # ten epochs
-    lr = Pipeline([("features", REPRESENTATIONS["tfidf"].factory()), ("head", HEADS["logreg-cv"].factory())])
-    assert work_of(lr, 1000) == pytest.approx(1000 ** 1.1)
+    assert work_of(pipe("tfidf", "mlp"), 1000) == pytest.approx(1000 ** 1.1 * 10)  # ten epochs
+    assert work_of(pipe("tfidf", "logreg-cv"), 1000) == pytest.approx(1000 ** 1.1)
     tuned = Candidate(representation="passthrough", head="finetune-short",
                       recipe={"head__max_length": 32, "head__epochs": 2}).build()
     assert work_of(tuned, 320) == pytest.approx(2 * 10 * 32 / 64)  # 2 epochs x 10 batches of 32
@@ -105,56 +231,881 @@ def test_a_candidate_is_its_fields_and_its_label_only_shows_them():
             params["head__early_stopping"]) == (5e-5, 32, 0, False)
     sparse = Candidate(representation="tfidf", head="logreg", params={"features__ngram_range": (1, 2)})
     assert sparse.label == "tfidf + logreg (ngram_range=(1, 2))" and sparse.pair == ("tfidf", "logreg")
+    # rows: a subsample is part of the model (by its size: the subsamples are nested)
+    small = sparse.but(rows=np.arange(1000))
+    assert small.label == "tfidf + logreg (ngram_range=(1, 2), rows=1000)"
+    assert small.key != sparse.key and small.but(rows=np.arange(1, 1001)).key == small.key
+    grown = small.but(rows=np.arange(3000), grown_from=small)
+    assert grown.line() is small and small.line() is small
+    # a baseline is its name, and says its rows when it fits on a subsample
+    baseline = Candidate(name=TFIDF_BASELINE, kind="baseline", rows=np.arange(1500))
+    assert baseline.label == "plain TF-IDF + LR (rows=1500)" and baseline.pair == (TFIDF_BASELINE,)
+    assert baseline.but(rows=None).label == TFIDF_BASELINE
+
+
+# -- the prologue ------------------------------------------------------------------------------
+def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_minilm_baseline(
+        questions):
+    """The plain TF-IDF baseline first, then the packaged MiniLM loaded and timed (a job), then
+    its pass over every document (it takes under `START_SHARE` of the time left), then the MiniLM
+    baseline on every row; the frozen pairs then read the cached vectors: their estimates no
+    longer hold the pass. The jobs run for real here."""
+    lines = []
+    pairs = [("tfidf", "logreg"), ("minilm", "logreg-cv")]
+    search, schedule = _begin(questions, 300, pairs, lines)
+    assert any("240 training rows, 60 validation rows; tiers: sparse + linear (1 pairs), "
+               "frozen encoder (1 pairs)" in line for line in lines)
+    first = schedule.ask("cores")
+    assert first.name == TFIDF_BASELINE and first.kind == "baseline" and first.rows is None
+    assert first.estimate == first.prior > 0  # its rough cost: no probe on 240 rows
+    assert schedule.ask("device") is None  # nothing runs beside the prologue
+    schedule.tell(first, _scored(search, first, 40))
+
+    load = schedule.ask("cores")
+    assert isinstance(load, Job) and (load.kind, load.about, load.estimate) == (
+        "load", "minilm", ENCODER_LOAD)
+    per_doc, sample = load.run()  # the packaged MiniLM, loaded and timed
+    assert 0 < per_doc < 0.5 and len(sample) == 64
+    schedule.tell(load, (per_doc, sample))
+
+    encode = schedule.ask("cores")
+    assert isinstance(encode, Job) and (encode.kind, encode.about) == ("encode", "minilm")
+    assert encode.label == "minilm: encoding 300 documents"
+    assert encode.estimate == pytest.approx(MARGIN * per_doc * 300)
+    frozen = _default(schedule, ("minilm", "logreg-cv"))
+    assert frozen.rows is None  # every row: the pass covers them
+    outcome = encode.run()
+    assert outcome[0] == 300 and outcome[1] > 0
+    schedule.tell(encode, outcome)
+    assert any("frozen encoder: minilm: 300 documents encoded once" in line for line in lines)
+    assert schedule.plans.per_doc == pytest.approx(outcome[1] / 300)  # the pass's own rate
+
+    baseline = schedule.ask("cores")
+    assert baseline.name == MINILM_BASELINE and baseline.rows is None
+    assert baseline.extra_refit == 0.0  # every document is encoded: a refit reads the cache
+    schedule.tell(baseline, _scored(search, baseline, 30))
+    # the pass is paid: the frozen pair costs its head alone, on cached vectors
+    assert schedule.plans.pass_seconds(frozen) == 0.0
+    assert frozen.prior == pytest.approx(HEADS["logreg-cv"].cost * 240 / 1000)
+    assert search.tiers_reached == ["baselines"]
+    chosen = schedule.ask("cores")
+    assert isinstance(chosen, Candidate) and chosen.kind == "candidate"
+
+
+def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_starts_on(trec):
+    """Where the pass over every document takes more than `START_SHARE` of the time left, it
+    covers the validation rows and the stratified subsample of training rows that fits that
+    share (at least `MIN_ROWS`); the MiniLM baseline and the frozen defaults start on those rows,
+    and a refit on every document counts the rest's encoding."""
+    lines = []
+    pairs = [("minilm", "logreg-cv")]
+    search, schedule = _begin(trec, 1000, pairs, lines)
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 800))
+    load = schedule.ask("cores")
+    # 0.035 s a document (0.04375 with the margin): all 5,452 need 239 s, over 100 s
+    schedule.tell(load, (0.035, None))
+    m = int(START_SHARE * 1000 / (MARGIN * 0.035)) - len(search.valid)
+    assert m == 1195 and len(search.valid) == 1090
+    encode = schedule.ask("cores")
+    assert encode.kind == "encode" and encode.label == "minilm: encoding 2,285 documents"
+    assert encode.estimate == pytest.approx(MARGIN * 0.035 * 2285)
+    frozen = _default(schedule, ("minilm", "logreg-cv"))
+    assert len(frozen.rows) == m and np.array_equal(frozen.rows, search.sample_rows(m))
+    # stratified: every class in proportion, to a row
+    share = np.unique(search.y_train, return_counts=True)[1] / len(search.train)
+    counts = np.unique(search.y_train[frozen.rows], return_counts=True)[1]
+    assert np.all(np.abs(counts - m * share) <= 1)
+    schedule.tell(encode, _encoded(schedule))
+    assert any("minilm: 2,285 documents encoded once" in line for line in lines)
+
+    baseline = schedule.ask("cores")
+    assert baseline.name == MINILM_BASELINE and baseline.rows is frozen.rows
+    assert baseline.label == f"{MINILM_BASELINE} (rows={m})"
+    rest = len(search.docs) - 2285  # what a refit on every document still has to encode
+    assert baseline.extra_refit == pytest.approx(MARGIN * 0.035 * rest)
+    assert frozen.extra_refit == pytest.approx(MARGIN * 0.035 * rest)
+    schedule.tell(baseline, _scored(search, baseline, 700))
+    chosen = schedule.ask("cores")  # the frozen default, on the rows encoded: no job first
+    assert chosen is frozen and search.n_rows(chosen) == m
+    assert chosen.estimate == pytest.approx(HEADS["logreg-cv"].cost * m / 1000)
+
+    # slower still: the share pays for fewer rows than `MIN_ROWS`; the pass takes `MIN_ROWS`
+    search, schedule = _begin(trec, 1000, pairs)
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 800))
+    schedule.tell(schedule.ask("cores"), (0.05, None))
+    encode = schedule.ask("cores")
+    assert encode.label == f"minilm: encoding {1090 + MIN_ROWS:,} documents"
+    assert len(_default(schedule, ("minilm", "logreg-cv")).rows) == MIN_ROWS
+
+
+def test_the_minilm_baseline_and_the_frozen_pairs_are_left_out_when_no_least_pass_fits(
+        questions, trec):
+    """Where not even loading the encoder and a pass over the validation rows and 200 training
+    rows fit (at the registry's prior), or the measured pass over them would take more than
+    `ENCODE_SHARE` of the time left, the MiniLM baseline and the frozen pairs are left out with
+    the budget that would include them, and the same call goes on to the defaults."""
+    pairs = [("tfidf", "logreg"), ("minilm", "logreg-cv")]
+    search, schedule = _begin(questions, 15, pairs)  # loading and 260 documents: 18.4 s
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 40))
+    chosen = schedule.ask("cores")
+    assert chosen.pair == ("tfidf", "logreg")
+    left = {c.label: c for c in search.candidates if c.status == "left out"}
+    assert set(left) == {MINILM_BASELINE, "minilm + logreg-cv"}
+    assert left[MINILM_BASELINE].note == (
+        "loading the encoder and a pass over the validation rows and 200 training rows need "
+        "about 18 s; a budget of about 18 s would include it")
+    assert left["minilm + logreg-cv"].note == left[MINILM_BASELINE].note
+
+    lines = []
+    search, schedule = _begin(trec, 1000, pairs, lines)
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 800))
+    schedule.tell(schedule.ask("cores"), (1.0, None))  # 1 s a document: 1,290 need 27 min
+    chosen = schedule.ask("cores")
+    assert chosen.pair == ("tfidf", "logreg")
+    left = [c for c in search.candidates if c.status == "left out"]
+    assert [c.label for c in left] == [MINILM_BASELINE, "minilm + logreg-cv"]
+    # the budget at which the pass over every document takes `ENCODE_SHARE` of it (with 30 s)
+    assert left[0].note == ("the encoder's pass over even 200 of the 5,452 documents does not "
+                            "fit the time left; a budget of about 3.8 h would include all of them")
+    assert (MARGIN * 1.0 * 5452 + 30) / ENCODE_SHARE / 3600 == pytest.approx(3.8, abs=0.05)
+
+
+def test_on_a_small_set_a_pass_longer_than_the_time_left_is_not_asked(questions):
+    """300 questions at 2 s a document (long documents on a slow machine): every pass covers
+    every document (240 training rows are fewer than `MIN_ROWS`) and needs 750 s of the 300 s
+    left. The MiniLM baseline and the frozen pair should be left out, as where the least pass of a
+    larger set does not fit, not asked for a pass whose own estimate is over the time left (it
+    would stop after its first chunk, 64 s later, and leave them out then)."""
+    search, schedule = _begin(questions, 300, [("tfidf", "logreg"), ("minilm", "logreg-cv")])
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 40))
+    schedule.tell(schedule.ask("cores"), (2.0, None))
+    asked = schedule.ask("cores")
+    assert not (isinstance(asked, Job) and asked.estimate > search.left())  # today: 750 s
+
+
+def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models_out(questions):
+    """The pass stops where its own rate shows the rest would not fit (its job reports fewer
+    documents than it was given): the MiniLM baseline and the frozen pairs are left out, saying
+    so, and later estimates scale from that rate."""
+    lines = []
+    pairs = [("tfidf", "logreg"), ("minilm", "logreg-cv")]
+    search, schedule = _begin(questions, 300, pairs, lines)
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 40))
+    schedule.tell(schedule.ask("cores"), (0.004, None))
+    encode = schedule.ask("cores")
+    schedule.tell(encode, _encoded(schedule, done=100, per_doc=0.5))  # 50 s for 100
+    assert any("minilm: 100 of 300 documents encoded once in 50 s (cached for every model that "
+               "reads it); the rest would not fit the time left" in line for line in lines)
+    left = [c for c in search.candidates if c.status == "left out"]
+    assert [c.label for c in left] == [MINILM_BASELINE, "minilm + logreg-cv"]
+    assert all(c.note == "the encoder's pass stopped after 100 of 300 documents: the rest "
+                         "would not fit the time left" for c in left)
+    assert left[0].estimate == pytest.approx(0.5 * 300)
+    assert schedule.plans.per_doc == pytest.approx(0.5)
+    assert schedule.ask("cores").pair == ("tfidf", "logreg")  # no MiniLM baseline: the defaults
+
+
+# -- starting on what is cheap, and growing ----------------------------------------------------
+def _sparse(search, schedule, seconds_on_every_row: float, pair=("tfidf", "logreg")):
+    """A sparse default whose fit on every training row takes this many seconds (with the
+    margin; nothing else costs), and its cost on ``m`` rows."""
+    n = len(search.train)
+    search.costs[pair] = PairState(rate=seconds_on_every_row / MARGIN / n ** 1.1, predict_rate=0.0)
+
+    def cost(m):
+        return seconds_on_every_row * (m / n) ** 1.1
+
+    return schedule.candidate(*pair), cost
+
+
+def test_a_default_too_dear_for_the_start_share_starts_on_the_largest_nested_subsample_that_fits(
+        trec):
+    """A default whose fit on every row costs more than `START_SHARE` of the time left starts on
+    the largest stratified subsample that fits that share (at least `MIN_ROWS`); where that
+    leaves less than a doubling to grow by, on every row, or the most rows that fit the time
+    left."""
+    search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
+    share, n = START_SHARE * 1000, len(search.train)
+    assert n == 4362
+
+    c, cost = _sparse(search, schedule, 400.0)  # 100 s pay for 1,236 rows
+    assert schedule.plans.estimate(c)
+    best = int(n * (share / 400.0) ** (1 / 1.1))
+    assert best - n // 100 <= len(c.rows) <= best
+    assert np.array_equal(c.rows, search.sample_rows(len(c.rows)))  # nested, stratified
+    assert c.estimate == pytest.approx(cost(len(c.rows))) and c.estimate <= share
+    assert f"rows={len(c.rows)}" in c.label
+
+    c, cost = _sparse(search, schedule, 1000.0)  # 1,000 rows need 198 s: at least `MIN_ROWS`
+    assert schedule.plans.estimate(c) and len(c.rows) == MIN_ROWS
+    assert c.estimate == pytest.approx(cost(MIN_ROWS)) and c.estimate > share
+
+    c, cost = _sparse(search, schedule, 150.0)  # 3,018 rows fit the share: not half of them
+    assert schedule.plans.estimate(c) and c.rows is None and c.estimate == pytest.approx(150.0)
+
+    c, cost = _sparse(search, schedule, 50.0)  # fits the share on every row
+    assert schedule.plans.estimate(c) and c.rows is None and c.estimate == pytest.approx(50.0)
+
+    # 1,600 rows to train on: 1,000 are more than half of them, and all of them do not fit the
+    # time left (1,500 s): the most rows that do
+    search, schedule = _begin(trec.iloc[:2000], 1000, [("tfidf", "logreg")])
+    n = len(search.train)
+    assert n == 1600
+    c, cost = _sparse(search, schedule, 1500.0)
+    assert schedule.plans.estimate(c)
+    most = int(n * (1000 / 1500.0) ** (1 / 1.1))
+    assert most - n // 100 <= len(c.rows) <= most and cost(len(c.rows)) <= 1000
+
+    # the order asks for it so, on the rows it starts on
+    search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
+    _prologue(search, schedule, 800, 700)
+    _sparse(search, schedule, 1000.0)
+    chosen = schedule.ask("cores")
+    assert chosen.pair == ("tfidf", "logreg") and len(chosen.rows) == MIN_ROWS
+
+
+def test_a_scored_model_grows_to_growth_times_its_rows_keeping_the_rows_it_had(trec):
+    """Once scored on a subsample, a model's next fit has `GROWTH` times its rows (its rows
+    include the smaller fit's: the subsamples are nested), then every row; where a step does not
+    fit the time left, the most rows that do, if that is still a step."""
+    search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
+    _prologue(search, schedule, 800, 700)
+    c, cost = _sparse(search, schedule, 1000.0)
+    first = schedule.ask("cores")
+    assert len(first.rows) == MIN_ROWS
+    _scored(search, first, 850, fit=cost(MIN_ROWS) / MARGIN, measure=False)
+    grown = schedule.growth("cores")
+    assert len(grown) == 1 and grown[0].grown_from is first and grown[0].variant_of is None
+    grown = grown[0]
+    assert len(grown.rows) == GROWTH * MIN_ROWS and set(first.rows) <= set(grown.rows)
+    assert np.array_equal(grown.rows, search.sample_rows(GROWTH * MIN_ROWS))
+    assert grown.estimate == pytest.approx(cost(GROWTH * MIN_ROWS))
+    assert grown.label == f"tfidf + logreg (rows={GROWTH * MIN_ROWS})"
+    assert schedule.ask("cores").key == grown.key  # the only option: it is asked for
+    _scored(search, grown, 900, measure=False)
+    last = schedule.plans.grown(grown)
+    assert last.rows is None and last.grown_from is grown  # 9,000 rows: every one of 4,362
+    assert last.estimate == pytest.approx(1000.0)
+
+    # 600 s left: every row does not fit, and the most rows that do are not 1.5 times 3,000:
+    # no step; from 1,000 rows, 3,000 do not fit either, the most that do (over 1,500) do
+    search.clock = Paused(600)
+    assert schedule.plans.grown(grown) is None
+    smaller = schedule.plans.grown(first)
+    assert smaller.estimate <= 600 and smaller.grown_from is first
+    most = int(len(search.train) * 0.6 ** (1 / 1.1))
+    assert most - len(search.train) // 100 <= len(smaller.rows) <= most
+    assert set(first.rows) <= set(smaller.rows)
+
+
+def test_a_grown_frozen_model_needs_a_pass_over_the_rows_not_encoded_yet_only(trec):
+    """A frozen model on the prologue's subsample grows to `GROWTH` times its rows; before it
+    fits, a pass encodes only the rows the cache does not hold yet (nested rows: its new ones),
+    counted in its estimate, with no load."""
+    search, schedule = _begin(trec, 1000, [("minilm", "logreg-cv")])
+    _prologue(search, schedule, 800, 700, per_doc=0.035)
+    frozen = schedule.ask("cores")
+    assert frozen.pair == ("minilm", "logreg-cv") and len(frozen.rows) == 1195
+    _scored(search, frozen, 850)
+    growth = {c.line().label: c for c in schedule.growth("cores")}
+    assert set(growth) == {f"{MINILM_BASELINE} (rows=1195)", "minilm + logreg-cv (rows=1195)"}
+    grown = growth["minilm + logreg-cv (rows=1195)"]  # the baseline grows too, on the same rows
+    assert len(grown.rows) == GROWTH * 1195
+    todo = schedule.plans.unencoded(grown)
+    assert len(todo) == 2 * 1195 and set(todo) == set(search.train[grown.rows]) - set(
+        search.train[frozen.rows])
+    assert schedule.plans.pass_seconds(grown) == pytest.approx(MARGIN * 0.035 * 2 * 1195)
+    assert grown.estimate == pytest.approx(MARGIN * 0.035 * 2 * 1195 + HEADS["logreg-cv"].cost
+                                           * GROWTH * 1195 / 1000)
+    job = schedule.ask("cores")  # chosen: its pass first
+    assert isinstance(job, Job) and (job.kind, job.about) == ("encode", "minilm")
+    assert job.label == f"minilm: encoding {2 * 1195:,} documents"
+    assert job.estimate == pytest.approx(MARGIN * 0.035 * 2 * 1195)
+    schedule.tell(job, (len(todo), 0.035 * len(todo), todo))
+    chosen = schedule.ask("cores")
+    assert chosen.key == grown.key and schedule.plans.pass_seconds(chosen) == 0.0
+
+
+def test_a_grown_model_is_worth_what_its_measured_curve_promises_over_the_best(trec):
+    """The value of growing a model: its error shrinks as (work ratio) ** -`CURVE_EXPONENT`
+    after one fit, as the exponent its last two fits measured after two; above the best single
+    model's score (or its own, where it leads), else nothing."""
+    search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
+    _prologue(search, schedule, 700, 650)  # the baselines: 0.642 and 0.596
+    c, cost = _sparse(search, schedule, 1000.0)
+    first = schedule.ask("cores")
+    _scored(search, first, 800, measure=False)  # 0.734 on 1,000 rows
+    (grown,) = schedule.growth("cores")
+    ratio = (3000 / 1000) ** 1.1  # rows ** 1.1
+    expected = 1 - (1 - 800 / 1090) * ratio ** -CURVE_EXPONENT
+    assert schedule.curve_gain(grown) == pytest.approx(100 * (expected - 800 / 1090))
+    assert schedule.gain(grown) == schedule.curve_gain(grown)
+    assert 100 * (expected - 800 / 1090) == pytest.approx(6.94, abs=0.005)
+
+    _scored(search, grown, 850, measure=False)  # 0.780 on 3,000 rows
+    last = schedule.plans.grown(grown)
+    exponent = -math.log((1 - 850 / 1090) / (1 - 800 / 1090)) / math.log(ratio)
+    assert exponent == pytest.approx(0.157, abs=0.001)  # measured: flatter than 0.25
+    expected = 1 - (1 - 850 / 1090) * (4362 / 3000) ** (1.1 * -exponent)
+    assert schedule.curve_gain(last) == pytest.approx(100 * (expected - 850 / 1090))
+
+    # a leader (here the MiniLM baseline, on its own) above what the curve promises: nothing
+    leader = search.candidates[1]
+    _scored(search, leader, 1000)
+    assert schedule.curve_gain(last) == 0.0 and schedule.gain(last) == 0.0
+
+
+# -- the order ---------------------------------------------------------------------------------
+def test_measured_evidence_replaces_a_tiers_prior_gain(questions):
+    """Once one pair of a tier is scored, another pair of that tier is worth that pair's measured
+    gain over the better baseline plus the difference of their declared priors, never below 0."""
+    pairs = [("minilm", "logreg-cv"), ("minilm", "mlp"), ("mpnet", "logreg-cv")]
+    search, schedule = _begin(questions, 300, pairs)
+    _prologue(search, schedule, 48, 45)  # the better baseline: 0.8
+    minilm, mlp, mpnet = (_default(schedule, p) for p in pairs)
+    assert [schedule.declared(c) for c in (minilm, mlp, mpnet)] == [1.0, 1.0, 3.0]
+    assert [schedule.gain(c) for c in (minilm, mlp, mpnet)] == [1.0, 1.0, 3.0]  # the priors
+    _scored(search, minilm, 50)  # 0.833: 3.3 points over the better baseline
+    assert schedule.gain(mpnet) == pytest.approx(100 * (50 - 48) / 60 + 3.0 - 1.0)
+    assert schedule.gain(mlp) == pytest.approx(100 * (50 - 48) / 60)
+    _scored(search, minilm, 42)  # 6 points below the better baseline: no gain left
+    assert schedule.gain(mlp) == 0.0
+    assert schedule.gain(mpnet) == 0.0  # -10 + 2 floored
+    # a variant is worth a share of its pair's prior (how near its pair is to the leader, its
+    # `reach`, weighs it in the order)
+    assert schedule.gain(minilm.but(variant_of=minilm)) == pytest.approx(1.0 * VARIANT_SHARE)
+
+
+def test_the_order_is_the_most_expected_gain_per_second_and_a_default_too_dear_is_left_out(
+        questions, monkeypatch):
+    """Of the defaults waiting, `ask` returns the most expected gain per estimated second among
+    those that fit; one that does not fit is left out, with the budget that would include it."""
+    import dataclasses
+
+    monkeypatch.setitem(HEADS, "mlp", dataclasses.replace(HEADS["mlp"], gain=3.0))
+    pairs = [("tfidf", "logreg"), ("bow", "logreg"), ("tfidf", "mlp"), ("bow", "mlp")]
+    lines = []
+    search, schedule = _begin(questions, 300, pairs, lines)
+    _prologue(search, schedule, 30, 29)
+    for pair, seconds in zip(pairs, (10.0, 20.0, 20.0, 400.0), strict=True):
+        search.costs[pair] = PairState(overhead=seconds / MARGIN, rate=0.0, predict_rate=0.0)
+    order = []
+    while (c := schedule.ask("cores")) is not None and c.variant_of is None:
+        order.append((c.pair, c.estimate))
+        _scored(search, c, 33, fit=c.estimate / MARGIN, measure=False)  # 5 points over
+    # 3 points expected in 20 s first; once it measured 5 points over the better baseline, the
+    # other two are worth 5 + 1 - 3 = 3 points: the cheaper first
+    assert order == [(("tfidf", "mlp"), pytest.approx(20.0)), (("tfidf", "logreg"), pytest.approx(10.0)),
+                     (("bow", "logreg"), pytest.approx(20.0))]
+    dear = _default(schedule, ("bow", "mlp"))
+    assert dear.status == "left out" and dear in search.candidates
+    assert dear.note == ("needs about 6.7 min, 5.0 min were left; a budget of about 6.7 min "
+                         "would include it")
+    assert any("left out bow + mlp: needs about 6.7 min" in line for line in lines)
+    assert search.filling  # every default is done: the fill has begun
+    assert c is not None and c.variant_of is not None
+
+
+def test_when_the_last_defaults_waiting_do_not_fit_the_same_call_starts_the_fill(questions):
+    """The last waiting defaults, all too dear for the time left, are left out and the call goes
+    on to the variants: the search does not end with the budget unused."""
+    pairs = [("tfidf", "logreg"), ("bow", "logreg")]
+    search, schedule = _begin(questions, 30, pairs)
+    _prologue(search, schedule, 30, 29)
+    search.costs[("tfidf", "logreg")] = PairState(overhead=1.0, rate=0.0, predict_rate=0.0)
+    search.costs[("bow", "logreg")] = PairState(overhead=40.0, rate=0.0, predict_rate=0.0)
+    first = _scored(search, schedule.ask("cores"), 40, measure=False)
+    assert first.pair == ("tfidf", "logreg") and not search.filling
+    found = schedule.ask("cores")
+    dear = _default(schedule, ("bow", "logreg"))
+    assert dear.status == "left out" and dear.estimate == pytest.approx(50.0)
+    assert found.variant_of is first and found.pair == first.pair and search.filling
+    assert found.params and found.estimate == pytest.approx(MARGIN * 1.0)
+
+
+def test_the_fill_gives_a_pair_far_below_the_leader_only_the_time_left_over(questions):
+    """A pair within one standard error of the leader gets its variants' full value; one three
+    or more below has no value of its own (`reach` 0), and its variants run only once none within
+    reach fits: the time is not left idle (they may still join the ensemble)."""
+    pairs = [("tfidf", "logreg"), ("bow", "logreg")]
+    search, schedule = _begin(questions, 300, pairs)
+    _prologue(search, schedule, 30, 29)
+    near = schedule.ask("cores")
+    _scored(search, near, 54)  # 0.9, the leader
+    far = schedule.ask("cores")
+    assert far.pair == ("bow", "logreg")
+    _scored(search, far, 44)  # 0.733: four standard errors below
+    se = schedule.noise(0.9)
+    assert se == pytest.approx(math.sqrt(0.9 * 0.1 / 60)) and (0.9 - 44 / 60) / se > 4
+    assert schedule.reach(near.pair) == 1.0 and schedule.reach(far.pair) == 0.0
+    variants = schedule.variants("cores")
+    close = [v for v in variants if v.pair == near.pair]
+    below = [v for v in variants if v.pair == far.pair]
+    assert len(close) == 11 and all(v.variant_of is near for v in close)  # 12 settings but its own
+    assert len(below) == 1 and below[0].variant_of is far
+    assert schedule.gain(close[0]) == VARIANT_SHARE * schedule.declared(near)
+    order = []
+    while (c := schedule.ask("cores")) is not None:
+        order.append(c.pair)
+    assert order == [near.pair] * len(close) + [far.pair] * len(below)
+
+
+def test_a_baseline_that_leads_gives_its_generalising_pair_the_reach(questions):
+    """The plain TF-IDF baseline leading, the pair whose settings generalise it (`GENERALISES`)
+    is within reach however far below its default scored: its settings (n-grams, min_df) vary."""
+    pairs = [("tfidf", "logreg-cv"), ("bow", "logreg")]
+    search, schedule = _begin(questions, 300, pairs)
+    _prologue(search, schedule, 54, 40)  # the TF-IDF baseline: 0.9
+    for c in (schedule.ask("cores"), schedule.ask("cores")):
+        _scored(search, c, 40)
+    assert schedule.reach(("tfidf", "logreg-cv")) == 1.0
+    assert schedule.reach(("bow", "logreg")) == 0.0
+    settings = {describe(v.params) for v in schedule.variants("cores") if v.pair[0] == "tfidf"}
+    assert {"ngram_range=(1, 3)", "min_df=1"} <= settings
+
+
+def test_a_representation_not_prepared_yet_counts_its_preparation_and_is_prepared_first(
+        questions, monkeypatch):
+    """A step whose one-time preparation (a distillation) is not on disk yet is estimated with it,
+    without a probe; chosen, a "prepare" job comes first, and then the model itself."""
+    from embedkit.representations import DistilledEmbedder
+
+    monkeypatch.setattr(DistilledEmbedder, "ready", lambda self: False)  # an empty disk cache
+    lines = []
+    pair = ("minilm-static", "logreg-cv")
+    search, schedule = _begin(questions, 900, [pair], lines)
+    _prologue(search, schedule, 40, 38)
+    c = _default(schedule, pair)
+    job = schedule.ask("cores")
+    setup = REPRESENTATIONS["minilm-static"].setup
+    assert c.estimate == pytest.approx(setup + c.prior) and not search.costs[pair].measured
+    assert isinstance(job, Job) and (job.kind, job.about, job.estimate) == (
+        "prepare", "minilm-static", setup)
+    schedule.tell(job, None)
+    assert any("minilm-static: prepared once (kept on disk for every later run)" in line
+               for line in lines)
+    assert schedule.ask("cores") is c and c.estimate == pytest.approx(c.prior)
+
+
+# -- a head that sizes itself: fine-tuning -----------------------------------------------------
+def test_a_fine_tuning_default_starts_on_the_richest_recipe_that_fits_the_start_share(questions):
+    """Measured, a fine-tuning default gets the richest recipe that fits `START_SHARE` of the time
+    left (less the moment a decision takes), valued at the share of the gain it keeps; where none
+    does, its cheapest, if that fits the time left."""
+    search, schedule = _begin(questions, 300, [FINETUNE])
+    c = _default(schedule, FINETUNE)
+    head = schedule.plans.head(c)
+    assert (int(head.max_length), int(head.epochs), int(head.k)) == (32, 2, 6)  # short questions
+    share = START_SHARE * 300 - DECIDING
+
+    _measured(search, schedule, FINETUNE, 25.0)  # its own recipe fits the share
+    assert schedule.plans.estimate(c)
+    assert c.recipe == {"head__max_length": 32, "head__epochs": 2, "head__k": 6} and c.rows is None
+    assert c.estimate == pytest.approx(25.0) and c.share == 1.0 and c.seed == 0
+    assert schedule.gain(c) == 4.0  # the fine-tuning tier's
+    assert c.least == pytest.approx(25.0 * 0.5 * 0.7)  # one epoch, three of six blocks trained
+
+    _measured(search, schedule, FINETUNE, 50.0)  # one epoch of it fits
+    assert schedule.plans.estimate(c) and c.recipe["head__epochs"] == 1 and c.recipe["head__k"] == 6
+    assert c.estimate == pytest.approx(25.0) and c.estimate <= share
+    assert c.share == pytest.approx(0.5 ** WORK_EXPONENT)
+    assert schedule.gain(c) == pytest.approx(4.0 * 0.5 ** WORK_EXPONENT)
+
+    _measured(search, schedule, FINETUNE, 100.0)  # nothing fits the share: the cheapest
+    assert schedule.plans.estimate(c)
+    assert (c.recipe["head__epochs"], c.recipe["head__k"], c.rows) == (1, 3, None)
+    assert c.estimate == pytest.approx(35.0) and c.truncated == ""
+    assert c.share == pytest.approx(0.35 ** WORK_EXPONENT)
+
+    _measured(search, schedule, FINETUNE, 1000.0)  # not even that fits 300 s: left out
+    assert not schedule.plans.estimate(c)
+    assert c.status == "left out" and c.note == (
+        "one fit needs about 16.7 min, 5.0 min were left (nor its cheapest recipe, one epoch on "
+        "240 rows); a budget of about 16.7 min would include the full recipe")
+
+
+def test_a_fine_tuning_recipe_cuts_epochs_blocks_and_rows_before_it_reads_fewer_word_pieces(news):
+    """On documents that need 256 word pieces, a recipe cut to the time left first drops epochs,
+    then blocks, then rows (down to `MIN_ROWS`), all at the length the documents need; only when
+    none of those fits is it cut to `SHORT_LENGTH` word pieces, and the candidate says so."""
+    search, schedule = _begin(news, 300, [FINETUNE])
+    c = _default(schedule, FINETUNE)
+    head = schedule.plans.head(c)
+    n = len(search.train)
+    assert int(head.max_length) == 256 and n == 1780
+
+    def batches(rows):
+        return math.ceil(rows / 32)
+
+    # 29 s of the share; one epoch of three blocks on every row costs 0.35 of the own recipe's
+    # (56 batches), one epoch of six at 64 word pieces 0.125 of it
+    _measured(search, schedule, FINETUNE, 120.0)  # 42 s: 38 batches of it, the length kept
+    assert schedule.plans.estimate(c)
+    assert c.recipe == {"head__max_length": 256, "head__epochs": 1, "head__k": 3}
+    rows = len(c.rows)
+    assert MIN_ROWS <= rows < n and batches(rows) == 38 and c.truncated == ""
+    assert c.estimate <= START_SHARE * 300 - DECIDING
+    assert c.least == pytest.approx(120.0 * 0.35 / 4 * 32 / 56)  # 64 pieces, 1,000 rows
+
+    # 400 s: three blocks need 80 s on 1,000 rows; 64 word pieces on every row 50 s with six
+    # blocks, 35 s with three: those on 46 batches
+    _measured(search, schedule, FINETUNE, 400.0)
+    assert schedule.plans.estimate(c)
+    assert c.recipe == {"head__max_length": SHORT_LENGTH, "head__epochs": 1, "head__k": 3}
+    assert batches(len(c.rows)) == 46
+    assert c.truncated == ("read to 64 word pieces where 95% of the documents need 256: the time "
+                           "left paid for no more")
+    assert "max_length=64" in c.label
+
+
+def test_the_fine_tuning_ladder_cuts_epochs_then_blocks_then_rows_then_length():
+    """`sized_for`: the richest recipe that fits, keeping the documents' length (its own epochs;
+    one epoch; half the blocks; fewer rows down to `MIN_ROWS`) before cutting it to
+    `SHORT_LENGTH` word pieces (then the same cuts again)."""
+    head = HEADS["finetune-short"].factory().set_params(max_length=128)
+
+    def cost(work):  # one second a unit of work
+        return work
+
+    # 3,200 rows are 100 batches: 2 epochs at 128 = 400 units; 1 epoch 200; half the blocks
+    # frozen 140 (1.4 a batch); at 64 pieces 100, and 70 with half the blocks
+    assert head.sized_for(3200, 450, cost) == ({"epochs": 2, "k": 6}, 3200)
+    assert head.sized_for(3200, 250, cost) == ({"epochs": 1, "k": 6}, 3200)
+    assert head.sized_for(3200, 150, cost) == ({"epochs": 1, "k": 3}, 3200)
+    assert head.sized_for(3200, 80, cost) == ({"epochs": 1, "k": 3}, 57 * 32)  # 57 batches
+    assert head.sized_for(3200, 50, cost) == ({"epochs": 1, "k": 3}, 35 * 32)
+    # 1,000 rows at 128 pieces need 44.8: only now the length is cut
+    assert head.sized_for(3200, 40, cost) == ({"epochs": 1, "k": 3, "max_length": 64}, 57 * 32)
+    assert head.sized_for(3200, 20, cost) is None  # not even 1,000 rows at 64
+
+
+def test_a_cut_recipe_keeps_a_concave_share_of_the_gain_and_a_subsample_its_examples_per_class():
+    """A recipe cut to the time left keeps (its work / its own recipe's) ** `WORK_EXPONENT` of the
+    head's gain, on every row; a subsample keeps it all while it holds `ROWS_PER_CLASS` rows a
+    class, in proportion below."""
+    head = HEADS["finetune-short"].factory().set_params(max_length=128)  # 2 epochs, 6 blocks of 6
+    assert head.gain_share({"epochs": 2, "k": 6}, 3200, 3200, 2) == 1.0
+    half = 0.5 ** WORK_EXPONENT
+    assert head.gain_share({"epochs": 1, "k": 6}, 3200, 3200, 2) == pytest.approx(half)
+    assert 0.8 < half < 0.9  # one epoch of two keeps most of the gain, not half of it
+    cheapest = {"epochs": 1, "max_length": 64, "k": 3}
+    assert head.gain_share(cheapest, 3200, 3200, 2) == pytest.approx((0.5 * 0.5 * 0.7) ** WORK_EXPONENT)
+    assert ROWS_PER_CLASS == 500
+    assert head.gain_share({"epochs": 1, "k": 6}, 1000, 3200, 2) == pytest.approx(half)
+    assert head.gain_share({"epochs": 1, "k": 6}, 500, 3200, 2) == pytest.approx(half / 2)
+    assert head.gain_share({"epochs": 1, "k": 6}, 1200, 1800, 6) == pytest.approx(half * 2 / 3)
+    # the cheapest recipe: one epoch, half the blocks, 64 word pieces, on 1,000 rows
+    assert head.least_work(3200) == pytest.approx(head.set_params(**cheapest).fit_work(1000))
+
+
+def test_an_unmeasured_fine_tuning_with_nothing_to_scale_from_is_probed_once_chosen(questions):
+    """Before anything measured a training step on this machine (the encoder failed to load:
+    no pass to bound it), fine-tuning is estimated as its probe and the registry's prior; chosen,
+    its probe (a job on its lane) comes first, and once it measured the pair, the recipe is
+    sized on it."""
+    lines = []
+    search, schedule = _begin(questions, 300, [FINETUNE], lines)
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 40))
+    load = schedule.ask("cores")
+    schedule.tell(load, OSError("weights unreadable"))  # no pass, no MiniLM baseline
+    assert any("frozen encoder: minilm: failed (weights unreadable)" in line for line in lines)
+    probe = schedule.ask("cores")
+    c = _default(schedule, FINETUNE)
+    assert isinstance(probe, Job) and (probe.kind, probe.about, probe.lane) == (
+        "probe", FINETUNE, "cores")
+    # worth, until measured, the probe and its cheapest recipe's prior (all 240 rows: fewer
+    # than `MIN_ROWS`)
+    assert probe.estimate == c.estimate == pytest.approx(
+        MIN_PROBE_SECONDS + HEADS["finetune-short"].cost * 240 / 1000)
+    assert c.status == "waiting" and not search.costs[FINETUNE].measured
+    # what the probe's run does: the pair's state learns the step
+    search.costs[FINETUNE] = PairState(overhead=2.0, rate=1.0, predict_rate=0.0)
+    schedule.tell(probe, "fine-tuning probe: 0.50 s a step of 32 at max_length 32")
+    assert any("fine-tuning probe: 0.50 s a step" in line for line in lines)
+    chosen = schedule.ask("cores")
+    assert chosen is c and c.recipe["head__epochs"] == 2  # 2 + 8 units: 12.5 s
+    assert c.estimate == pytest.approx(MARGIN * (2.0 + 8.0))
+
+
+def test_fine_tuning_that_even_the_pass_bound_cannot_fit_is_left_out_without_a_probe(questions):
+    """Before fine-tuning is measured, the encoder's measured pass bounds its cost from below (a
+    training step is its batch's forward pass over the forward share): where even that bound's
+    cheapest recipe and the probe do not fit, fine-tuning is left out unmeasured, with the budget
+    that would include it."""
+    from embedkit.heads.finetune._sizing import FORWARD_SHARE
+
+    search, schedule = _begin(questions, 30, [FINETUNE])
+    _prologue(search, schedule, 40, 38, per_doc=0.039)  # MiniLM's pass over long reviews
+    c = _default(schedule, FINETUNE)
+    head = schedule.plans.head(c)
+    state, source = schedule.plans.from_pass(head)
+    assert state.rate == pytest.approx(0.039 * 32 * 64 / int(head.max_length) / FORWARD_SHARE)
+    assert state.overhead == 0.0 and "the encoder's measured pass" in source
+    assert schedule.ask("cores") is None
+    assert c.status == "left out" and "here (the encoder's measured pass, 1.0x its compute" in c.note
+    assert "a budget of about" in c.note and not search.costs[FINETUNE].measured  # no probe
+
+
+def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed_once_chosen(
+        questions, monkeypatch):
+    """all-mpnet-base-v2 fine-tuned, before it is fetched or measured, is estimated as its fetch,
+    its probe and its recipe at MiniLM's measured cost times their compute ratio (8: twice the
+    blocks, twice the width, from the shapes the resources declare), expected (no margin: its
+    probe measures it before a fit is sized); nothing is fetched to know it. Chosen, a "prepare"
+    job fetches it, then a probe measures it."""
+    from embedkit import resources
+    from embedkit.heads import TransformerClassifier
+
+    monkeypatch.setattr(TransformerClassifier, "ready",  # as on a machine without it
+                        lambda self: str(self.model) != "all-mpnet-base-v2")
+    monkeypatch.setattr(resources, "fetch", lambda *a, **k: pytest.fail("fetched to estimate"))
+    lines = []
+    search, schedule = _begin(questions, 600, [FINETUNE, MPNET], lines)
+    base = HEADS["finetune-mpnet"].factory().set_params(max_length=32)  # the data's length
+    schedule.plans.heads[MPNET] = base  # its tokenizer is not read: nothing to fetch
+    _prologue(search, schedule, 40, 38)
+    search.costs[FINETUNE] = PairState(overhead=2.0, rate=0.5)
+    short = schedule.ask("cores")
+    assert short.pair == FINETUNE  # cheaper per point
+    mpnet = _default(schedule, MPNET)
+    state, source = schedule.plans.scaled(mpnet, base)
+    assert (state.overhead, state.rate, state.margin) == (16.0, 4.0, 1.0)
+    assert source == "scaled from finetune-short's measured step by its 8.0x compute"
+    n, valid = len(search.train), len(search.valid)
+    fit = state.seconds(base.fit_work(n), valid, base.predict_work(valid))
+    one = clone(base).set_params(epochs=1)
+    probe = sum(16.0 + 4.0 * one.fit_work(steps * 32) for steps in (1, *PROBE_STEPS))
+    setup = HEADS["finetune-mpnet"].setup
+    assert mpnet.estimate == pytest.approx(setup + probe + fit)
+    assert mpnet.recipe["head__epochs"] == 2 and mpnet.status == "waiting"
+    assert not search.costs[MPNET].measured
+
+    _scored(search, short, 50)
+    job = schedule.ask("cores")  # chosen: fetched first
+    assert isinstance(job, Job) and (job.kind, job.about, job.estimate) == (
+        "prepare", "finetune-mpnet", setup)
+    schedule.tell(job, None)
+    assert any("finetune-mpnet: prepared once" in line for line in lines)
+    probe_job = schedule.ask("cores")  # then measured on its device
+    assert (probe_job.kind, probe_job.about) == ("probe", MPNET)
+    assert probe_job.estimate == pytest.approx(probe + fit)  # fetched: its setup no longer counts
+    search.costs[MPNET] = PairState(overhead=10.0, rate=5.0, predict_rate=0.0)
+    schedule.tell(probe_job, "fine-tuning probe: measured")
+    chosen = schedule.ask("cores")
+    assert chosen is mpnet and chosen.estimate <= START_SHARE * 600
+
+
+def test_a_fine_tuning_whose_scaled_cost_does_not_fit_is_left_out_without_a_probe(questions):
+    """Where one fine-tuning head is measured on this device, another's cost is its measured
+    state times their compute ratio (here the same MiniLM: 1.0); where not even its cheapest
+    recipe fits on that, it is left out unmeasured, with the budget that would include it."""
+    full = ("passthrough", "finetune")
+    search, schedule = _begin(questions, 300, [FINETUNE, full])
+    _prologue(search, schedule, 40, 38)
+    search.costs[FINETUNE] = PairState(overhead=1.0, rate=400.0)  # 400 s a unit: slow
+    assert schedule.ask("cores") is None  # neither fits; nothing is probed
+    c = _default(schedule, full)
+    assert c.status == "left out" and "here (scaled from finetune-short's measured step by its " \
+        "1.0x compute)" in c.note and "a budget of about" in c.note
+    assert not search.costs[full].measured
+
+
+def test_a_preparation_that_fails_leaves_its_pairs_out_and_the_search_goes_on(
+        questions, monkeypatch):
+    from embedkit.heads import TransformerClassifier
+
+    monkeypatch.setattr(TransformerClassifier, "ready",
+                        lambda self: str(self.model) != "all-mpnet-base-v2")
+    search, schedule = _begin(questions, 600, [("tfidf", "logreg"), MPNET])
+    schedule.plans.heads[MPNET] = HEADS["finetune-mpnet"].factory().set_params(max_length=32)
+    _prologue(search, schedule, 40, 38)
+    search.costs[MPNET] = PairState(overhead=1.0, rate=0.1)  # measured: no probe
+    search.costs[("tfidf", "logreg")] = PairState(overhead=100.0, rate=0.0)  # dearer per point
+    job = schedule.ask("cores")
+    assert (job.kind, job.about) == ("prepare", "finetune-mpnet")
+    schedule.tell(job, OSError("could not reach the package index"))
+    mpnet = _default(schedule, MPNET)
+    assert mpnet.status == "left out" and mpnet.note == (
+        "preparing finetune-mpnet failed (could not reach the package index)")
+    assert "fine-tuning" in search.tiers_reached
+    assert schedule.ask("cores").pair == ("tfidf", "logreg")  # the search goes on
+
+
+def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions, monkeypatch):
+    """The order by gain per second must not spend the time on a model that a better one then
+    no longer fits after: MiniLM fine-tuned (the most per second) is cut to its cheapest recipe
+    so that a fine-tuning expected to bring 6 points still fits after it; where even that leaves
+    no room, the better one runs first and MiniLM waits; one left out in the same call keeps no
+    room."""
+    import dataclasses
+
+    better = ("passthrough", "finetune")  # fully fine-tuned: declared here to bring 6 points
+    monkeypatch.setitem(HEADS, "finetune", dataclasses.replace(HEADS["finetune"], gain=6.0))
+
+    def begin(short, full):
+        search, schedule = _begin(questions, 300, [FINETUNE, better])
+        _prologue(search, schedule, 30, 29)
+        _measured(search, schedule, FINETUNE, short)
+        _measured(search, schedule, better, full)
+        return search, schedule
+
+    # MiniLM: its own recipe 30 s, one epoch 15 s (fits the share), its cheapest 10.5 s; the
+    # better one: one epoch, its cheapest, 287 s of the 300
+    search, schedule = begin(30.0, 2 * 287.0)
+    first = schedule.ask("cores")
+    dear = _default(schedule, better)
+    assert first.pair == FINETUNE and (first.recipe["head__epochs"], first.recipe["head__k"]) == (1, 3)
+    assert first.estimate == pytest.approx(10.5)
+    assert dear.least == pytest.approx(287.0) and dear.estimate <= 300 - first.estimate
+    assert dear.status == "waiting"
+
+    # the better one's cheapest needs 295 s: MiniLM's cheapest leaves no room, the better runs
+    # first and MiniLM waits (not left out)
+    search, schedule = begin(30.0, 2 * 295.0)
+    first = schedule.ask("cores")
+    assert first.pair == better and first.recipe["head__epochs"] == 1
+    assert _default(schedule, FINETUNE).status == "waiting"
+
+    # one left out in the same call (too dear for every recipe) keeps no room
+    search, schedule = begin(30.0, 2 * 400.0)
+    first = schedule.ask("cores")
+    assert first.pair == FINETUNE and first.recipe["head__epochs"] == 1 and first.recipe["head__k"] == 6
+    assert _default(schedule, better).status == "left out"
+
+
+def test_the_growth_of_a_cheaper_model_leaves_the_room_kept_for_a_better_default(
+        questions, monkeypatch):
+    """MiniLM fine-tuned was cut to its cheapest recipe so that the better fine-tuning (expected
+    to bring more) still fits after it; its growth must not take that room either: with 289.5 s
+    left, the better one (287 s, 15.7 points expected) comes before MiniLM's second fit (30 s,
+    7.7 points expected), after which it no longer fits."""
+    import dataclasses
+
+    better = ("passthrough", "finetune")
+    monkeypatch.setitem(HEADS, "finetune", dataclasses.replace(HEADS["finetune"], gain=6.0))
+    search, schedule = _begin(questions, 300, [FINETUNE, better])
+    _prologue(search, schedule, 30, 29)
+    _measured(search, schedule, FINETUNE, 30.0)
+    _measured(search, schedule, better, 2 * 287.0)
+    first = schedule.ask("cores")
+    assert first.pair == FINETUNE and first.estimate == pytest.approx(10.5)
+    _scored(search, first, 40, fit=first.estimate, measure=False)
+    search.clock = Paused(300 - first.estimate)
+    dear = _default(schedule, better)
+    (grown,) = schedule.growth("cores")
+    assert grown.estimate == pytest.approx(30.0) and dear.estimate + grown.estimate > search.left()
+    assert schedule.gain(dear) > schedule.gain(grown)
+    assert schedule.ask("cores") is dear  # today: MiniLM's growth, and the better one is left out
+
+
+def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):
+    """When the fine-tuned leader's other settings no longer fit on its own recipe (two epochs),
+    the time left still buys them on the richest recipe that fits (one epoch, the same rows), at
+    that share of the gain; each variant runs once, however it was cut; one that would need fewer
+    rows than its first is not cut to them."""
+    search, schedule = _begin(questions, 300, [FINETUNE])
+    _prologue(search, schedule, 30, 29)
+    _measured(search, schedule, FINETUNE, 25.0)
+    first = schedule.ask("cores")
+    assert first.recipe["head__epochs"] == 2 and first.rows is None
+    _scored(search, first, 54, fit=20.0, measure=False)
+    assert schedule.growth("cores") == []  # its own recipe on every row: grown already
+    # the time left now pays for one epoch of it, not two
+    _measured(search, schedule, FINETUNE, 1.1 * search.left())
+    chosen = []
+    while (c := schedule.ask("cores")) is not None:
+        assert c.variant_of is first and c.rows is None and c.estimate <= search.left()
+        assert c.recipe["head__epochs"] == 1 and "head__epochs" not in c.params
+        chosen.append(c)
+    # the other learning rate on one epoch: half the work of its own two-epoch recipe; then three
+    # epochs cut to one (the default learning rate): a third; {lr, 3 epochs} cut to one is the
+    # first again
+    assert [c.params for c in chosen] == [{"head__lr": 5e-5}, {}]
+    assert [c.share for c in chosen] == [pytest.approx(0.5 ** WORK_EXPONENT),
+                                         pytest.approx((1 / 3) ** WORK_EXPONENT)]
+    assert schedule.reach(FINETUNE) == 1.0  # it leads
+    assert schedule.gain(chosen[0]) == pytest.approx(4.0 * 0.5 ** WORK_EXPONENT * VARIANT_SHARE)
+    assert len({c.key for c in [first, *chosen]}) == 3
+
+    search, schedule = _begin(questions, 300, [FINETUNE])
+    _prologue(search, schedule, 30, 29)
+    _measured(search, schedule, FINETUNE, 25.0)
+    first = _scored(search, schedule.ask("cores"), 54, fit=20.0, measure=False)
+    # so dear that only fewer rows than its first's would fit: no variant
+    _measured(search, schedule, FINETUNE, 10 * search.left())
+    assert schedule.ask("cores") is None
 
 
 def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_seeds(questions):
-    """The order follows expected gain per measured second: on this CPU the cheap sparse pairs
-    run first, fine-tuning's probe (a few steps on its device) is paid only once the order
-    chooses it (until then it is estimated from the encoder's measured pass, probe included);
-    with a step fifty times cheaper (a GPU), fine-tuning runs first, and the refit of its seeds
-    fits the time left."""
+    """The order follows expected gain per measured second: on two CPU cores the cheap sparse
+    pairs run before fine-tuning; on a device lane where a training step is measured fifty times
+    cheaper, fine-tuning is the device's first model, on its full recipe and every row, while
+    the cores fit the sparse pairs, and the finish can refit it with every seed it may average."""
     pairs = [("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"), FINETUNE]
-    lines = []
-    cpu = _search(questions, 300, pairs, lines)
-    cpu.split()
-    schedule = Schedule(cpu)
-    schedule.per_doc = 0.004  # MiniLM's pass over these questions on two cores
-    schedule.defaults = [schedule._candidate(r, h) for r, h in pairs]
-    first = schedule.next("cores")
-    assert first.pair == ("tfidf", "logreg-cv")
-    assert not cpu.costs[FINETUNE].measured and not any("probe" in line for line in lines)
-    planned = next(c for c in schedule.defaults if c.pair == FINETUNE)
-    bound = planned.estimate
-    for c in schedule.defaults:  # the cheap pairs done: fine-tuning is chosen, and measured
-        if c is not planned:
-            c.status, c.score = "scored", 0.8
-    assert schedule.next("cores") is planned
-    assert any("fine-tuning probe:" in line for line in lines)  # measured on this machine
-    measured = cpu.costs[FINETUNE]
-    assert measured.measured and planned.estimate > 1.0
-    assert planned.estimate > 0.5 * bound  # the pass's bound erred cheap, with the probe in it
+    search, schedule = _begin(questions, 300, pairs)
+    _prologue(search, schedule, 40, 38)
+    search.costs[FINETUNE] = PairState(overhead=5.0, rate=2.0)
+    order = []
+    while (c := schedule.ask("cores")) is not None and c.pair != FINETUNE:
+        order.append(c.pair)
+        _scored(search, c, 41)
+    assert order == [("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp")]
+    on_cpu = c
+    assert on_cpu.recipe["head__epochs"] == 2 and on_cpu.rows is None
+    assert on_cpu.estimate == pytest.approx(MARGIN * (5.0 + 2.0 * 8 + 2.0 * 0.4))  # 8 units
 
-    gpu = _search(questions, 300, pairs, finish=Finish(budget=300.0))
-    gpu.split()
-    gpu.costs[FINETUNE] = CostRecord(overhead=measured.overhead / 50, rate=measured.rate / 50, fits=2)
-    schedule = Schedule(gpu)
-    schedule.defaults = [schedule._candidate(r, h) for r, h in pairs]
-    first = schedule.next("cores")
-    assert first.pair == FINETUNE and first.tier == "fine-tuning"
+    gpu, schedule = _begin(questions, 300, pairs, device_lane=True, finish=Finish(budget=300.0))
+    gpu.costs[FINETUNE] = PairState(overhead=5.0 / 50, rate=2.0 / 50)
+    assert list(gpu.lanes) == ["device", "cores"]
+    assert schedule.ask("device") is None  # the prologue first, on the cores
+    _prologue(gpu, schedule, 40, 38)
+    first = schedule.ask("device")
+    assert first.pair == FINETUNE and first.lane == "device" and first.tier == "fine-tuning"
     assert first.recipe["head__epochs"] == 2 and first.rows is None  # the full recipe, all rows
-    assert first.estimate == pytest.approx(planned.estimate / 50, rel=0.05)
-    # scored as it would be, the finish can refit it with every seed it may average
-    first.status, first.score, first.fit_seconds, first.predict_seconds = "scored", 0.9, 0.2, 0.0
-    gpu.candidates.append(first)
+    assert first.estimate == pytest.approx(on_cpu.estimate / 50)
+    assert schedule.ask("cores").pair[0] in ("tfidf", "nbsvm")  # the cores, beside it
+    # scored as it would be (the pick), the finish can refit it with every seed it may average
+    _scored(gpu, first, 55, fit=0.2)
     gpu.filling = True
+    assert gpu.best() is first
     assert gpu.finish.refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.left()
     assert gpu.reserved_seeds == RESERVED_SEEDS
+    assert gpu.reserve() == pytest.approx(DECIDING + gpu.finish.refit_seconds(gpu, first,
+                                                                             RESERVED_SEEDS))
 
 
-def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(questions):
-    """With a device lane (here on the CPU: every code path of it runs without a GPU) the
-    fine-tuning trains in the lane's thread while the cores fit the sparse pairs; Ctrl-C marks it
-    interrupted and stops its thread, and what was scored stays."""
+def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(questions, monkeypatch):
+    """Through `Search.run`, with a device lane (here on the CPU: every code path of it runs
+    without a GPU): fine-tuning trains in the lane's thread (a stand-in that trains until it is
+    stopped) while the cores fit the sparse pairs; Ctrl-C marks it interrupted and stops its
+    thread, and what was scored stays."""
+    from embedkit.tuning import _engine, _jobs
+
+    real = _engine.fit_and_score
+
+    def fit_and_score(build, rows, *data):
+        if hasattr(build().steps[-1][1], "sized_for"):  # fine-tuning: trains until stopped
+            for _ in range(3000):
+                time.sleep(0.01)
+            raise AssertionError("the device lane was not stopped")
+        return real(build, rows, *data)
+
+    def no_encoder(s, representation, estimate):
+        def run():
+            raise OSError("no encoder in this test")
+
+        return Job(f"{representation}: loading", run, estimate=estimate, kind="load",
+                   about=representation)
+
+    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
+    monkeypatch.setattr(_jobs, "load_encoder", no_encoder)
     lines = []
     seen = {"device": False}
 
@@ -168,519 +1119,103 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
     pairs = [("tfidf", "logreg"), ("bow", "logreg"), FINETUNE]
     search = _search(questions, 120, pairs, device_lane=True)
     search.say = progress
-    search.run_tiers(Schedule(search), {name: (lambda pipe=pipe: clone(pipe))
-                      for name, pipe in baseline_pipelines().items()})
+    search.costs[FINETUNE] = PairState(overhead=1.0, rate=0.5)  # measured: no probe
+    search.run(Schedule(_baselines()))
     tuned = next(c for c in search.candidates if c.pair == FINETUNE)
     assert tuned.lane == "device" and tuned.status == "interrupted" and search.interrupted
-    cores = [c for c in search.candidates if c.pair == ("tfidf", "logreg")]
+    cores = [c for c in search.candidates if c.tier == "sparse + linear"]
     assert cores[0].status == "scored" and cores[0].started >= tuned.started  # beside it
     assert not search.running
     assert search.best().status == "scored"
-    board_states = {c.status for c in search.candidates}
-    assert "waiting" not in board_states and "running" not in board_states
+    assert {c.status for c in search.candidates} <= {"scored", "interrupted"}
 
 
-def test_the_fill_gives_a_pair_far_below_the_leader_only_the_time_left_over(questions):
-    """A pair within one standard error of the leader gets its variants' full value; one three
-    or more below has no value of its own, and its variants run only once none within reach
-    fits: the time is not left idle (they may still join the ensemble)."""
-    search = _search(questions, 300, [("tfidf", "logreg"), ("bow", "logreg")])
-    search.split()
-    schedule = Schedule(search)
-    schedule.defaults = [schedule._candidate(r, h) for r, h in search.pairs]
-    n = len(search.valid)
-    se = math.sqrt(0.9 * 0.1 / n)
-    for c, score in zip(schedule.defaults, (0.9, 0.9 - 4 * se), strict=True):
-        c.status, c.score, c.fit_seconds, c.predict_seconds = "scored", score, 0.1, 0.0
-        c.proba = np.full((n, len(search.classes)), 1 / len(search.classes))
-        search.candidates.append(c)
-    assert schedule._reach(("tfidf", "logreg")) == 1.0 and schedule._reach(("bow", "logreg")) == 0.0
-    variants = schedule._variants("cores")
-    near = [v for v in variants if v.pair == ("tfidf", "logreg")]
-    assert near and all(v.variant_of is schedule.defaults[0] for v in near)
-    far = [v for v in variants if v.pair == ("bow", "logreg")]
-    assert far and all(v.variant_of is schedule.defaults[1] for v in far)
-    order = []
-    while (c := schedule.next("cores")) is not None:
-        order.append(c.pair)
-    assert order == [("tfidf", "logreg")] * len(near) + [("bow", "logreg")] * len(far)
+# -- frozen encoders other than the prologue's -------------------------------------------------
+def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(questions):
+    """A frozen pair whose encoder is not the prologue's is estimated with its pass over its rows
+    (the load, then the prologue's measured rate times the registry's cost ratio); chosen, the
+    pass is a job first; once it is paid every pair that reads those vectors costs its head
+    alone."""
+    pairs = [("minilm-tokens", "linear"), ("minilm-tokens", "attention")]
+    search, schedule = _begin(questions, 600, pairs)
+    _prologue(search, schedule, 40, 38, per_doc=0.02)
+    ratio = REPRESENTATIONS["minilm-tokens"].cost / REPRESENTATIONS["minilm"].cost
+    linear, attention = (_default(schedule, p) for p in pairs)
+    pass_seconds = ENCODER_LOAD + MARGIN * ratio * 0.02 * 300
+    assert schedule.plans.pass_seconds(linear) == pytest.approx(pass_seconds)
+    job = schedule.ask("cores")
+    assert isinstance(job, Job) and (job.kind, job.about) == ("encode", "minilm-tokens")
+    assert job.label == "minilm-tokens: encoding 300 documents"
+    assert job.estimate == pytest.approx(pass_seconds)
+    assert linear.estimate == pytest.approx(pass_seconds + HEADS["linear"].cost * 240 / 1000)
+    index = schedule.plans.unencoded(linear)
+    schedule.tell(job, (300, 0.01 * 300, index))
+    assert [schedule.plans.pass_seconds(c) for c in (linear, attention)] == [0.0, 0.0]
+    chosen = schedule.ask("cores")
+    assert chosen is linear and chosen.estimate == pytest.approx(HEADS["linear"].cost * 240 / 1000)
+    # the vectors of other rows are not cached: a model on them pays for them, at the pass's rate
+    assert schedule.plans.doc_seconds("minilm-tokens") == pytest.approx(MARGIN * 0.01)
 
 
-def test_when_the_last_defaults_waiting_do_not_fit_the_same_call_starts_the_fill(questions):
-    """The last waiting defaults, all too dear for the time left, are left out and the call goes
-    on to the variants: the search does not end with the budget unused (disaster-tweets at 10
-    minutes ended so at half its budget, the base-size encoder's pairs the last defaults)."""
-    search = _search(questions, 5, [("tfidf", "logreg"), ("mpnet", "logreg-cv")])
-    search.clock = Paused(5)
-    search.split()
-    schedule = Schedule(search)
-    schedule.defaults = [schedule._candidate(r, h) for r, h in search.pairs]
-    first, dear = schedule.defaults
-    first.status, first.score, first.fit_seconds, first.predict_seconds = "scored", 0.9, 0.1, 0.0
-    first.proba = np.full((len(search.valid), len(search.classes)), 1 / len(search.classes))
-    search.candidates.append(first)
-    found = schedule.next("cores")
-    assert dear.status == "left out" and dear.estimate > 5
-    assert found is not None and found.variant_of is first and found.pair == first.pair
-
-
-def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_fits_on(
+def test_a_frozen_encoder_not_fetched_costs_its_fetch_and_its_pass_without_a_probe(
         questions, monkeypatch):
-    """Where the encoder's pass over every document would take more than half the time left, it
-    covers the validation rows and a stratified subsample of the training rows; the MiniLM
-    baseline and the frozen pairs fit on those, and a refit counts the rest's encoding."""
-    # 0.18 s a document: all 300 need 54 s, over half of 100 s; 277 fit in 50 s
-    monkeypatch.setattr(_schedule, "sample_seconds", lambda encoder, sample: 0.18)
-    lines = []
-    search = _search(questions, 100, [("tfidf", "logreg"), ("minilm", "logreg-cv")], lines)
-    search.clock = Paused(100)
-    search.split()
-    schedule = Schedule(search)
-    schedule.prologue({name: (lambda pipe=pipe: clone(pipe))
-                       for name, pipe in baseline_pipelines().items()})
-    m = int(_schedule.ENCODE_SHARE * 100 / 0.18) - len(search.valid)
-    baseline = next(c for c in search.candidates if c.name == "plain MiniLM + LR")
-    frozen = next(c for c in schedule.defaults if c.pair == ("minilm", "logreg-cv"))
-    assert baseline.status == "scored" and len(baseline.rows) == m == 217
-    assert frozen.rows is baseline.rows and frozen.status == "waiting"
-    # later estimates scale from the pass's own measured rate, not the sample's
-    assert 0 < schedule.per_doc < 0.18
-    assert frozen.extra_refit == pytest.approx(schedule.per_doc * (300 - 277))
-    assert np.bincount(np.unique(search.y_train[baseline.rows], return_inverse=True)[1]).min() > 0
-    assert any(f"277 of the 300 documents (the validation rows and {m} training rows" in line
-               for line in lines)
-    # the frozen model fits on those rows only
-    schedule.next("cores")  # the sparse default first (cheaper per expected point)
-    found = schedule.next("cores")
-    assert found is frozen and search.n_rows(found) == m
-
-
-def test_a_large_set_gets_the_least_pass_the_time_left_pays_for(monkeypatch):
-    """Whether the encoder is loaded at all is judged by its least pass (the validation rows
-    and 200 training rows at the registry's prior), not by a share of every document: on 92,000
-    glosses with 209 s left, the earlier rule (half of them, 31 min) never loaded it."""
-    df = embedkit.load_dataset("trec")
-    df = df[df["split"] == "train"].iloc[:3000]
-    monkeypatch.setattr(_schedule, "sample_seconds", lambda encoder, sample: 0.02)
-    lines = []
-    search = _search(df, 50, [("minilm", "logreg-cv")], lines)
-    search.clock = Paused(50)  # half of every document at the prior: 68 s; the least pass: 40 s
-    search.split()
-    schedule = Schedule(search)
-    schedule.prologue({name: (lambda pipe=pipe: clone(pipe))
-                       for name, pipe in baseline_pipelines().items()})
-    baseline = next(c for c in search.candidates if c.name == "plain MiniLM + LR")
-    assert baseline.status == "scored" and len(baseline.rows) == int(0.5 * 50 / 0.02) - 600
-    search.clock = Paused(30)
-    schedule = Schedule(search)
-    schedule.prologue({name: (lambda pipe=pipe: clone(pipe))
-                       for name, pipe in baseline_pipelines().items()})
-    left = next(c for c in search.candidates[::-1] if c.name == "plain MiniLM + LR")
-    assert left.status == "left out" and "the validation rows and 200 training rows" in left.note
-
-
-def test_a_baseline_that_leads_gives_its_generalising_pair_the_reach(questions):
-    search = _search(questions, 300, [("tfidf", "logreg-cv")])
-    search.split()
-    schedule = Schedule(search)
-    schedule.defaults = [schedule._candidate("tfidf", "logreg-cv")]
-    n = len(search.valid)
-    for c, score in ((Candidate(name="plain TF-IDF + LR", kind="baseline"), 0.9),
-                     (schedule.defaults[0], 0.8)):
-        c.status, c.score, c.fit_seconds, c.predict_seconds = "scored", score, 0.1, 0.0
-        c.proba = np.full((n, len(search.classes)), 1 / len(search.classes))
-        search.candidates.append(c)
-    assert schedule._reach(("tfidf", "logreg-cv")) == 1.0  # the baseline's own settings vary
-    settings = {describe(v.params) for v in schedule._variants("cores")}
-    assert {"ngram_range=(1, 3)", "min_df=1"} <= settings
-
-
-def test_a_representation_not_prepared_yet_is_estimated_with_its_preparation(questions, monkeypatch):
-    from embedkit.registry import REPRESENTATIONS
-    from embedkit.representations import DistilledEmbedder
-
-    search = _search(questions, 900, [("minilm-static", "logreg-cv")])
-    search.split()
-    schedule = Schedule(search)
-    c = schedule._candidate("minilm-static", "logreg-cv")
-    monkeypatch.setattr(DistilledEmbedder, "ready", lambda self: False)  # an empty disk cache
-    assert schedule._estimate(c) and c.estimate == REPRESENTATIONS["minilm-static"].setup + c.prior
-    assert not search.costs[c.pair].measured  # no probe paid the preparation
-
-
-def test_the_fine_tuning_ladder_cuts_epochs_then_length_then_blocks_then_rows():
-    from embedkit.registry import HEADS
-
-    head = HEADS["finetune-short"].factory().set_params(max_length=128)
-
-    def cost(work):  # one second a unit of work
-        return work
-
-    # 3,200 rows are 100 batches: 2 epochs at 128 = 400 units; 1 epoch 200; at 64 pieces 100;
-    # half the blocks frozen 70
-    assert head.sized_for(3200, 450, cost) == ({"epochs": 2, "k": 6}, 3200)
-    assert head.sized_for(3200, 250, cost) == ({"epochs": 1, "k": 6}, 3200)
-    assert head.sized_for(3200, 150, cost) == ({"epochs": 1, "max_length": 64, "k": 6}, 3200)
-    assert head.sized_for(3200, 80, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 3200)
-    assert head.sized_for(3200, 50, cost) == ({"epochs": 1, "max_length": 64, "k": 3}, 2272)
-    assert head.sized_for(3200, 20, cost) is None  # not even 1,000 rows
-
-
-def test_fine_tuning_that_even_the_pass_bound_cannot_fit_is_left_out_without_a_probe(questions):
-    """Before any fine-tuning is measured the encoder's measured pass bounds its cost from below
-    (a training step is its batch's forward pass over the forward share): where even that
-    bound's cheapest recipe and the probe do not fit, fine-tuning is left out unmeasured (on
-    20,000 reviews the probe took 85 s to learn that), with the budget that would include it."""
-    from embedkit.heads.finetune._sizing import FORWARD_SHARE
-
-    lines = []
-    search = _search(questions, 300, [FINETUNE], lines)
-    search.split()
-    schedule = Schedule(search)
-    c = schedule._candidate(*FINETUNE)
-    head = schedule._head(c)
-    schedule.per_doc = 1.25 * 0.05  # MiniLM's pass over 230-word reviews on two cores
-    record, source = schedule._scaled(c, head)
-    assert record.rate == pytest.approx(0.05 * 32 * 64 / int(head.max_length) / FORWARD_SHARE)
-    assert record.overhead == 0.0 and "the encoder's measured pass" in source
-    search.clock.budget = 30.0  # one epoch of even 1,000 rows needs more
-    assert not schedule._estimate(c)
-    assert c.status == "left out" and "the encoder's measured pass" in c.note
-    assert "a budget of about" in c.note
-    assert not search.costs[FINETUNE].measured and not any("probe" in line for line in lines)
-
-
-def test_a_second_encoder_is_scaled_from_the_measured_one_before_it_pays_for_a_probe(questions):
-    """Where one fine-tuning head is measured on this device, another's cost is its measured
-    rate times their compute ratio; a head whose cheapest recipe would not fit is left out
-    without a probe, with the budget that would include it."""
-    from embedkit.registry import HEADS
-
-    search = _search(questions, 300, [FINETUNE, ("passthrough", "finetune")])
-    search.split()
-    schedule = Schedule(search)
-    short, full = (schedule._candidate(*pair) for pair in (FINETUNE, ("passthrough", "finetune")))
-    schedule._head(short)
-    search.costs[FINETUNE] = CostRecord(overhead=1.0, rate=400.0, fits=2)  # 400 s a unit: slow
-    head = schedule._head(full)
-    assert head.compute() == HEADS["finetune-short"].factory().compute()  # the same MiniLM
-    assert not schedule._plan(full)
-    assert full.status == "left out" and "scaled from finetune-short's measured step" in full.note
-    assert "a budget of about" in full.note and not search.costs[full.pair].measured  # no probe
-
-
-def test_a_base_size_encoder_not_fetched_is_estimated_from_the_measured_one_without_fetching(
-        questions, monkeypatch):
-    """Before all-mpnet-base-v2 is fetched, its fine-tuning is estimated as its fetch, its probe
-    and its recipe at MiniLM's measured cost times their compute ratio (8: twice the blocks,
-    twice the width), from the shapes the resources declare, at the expected cost (no margin:
-    its probe measures it before a fit is sized); nothing is fetched to know it. Where the full
-    recipe does not fit it is cut to one that does, as once fetched: on a fresh machine every
-    run left it out for its full recipe's cost, so it was never fetched."""
+    """all-mpnet-base-v2's frozen features, before it is fetched, are estimated as its fetch, its
+    pass over the rows (loaded, at the prologue's measured rate times the registry's cost ratio,
+    7) and the head; nothing is fitted to know it."""
     from embedkit import resources
-    from embedkit.heads import TransformerClassifier
-    from embedkit.registry import HEADS
+    from embedkit.representations import TransformerEmbedder
 
-    base = HEADS["finetune-mpnet"].factory()
-    assert base.compute() / HEADS["finetune-short"].factory().compute() == 8.0
-    search = _search(questions, 600, [FINETUNE, ("passthrough", "finetune-mpnet")])
-    search.split()
-    schedule = Schedule(search)
-    short, mpnet = (schedule._candidate(*p) for p in search.pairs)
-    schedule._head(short)
-    search.costs[FINETUNE] = CostRecord(overhead=2.0, rate=0.5, fits=2)
-    monkeypatch.setattr(TransformerClassifier, "ready",  # as on a machine without it
+    monkeypatch.setattr(TransformerEmbedder, "ready",
                         lambda self: str(self.model) != "all-mpnet-base-v2")
     monkeypatch.setattr(resources, "fetch", lambda *a, **k: pytest.fail("fetched to estimate"))
-    assert schedule._estimate(mpnet)
-    head = base.set_params(max_length=32)  # the data's length, as measured for MiniLM
-    n, valid = len(search.train), len(search.valid)
-    scaled = CostRecord(overhead=16.0, rate=4.0).seconds(head.fit_work(n), valid,
-                                                         head.predict_work(valid), margin=1.0)
-    setup = HEADS["finetune-mpnet"].setup
-    # the probe: a warm-up and two timed fits of one epoch, at the scaled cost
-    one = clone(head).set_params(epochs=1)
-    probe = sum(16.0 + 4.0 * one.fit_work(steps * 32) for steps in (1, *_schedule.PROBE_STEPS))
-    assert mpnet.estimate == pytest.approx(setup + probe + scaled)
-    assert mpnet.recipe["head__epochs"] == 2  # the full recipe fits 10 minutes
-    assert not search.costs[mpnet.pair].measured and mpnet.status == "waiting"
-    assert mpnet.pair in schedule._unprobed  # `next` fetches it, then probes it, then sizes it
-    search.clock.budget = setup + probe + 0.8 * scaled + 2  # the full recipe no longer fits
-    assert schedule._estimate(mpnet) and mpnet.status == "waiting" and search.fits(mpnet)
-    assert mpnet.recipe["head__epochs"] == 1 and mpnet.estimate <= search.left()
-    # chosen, it is fetched first; a fetch that fails (no network) leaves its pairs out, and the
-    # search goes on without them
-    schedule.defaults = [mpnet]
-
-    def offline(*args, **kwargs):
-        raise OSError("could not reach the package index")
-
-    monkeypatch.setattr(resources, "fetch", offline)
-    assert schedule.next("cores") is None
-    assert mpnet.status == "left out" and "could not reach the package index" in mpnet.note
-
-
-def test_a_default_too_dear_for_every_row_runs_on_the_largest_subsample_that_fits(questions):
-
-    search = _search(questions, 60, [("tfidf", "logreg")])
-    search.split()
-    schedule = Schedule(search)
-    c = schedule._candidate("tfidf", "logreg")
-    search.costs[c.pair] = CostRecord(rate=0.5, fits=1)  # 0.5 s a unit: all 240 rows need 2 min
-    _schedule.MIN_ROWS, before = 50, _schedule.MIN_ROWS
-    try:
-        assert schedule._estimate(c)
-    finally:
-        _schedule.MIN_ROWS = before
-    assert c.rows is not None and 50 <= len(c.rows) < 240 and c.estimate <= search.left()
-    bigger = c.but(rows=search.sample_rows(len(c.rows) + 3))
-    assert search.estimate(bigger) > search.left() * 0.97  # about the largest that fits
-    assert f"rows={len(c.rows)}" in c.label
-
-
-def test_a_second_frozen_encoder_costs_its_pass_until_it_is_paid(questions, monkeypatch):
-    """all-mpnet-base-v2's frozen features are estimated as its pass over the rows (MiniLM's
-    measured seconds a document times their registry cost ratio) and the head, without a
-    probe: a second pair's probe would read the slice the first one's cached and miss the pass
-    (on 20,000 reviews a model estimated at a minute then encoded for half an hour)."""
-    from embedkit.registry import HEADS, REPRESENTATIONS
-
-    search = _search(questions, 600, [("mpnet", "logreg-cv"), ("mpnet", "mlp")])
-    search.split()
-    schedule = Schedule(search)
-    schedule.per_doc = 0.01  # as the prologue measured MiniLM
-    first, second = (schedule._candidate(*p) for p in search.pairs)
-    monkeypatch.setattr(schedule, "_setup", lambda c: 0.0)  # as where it is fetched
-    monkeypatch.setattr(search, "probe", lambda c: pytest.fail("probed"))
-    n, valid = len(search.train), len(search.valid)
+    pair = ("mpnet", "logreg-cv")
+    search, schedule = _begin(questions, 600, [pair])
+    _prologue(search, schedule, 40, 38, per_doc=0.01)
     ratio = REPRESENTATIONS["mpnet"].cost / REPRESENTATIONS["minilm"].cost
     assert ratio == 7.0
-    for c in (first, second):
-        assert schedule._estimate(c)
-        assert c.estimate == pytest.approx(ENCODER_LOAD + ratio * 0.01 * (n + valid)
-                                           + HEADS[c.head].cost * n / 1000)
-    schedule.per_doc = 1.0  # a slow pass: it does not fit, and nothing was probed to know it
-    assert schedule._estimate(second) and not search.fits(second)
-    schedule.per_doc = 0.01
-    monkeypatch.undo()  # not fetched yet: the fetch counts once, on top of the pass
-    monkeypatch.setattr(REPRESENTATIONS["mpnet"].factory().__class__, "ready", lambda self: False)
-    assert schedule._estimate(first) and first.estimate == pytest.approx(
-        REPRESENTATIONS["mpnet"].setup + ENCODER_LOAD + ratio * 0.01 * (n + valid)
-        + HEADS[first.head].cost * n / 1000)
+    c = _default(schedule, pair)
+    job = schedule.ask("cores")
+    setup, pass_seconds = REPRESENTATIONS["mpnet"].setup, ENCODER_LOAD + MARGIN * 7.0 * 0.01 * 300
+    assert c.estimate == pytest.approx(setup + pass_seconds + HEADS["logreg-cv"].cost * 240 / 1000)
+    assert (job.kind, job.about) == ("prepare", "mpnet") and not search.costs[pair].measured
+    schedule.tell(job, None)
+    job = schedule.ask("cores")  # fetched: its pass next
+    assert (job.kind, job.about) == ("encode", "mpnet")
+    assert job.estimate == pytest.approx(pass_seconds)
 
 
-def test_a_cut_recipe_keeps_a_concave_share_of_the_gain_and_a_subsample_its_examples_per_class():
-    """A recipe cut to the time left keeps (its work / its own recipe's) ** `WORK_EXPONENT` of the
-    head's gain, on every row; a subsample keeps it all while it holds `ROWS_PER_CLASS` rows a
-    class, in proportion below."""
-    from embedkit.heads.finetune._sizing import ROWS_PER_CLASS
-    from embedkit.registry import HEADS
-
-    head = HEADS["finetune-short"].factory().set_params(max_length=128)  # 2 epochs, 6 blocks of 6
-    assert head.gain_share({"epochs": 2, "k": 6}, 3200, 3200, 2) == 1.0
-    half = 0.5 ** WORK_EXPONENT
-    assert head.gain_share({"epochs": 1, "k": 6}, 3200, 3200, 2) == pytest.approx(half)
-    assert 0.8 < half < 0.9  # one epoch of two keeps most of the gain, not half of it
-    # one epoch, half the length, half the blocks trained (0.4 + 0.6 / 2 of a step's work)
-    cheapest = {"epochs": 1, "max_length": 64, "k": 3}
-    assert head.gain_share(cheapest, 3200, 3200, 2) == pytest.approx((0.5 * 0.5 * 0.7) ** WORK_EXPONENT)
-    # 2 classes: 1,000 rows are 500 a class, all of the gain; 500 rows keep half of it
-    assert ROWS_PER_CLASS == 500
-    assert head.gain_share({"epochs": 1, "k": 6}, 1000, 3200, 2) == pytest.approx(half)
-    assert head.gain_share({"epochs": 1, "k": 6}, 500, 3200, 2) == pytest.approx(half / 2)
-    # six classes: 1,200 of 1,800 rows (200 against 300 a class) keep two thirds
-    assert head.gain_share({"epochs": 1, "k": 6}, 1200, 1800, 6) == pytest.approx(half * 2 / 3)
-    assert head.least_work(3200) == pytest.approx(head.set_params(**cheapest).fit_work(1000))
-
-
-def test_a_recipe_cut_to_the_time_left_expects_that_share_of_the_gain(questions):
-    """The schedule sizes a fine-tuning default to the time left and values it at the share of
-    the gain its recipe keeps (`gain_share`), and keeps the seconds of its cheapest recipe."""
-    search = _search(questions, 300, [FINETUNE])
-    search.split()
-    schedule = Schedule(search)
-    c = schedule._candidate(*FINETUNE)
-    head = schedule._head(c)
-    assert int(head.epochs) == 2
-    full = head.fit_work(len(search.train))
-    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=1.1 * search.left() / full, fits=2)
-    assert schedule._plan(c)
-    assert c.recipe["head__epochs"] == 1 and c.share == pytest.approx(0.5 ** WORK_EXPONENT)
-    assert schedule._gain(c) == pytest.approx(0.5 ** WORK_EXPONENT * 4.0)  # the tier's gain
-    assert c.least == pytest.approx(search.costs[FINETUNE].seconds(
-        head.least_work(len(search.train)), len(search.valid), head.predict_work(len(search.valid))))
-    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=0.5 * search.left() / full, fits=2)
-    assert schedule._plan(c) and c.share == 1.0 and schedule._gain(c) == 4.0
-
-
-def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions, monkeypatch):
-    """The order by gain per second must not spend the time on a model that a better one then
-    no longer fits after: MiniLM fine-tuned (gain 4, the most per second) is cut to one epoch so
-    that a fine-tuning expected to bring 6 still fits after it; where even its cheapest recipe
-    leaves no room, the better one runs first and MiniLM waits."""
-    import dataclasses
-
-    from embedkit.registry import HEADS
-
-    better = ("passthrough", "finetune")  # fully fine-tuned: declared here to bring 6 points
-    monkeypatch.setitem(HEADS, "finetune", dataclasses.replace(HEADS["finetune"], gain=6.0))
-    search = _search(questions, 300, [FINETUNE, better])
-    search.clock = Paused(300)
-    search.split()
-    n, left = len(search.train), search.left()
-    schedule = Schedule(search)
-
-    def measured(pair, seconds_of_own_recipe):  # no prediction cost: estimates are the fits'
-        work = schedule._head(schedule._candidate(*pair)).fit_work(n)
-        search.costs[pair] = CostRecord(rate=seconds_of_own_recipe / 1.25 / work, predict_rate=0.0,
-                                        fits=2)
-
-    # MiniLM: 0.5 of the time left for two epochs (8 points a time left); the better one 1.4 for
-    # two, 0.7 for its one epoch (6 x 0.84 / 0.7 = 7.2): both fit only with MiniLM on one epoch
-    measured(FINETUNE, 0.5 * left)
-    measured(better, 1.4 * left)
-    schedule.defaults = [schedule._candidate(*p) for p in (FINETUNE, better)]
-    first = schedule.next("cores")
-    assert first.pair == FINETUNE and first.recipe["head__epochs"] == 1
-    assert first.estimate == pytest.approx(0.25 * left, rel=0.02)
-    dear = schedule.defaults[1]
-    assert dear.estimate == pytest.approx(0.7 * left, rel=0.02) and dear.estimate <= left - first.estimate
-    first.status = "scored"
-    search.clock = Paused(300 - first.estimate)
-    assert schedule.next("cores") is dear and dear.recipe["head__epochs"] == 1
-
-    # the better one's cheapest recipe needs 0.9 of the time left: MiniLM (even one epoch, 0.25)
-    # leaves no room, so the better one runs first
-    search.clock = Paused(300)
-    measured(better, 1.8 * left)
-    schedule = Schedule(search)
-    schedule.defaults = [schedule._candidate(*p) for p in (FINETUNE, better)]
-    first = schedule.next("cores")
-    assert first.pair == better and first.recipe["head__epochs"] == 1
-    assert schedule.defaults[0].status == "waiting"  # MiniLM waits, not left out
-
-    # one left out in the same call (now measured too dear) keeps no room, whatever its
-    # cheapest recipe was estimated at before
-    measured(better, 1.4 * left)
-    schedule = Schedule(search)
-    schedule.defaults = [schedule._candidate(*p) for p in (FINETUNE, better)]
-    assert schedule._estimate(schedule.defaults[1]) and schedule.defaults[1].least < left
-    measured(better, 10 * left)
-    assert schedule.next("cores").recipe["head__epochs"] == 2
-    assert schedule.defaults[1].status == "left out"
-
-
-def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):
-    """When the fine-tuned leader's other settings no longer fit on its own recipe (two epochs),
-    the time left still buys them on the richest recipe that fits (one epoch, the same rows), at
-    that share of the gain; each variant runs once, however it was cut; one that would need fewer
-    rows than its first is not cut to them."""
-    search = _search(questions, 300, [FINETUNE])
-    search.split()
-    schedule = Schedule(search)
-    first = schedule._candidate(*FINETUNE)
-    schedule.defaults = [first]
-    full = schedule._head(first).fit_work(len(search.train))
-    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=0.3 * search.left() / full, fits=2)
-    assert schedule._plan(first) and first.recipe["head__epochs"] == 2 and first.rows is None
-    first.status, first.score, first.fit_seconds, first.predict_seconds = "scored", 0.9, 1.0, 0.0
-    search.candidates.append(first)
-    # the time left now pays for one epoch of it, not two (the refit is out of reach too)
-    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=1.1 * search.left() / full, fits=2)
-    chosen = []
-    while (c := schedule.next("cores")) is not None:
-        assert c.variant_of is first and c.rows is None and c.estimate <= search.left()
-        assert c.recipe["head__epochs"] == 1 and "head__epochs" not in c.params
-        chosen.append(c)
-        c.status = "scored"
-    # the other learning rate on one epoch: half the work of its own two-epoch recipe; then three
-    # epochs cut to one (the default learning rate): a third; {lr, 3 epochs} cut to one is the
-    # first again
-    assert [c.params for c in chosen] == [{"head__lr": 5e-5}, {}]
-    assert [c.share for c in chosen] == [pytest.approx(0.5 ** WORK_EXPONENT),
-                                         pytest.approx((1 / 3) ** WORK_EXPONENT)]
-    # reach 1: it is the leader
-    assert schedule._gain(chosen[0]) == pytest.approx(4.0 * 0.5 ** WORK_EXPONENT * 0.25)
-    assert len({c.key for c in [first, *chosen]}) == 3
-
-    later = Schedule(search)  # so dear that only fewer rows than its first's would fit: no variant
-    later.defaults = [first]
-    search.costs[FINETUNE] = CostRecord(overhead=0.0, rate=10 * search.left() / full, fits=2)
-    assert later.next("cores") is None
-
-
-def test_a_second_frozen_encoders_pass_is_paid_once_before_its_models_fit(questions):
-    """Chosen, a frozen pair whose encoder is not the prologue's first pays that encoder's pass
-    over its rows into the cache (timed apart, like the prologue's), and is estimated anew
-    without it: its models then fit on cached vectors, so its cost record, and the refit
-    estimated from it, count the head alone. Before, frozen mpnet's record held its 6-minute
-    pass and a refit that needs seconds was estimated at 7 minutes and never paid."""
+def test_a_frozen_pass_its_own_rate_shows_cannot_finish_leaves_its_pairs_out(questions):
+    """The pass stops once its own rate shows the rest would not fit; its pairs are then
+    estimated at that rate (no load: the model is read) and left out, with the time they need."""
     pairs = [("minilm-tokens", "linear"), ("minilm-tokens", "attention")]
     lines = []
-    search = _search(questions, 600, pairs, lines)
-    search.split()
-    schedule = Schedule(search)
-    schedule.per_doc = 0.02
-    schedule.defaults = [schedule._candidate(*pair) for pair in pairs]
-    planned = [schedule._pass(c) for c in schedule.defaults]
-    assert all(p > ENCODER_LOAD for p in planned)
-    chosen = schedule.next("cores")
-    assert any("frozen encoder: minilm-tokens: 300 documents encoded once" in line for line in lines)
-    assert [schedule._pass(c) for c in schedule.defaults] == [0.0, 0.0]  # both read the cache
-    assert chosen.estimate < min(planned)
-    other = schedule.defaults[1].but(rows=search.sample_rows(100))
-    assert schedule._pass(other) > 0  # not the vectors of other rows
-    from embedkit.cache import get_cache
-    from embedkit.cache._keys import doc_keys, fingerprint
-
-    features = chosen.build().steps[0][1].fit(search.X_train[:2])  # what its model reads: cached
-    keys = set(doc_keys(list(search.X_train) + list(search.X_valid)))
-    assert set(get_cache(search.cache).get_many(fingerprint(features), list(keys))) == keys
+    search, schedule = _begin(questions, 600, pairs, lines)
+    _prologue(search, schedule, 40, 38, per_doc=0.02)
+    job = schedule.ask("cores")
+    index = schedule.plans.unencoded(_default(schedule, pairs[0]))
+    schedule.tell(job, (32, 2.0 * 32, index))  # 2 s a document: stopped after 32 of 300
+    assert any("minilm-tokens: 32 of 300 documents encoded once in 64 s" in line for line in lines)
+    linear, attention = (_default(schedule, p) for p in pairs)
+    assert schedule.plans.pass_seconds(attention) == pytest.approx(MARGIN * 2.0 * 268)
+    assert schedule.ask("cores") is None
+    assert [c.status for c in (linear, attention)] == ["left out", "left out"]
+    assert linear.note.startswith("needs about 11.2 min, 10.0 min were left")
 
 
-def test_a_frozen_pass_its_own_rate_shows_cannot_finish_stops_and_its_pairs_are_left_out(questions):
-    """A second encoder's pass is estimated from the prologue's rate times the registry's ratio;
-    on long documents it can be dearer (all-mpnet-base-v2 on BBC News took 892 s where that said
-    it fit in the 883 s left, and the run ended over its budget). The pass measures its own rate
-    on the way and stops once the rest would not fit; its pairs are then estimated at that rate
-    and left out, with the time they would need."""
-    pairs = [("minilm-tokens", "linear"), ("minilm-tokens", "attention")]
+def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions):
+    """A second encoder whose pass fails is not asked again before each of its models: the
+    progress line says so, and the model's own fit reports the error."""
     lines = []
-    search = _search(questions, 600, pairs, lines)
-    search.split()
-    schedule = Schedule(search)
-    schedule.per_doc = 1.0  # chunks of 32 documents
-    schedule.defaults = [schedule._candidate(*pair) for pair in pairs]
-    search.left = lambda: 0.0  # no pass fits (the vectors may be cached by an earlier test)
-    schedule._encode_rows(schedule.defaults[0])
-    assert any("minilm-tokens: stopped after 32 of 300 documents" in line for line in lines), lines
-    assert not any("encoded once" in line for line in lines)
-    rate = schedule._rates["minilm-tokens"]
-    assert 0 < rate < 1.0  # measured, not the estimate it started from
-    assert schedule._pass(schedule.defaults[1]) == pytest.approx(ENCODER_LOAD + rate * 300)
-    assert schedule.next("cores") is None
-    assert [c.status for c in schedule.defaults] == ["left out", "left out"]
-
-
-def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions, monkeypatch):
-    """A second encoder whose pass fails (here a simulated fault) is not retried before each of
-    its models: the progress line says so, and the model's own fit reports the error."""
-    pairs = [("minilm-tokens", "linear")]
-    lines = []
-    search = _search(questions, 600, pairs, lines)
-    search.split()
-    schedule = Schedule(search)
-    schedule.defaults = [schedule._candidate(*pair) for pair in pairs]
-
-    def fault(*args):
-        raise OSError("weights unreadable")
-
-    monkeypatch.setattr("embedkit.tuning._schedule.timed_pass", fault)
-    chosen = schedule.next("cores")
-    assert chosen is schedule.defaults[0] and schedule._pass(chosen) == 0.0
-    assert any("minilm-tokens: failed (weights unreadable)" in line for line in lines)
-    assert not any("encoded once" in line for line in lines)
-
+    search, schedule = _begin(questions, 600, [("minilm-tokens", "linear")], lines)
+    _prologue(search, schedule, 40, 38)
+    job = schedule.ask("cores")
+    assert (job.kind, job.about) == ("encode", "minilm-tokens")
+    schedule.tell(job, OSError("weights unreadable"))
+    assert any("frozen encoder: minilm-tokens: failed (weights unreadable)" in line for line in lines)
+    assert not any("minilm-tokens: 300 documents encoded once" in line for line in lines)
+    chosen = schedule.ask("cores")
+    assert chosen is _default(schedule, ("minilm-tokens", "linear"))
+    assert schedule.plans.pass_seconds(chosen) == 0.0
 
 
 class Ticking(Clock):
@@ -695,28 +1230,25 @@ class Ticking(Clock):
         return self.now
 
 
-def test_a_recipe_sized_to_the_time_left_still_fits_once_the_clock_has_moved():
-    """A fine-tuning default cut to the rows that fill the time left was left out as "needs
-    about 8.5 min, 8.5 min were left" at 10 minutes on rotten-tomatoes: the clock moves between
-    sizing a recipe and checking that it fits, and a recipe cut to whole batches fills the time
-    to within one batch's cost (all-mpnet-base-v2: 3 s). The sizing leaves the decision its
-    time (`DECIDING`). Here a batch of the cheapest recipe costs 0.3 s, and the clock moves
+def test_a_recipe_sized_to_the_time_left_still_fits_once_the_clock_has_moved(trec):
+    """A recipe cut to whole batches fills the time it is sized to within one batch's cost, and
+    the clock moves between sizing it and checking that it fits: the sizing leaves the decision
+    its time (`DECIDING`). Here a batch of the cheapest recipe costs 3 s, and the clock moves
     0.5 s each time it is read."""
-    from sklearn.model_selection import train_test_split
-
-    df = embedkit.load_dataset("trec")
-    df = df[df["split"] == "train"]
-    df, _ = train_test_split(df, train_size=3000, stratify=df["label"], random_state=0)
-    search = _search(df.reset_index(drop=True), 20, [FINETUNE])
-    search.split()
-    search.clock = Ticking(20)
-    schedule = Schedule(search)
-    n, head = len(search.train), schedule._head(schedule._candidate(*FINETUNE))
-    # the cheapest recipe (one epoch, fewer blocks) on every row needs 1.1 times the time left
+    df = _slice(trec, 3000)
+    search, schedule = _begin(df, 200, [FINETUNE])
+    _prologue(search, schedule, 400, 380)
+    c = _default(schedule, FINETUNE)
+    n, head = len(search.train), schedule.plans.head(c)
+    assert n == 2400
+    search.clock = Ticking(200)
+    # the cheapest recipe on every row needs 1.1 times the time left: on 1,000 rows it needs
+    # 0.47 of it, and a step of growth after it would not fit: the most rows the time left pays
+    # for, at once
     cheapest = head.least_work(n) * math.ceil(n / 32) / math.ceil(1000 / 32)
-    search.costs[FINETUNE] = CostRecord(rate=1.1 * search.left() / 1.25 / cheapest,
-                                        predict_rate=0.0, fits=2)
-    schedule.defaults = [schedule._candidate(*FINETUNE)]
-    chosen = schedule.next("cores")
-    assert chosen is schedule.defaults[0] and chosen.status == "waiting"
-    assert chosen.recipe["head__epochs"] == 1 and 1000 <= len(chosen.rows) < n
+    search.costs[FINETUNE] = PairState(rate=1.1 * search.left() / MARGIN / cheapest,
+                                       predict_rate=0.0)
+    chosen = schedule.ask("cores")
+    assert chosen is c and chosen.status == "waiting"
+    assert chosen.recipe["head__epochs"] == 1 and chosen.recipe["head__k"] == 3
+    assert 2000 <= len(chosen.rows) < n and chosen.estimate <= search.left()

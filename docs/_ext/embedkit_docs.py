@@ -10,6 +10,7 @@ At each build (Sphinx's ``builder-inited``), before any page is read, this write
   every module whose path has no ``_`` part (its ``__all__``, or the classes and functions it
   defines). A new class is in the reference the next time the docs are built.
 - ``docs/cli.md``: ``embedkit COMMAND --help`` for every command, as the command prints it.
+- ``docs/tuning-settings.md``: every number the tuning search decides by, from the source.
 - ``docs/benchmarks/``: one page per ``pipelines/benchmarks/results/*.md`` (a new results file
   appears without editing anything here), with its chart and CSV, and the script that made it.
 - ``docs/notebooks/``: the course notebooks as committed, with their outputs (not executed).
@@ -313,6 +314,70 @@ def write_cli(path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
+# the tuning search's settings
+# ----------------------------------------------------------------------------------------------
+#: the modules whose documented constants the search decides by: its own, then those the lower
+#: layers own (the layers the search may read, never the reverse)
+SETTINGS = (("embedkit/tuning/_settings.py", None),
+            ("embedkit/_budget.py", {"DECIDING"}),
+            ("embedkit/outputs.py", {"WRITE_SECONDS", "WRITE_RATE"}),
+            ("embedkit/documents.py", {"MAX_DOCUMENT_CHARS", "CHARS_PER_TOKEN"}),
+            ("embedkit/heads/finetune/_sizing.py", {"FORWARD_SHARE", "REFERENCE_LENGTH",
+                                                    "SHORT_LENGTH", "MIN_ROWS", "WORK_EXPONENT",
+                                                    "ROWS_PER_CLASS"}))
+
+
+def documented_constants(path: Path, names=None) -> list[tuple[list[str], str, str]]:
+    """``(names, value, comment)`` of every module-level assignment of ``path`` that a ``#:``
+    comment documents (of ``names`` only, where given), in the file's order."""
+    import ast
+
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    out = []
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.Assign):
+            continue
+        targets = node.targets[0]
+        found = [t.id for t in (targets.elts if isinstance(targets, ast.Tuple) else [targets])
+                 if isinstance(t, ast.Name)]
+        if not found or (names is not None and not set(found) & names):
+            continue
+        comment, i = [], node.lineno - 2
+        while i >= 0 and lines[i].lstrip().startswith("#:"):
+            comment.insert(0, lines[i].lstrip()[2:].strip())
+            i -= 1
+        if comment:
+            value = " ".join(ast.get_source_segment(source, node.value).split())
+            out.append((found, value, " ".join(comment)))
+    return out
+
+
+def write_settings(path: Path) -> None:
+    """The tuning search's settings page: every constant it decides by, with its value and the
+    comment that says where the value came from."""
+    from embedkit.tuning._schedule import TIERS
+
+    parts = ["# Tuning settings\n",
+             "Every number `embedkit tune` decides by, named once in the code "
+             "(`embedkit/tuning/_settings.py`, and the few a lower layer owns), with its value "
+             "and where that value came from. Generated from the source at each build.\n",
+             "## The tiers\n", "| tier | pair kinds | expected gain (points) | lane |",
+             "|---|---|---:|---|"]
+    parts += [f"| {t.name} | {', '.join(t.kinds)} | {t.gain:g} | {t.lane} |" for t in TIERS]
+    for relative, names in SETTINGS:
+        rows = documented_constants(ROOT / relative, names)
+        if not rows:
+            continue
+        parts += ["", f"## `{relative}`\n", "| name | value | what it is, and where its value came from |",
+                  "|---|---|---|"]
+        for found, value, comment in rows:
+            shown = value if len(value) <= 60 else value[:57] + "..."
+            parts.append(f"| `{', '.join(found)}` | `{shown}` | {_escape(comment)} |")
+    write(path, "\n".join(parts) + "\n")
+
+
+# ----------------------------------------------------------------------------------------------
 # benchmarks and notebooks
 # ----------------------------------------------------------------------------------------------
 
@@ -410,6 +475,7 @@ def write_notebooks(out: Path) -> None:
 def generate(app=None) -> None:
     write_api(DOCS / "api")
     write_cli(DOCS / "cli.md")
+    write_settings(DOCS / "tuning-settings.md")
     write_benchmarks(DOCS / "benchmarks")
     write_notebooks(DOCS / "notebooks")
 

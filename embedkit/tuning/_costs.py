@@ -1,14 +1,16 @@
-"""What each pair of a budgeted search costs on this machine: one record per pair.
+"""What each pair of a budgeted search costs on this machine: one `PairState` per pair.
 
-The search (`embedkit.tuning._engine`), its schedule (`embedkit.tuning._schedule`), the refit and the seeds of
-the finish (`embedkit.tuning`) and a fine-tuning head's sizing all read the same record, so a
-measurement made once (a probe, a fit, a refit) informs every later estimate of that pair.
+The engine (`embedkit.tuning._engine`), the plans (`embedkit.tuning._plans`), the finish
+(`embedkit.tuning._finish`) and a fine-tuning head's sizing all read the same state, so a
+measurement made once (a probe, a fit, a refit) informs every later estimate of that pair, and
+the margin is applied in one place (`PairState.seconds`).
 
 A fit's cost is counted in **units of work**: a head that knows its own (`fit_work`: a
 fine-tuning head counts training steps) says so; any other pipeline counts ``rows ** 1.1``,
-times its head's ``epochs`` where it has one. A record keeps what a fit pays whatever its size
+times its head's ``epochs`` where it has one. A state keeps what a fit pays whatever its size
 (``overhead``: loading a model), the dearest measured seconds per unit of work, and seconds per
-predicted row.
+predicted row; and the ``margin`` its estimates carry: `MARGIN` for what this machine measured,
+none for a cost only scaled from another pair's (its probe then measures it).
 """
 
 from __future__ import annotations
@@ -17,11 +19,9 @@ import math
 import time
 from dataclasses import dataclass
 
-__all__ = ["MARGIN", "CostRecord", "Costs", "predict_work", "sample_seconds", "timed_pass",
-           "work_of"]
+from ._settings import MARGIN
 
-#: estimates are the record's measurement times this margin
-MARGIN = 1.25
+__all__ = ["PairState", "States", "predict_work", "sample_seconds", "timed_pass", "work_of"]
 
 
 def _head(pipe):
@@ -44,8 +44,8 @@ def predict_work(pipe, rows: int) -> float | None:
 
 
 def sample_seconds(encoder, sample) -> float:
-    """Seconds a document (with the margin), from encoding ``sample`` (into ``encoder``'s cache:
-    a pass after it skips them)."""
+    """Seconds a document, measured (with the margin), from encoding ``sample`` (into
+    ``encoder``'s cache: a pass after it skips them)."""
     began = time.monotonic()
     encoder.transform(sample)
     return MARGIN * (time.monotonic() - began) / len(sample)
@@ -66,41 +66,49 @@ def timed_pass(encoder, docs, per_doc: float, left=None) -> tuple[int, float]:
 
 
 @dataclass
-class CostRecord:
-    """What one pair cost: ``overhead`` seconds per fit, ``rate`` seconds per unit of work (the
-    dearest measured), ``predict_rate`` seconds per predicted row."""
+class PairState:
+    """What one pair costs: ``overhead`` seconds per fit, ``rate`` seconds per unit of work (the
+    dearest measured), ``predict_rate`` seconds per predicted row, and the ``margin`` its
+    estimates carry (`MARGIN` once measured here; 1 for a cost scaled from another pair)."""
 
     overhead: float = 0.0
     rate: float = math.nan
     predict_rate: float = math.nan
     fits: int = 0
+    margin: float = MARGIN
 
     @property
     def measured(self) -> bool:
         return not math.isnan(self.rate)
 
     def observe(self, work: float, seconds: float) -> None:
-        """A fit of ``work`` units took ``seconds``."""
+        """A fit of ``work`` units took ``seconds``: measured here, it carries the margin."""
         rate = max(seconds - self.overhead, 0.0) / max(work, 1e-9)
         self.rate = rate if math.isnan(self.rate) else max(self.rate, rate)
-        self.fits += 1
+        self.fits, self.margin = self.fits + 1, MARGIN
 
     def observe_predict(self, rows: int, seconds: float) -> None:
         rate = seconds / max(rows, 1)
         self.predict_rate = rate if math.isnan(self.predict_rate) else max(self.predict_rate, rate)
 
     def fit_seconds(self, work: float) -> float:
-        """Seconds of a fit of ``work`` units (NaN before any measurement)."""
+        """Seconds of a fit of ``work`` units as measured, without the margin (NaN before any
+        measurement)."""
         return self.overhead + self.rate * work
 
     def seconds(self, work: float, predict_rows: int = 0, predict_units: float | None = None,
-                margin: float = MARGIN) -> float:
-        """Seconds of a fit of ``work`` units and predictions of ``predict_rows`` rows, with
-        ``margin``; predictions are counted in units of work where ``predict_units`` is given
-        and no prediction was measured yet."""
+                margin: float | None = None) -> float:
+        """Seconds of a fit of ``work`` units and predictions of ``predict_rows`` rows, with the
+        state's margin (or ``margin``); predictions are counted in units of work where
+        ``predict_units`` is given and no prediction was measured yet."""
         predict = (self.predict_rate * predict_rows if not math.isnan(self.predict_rate)
                    else self.rate * (predict_units or 0.0))
-        return margin * (self.fit_seconds(work) + predict)
+        return (self.margin if margin is None else margin) * (self.fit_seconds(work) + predict)
+
+    def scaled(self, ratio: float) -> PairState:
+        """This pair's cost for a model ``ratio`` times its compute, expected (no margin): what
+        another pair is sized on before its own probe measures it."""
+        return PairState(overhead=self.overhead * ratio, rate=self.rate * ratio, margin=1.0)
 
     def measure_steps(self, fit, works: tuple[float, float]) -> None:
         """Two timed fits of different work (``fit(i)`` runs the i-th): their difference is the
@@ -115,12 +123,12 @@ class CostRecord:
         rate = max((t1 - t0) / max(w1 - w0, 1e-9), 0.5 * t1 / max(w1, 1e-9))
         self.overhead = max(t0 - rate * w0, 0.0)
         self.rate = rate if math.isnan(self.rate) else max(self.rate, rate)
-        self.fits += 2
+        self.fits, self.margin = self.fits + 2, MARGIN
 
 
-class Costs(dict):
-    """``{pair: CostRecord}``; a pair not measured yet gets an empty record."""
+class States(dict):
+    """``{pair: PairState}``; a pair not measured yet gets an empty state."""
 
     def __missing__(self, key):
-        record = self[key] = CostRecord()
-        return record
+        state = self[key] = PairState()
+        return state

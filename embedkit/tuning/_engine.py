@@ -1,151 +1,40 @@
-"""The engine of the budgeted search behind `embedkit.Tuner`: it records, estimates, runs, leaves
-out and ensembles. What to try and in which order is the schedule's (`embedkit.tuning._schedule`).
+"""The engine of the budgeted search behind `embedkit.Tuner`: it owns the clock, the split, the
+lanes, the records and the finish; what to try and in which order is a schedule's
+(`embedkit.tuning._schedule`), which sees the engine only through `Search.run`'s two calls:
+``schedule.ask(lane)`` (what this lane runs next: a `Candidate` to fit and score, a `Job`, or
+nothing) and ``schedule.tell(action, outcome)`` (what came of it), as scikit-learn's
+``_run_search`` sees ``evaluate_candidates`` only.
 
 * **One validation split**, stratified and seeded: every candidate, baseline and ensemble is
-  scored on the same rows, so any two scores compare.
-* **Measured costs** (`embedkit.tuning._costs`): one record per pair, fed by every probe and fit; what
-  does not fit the time left (minus what the finish needs) is left out, with the budget that
-  would include it.
-* **Lanes**: a candidate runs on the cores (in this process) or, where there is an accelerator,
-  on the device lane, a thread training one model while the cores fit others; outcomes are
-  recorded by the main thread only.
+  scored on the same rows, so any two compare row by row (`embedkit.tuning._pick`).
+* **Measured costs** (`embedkit.tuning._costs`): one state per pair, fed by every fit, probe and
+  refit; what the finish needs is kept back (`embedkit.tuning._finish.Finish.reserve`).
+* **Lanes**: an action runs on the cores (in this process) or, where there is an accelerator,
+  on the device lane, a thread training one model while the cores fit others, or on a Dask
+  cluster's workers; outcomes are recorded by the main thread only.
 * **Anytime**: Ctrl-C (``KeyboardInterrupt``) ends the search, marks what was running as
-  interrupted, and the finish goes on with the best model so far.
+  interrupted, and the finish goes on with the best model so far. A fit on the cores that runs
+  past the search's deadline is stopped there (`embedkit._stopping.deadline`) and marked so.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._budget import Clock, format_seconds
+from .._budget import DECIDING, Clock, format_seconds
+from .._stopping import DeadlineReached, deadline
 from . import _lanes, _selection
-from ._costs import Costs, predict_work, work_of
+from ._candidate import Candidate, Job, fit_and_score
+from ._costs import States, predict_work, work_of
 from ._finish import Finish
+from ._pick import choose, versus
+from ._settings import PROBE_ROWS, PROBE_SHARE, VALID_ROWS
 
-__all__ = ["Candidate", "Search", "describe"]
-
-#: the most validation rows: every model predicts them, so they are part of every model's cost
-VALID_ROWS = 2000
-
-#: a probe fits on this share of the training rows, between these bounds; where that is over
-#: a third of the rows the prior stands (small data is quick)
-PROBE_SHARE, PROBE_ROWS = 0.1, (100, 400)
-
-
-def describe(params: dict) -> str:
-    """``a=1, b=2``: settings as the leaderboard prints them."""
-    return ", ".join(f"{k.split('__', 1)[-1]}={v}" for k, v in params.items())
-
-
-@dataclass(eq=False)
-class Candidate:
-    """One model of the search. Its identity is its fields (pair, settings, recipe, rows, seed);
-    ``label`` only displays them."""
-
-    representation: str = ""
-    head: str = ""
-    tier: str = ""
-    kind: str = "candidate"  # candidate, baseline or ensemble
-    params: dict = field(default_factory=dict)  # settings changed from the registry's
-    recipe: dict = field(default_factory=dict)  # a sized fine-tuning recipe (pipeline keys)
-    rows: Any = None  # the training rows it fits on, when a subsample
-    seed: int | None = None  # the head's random_state, for models whose seeds the finish averages
-    variant_of: Candidate | None = None
-    name: str = ""  # a baseline's or an ensemble's own name
-    factory: Callable[[], Any] | None = None  # a baseline's pipeline
-    cache: Any = None
-    lane: str = "cores"
-    prior: float = 0.0
-    extra_refit: float = 0.0  # seconds a refit on every document needs besides its fit scaled up
-    share: float = 1.0  # the share of its head's own recipe's gain a sized recipe keeps
-    least: float | None = None  # seconds of a sized head's cheapest recipe (None: its estimate)
-    status: str = "waiting"
-    started: float = math.nan  # seconds into the search when it started
-    estimate: float = math.nan
-    score: float = math.nan
-    fit_seconds: float = math.nan
-    predict_seconds: float = math.nan
-    model: Any = None
-    proba: Any = None
-    note: str = ""
-    weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
-    where: str = ""  # the Dask worker that fitted it, on a cluster
-
-    @property
-    def pair(self) -> tuple[str, ...]:  # whose cost record it shares
-        return (self.representation, self.head) if not self.name else (self.name,)
-
-    @property
-    def key(self) -> tuple:
-        """What makes two candidates the same model."""
-        rows = None if self.rows is None else len(self.rows)
-        return (self.pair, tuple(sorted({**self.recipe, **self.params}.items())), rows, self.seed)
-
-    @property
-    def label(self) -> str:
-        if self.name:
-            return self.name
-        text = (f"{self.representation} + {self.head}" if self.representation != "passthrough"
-                else self.head)
-        parts = [describe({**self.recipe, **self.params})] if self.recipe or self.params else []
-        parts += [f"rows={len(self.rows)}"] if self.rows is not None else []
-        parts += [f"seed {self.seed}"] if self.seed is not None else []
-        return f"{text} ({', '.join(parts)})" if parts else text
-
-    def settings(self) -> dict:
-        """The pipeline parameters this candidate sets."""
-        out = {**self.recipe, **self.params}
-        if self.recipe:
-            out["head__early_stopping"] = False  # a sized recipe trains every row it is given
-        if self.seed is not None:
-            out["head__random_state"] = self.seed
-        return out
-
-    def builder(self) -> Callable[[], Any]:
-        """What builds this candidate's pipeline, without the candidate (sent to a worker)."""
-        return self.factory or functools.partial(build_pipeline, self.representation, self.head,
-                                                 self.settings(), self.cache)
-
-    def build(self):
-        """A fresh, unfitted pipeline of this candidate."""
-        return self.builder()()
-
-    def but(self, **changes) -> Candidate:
-        """A new, unrun candidate like this one with ``changes``."""
-        fresh = dict(status="waiting", started=math.nan, estimate=math.nan, score=math.nan,
-                     fit_seconds=math.nan, predict_seconds=math.nan, model=None, proba=None,
-                     note="")
-        return dataclasses.replace(self, **{**fresh, **changes})
-
-
-def build_pipeline(representation: str, head: str, settings: dict, cache):
-    """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``)."""
-    from sklearn.pipeline import Pipeline
-
-    from ..registry import HEADS, REPRESENTATIONS
-
-    features = REPRESENTATIONS[representation].factory()
-    if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
-        features.set_params(cache=cache)
-    return Pipeline([("features", features), ("head", HEADS[head].factory())]).set_params(**settings)
-
-
-def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tuple:
-    """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
-    ``(model, probabilities, fit seconds, predict seconds)``. What a lane runs."""
-    began = time.monotonic()
-    model = build().fit(X if rows is None else X[rows], y if rows is None else y[rows])
-    fitted = time.monotonic()
-    proba = _selection.aligned(model, X_valid, classes)
-    return model, proba, fitted - began, time.monotonic() - fitted
+__all__ = ["Search"]
 
 
 class Search:
@@ -153,7 +42,7 @@ class Search:
 
     def __init__(self, docs: np.ndarray, y: np.ndarray, *, clock: Clock, pairs, scoring: str,
                  validation: float, finetune, cache, random_state: int,
-                 say: Callable[[str], None], finish=None,
+                 say: Callable[[str], None], finish: Finish | None = None,
                  device_lane: bool | None = None, client=None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
         self.scoring, self.validation, self.finetune = scoring, validation, finetune
@@ -161,12 +50,14 @@ class Search:
         self.finish = Finish() if finish is None else finish  # what the end needs, kept back
         self.candidates: list[Candidate] = []
         self.tiers_reached: list[str] = []
-        self.costs, self.encoder_seconds, self.interrupted = Costs(), math.nan, False
-        self.filling = False  # True once every tier's defaults are done (the schedule's fill)
+        self.costs, self.encoder_seconds, self.interrupted = States(), math.nan, False
+        self.filling = False  # True once every tier's defaults are done (the schedule says so)
         self.reserved_seeds = 0  # how many of the finish's seeds the fill keeps time for
         self.device_lane, self.client = device_lane, client  # client: a Dask cluster's
-        self.running: dict[Candidate, Any] = {}  # what runs -> its future
+        self.running: dict[Any, Any] = {}  # what runs (a candidate or a job) -> its future
         self.lanes: dict[str, Any] = {}
+        self._pick: tuple[int, Candidate | None] = (-1, None)
+        self._order: np.ndarray | None = None
 
     # -- the split and scoring ------------------------------------------------------------------
     def split(self) -> None:
@@ -176,8 +67,8 @@ class Search:
         # a share of the rows, at most `VALID_ROWS` (predicting them is part of every model's
         # cost), at least two of a class where they can be spared, never fewer than one of every
         # class (a stratified split needs it: 10,000 classes of 3 documents), two left to train
-        size = int(min(max(round(self.validation * n), 2 * n_classes, 20), max(VALID_ROWS, n_classes),
-                       n - 2 * n_classes))
+        size = int(min(max(round(self.validation * n), 2 * n_classes, 20),
+                       max(VALID_ROWS, n_classes), n - 2 * n_classes))
         train, valid = train_test_split(np.arange(n), test_size=size, stratify=self.y,
                                         random_state=self.seed)
         self.train, self.valid = np.sort(train), np.sort(valid)
@@ -196,8 +87,11 @@ class Search:
         return _selection.score(self.scoring, proba, self.y_valid, self.classes)
 
     def sample_rows(self, m: int) -> np.ndarray:
-        """``m`` training rows (positions into the training rows), stratified, seeded."""
-        return _selection.stratified_rows(self.y_train, m, self.seed)
+        """``m`` training rows (positions into the training rows), stratified, seeded; the rows
+        of a smaller ``m`` are among them (`embedkit.tuning._selection.stratified_order`)."""
+        if self._order is None:
+            self._order = _selection.stratified_order(self.y_train, self.seed)
+        return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order)
 
     def left(self) -> float:
         """Seconds the search may still spend: the budget minus what the finish needs."""
@@ -210,21 +104,40 @@ class Search:
     def n_rows(self, c: Candidate) -> int:
         return len(self.train) if c.rows is None else len(c.rows)
 
+    def scored(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.status == "scored"]
+
+    def versus(self, a: Candidate, b: Candidate):
+        """Paired evidence of ``a`` against ``b`` on the validation rows (`embedkit.tuning._pick`)."""
+        return versus(a, b, self.y_valid, self.classes, self.scoring, self.seed)
+
+    def best_or_none(self) -> Candidate | None:
+        return self.best() if any(c.status == "scored" for c in self.candidates) else None
+
+    def best(self) -> Candidate:
+        """The pick so far (`embedkit.tuning._pick.choose`): the better baseline, unless models
+        beat it beyond their noise on the validation rows."""
+        scored = self.scored()
+        if self._pick[0] != len(scored) or self._pick[1] not in scored:
+            self._pick = (len(scored), choose(scored, self.y_valid, self.classes, self.scoring,
+                                              self.seed))
+        return self._pick[1]
+
     # -- estimates ------------------------------------------------------------------------------
     def estimate(self, c: Candidate) -> float:
-        """Seconds ``c`` will take: from its pair's record, else a probe on a slice, else the
+        """Seconds ``c`` will take: from its pair's state, else a probe on a slice, else the
         registry's prior where that is surely small (work for the cores only)."""
-        record = self.costs[c.pair]
-        if record.measured:
+        state = self.costs[c.pair]
+        if state.measured:
             pipe = c.build()
-            return record.seconds(work_of(pipe, self.n_rows(c)), len(self.valid),
-                                  predict_work(pipe, len(self.valid)))
+            return state.seconds(work_of(pipe, self.n_rows(c)), len(self.valid),
+                                 predict_work(pipe, len(self.valid)))
         if c.lane == "cores" and c.prior <= 0.01 * self.clock.budget:
             return c.prior
         return self.probe(c)
 
     def probe(self, c: Candidate) -> float:
-        """Fit ``c`` on a slice of its training rows; its record learns the cost per unit of
+        """Fit ``c`` on a slice of its training rows; its state learns the cost per unit of
         work, and the estimate scales it up to all of them."""
         n = self.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
@@ -237,58 +150,74 @@ class Search:
                                                        self.X_valid[:PROBE_ROWS[0]], self.classes)
         except Exception:  # the full fit will say what is wrong
             return c.prior
-        record = self.costs[c.pair]
-        record.observe(work_of(model, m), fit_s)
-        record.observe_predict(min(PROBE_ROWS[0], len(self.valid)), predict_s)
+        state = self.costs[c.pair]
+        state.observe(work_of(model, m), fit_s)
+        state.observe_predict(min(PROBE_ROWS[0], len(self.valid)), predict_s)
         return self.estimate(c)
 
-    # -- running --------------------------------------------------------------------------------
-    def fits(self, c: Candidate) -> bool:
+    def fits(self, c) -> bool:
         return c.estimate <= self.left()
-    def start(self, c: Candidate) -> None:
-        """Run ``c`` on its lane (`embedkit.tuning._lanes`): on the cores it runs now; elsewhere it starts
-        in the background and `collect` records it."""
-        if c not in self.candidates:
-            self.candidates.append(c)
-        c.status, c.started = "running", self.clock.elapsed()
-        lane = self.lanes[c.lane]
-        if isinstance(lane, _lanes.Cluster):  # the data is on the workers already
-            self.running[c] = lane.submit(fit_and_score, c.builder(), c.rows)
-        else:
-            self.running[c] = lane.submit(fit_and_score, c.builder(), c.rows, self.X_train,
-                                          self.y_train, self.X_valid, self.classes)
-        if not lane.blocking:
-            self.say(f"{self.clock.stamp()} {c.tier}: {c.label}: started on the {c.lane} "
-                     f"(about {format_seconds(c.estimate)})")
-        self.collect(block=False)
 
-    def collect(self, block: bool) -> None:
-        """Record what has finished (waiting for the first to finish if ``block``)."""
+    # -- running --------------------------------------------------------------------------------
+    def submit(self, action) -> None:
+        """Run ``action`` on its lane: on the cores it runs now (stopped at the search's deadline),
+        elsewhere it starts in the background and `collect` records it."""
+        if isinstance(action, Candidate) and action not in self.candidates:
+            self.candidates.append(action)
+        action.status = "running"
+        if isinstance(action, Candidate):
+            action.started = self.clock.elapsed()
+        lane = self.lanes[action.lane]
+        if isinstance(action, Job):
+            work = (action.run,)
+        elif isinstance(lane, _lanes.Cluster):  # the data is on the workers already
+            work = (fit_and_score, action.builder(), action.rows)
+        else:
+            work = (fit_and_score, action.builder(), action.rows, self.X_train, self.y_train,
+                    self.X_valid, self.classes)
+        if lane.blocking:  # stopped where it would take the time to write the output
+            with deadline(self.clock.left() - self.finish.write_seconds(self.best_or_none())
+                          - DECIDING):
+                self.running[action] = lane.submit(*work)
+        else:
+            self.running[action] = lane.submit(*work)
+            self.say(f"{self.clock.stamp()} {getattr(action, 'tier', 'job')}: {action.label}: "
+                     f"started on the {action.lane} (about {format_seconds(action.estimate)})")
+
+    def collect(self, schedule, block: bool) -> None:
+        """Record what has finished (waiting for the first to finish if ``block``), and tell the
+        schedule."""
         if block:
             _lanes.first_done(list(self.running.values()))
-        for c, future in list(self.running.items()):
+        for action, future in list(self.running.items()):
             if future.done():
-                del self.running[c]
-                self._record(c, future)
+                del self.running[action]
+                outcome = self._record(action, future)
+                schedule.tell(action, outcome)
 
-    def _record(self, c: Candidate, future) -> None:
+    def _record(self, action, future):
         err = future.exception()
+        if isinstance(action, Job):
+            action.status = "failed" if err is not None else "done"
+            return err if err is not None else future.result()
+        c = action
         if err is not None:
             c.status, c.note = "failed", f"{type(err).__name__}: {err}"[:300]
             c.fit_seconds = self.clock.elapsed() - c.started
             self.say(f"{self.clock.stamp()} {c.label}: failed ({c.note[:120]})")
-            return
+            return err
         outcome = future.result()
         if c.lane == "cluster":
             outcome, c.where = outcome
         c.model, c.proba, c.fit_seconds, c.predict_seconds = outcome
         c.score, c.status = self.score_proba(c.proba), "scored"
-        record = self.costs[c.pair]
-        record.observe(work_of(c.model, self.n_rows(c)), c.fit_seconds)
-        record.observe_predict(len(self.valid), c.predict_seconds)
+        state = self.costs[c.pair]
+        state.observe(work_of(c.model, self.n_rows(c)), c.fit_seconds)
+        state.observe_predict(len(self.valid), c.predict_seconds)
         self.say(f"{self.clock.stamp()} {c.tier}: {c.label}: {c.score:.3f} "
                  f"({c.fit_seconds + c.predict_seconds:.1f} s)")
         self._update_ensemble()
+        return c
 
     def leave_out(self, c: Candidate, why: str = "") -> None:
         if c not in self.candidates:
@@ -299,44 +228,56 @@ class Search:
                          f"were left; a budget of about {format_seconds(need)} would include it")
         self.say(f"{self.clock.stamp()} left out {c.label}: {c.note}")
 
-    def run_tiers(self, schedule, baselines: dict[str, Callable[[], Any]]) -> None:
-        """The split, ``schedule``'s prologue (the baselines), then its candidates on every lane
-        with a free slot (`embedkit.tuning._schedule.Schedule.next`) until none fits;
-        ``KeyboardInterrupt`` stops wherever it comes and keeps what was scored."""
+    def reached(self, tier: str) -> None:
+        if tier not in self.tiers_reached:
+            self.tiers_reached.append(tier)
+
+    def run(self, schedule) -> None:
+        """The split, then ``schedule``'s actions on every lane with a free slot
+        (``schedule.ask(lane)``, each outcome back through ``schedule.tell``) until none is
+        asked for and none runs. ``KeyboardInterrupt`` stops wherever it comes and keeps what
+        was scored; a fit stopped at the deadline ends the search the same way."""
         try:
             self.split()
-            schedule.prologue(baselines)
+            schedule.begin(self)
             while True:
-                self.collect(block=False)
+                self.collect(schedule, block=False)
                 started = False
                 for name, lane in self.lanes.items():
-                    while sum(c.lane == name for c in self.running) < lane.slots:
-                        found = schedule.next(name)
+                    while sum(a.lane == name for a in self.running) < lane.slots:
+                        found = schedule.ask(name)
                         if found is None:
                             break
-                        self.start(found)
+                        self.submit(found)
                         started = True
                         if lane.blocking:
+                            self.collect(schedule, block=False)
                             break
                 if not started and not self.running:
                     return
                 if not started:
-                    self.collect(block=True)
-        except KeyboardInterrupt:
-            self.interrupted = True
-            for c in self.candidates:  # running on a lane, or in this thread when it came
-                if c.status == "running":
-                    c.status, c.note = "interrupted", "stopped by Ctrl-C (or SIGTERM) before it was scored"
-            for lane in self.lanes.values():
-                lane.stop()
-            _lanes.first_done([f for c, f in self.running.items() if c.lane == "device"], timeout=60)
-            self.running.clear()
-            self.say(f"{self.clock.stamp()} interrupted: finishing with the best model so far")
+                    self.collect(schedule, block=True)
+        except (KeyboardInterrupt, DeadlineReached) as err:
+            self._stop(isinstance(err, KeyboardInterrupt))
+
+    def _stop(self, by_user: bool) -> None:
+        self.interrupted = self.interrupted or by_user
+        why = "stopped by Ctrl-C (or SIGTERM)" if by_user else "stopped at the search's deadline"
+        for c in self.candidates:  # running on a lane, or in this thread when it came
+            if c.status == "running":
+                c.status, c.note = "interrupted", f"{why} before it was scored"
+        for lane in self.lanes.values():
+            lane.stop()
+        _lanes.first_done([f for a, f in self.running.items() if a.lane == "device"], timeout=60)
+        self.running.clear()
+        self.say(f"{self.clock.stamp()} " + ("interrupted: finishing with the best model so far"
+                                             if by_user else "the deadline: finishing with the "
+                                             "best model so far"))
 
     # -- ensembles --------------------------------------------------------------------------------
     def _update_ensemble(self) -> None:
         self.candidates = [c for c in self.candidates if c.kind != "ensemble"]
-        scored = [c for c in self.candidates if c.status == "scored"]
+        scored = self.scored()
         if len(scored) < 2:
             return
         weights, score = _selection.select([c.proba for c in scored],
@@ -352,10 +293,4 @@ class Search:
             note="; ".join(f"{c.label}: {w:.2f}" for c, w in members.items()),
             fit_seconds=sum(c.fit_seconds for c in members),
             predict_seconds=sum(c.predict_seconds for c in members), weights=members))
-        if "ensembles" not in self.tiers_reached:
-            self.tiers_reached.append("ensembles")
-
-    def best(self) -> Candidate:
-        """The pick: the best validation score; ties go to the quicker model."""
-        scored = [c for c in self.candidates if c.status == "scored"]
-        return max(scored, key=lambda c: (c.score, -(c.fit_seconds + c.predict_seconds)))
+        self.reached("ensembles")

@@ -12,16 +12,14 @@ import math
 import time
 
 from .._budget import DECIDING, Clock, format_seconds
+from .._stopping import DeadlineReached, deadline
 from ..outputs import WRITE_RATE, WRITE_SECONDS
+from . import _settings
 from ._costs import work_of
+from ._settings import REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS
 
-__all__ = ["MAX_SEEDS", "REFIT_MARGIN", "RESERVED_SEEDS", "Finish", "Finished"]
+__all__ = ["Finish", "Finished"]
 
-#: a refit's time is its measured fit scaled to every document (rows^1.1), times this margin
-REFIT_MARGIN = 1.1
-#: the refit of a fine-tuned pick averages up to this many seeds (each one more fit, and one
-#: more model to store and to run at prediction); the fill keeps back the time of this many
-MAX_SEEDS, RESERVED_SEEDS = 4, 2
 
 
 class Finished:
@@ -94,13 +92,18 @@ class Finish:
         chosen, left = [], clock.left() - self.write_seconds(pick)
         for i in sorted(range(len(members)), key=lambda i: -members[i][1]):  # heaviest first
             need = self.refit_seconds(search, members[i][0])
-            if not search.interrupted and need <= left:
+            if not search.interrupted and need <= left and self.worth(search, members[i][0]):
                 chosen.append(i)
                 left -= need
-        done, interrupted = [], False
+        done, interrupted, why = [], False, {}
         try:
             for i in chosen:
-                fitted[i] = [self.refit(search, members[i][0], clock, say)]
+                try:  # stopped where it would take the output's time: kept as fitted
+                    with deadline(clock.left() - self.write_seconds(pick) - DECIDING):
+                        fitted[i] = [self.refit(search, members[i][0], clock, say)]
+                except DeadlineReached:
+                    why[i] = "its refit ran past the budget's deadline and was stopped"
+                    continue
                 done.append(i)
             if len(done) == len(members):
                 self._more_seeds(search, members, fitted, clock, say)
@@ -109,9 +112,13 @@ class Finish:
             say(f"{clock.stamp()} interrupted: the refit stops here")
         for i in set(range(len(members))) - set(done):
             member = members[i][0]
+            reason = why.get(i) or (
+                f"all {len(search.docs):,} documents are {self.added(search, member):.0%} more "
+                "rows: too few to be worth a refit" if not self.worth(search, member) else
+                "a refit on all the documents needs about "
+                f"{format_seconds(self.refit_seconds(search, member))}")
             say(f"{clock.stamp()} kept {member.label} as fitted on its "
-                f"{search.n_rows(member):,} training rows (a refit on all the documents needs "
-                f"about {format_seconds(self.refit_seconds(search, member))})")
+                f"{search.n_rows(member):,} training rows ({reason})")
         seeds = max(len(models) for models in fitted)
         flat = [(label, model, weight / len(models))  # a member's seeds share its weight
                 for models, (_, weight) in zip(fitted, members, strict=True)
@@ -128,6 +135,15 @@ class Finish:
             estimator = Pipeline([("features", "passthrough"), ("head", head)])
         return Finished(estimator, len(done) == len(members), seeds, (len(done), len(members)),
                         interrupted)
+
+    @staticmethod
+    def added(search, member) -> float:
+        """The share of rows a refit on every document adds to ``member``'s training rows."""
+        return len(search.docs) / max(search.n_rows(member), 1) - 1
+
+    def worth(self, search, member) -> bool:
+        """Whether a refit of ``member`` adds `REFIT_SHARE` of its rows or more."""
+        return self.added(search, member) >= REFIT_SHARE
 
     @staticmethod
     def refit(search, member, clock: Clock, say) -> tuple[str, object, float]:
@@ -148,7 +164,7 @@ class Finish:
         while seeded:
             i = min(seeded, key=lambda j: len(fitted[j]))
             member = members[i][0]
-            if len(fitted[i]) >= MAX_SEEDS:
+            if len(fitted[i]) >= _settings.MAX_SEEDS:
                 return
             cost = REFIT_MARGIN * max(seconds for _, _, seconds in fitted[i])
             if cost > clock.left() - self.write_seconds(member, len(fitted[i]) + 1):

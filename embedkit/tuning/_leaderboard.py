@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._engine import describe
+from ._candidate import describe
 
 __all__ = ["leaderboard", "pipelines"]
 
@@ -18,22 +18,35 @@ def leaderboard(tuner) -> pd.DataFrame:
 
     Columns: ``rank``, ``pipeline``, ``kind`` (candidate / baseline / ensemble), ``tier``,
     ``representation``, ``head``, ``params``, ``documents`` (training rows it fitted on),
-    ``<scoring>`` (on the validation rows), ``fit_seconds`` (fit and validation predictions),
-    ``status`` (scored / left out / failed), ``note`` (why, and the budget that would include a
-    left-out model) and ``pick``. ``attrs`` holds the split, the tiers reached and the budget.
+    ``<scoring>`` (on the validation rows), ``vs_baseline`` and ``vs_baseline_se`` (its paired
+    difference to the better baseline on the same rows, in points, and that difference's
+    standard error), ``fit_seconds`` (fit and validation predictions), ``predict_s_per_1000``
+    (seconds to predict 1,000 documents, from the validation rows), ``grown_from`` (the smaller
+    fit of the same model it grew from), ``status`` (scored / left out / failed / interrupted),
+    ``note`` (why, the budget that would include a left-out model, a recipe cut shorter than
+    the documents) and ``pick``. ``attrs`` holds the split, the tiers reached and the budget.
     """
     search = tuner.search_
     name = tuner.scoring
+    scored = search.scored()
+    baselines = [c for c in scored if c.kind == "baseline"]
+    base = max(baselines, key=lambda c: c.score) if baselines else None
     rows = []
     for c in search.candidates:
         trained = len(search.train) if c.rows is None else len(c.rows)
+        vs = search.versus(c, base) if base is not None and c.status == "scored" else None
+        note = "; ".join(n for n in (c.note, c.truncated) if n)
         rows.append({"pipeline": c.label, "kind": c.kind, "tier": c.tier,
                      "representation": c.representation, "head": c.head,
                      "params": describe(c.params), "documents": trained if c.kind != "ensemble"
                      else len(search.train), name: c.score,
+                     "vs_baseline": math.nan if vs is None else 100 * vs.difference,
+                     "vs_baseline_se": math.nan if vs is None else 100 * vs.se,
                      "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
                                                      else c.predict_seconds),
-                     "status": c.status, "note": c.note, "pick": c.label == tuner.pick_})
+                     "predict_s_per_1000": 1000 * c.predict_seconds / max(len(search.valid), 1),
+                     "grown_from": "" if c.grown_from is None else c.grown_from.label,
+                     "status": c.status, "note": note, "pick": c.label == tuner.pick_})
     board = pd.DataFrame(rows)
     order = board["status"].map({"scored": 0, "interrupted": 1, "left out": 2, "failed": 3,
                                  "waiting": 4})
@@ -46,6 +59,7 @@ def leaderboard(tuner) -> pd.DataFrame:
         protocol=f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
                  f"(stratified, seed {tuner.random_state}); every model trained on the other "
                  f"{len(search.train):,}",
+        baseline=None if base is None else base.label,
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
         refit_interrupted=getattr(tuner, "refit_interrupted_", False),
         notes=list(getattr(tuner, "notes_", [])),

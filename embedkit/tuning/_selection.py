@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-__all__ = ["Stored", "aligned", "select", "stratified_rows", "stratified_halves"]
+__all__ = ["Stored", "aligned", "select", "stratified_halves", "stratified_order",
+           "stratified_rows"]
 
 
 class Stored(ClassifierMixin, BaseEstimator):
@@ -100,17 +101,27 @@ def select(probas: Sequence[np.ndarray], costs: Sequence[float], y: np.ndarray,
             sum(k * s for k, s in parts) / sum(k for k, _ in parts))
 
 
-def stratified_rows(y: np.ndarray, m: int, seed: int) -> np.ndarray:
-    """``m`` positions of ``y``, stratified by class, seeded, sorted."""
-    from sklearn.model_selection import train_test_split
+def stratified_order(y: np.ndarray, seed: int) -> np.ndarray:
+    """Every position of ``y`` in an order whose every prefix is stratified, as near as whole rows
+    allow: shuffled within each class (seeded), the classes interleaved in proportion. Its first
+    ``m`` are the search's ``m`` training rows, so a model that grows keeps the rows it had."""
+    rng = np.random.default_rng(seed)
+    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    perm = rng.permutation(len(y))
+    grouped = perm[np.argsort(inverse[perm], kind="stable")]  # by class, shuffled within
+    rank = np.empty(len(y))
+    rank[grouped] = np.arange(len(y)) - np.repeat(np.cumsum(counts) - counts, counts)
+    key = (rank + rng.random(len(counts))[inverse]) / counts[inverse]
+    return np.argsort(key, kind="stable")
 
+
+def stratified_rows(y: np.ndarray, m: int, seed: int, order: np.ndarray | None = None) -> np.ndarray:
+    """``m`` positions of ``y``, stratified by class, seeded, sorted: the first ``m`` of
+    `stratified_order` (``order``, where it is known already)."""
     if m >= len(y):
         return np.arange(len(y))
-    try:
-        rows, _ = train_test_split(np.arange(len(y)), train_size=m, stratify=y, random_state=seed)
-    except ValueError:  # a class too rare to stratify this small a slice
-        rows = np.random.default_rng(seed).choice(len(y), size=m, replace=False)
-    return np.sort(rows)
+    order = stratified_order(y, seed) if order is None else order
+    return np.sort(order[:m])
 
 
 def stratified_halves(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -8,20 +8,21 @@
 ``embedkit tune`` (`embedkit.cli`) is a thin layer over it.
 
 The budget is wall time for the whole of `Tuner.fit`: the search, the two plain baselines, the
-refit of the pick and writing ``output``. The search (`embedkit.tuning._engine`) scores every model on
-one validation split (the same rows for all), tier by tier: sparse features with linear heads,
-then the frozen encoder (its pass over the documents paid once and cached), then fine-tuning
-sized to the time left, then more settings of the leaders; an ensemble is selected from
-everything scored. Each model's time is estimated from what this machine measured before it
-runs, and a model that does not fit is left out, with the budget that would include it. The
-pick is the best validation score among the models, the ensembles and the two baselines a user
-could write in five lines (so it is never worse than those on the same rows); it is refit on all
-the documents when the time left pays for it, and otherwise kept as fitted on the training rows.
-A fine-tuned pick (or ensemble member) is refit as the mean of as many seeds as the time left
-pays for, up to `MAX_SEEDS`: seeds are not compared on the validation rows (the luckiest of
-several seeds of one recipe would be picked for its luck), they are averaged, which the accuracy
-suite found better than one seed on five of six short-text sets; the search keeps back the time
-of `RESERVED_SEEDS` of them once its tiers are done.
+refit of the pick and writing ``output``. The search (`embedkit.tuning._engine`) scores every model
+on one validation split (the same rows for all). Its schedule (`embedkit.tuning._schedule`) runs
+what promises the most expected gain per second of this machine: every model starts on what is
+cheap (a subsample of rows, one epoch, the length the documents need) and grows (more rows, then
+its own epochs) while its measured curve promises the most; an ensemble is selected from
+everything scored. A model that does not fit is left out, with the budget that would include it.
+The pick (`embedkit.tuning._pick`) is the better of the two baselines a user could write in five
+lines, unless a model (or ensemble) beats it beyond the noise of the validation rows; then the
+best of those, or a close one that predicts much faster. It is refit on all the documents when
+that adds rows worth the time the budget has left, and otherwise kept as fitted on the training
+rows. A fine-tuned pick (or ensemble member) is refit as the mean of as many seeds as the time
+left pays for, up to `MAX_SEEDS`: seeds are not compared on the validation rows (the luckiest of
+several seeds of one recipe would be picked for its luck), they are averaged; the search keeps
+back the time of `RESERVED_SEEDS` of them once its defaults are done. Every number it decides
+by is in `embedkit.tuning._settings` (listed in the manual).
 Ctrl-C (``KeyboardInterrupt``) during the search ends it and finishes with the best so far.
 """
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import ClassVar
@@ -47,131 +47,30 @@ from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
 from ..documents import MAX_DOCUMENT_CHARS
-from ..io import one_label_per_name
-from ..outputs import WRITE_SECONDS, check_output_folder, publish_folder
-from ..registry import HEADS, REPRESENTATIONS, pair_kind
-from ._costs import MARGIN
+from ..outputs import check_output_folder, publish_folder
 from ._engine import Search
-from ._finish import MAX_SEEDS, RESERVED_SEEDS, Finish
+from ._finish import Finish
+from ._inputs import (
+    MINILM_BASELINE,
+    TFIDF_BASELINE,
+    baseline_pipelines,
+    beyond_reach,
+    check_labels,
+    chosen_pairs,
+    least_budget,
+)
 from ._leaderboard import leaderboard, pipelines
 from ._schedule import TIERS, Schedule
+from ._settings import (
+    DEFAULT_PAIRS,
+    MAX_SEEDS,
+    RESERVED_SEEDS,
+)
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
            "least_budget", "parse_budget", "pipelines", "tune"]
 
-#: what `Tuner` searches when no pairs are given: the levers the accuracy suite found, by tier
-#: (stacking NBSVM with MiniLM is left to the ensemble selection, which combines the same two
-#: models from their validation probabilities instead of refitting them five times), and the
-#: distilled static MiniLM: meaning at TF-IDF's cost where the encoder's pass does not fit;
-#: and the base-size encoder, frozen and fine-tuned, where the time pays for it
-DEFAULT_PAIRS = (
-    ("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
-    ("minilm-static", "logreg-cv"), ("minilm-static", "mlp"),
-    ("minilm", "logreg-cv"), ("minilm", "mlp"), ("mpnet", "logreg-cv"), ("mpnet", "mlp"),
-    ("passthrough", "finetune-short"), ("passthrough", "finetune-mpnet"),
-)
-TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
-#: the plain TF-IDF baseline's rough cost on 2 CPU cores (seconds per 1,000 documents, plus as
-#: much again per 500 characters of the mean document): with `WRITE_SECONDS`, the least budget
-#: that can score anything (`least_budget`)
-BASELINE_COST = (1.5, 1.0)
-
-
-def baseline_pipelines(cache="memory") -> dict:
-    """The two five-line baselines a user would write (issue 13), by leaderboard name.
-
-    They are `embedkit.experiments.BASELINES`' rows, the ones every ``embedkit compare`` report
-    carries: *plain TF-IDF + LR* is scikit-learn ``TfidfVectorizer(ngram_range=(1, 2),
-    min_df=2, sublinear_tf=True)`` + ``LogisticRegression(max_iter=3000)``; *plain MiniLM + LR*
-    the packaged all-MiniLM-L6-v2, L2-normalised as sentence-transformers' ``encode`` returns it,
-    + the same ``LogisticRegression``. The MiniLM one uses ``cache``, so it reads the vectors
-    the search already computed (the registry's ``minilm`` has the same fingerprint).
-    """
-    from sklearn.pipeline import Pipeline
-
-    from ..experiments import BASELINES
-
-    reps, heads = BASELINES.representations, BASELINES.heads
-    return {  # the candidates' step names, so a baseline pick reads like any other
-        TFIDF_BASELINE: Pipeline([("features", reps["baseline-tfidf"].factory()),
-                                  ("head", heads["plain-lr"].factory())]),
-        MINILM_BASELINE: Pipeline([
-            ("features", reps["baseline-minilm"].factory().set_params(cache=cache)),
-            ("head", heads["plain-lr"].factory())]),
-    }
-
-
-def least_budget(docs, output=None) -> float:
-    """Seconds below which a budget cannot score anything on ``docs``: the plain TF-IDF baseline
-    (`BASELINE_COST`, with the search's margin) and writing ``output`` (`WRITE_SECONDS`)."""
-    chars = float(np.mean([min(len(d), MAX_DOCUMENT_CHARS) for d in docs])) if len(docs) else 0.0
-    fit = MARGIN * len(docs) / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
-    return 1.0 + fit + (WRITE_SECONDS if output is not None else 0.0)
-
-
-def _pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
-    from .. import experiments
-
-    if pairs is not None and (representations or heads):
-        raise ValueError("give either pairs=[(representation, head), ...] or representations= / "
-                         "heads= selections, not both.")
-    if pairs is None and not (representations or heads):
-        chosen = list(DEFAULT_PAIRS)
-    elif pairs is None:
-        chosen = list(experiments.select(representations or None, heads or None).pairs)
-    else:
-        chosen = list(experiments.checked_pairs(pairs, REPRESENTATIONS, HEADS, "tune(pairs=...)"))
-    if finetune is False:
-        chosen = [(r, h) for r, h in chosen if pair_kind(r, h) != "finetune"]
-    if not chosen:
-        raise ValueError("no pair left to search: finetune=False removed every pair given; "
-                         "add pairs that do not fine-tune, or allow fine-tuning.")
-    return chosen
-
-
-def _beyond_reach(docs: list[str]) -> list[str]:
-    """A line saying which documents are longer than any model reads (they are cut there, once),
-    or none."""
-    from ..documents import CHARS_PER_TOKEN
-
-    long = [len(d) for d in docs if len(d) > MAX_DOCUMENT_CHARS]
-    if not long:
-        return []
-    return [f"{len(long):,} document{'s' if len(long) > 1 else ''} longer than "
-            f"{MAX_DOCUMENT_CHARS:,} characters (the longest {max(long):,}) "
-            f"{'are' if len(long) > 1 else 'is'} read to the first {MAX_DOCUMENT_CHARS:,} by "
-            "every model; an encoder reads less of every document (all-MiniLM-L6-v2 at its 256 "
-            f"tokens: the first {256 * CHARS_PER_TOKEN:,} characters at most)"]
-
-
-def _check_labels(y, n_docs: int) -> np.ndarray:
-    from ..datasets import is_multilabel
-
-    if is_multilabel(y) or getattr(y, "ndim", 1) == 2:
-        raise ValueError(
-            "y is multi-label (a list of labels or an indicator row per document); tune searches "
-            "single-label targets. For multi-label data run `embedkit compare` (micro/macro/"
-            "samples-F1, thresholds tuned per model) or GridSearchCV(scoring='f1_samples') over "
-            "embedkit pipelines.")
-    y = np.asarray(y)
-    if y.ndim != 1 or len(y) != n_docs:
-        raise ValueError(f"y has shape {y.shape}; expected one label per document ({n_docs}).")
-    if pd.isna(pd.Series(y)).any():
-        rows = np.flatnonzero(pd.isna(pd.Series(y)).to_numpy())[:10].tolist()
-        raise ValueError(f"y has missing labels at rows {rows}; drop those rows or label them.")
-    y, note = one_label_per_name(pd.Series(y))
-    if note:  # "pos" and "pos ": one class, said
-        warnings.warn(note.replace("were read as one", "are taken as one"), UserWarning, stacklevel=3)
-    classes, counts = np.unique(y.astype(str) if y.dtype == object else y, return_counts=True)
-    if len(classes) < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}); tune needs at least two.")
-    if counts.min() < 3:
-        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < 3][:10]
-        raise ValueError(f"classes {rare} have fewer than 3 documents; the training and the "
-                         "validation rows each need some of every class. Add documents or merge "
-                         "rare classes.")
-    return y
 
 
 class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
@@ -318,9 +217,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         if self.output is not None:  # before any work: a folder tune may not write is refused now
             check_output_folder(self.output, overwrite=self.overwrite)
         docs = validate_documents(X)
-        self.notes_ = _beyond_reach(docs)
+        self.notes_ = beyond_reach(docs)
         docs = np.asarray(within_reach(docs, MAX_DOCUMENT_CHARS), dtype=object)  # cut once, here
-        y = _check_labels(y, len(docs))
+        y = check_labels(y, len(docs))
         least = least_budget(docs, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
@@ -328,7 +227,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               + (" and writing the output" if self.output is not None else "")
                               + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = self._say()
-        pairs = _pairs(self.pairs, self.representations, self.heads, self.finetune)
+        pairs = chosen_pairs(self.pairs, self.representations, self.heads, self.finetune)
         from ..distributed import running_client
 
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
@@ -348,8 +247,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         # get this process's cores (less one that feeds an accelerator), BLAS one
         threads = plan_threads(workers=1, reserve=1 if search.device_lane else 0).block()
         with threads:
-            search.run_tiers(Schedule(search), {name: (lambda pipe=pipe: clone(pipe))
-                                                for name, pipe in baseline_pipelines(self.cache).items()})
+            search.run(Schedule({name: (lambda pipe=pipe: clone(pipe))
+                                 for name, pipe in baseline_pipelines(self.cache).items()}))
         self.search_ = search
         if not any(c.status == "scored" for c in search.candidates):
             failed = [f"{c.label} failed ({c.note})" for c in search.candidates if c.status == "failed"]

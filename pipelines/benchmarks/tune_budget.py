@@ -2,6 +2,7 @@
 suite's best row, held out.
 
     python pipelines/benchmarks/tune_budget.py --budget 10m                  # the seven sets
+    python pipelines/benchmarks/tune_budget.py --budget 10m --datasets sms-spam 20newsgroups  # reported only
     python pipelines/benchmarks/tune_budget.py --budget 20m --datasets trec vader-tweets
     python pipelines/benchmarks/tune_budget.py --budget 2m --quick           # small slices, a smoke run
     python pipelines/benchmarks/tune_budget.py --report-only --output tune-budget
@@ -51,6 +52,12 @@ if str(ROOT) not in sys.path:  # run from the checkout without installing it
 #: the issue's sets: the six short-text ones and one long-text one
 DATASETS = ("trec", "rotten-tomatoes", "disaster-tweets", "vader-tweets", "nyt-editorials",
             "election-tweets", "bbc-news")
+#: the sets the search's rules are decided on (issue 46); every other set is only reported on:
+#: a rule that fixes just the set it came from is a special case. Named before the change that
+#: rebuilt the search (embedkit/tuning/_settings.py says the same)
+DECISION_SETS = ("rotten-tomatoes", "trec", "nyt-editorials", "bbc-news")
+#: sets only reported on, beside the other three of `DATASETS`: never used to decide a rule
+REPORT_SETS = ("sms-spam", "20newsgroups", "imdb-reviews", "wordnet-glosses")
 SHORT = set(DATASETS) - {"bbc-news"}
 SUITE = ROOT / "pipelines" / "benchmarks" / "results" / "accuracy_suite.csv"
 
@@ -136,7 +143,10 @@ def table(rows: list[dict]) -> pd.DataFrame:
 
     df = pd.DataFrame(rows)
     out = pd.DataFrame({
-        "dataset": df["dataset"], "budget": df["budget_s"].map(format_seconds),
+        "dataset": df["dataset"],
+        "set": df["dataset"].map(lambda d: "decides" if d.split(" ")[0] in DECISION_SETS
+                                 else "reported"),
+        "budget": df["budget_s"].map(format_seconds),
         "wall s (share)": [f"{w:.0f} ({u:.0%})" for w, u in zip(df["wall_s"], df["used_share"],
                                                                 strict=True)],
         "pick": df["pick"], "tier": df["pick_tier"],

@@ -9,10 +9,11 @@ picks the richest one that fits the seconds it is given:
   ``max_length / 64``: a unit is one step of 32 documents of 64 word pieces;
 * **compute** of the encoder (blocks x width squared), so a unit measured on one encoder
   estimates another's before it is measured;
-* **recipes**, richest first: its own epochs with its blocks trained; one epoch; one epoch at
-  ``SHORT_LENGTH`` word pieces (where the documents call for more: the start of a document is
-  what the time buys); that with the lower half of the blocks frozen (``fine_tune="last_k"``
-  only); then the cheapest of them on as many rows as fit, down to ``MIN_ROWS`` (or all);
+* **recipes**, richest first: its own epochs with its blocks trained; one epoch; that with the
+  lower half of the blocks frozen (``fine_tune="last_k"`` only); then the cheapest of them on as
+  many rows as fit, down to ``MIN_ROWS`` (or all); only then, as a last resort, the same cut
+  to ``SHORT_LENGTH`` word pieces where the documents call for more (the start of a document is
+  what the time buys), on all rows, then on fewer;
 * **max_length** from the documents' own word-piece lengths (their 95th percentile, rounded up
   to a multiple of 8, between 32 and 256);
 * **the share of the gain** a cut recipe is expected to keep (`gain_share`): accuracy does not
@@ -129,16 +130,19 @@ def length_for(head, docs) -> int:
     return int(min(256, max(32, 8 * math.ceil(p95 / 8))))
 
 
-def _recipes(head) -> list[dict]:
-    """Settings of ``head`` from its own recipe down to the cheapest, richest first."""
+def _recipes(head) -> tuple[list[dict], list[dict]]:
+    """Settings of ``head`` from its own recipe down to the cheapest, richest first: those that
+    read the documents to the length they need, then those cut to `SHORT_LENGTH` word pieces
+    (where the documents need more: a last resort, after every cut of epochs, blocks and rows)."""
     k = min(int(head.k), depth(head.model)) if head.fine_tune == "last_k" else None
     blocks = {} if k is None else {"k": k}
-    out = [{"epochs": int(head.epochs), **blocks}, {"epochs": 1, **blocks}]
-    if int(head.max_length) > SHORT_LENGTH:
-        out.append({"epochs": 1, "max_length": SHORT_LENGTH, **blocks})
+    full = [{"epochs": int(head.epochs), **blocks}, {"epochs": 1, **blocks}]
     if k is not None and k > 1:
-        out.append({**out[-1], "k": max(k // 2, 1)})
-    return [dict(t) for t in dict.fromkeys(tuple(o.items()) for o in out)]  # no repeats
+        full.append({"epochs": 1, "k": max(k // 2, 1)})
+    short = ([{**o, "max_length": SHORT_LENGTH} for o in full[1:]]
+             if int(head.max_length) > SHORT_LENGTH else [])
+    unique = [dict(t) for t in dict.fromkeys(tuple(o.items()) for o in full + short)]
+    return ([o for o in unique if "max_length" not in o], [o for o in unique if "max_length" in o])
 
 
 def gain_share(head, params: dict, rows: int, n_rows: int, classes: int) -> float:
@@ -159,7 +163,8 @@ def least_work(head, n_rows: int) -> float:
     """Units of work of ``head``'s cheapest recipe on the fewest rows it is cut to."""
     from sklearn.base import clone
 
-    return fit_work(clone(head).set_params(**_recipes(head)[-1]), fewest_rows(head, n_rows))
+    full, short = _recipes(head)
+    return fit_work(clone(head).set_params(**(short or full)[-1]), fewest_rows(head, n_rows))
 
 
 def fewest_rows(head, n_rows: int) -> int:
@@ -172,17 +177,22 @@ def sized_for(head, n_rows: int, seconds: float,
               cost: Callable[[float], float]) -> tuple[dict, int] | None:
     """``(params, rows)``: the richest recipe whose ``cost(work)`` (seconds, everything
     included) fits in ``seconds``, on all ``n_rows`` or, for the cheapest recipe, on as many
-    rows as fit (at least `MIN_ROWS` and eight batches, or all of them); None when none fits."""
+    rows as fit (at least `MIN_ROWS` and eight batches, or all of them); recipes that read the
+    documents to the length they need first, whatever rows they keep, and only then those cut
+    to `SHORT_LENGTH` word pieces. None when none fits."""
     from sklearn.base import clone
 
     from ..._budget import largest
 
-    options = [(params, clone(head).set_params(**params)) for params in _recipes(head)]
-    for params, option in options:
-        if cost(fit_work(option, n_rows)) <= seconds:
-            return params, n_rows
-    params, cheapest = options[-1]
-    low, high = fewest_rows(head, n_rows), n_rows
-    if low >= high or cost(fit_work(cheapest, low)) > seconds:
-        return None
-    return params, largest(low, high, lambda m: cost(fit_work(cheapest, m)) <= seconds)
+    low = fewest_rows(head, n_rows)
+    for recipes in _recipes(head):
+        if not recipes:
+            continue
+        options = [(params, clone(head).set_params(**params)) for params in recipes]
+        for params, option in options:
+            if cost(fit_work(option, n_rows)) <= seconds:
+                return params, n_rows
+        params, cheapest = options[-1]
+        if low < n_rows and cost(fit_work(cheapest, low)) <= seconds:
+            return params, largest(low, n_rows, lambda m, h=cheapest: cost(fit_work(h, m)) <= seconds)
+    return None

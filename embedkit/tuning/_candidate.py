@@ -1,0 +1,154 @@
+"""What the search runs: a `Candidate` (a model to fit and score on the validation rows) or a
+`Job` (work that scores nothing: an encoder's pass, a probe of a head's cost, a model's fetch).
+
+A candidate's identity is its fields (pair, settings, recipe, rows, seed); its label only shows
+them. Both are what a schedule hands the engine (`embedkit.tuning._engine.Search.run`), which
+runs them on a lane and tells the schedule what came of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _selection
+
+__all__ = ["Candidate", "Job", "build_pipeline", "describe", "fit_and_score"]
+
+
+def describe(params: dict) -> str:
+    """``a=1, b=2``: settings as the leaderboard prints them."""
+    return ", ".join(f"{k.split('__', 1)[-1]}={v}" for k, v in params.items())
+
+
+@dataclass(eq=False)
+class Candidate:
+    """One model of the search. Its identity is its fields (pair, settings, recipe, rows, seed);
+    ``label`` only displays them. ``grown_from`` is the smaller fit of the same model it grew
+    from (the same settings on fewer rows or epochs)."""
+
+    representation: str = ""
+    head: str = ""
+    tier: str = ""
+    kind: str = "candidate"  # candidate, baseline or ensemble
+    params: dict = field(default_factory=dict)  # settings changed from the registry's
+    recipe: dict = field(default_factory=dict)  # a sized fine-tuning recipe (pipeline keys)
+    rows: Any = None  # the training rows it fits on, when a subsample
+    seed: int | None = None  # the head's random_state, for models whose seeds the finish averages
+    variant_of: Candidate | None = None
+    grown_from: Candidate | None = None
+    name: str = ""  # a baseline's or an ensemble's own name
+    factory: Callable[[], Any] | None = None  # a baseline's pipeline
+    cache: Any = None
+    lane: str = "cores"
+    prior: float = 0.0
+    extra_refit: float = 0.0  # seconds a refit on every document needs besides its fit scaled up
+    share: float = 1.0  # the share of its head's own recipe's gain a sized recipe keeps
+    least: float | None = None  # seconds of a sized head's cheapest recipe (None: its estimate)
+    truncated: str = ""  # why a fine-tuning recipe reads fewer tokens than the documents need
+    encoder: str = ""  # the frozen encoder whose cached vectors it reads (a registry name)
+    status: str = "waiting"
+    started: float = math.nan  # seconds into the search when it started
+    estimate: float = math.nan
+    score: float = math.nan
+    fit_seconds: float = math.nan
+    predict_seconds: float = math.nan
+    model: Any = None
+    proba: Any = None
+    note: str = ""
+    weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
+    where: str = ""  # the Dask worker that fitted it, on a cluster
+
+    @property
+    def pair(self) -> tuple[str, ...]:  # whose cost record it shares
+        return (self.representation, self.head) if not self.name else (self.name,)
+
+    @property
+    def key(self) -> tuple:
+        """What makes two candidates the same model."""
+        rows = None if self.rows is None else len(self.rows)
+        return (self.pair, tuple(sorted({**self.recipe, **self.params}.items())), rows, self.seed)
+
+    @property
+    def label(self) -> str:
+        rows = [f"rows={len(self.rows)}"] if self.rows is not None else []
+        if self.name:
+            return f"{self.name} ({rows[0]})" if rows and self.kind == "baseline" else self.name
+        text = (f"{self.representation} + {self.head}" if self.representation != "passthrough"
+                else self.head)
+        parts = [describe({**self.recipe, **self.params})] if self.recipe or self.params else []
+        parts += rows + ([f"seed {self.seed}"] if self.seed is not None else [])
+        return f"{text} ({', '.join(parts)})" if parts else text
+
+    def settings(self) -> dict:
+        """The pipeline parameters this candidate sets."""
+        out = {**self.recipe, **self.params}
+        if self.recipe:
+            out["head__early_stopping"] = False  # a sized recipe trains every row it is given
+        if self.seed is not None:
+            out["head__random_state"] = self.seed
+        return out
+
+    def builder(self) -> Callable[[], Any]:
+        """What builds this candidate's pipeline, without the candidate (sent to a worker)."""
+        return self.factory or functools.partial(build_pipeline, self.representation, self.head,
+                                                 self.settings(), self.cache)
+
+    def build(self):
+        """A fresh, unfitted pipeline of this candidate."""
+        return self.builder()()
+
+    def but(self, **changes) -> Candidate:
+        """A new, unrun candidate like this one with ``changes``."""
+        fresh = dict(status="waiting", started=math.nan, estimate=math.nan, score=math.nan,
+                     fit_seconds=math.nan, predict_seconds=math.nan, model=None, proba=None,
+                     note="")
+        return dataclasses.replace(self, **{**fresh, **changes})
+
+    def line(self) -> Candidate:
+        """The first fit of the model this one grew from (itself when it did not grow)."""
+        first = self
+        while first.grown_from is not None:
+            first = first.grown_from
+        return first
+
+
+@dataclass(eq=False)
+class Job:
+    """Work the search runs that scores no model: ``run()`` on ``lane``; what it returns (or
+    raises) goes back to the schedule that asked for it. ``estimate`` is its seconds."""
+
+    label: str
+    run: Callable[[], Any]
+    lane: str = "cores"
+    estimate: float = 0.0
+    kind: str = "job"
+    about: Any = None  # what the schedule needs to read the outcome (a candidate, a pair)
+    status: str = "waiting"
+
+
+def build_pipeline(representation: str, head: str, settings: dict, cache):
+    """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``)."""
+    from sklearn.pipeline import Pipeline
+
+    from ..registry import HEADS, REPRESENTATIONS
+
+    features = REPRESENTATIONS[representation].factory()
+    if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
+        features.set_params(cache=cache)
+    return Pipeline([("features", features), ("head", HEADS[head].factory())]).set_params(**settings)
+
+
+def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tuple:
+    """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
+    ``(model, probabilities, fit seconds, predict seconds)``. What a lane runs."""
+    began = time.monotonic()
+    model = build().fit(X if rows is None else X[rows], y if rows is None else y[rows])
+    fitted = time.monotonic()
+    proba = _selection.aligned(model, X_valid, classes)
+    return model, proba, fitted - began, time.monotonic() - fitted

@@ -1,0 +1,119 @@
+"""What a search is given, checked: the pairs it searches, the labels, the documents cut to what
+any model reads, the two five-line baselines, and the least budget that scores anything."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..documents import MAX_DOCUMENT_CHARS
+from ..io import one_label_per_name
+from ..outputs import WRITE_SECONDS
+from ..registry import HEADS, REPRESENTATIONS, pair_kind
+from ._settings import BASELINE_COST, DEFAULT_PAIRS, MARGIN, MIN_ROWS, PER_DOC_SECONDS, VALID_ROWS
+
+__all__ = ["MINILM_BASELINE", "TFIDF_BASELINE", "baseline_pipelines", "beyond_reach",
+           "check_labels", "chosen_pairs", "least_budget"]
+
+TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
+
+
+def baseline_pipelines(cache="memory") -> dict:
+    """The two five-line baselines a user would write (issue 13), by leaderboard name.
+
+    They are `embedkit.experiments.BASELINES`' rows, the ones every ``embedkit compare`` report
+    carries: *plain TF-IDF + LR* is scikit-learn ``TfidfVectorizer(ngram_range=(1, 2),
+    min_df=2, sublinear_tf=True)`` + ``LogisticRegression(max_iter=3000)``; *plain MiniLM + LR*
+    the packaged all-MiniLM-L6-v2, L2-normalised as sentence-transformers' ``encode`` returns it,
+    + the same ``LogisticRegression``. The MiniLM one uses ``cache``, so it reads the vectors
+    the search already computed (the registry's ``minilm`` has the same fingerprint).
+    """
+    from sklearn.pipeline import Pipeline
+
+    from ..experiments import BASELINES
+
+    reps, heads = BASELINES.representations, BASELINES.heads
+    return {  # the candidates' step names, so a baseline pick reads like any other
+        TFIDF_BASELINE: Pipeline([("features", reps["baseline-tfidf"].factory()),
+                                  ("head", heads["plain-lr"].factory())]),
+        MINILM_BASELINE: Pipeline([
+            ("features", reps["baseline-minilm"].factory().set_params(cache=cache)),
+            ("head", heads["plain-lr"].factory())]),
+    }
+
+
+def least_budget(docs, output=None) -> float:
+    """Seconds below which a budget cannot score anything on ``docs``: the search's own work a
+    document (`PER_DOC_SECONDS`: checks, the split, the report), the plain TF-IDF baseline on the
+    rows it starts on (`BASELINE_COST` for `MIN_ROWS` and the validation rows, with the margin)
+    and writing ``output`` (`WRITE_SECONDS`)."""
+    chars = float(np.mean([min(len(d), MAX_DOCUMENT_CHARS) for d in docs])) if len(docs) else 0.0
+    rows = min(len(docs), MIN_ROWS + VALID_ROWS)
+    fit = MARGIN * rows / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
+    return 1.0 + PER_DOC_SECONDS * len(docs) + fit + (WRITE_SECONDS if output is not None else 0.0)
+
+
+def chosen_pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
+    from .. import experiments
+
+    if pairs is not None and (representations or heads):
+        raise ValueError("give either pairs=[(representation, head), ...] or representations= / "
+                         "heads= selections, not both.")
+    if pairs is None and not (representations or heads):
+        chosen = list(DEFAULT_PAIRS)
+    elif pairs is None:
+        chosen = list(experiments.select(representations or None, heads or None).pairs)
+    else:
+        chosen = list(experiments.checked_pairs(pairs, REPRESENTATIONS, HEADS, "tune(pairs=...)"))
+    if finetune is False:
+        chosen = [(r, h) for r, h in chosen if pair_kind(r, h) != "finetune"]
+    if not chosen:
+        raise ValueError("no pair left to search: finetune=False removed every pair given; "
+                         "add pairs that do not fine-tune, or allow fine-tuning.")
+    return chosen
+
+
+def beyond_reach(docs: list[str]) -> list[str]:
+    """A line saying which documents are longer than any model reads (they are cut there, once),
+    or none."""
+    from ..documents import CHARS_PER_TOKEN
+
+    long = [len(d) for d in docs if len(d) > MAX_DOCUMENT_CHARS]
+    if not long:
+        return []
+    return [f"{len(long):,} document{'s' if len(long) > 1 else ''} longer than "
+            f"{MAX_DOCUMENT_CHARS:,} characters (the longest {max(long):,}) "
+            f"{'are' if len(long) > 1 else 'is'} read to the first {MAX_DOCUMENT_CHARS:,} by "
+            "every model; an encoder reads less of every document (all-MiniLM-L6-v2 at its 256 "
+            f"tokens: the first {256 * CHARS_PER_TOKEN:,} characters at most)"]
+
+
+def check_labels(y, n_docs: int) -> np.ndarray:
+    from ..datasets import is_multilabel
+
+    if is_multilabel(y) or getattr(y, "ndim", 1) == 2:
+        raise ValueError(
+            "y is multi-label (a list of labels or an indicator row per document); tune searches "
+            "single-label targets. For multi-label data run `embedkit compare` (micro/macro/"
+            "samples-F1, thresholds tuned per model) or GridSearchCV(scoring='f1_samples') over "
+            "embedkit pipelines.")
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != n_docs:
+        raise ValueError(f"y has shape {y.shape}; expected one label per document ({n_docs}).")
+    if pd.isna(pd.Series(y)).any():
+        rows = np.flatnonzero(pd.isna(pd.Series(y)).to_numpy())[:10].tolist()
+        raise ValueError(f"y has missing labels at rows {rows}; drop those rows or label them.")
+    y, note = one_label_per_name(pd.Series(y))
+    if note:  # "pos" and "pos ": one class, said
+        warnings.warn(note.replace("were read as one", "are taken as one"), UserWarning, stacklevel=3)
+    classes, counts = np.unique(y.astype(str) if y.dtype == object else y, return_counts=True)
+    if len(classes) < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}); tune needs at least two.")
+    if counts.min() < 3:
+        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < 3][:10]
+        raise ValueError(f"classes {rare} have fewer than 3 documents; the training and the "
+                         "validation rows each need some of every class. Add documents or merge "
+                         "rare classes.")
+    return y

@@ -1,0 +1,84 @@
+"""The jobs of a budgeted search: work that scores no model, run on a lane like a fit.
+
+* `load_encoder`: the prologue's frozen encoder loaded, and its seconds a document measured on
+  a sample of the documents (`embedkit.tuning._costs.sample_seconds`);
+* `encode`: a frozen encoder's pass over documents, into the cache every model that reads it
+  shares; it stops where its own rate shows the rest would not fit the time left;
+* `prepare`: a step's one-time preparation (a distillation, a model's fetch; kept on disk);
+* `probe`: a few timed training steps of a head that sizes itself (`embedkit.tuning._plans.probe_fits`).
+
+Each returns a `embedkit.tuning._candidate.Job`; what its ``run`` returns (or raises) goes back to
+the schedule (`embedkit.tuning._schedule.Schedule.tell`), which reads it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..registry import HEADS, REPRESENTATIONS
+from ._candidate import Job
+from ._costs import timed_pass
+from ._plans import probe_fits
+
+__all__ = ["encode", "load_encoder", "prepare", "probe"]
+
+
+def _encoder(s, representation: str):
+    encoder = REPRESENTATIONS[representation].factory()
+    if s.cache is not None and "cache" in encoder.get_params():
+        encoder.set_params(cache=s.cache)
+    return encoder
+
+
+def load_encoder(s, representation: str, estimate: float) -> Job:
+    """Load ``representation`` and measure its seconds a document (without margin) on 64 of the
+    documents after a warm-up batch of 8, seeded: ``run()`` returns ``(seconds a document,
+    sampled positions)``."""
+    def run():
+        encoder = _encoder(s, representation).fit(s.docs[:2])  # loads the model, once
+        sample = np.random.default_rng(s.seed).choice(len(s.docs), min(72, len(s.docs)),
+                                                      replace=False)
+        encoder.transform(s.docs[sample[:8]])  # the first batch pays the kernels' warm-up
+        sample = sample[8:] if len(sample) > 8 else sample
+        began = time.monotonic()
+        encoder.transform(s.docs[sample])
+        return (time.monotonic() - began) / len(sample), sample
+
+    return Job(f"{representation}: loading and timing it", run, estimate=estimate,
+               kind="load", about=representation)
+
+
+def encode(s, representation: str, index: np.ndarray, per_doc: float, estimate: float) -> Job:
+    """A pass of ``representation`` over the documents at ``index`` into the cache, in chunks
+    of about 10 s (on a Dask cluster, spread over its workers): ``run()`` returns ``(documents
+    encoded, seconds, index)``; it stops early where its own rate shows the rest would not fit
+    the time left."""
+    def run():
+        encoder = _encoder(s, representation).fit(s.docs[index[:2]])
+        began = time.monotonic()
+        if "cluster" in s.lanes:
+            from ..cache import store_encoded
+
+            docs = s.docs[index]
+            store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
+            return len(index), time.monotonic() - began, index
+        done, seconds = timed_pass(encoder, s.docs[index], per_doc, s.left)
+        return done, seconds, index
+
+    return Job(f"{representation}: encoding {len(index):,} documents", run, estimate=estimate,
+               kind="encode", about=representation)
+
+
+def prepare(name: str, estimate: float) -> Job:
+    """The one-time preparation of the registry step ``name`` (a fetch, a distillation)."""
+    entry = REPRESENTATIONS.get(name) or HEADS[name]
+    return Job(f"{name}: preparing it once", lambda: entry.factory().prepare(),
+               estimate=estimate, kind="prepare", about=name)
+
+
+def probe(s, c, head, estimate: float) -> Job:
+    """A few timed training steps of ``head`` (``c``'s pair) on its device."""
+    return Job(f"{c.head}: measuring a training step", probe_fits(s, c, head), lane=c.lane,
+               estimate=estimate, kind="probe", about=c.pair)

@@ -1,0 +1,364 @@
+"""What a candidate will cost, and on what it runs: the estimates and recipes of the search's
+schedule (`embedkit.tuning._schedule`), from what this machine measured.
+
+* **Estimates** come from the pair's state (`embedkit.tuning._costs.PairState`: measured fits,
+  with the margin applied there), a probe on a slice, or the registry's prior where that is
+  surely small; a preparation not paid yet (a fetch) and a frozen encoder's pass not paid yet
+  count in them.
+* **What is cheap first**: a model whose fit on every training row would take more than
+  `START_SHARE` of the time left starts on the stratified subsample that fits it (at least
+  `MIN_ROWS`); a fine-tuning head starts on the richest recipe that fits it, reading the
+  documents to the length they need (cut shorter only as a last resort, and said).
+* **Growth** (`Plans.grown`): a scored model's next fit has `GROWTH` times its rows, then, at
+  every row, its own epochs; where what is left would not pay for a step after it, it takes
+  what is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.base import clone
+
+from .._budget import DECIDING, format_seconds, largest
+from ..registry import HEADS, REPRESENTATIONS
+from ._candidate import Candidate
+from ._costs import PairState, work_of
+from ._settings import (
+    ENCODER,
+    ENCODER_LOAD,
+    GROWTH,
+    LENGTH_SAMPLE,
+    MARGIN,
+    MIN_PROBE_SECONDS,
+    MIN_ROWS,
+    PROBE_STEPS,
+    START_SHARE,
+)
+
+__all__ = ["Plans", "encoder_ratio"]
+
+
+def encoder_ratio(representation: str) -> float:
+    """A frozen representation's time a document over the prologue encoder's (registry costs)."""
+    return REPRESENTATIONS[representation].cost / REPRESENTATIONS[ENCODER].cost
+
+
+class Plans:
+    """Estimates and recipes over a search's measured costs (one per schedule)."""
+
+    def __init__(self, search):
+        self.search = search
+        self.heads: dict[tuple, object] = {}
+        self.ready: dict[str, bool] = {}
+        #: pairs sized on a scaled cost, measured by a probe once the order chooses them
+        self.unprobed: set[tuple] = set()
+        #: seconds a document of the prologue encoder's pass, as measured (None: not yet)
+        self.per_doc: float | None = None
+        #: which documents each frozen encoder's pass has cached; seconds a document of each
+        self.encoded: dict[str, np.ndarray] = {}
+        self.rates: dict[str, float] = {}
+
+    # -- what a candidate still needs before it runs ---------------------------------------------
+    def head(self, c: Candidate):
+        """The pair's head, with the data's ``max_length`` where it sizes itself (once)."""
+        if c.pair not in self.heads:
+            head = HEADS[c.head].factory()
+            if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
+                sample = self.search.X_train[self.search.sample_rows(LENGTH_SAMPLE)]
+                head.set_params(max_length=head.length_for(sample))
+            self.heads[c.pair] = head
+        return self.heads[c.pair]
+
+    def setup(self, c: Candidate) -> float:
+        """Seconds of the one-time preparations ``c``'s steps still need (0: done)."""
+        total = 0.0
+        for name, entry in ((c.representation, REPRESENTATIONS[c.representation]),
+                            (c.head, HEADS[c.head])):
+            if entry.setup and name not in self.ready:
+                self.ready[name] = getattr(entry.factory(), "ready", lambda: True)()
+            total += 0.0 if not entry.setup or self.ready[name] else entry.setup
+        return total
+
+    def doc_seconds(self, representation: str) -> float:
+        """Seconds a document of a frozen encoder's pass, with the margin: its own measured rate,
+        else the prologue's times the registry's cost ratio, else the registry's prior."""
+        rate = self.rates.get(representation) or (
+            encoder_ratio(representation) * (self.per_doc or REPRESENTATIONS[ENCODER].cost / 1000))
+        return MARGIN * rate
+
+    def pass_seconds(self, c: Candidate) -> float:
+        """Seconds a frozen encoder's pass still needs over ``c``'s training rows and the
+        validation rows (what is cached already costs nothing; a first pass loads the model);
+        0 for another kind."""
+        rep = c.encoder
+        if not rep:
+            return 0.0
+        todo = self.unencoded(c)
+        if not len(todo):
+            return 0.0
+        load = 0.0 if rep in self.encoded else ENCODER_LOAD
+        return load + self.doc_seconds(rep) * len(todo)
+
+    def unencoded(self, c: Candidate) -> np.ndarray:
+        """Positions (into the documents) of ``c``'s training rows and the validation rows whose
+        vectors of ``c``'s representation are not cached yet."""
+        s = self.search
+        train = s.train if c.rows is None else s.train[c.rows]
+        index = np.concatenate([s.valid, train])
+        done = self.encoded.get(c.encoder)
+        return index if done is None else index[~done[index]]
+
+    def mark_encoded(self, representation: str, index: np.ndarray) -> None:
+        """The vectors of ``representation`` for the documents at ``index`` are cached."""
+        done = self.encoded.setdefault(representation, np.zeros(len(self.search.docs), bool))
+        done[index] = True
+
+    # -- estimates ------------------------------------------------------------------------------
+    def cost(self, c: Candidate) -> float:
+        """Seconds ``c`` will take on its rows: its steps' preparations not paid yet, then a
+        frozen encoder's pass over what is not cached yet and the head on the vectors (no probe:
+        its slice may be cached), else the search's estimate (its pair's state, a probe, a
+        prior)."""
+        s = self.search
+        setup, encoding = (0.0 if c.factory is not None else self.setup(c)), self.pass_seconds(c)
+        if c.factory is None and (encoding or setup):
+            return setup + (encoding + HEADS[c.head].cost * s.n_rows(c) / 1000
+                            if encoding else c.prior)
+        return s.estimate(c) + encoding
+
+    def estimate(self, c: Candidate, room: float = 0.0) -> bool:
+        """Set ``c.estimate`` (and its rows, or a sized head's recipe, where it starts on what is
+        cheap); False: it was left out, nothing of it fits."""
+        s = self.search
+        if c.tier == "fine-tuning" and s.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
+            s.reached(c.tier)  # not the time to import torch, load and measure
+            c.estimate = max(1.25 * c.prior, MIN_PROBE_SECONDS)
+            s.leave_out(c)
+            return False
+        first = c.variant_of is None and c.grown_from is None
+        if first and c.factory is None and hasattr(self.head(c), "sized_for"):
+            return self.plan(c, room)
+        c.estimate = self.cost(c)
+        if first and c.rows is None:
+            self.start_small(c)
+        elif c.variant_of is not None and not s.fits(c) and hasattr(self.head(c), "sized_for"):
+            self.cut(c)
+        return True
+
+    def start_small(self, c: Candidate) -> None:
+        """A model whose fit on every training row costs more than `START_SHARE` of the time left
+        starts on the largest stratified subsample that fits in it (at least `MIN_ROWS`); where
+        that leaves not even a doubling to grow by, on every row, or the most that fit."""
+        s, n = self.search, len(self.search.train)
+        share = START_SHARE * s.left()
+        if c.estimate <= share or n <= MIN_ROWS:
+            return
+
+        def cost(m: int) -> float:
+            c.rows = None if m >= n else s.sample_rows(m)
+            return self.cost(c)
+
+        m = MIN_ROWS if cost(MIN_ROWS) > share else largest(
+            MIN_ROWS, n, lambda m: cost(m) <= share, max(n // 100, 1))
+        if 2 * m > n:
+            m = n if cost(n) <= s.left() else largest(m, n, lambda k: cost(k) <= s.left(),
+                                                       max(n // 100, 1))
+        c.estimate = cost(m)
+
+    # -- growth ---------------------------------------------------------------------------------
+    def grown(self, c: Candidate) -> Candidate | None:
+        """The next fit of scored ``c``: `GROWTH` times its rows, or at every row its head's own
+        epochs, with its estimate; the whole time left where a step after it would not fit.
+        None: it is grown already, or its next step does not fit."""
+        s, n = self.search, len(self.search.train)
+        head = self.head(c) if c.factory is None else None
+        if hasattr(head, "sized_for"):
+            return self._grown_recipe(c, head)
+        if c.rows is None:
+            return None
+        rows = min(n, GROWTH * len(c.rows))
+        grown = c.but(rows=None if rows >= n else s.sample_rows(rows), grown_from=c,
+                      variant_of=None)
+        grown.estimate = self.cost(grown)
+        if grown.estimate > s.left() and rows < n:  # what fits, when that is still a step
+            def cost(m: int) -> float:
+                grown.rows = None if m >= n else s.sample_rows(m)
+                return self.cost(grown)
+
+            low = int(1.5 * len(c.rows))
+            if low >= n or cost(low) > s.left():
+                return None
+            grown.estimate = cost(largest(low, n, lambda m: cost(m) <= s.left(), max(n // 100, 1)))
+        return grown if grown.estimate <= s.left() else None
+
+    def _grown_recipe(self, c: Candidate, head) -> Candidate | None:
+        s, state = self.search, self.search.costs[c.pair]
+        if not state.measured or (c.rows is None and c.recipe.get("head__epochs") == int(head.epochs)
+                                  and not c.truncated):
+            return None
+        last = c.fit_seconds + c.predict_seconds
+        target = GROWTH * last
+        if s.left() - target < GROWTH * target:  # no step after this one: what is left
+            target = s.left()
+        grown = c.but(grown_from=c, variant_of=None, recipe={}, rows=None)
+        if not self.sized(grown, head, state, seconds=target) or grown.estimate > s.left():
+            return None
+        if work_of(grown.build(), s.n_rows(grown)) <= 1.5 * work_of(c.build(), s.n_rows(c)):
+            return None  # not a step: the time left buys little more than it had
+        return grown
+
+    # -- a head that sizes itself ---------------------------------------------------------------
+    def plan(self, c: Candidate, room: float = 0.0) -> bool:
+        """Size ``c``'s first recipe: the richest that fits `START_SHARE` of the time left (or its
+        cheapest, where even that share does not pay for it; or, where a step of growth after its
+        cheapest would not fit, the richest that fits the time left), on its pair's measured cost;
+        before any is measured, on a cost scaled from a measured one (`scaled`), its estimate
+        then holding the probe the schedule runs once the order chooses it. False: left out, no
+        recipe fits (without a probe where the scaled cost says so)."""
+        s, head = self.search, self.head(c)
+        state, n, batch = s.costs[c.pair], len(s.train), int(head.batch_size)
+        setup = self.setup(c)  # a model not fetched yet: its fetch counts
+        c.seed, probe, source = s.seed, setup, ""
+        if not state.measured and n <= PROBE_STEPS[1] * batch:  # small data: quicker run than measured
+            c.recipe = {"head__max_length": int(head.max_length), "head__epochs": int(head.epochs),
+                        **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
+            c.estimate = setup + c.prior
+            return True
+        if not state.measured:
+            if s.left() < MIN_PROBE_SECONDS:
+                s.reached(c.tier)
+                c.estimate = c.prior
+                enough = s.clock.elapsed() + MIN_PROBE_SECONDS + c.prior + s.reserve()
+                s.leave_out(c, f"too little time left to measure it ({format_seconds(max(s.left(), 0))}); "
+                               f"it needs roughly {format_seconds(c.prior)} on two CPU cores, a "
+                               f"budget of about {format_seconds(enough)}")
+                return False
+            scaled = self.scaled(c, head)
+            if scaled is None:  # nothing measured to scale from: the schedule probes it first,
+                # then sizes it; worth, until then, the probe and its cheapest recipe's prior
+                c.estimate = setup + MIN_PROBE_SECONDS + c.prior * min(1.0, MIN_ROWS / n)
+                self.unprobed.add(c.pair)
+                return True
+            state, source = scaled[0], f" here ({scaled[1]})"
+            one = clone(head).set_params(epochs=1)
+            probe += state.margin * sum(state.fit_seconds(one.fit_work(steps * batch))
+                                        for steps in (1, *PROBE_STEPS))
+            self.unprobed.add(c.pair)
+        # what is cheap: the share of the time left a first fit may take; where even its
+        # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
+        # either: then the richest recipe the time left pays for, at once
+        start = max(START_SHARE * s.left(), 0.0) + probe
+        least = state.seconds(head.least_work(n), len(s.valid), head.predict_work(len(s.valid)))
+        once = (1 + GROWTH) * least + probe + room > s.left()
+        if not (self.sized(c, head, state, probe, room, start) or self.sized(
+                c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING)):
+            if room:  # it waits for the defaults expected to bring more
+                return False
+            from ..heads.finetune._sizing import fewest_rows
+
+            s.reached(c.tier)
+            enough = s.clock.elapsed() + probe + c.estimate + s.reserve()
+            s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
+                           f"{format_seconds(max(s.left(), 0))} were left (nor its cheapest recipe, one "
+                           f"epoch on {fewest_rows(head, n):,} rows); a budget of about "
+                           f"{format_seconds(enough)} would include the full recipe")
+            return False
+        return True
+
+    def sized(self, c: Candidate, head, state: PairState, probe: float = 0.0,
+              room: float = 0.0, seconds: float | None = None) -> bool:
+        """Give ``c`` the richest recipe of ``head`` that fits ``seconds`` (the time left) less
+        ``probe`` and ``room`` on ``state``'s cost; False (``c.estimate`` the full recipe's) when
+        none does."""
+        s, n = self.search, len(self.search.train)
+
+        def cost(work: float) -> float:
+            return state.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
+
+        c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
+        budget = min(s.left() if seconds is None else seconds, s.left())
+        sized = head.sized_for(n, budget - probe - room - DECIDING, cost)
+        if sized is None:
+            return False
+        params, rows = sized
+        c.recipe.update({f"head__{k}": v for k, v in params.items()})
+        c.params = {k: v for k, v in c.params.items() if k not in c.recipe}
+        c.rows = s.sample_rows(rows) if rows < n else None
+        c.estimate = cost(work_of(c.build(), rows)) + probe
+        c.share = head.gain_share(params, rows, n, len(s.classes))
+        c.least = cost(head.least_work(n)) + probe
+        c.truncated = (f"read to {params['max_length']} word pieces where 95% of the documents "
+                       f"need {int(head.max_length)}: the time left paid for no more"
+                       if params.get("max_length", int(head.max_length)) < int(head.max_length) else "")
+        return True
+
+    def cut(self, c: Candidate) -> None:
+        """A variant of a head that sizes itself, too dear on its first's recipe, gets the richest
+        recipe of its own settings that fits the time left on no fewer rows than its first (else
+        it stays too dear): a second fine-tuned model for the ensemble, at its share of the gain."""
+        s, own = self.search, {k[6:]: v for k, v in c.params.items() if k.startswith("head__")}
+        before = (c.recipe, c.params, c.rows, c.estimate, c.share, c.truncated)
+        if (not self.sized(c, clone(self.head(c)).set_params(**own), s.costs[c.pair])
+                or s.n_rows(c) < s.n_rows(c.variant_of)):
+            c.recipe, c.params, c.rows, c.estimate, c.share, c.truncated = before
+
+    def scaled(self, c: Candidate, head) -> tuple[PairState, str] | None:
+        """Before ``c``'s head is measured: its pair's cost scaled from one measured on this
+        device by their compute (blocks x width squared; no margin: its probe brings it back
+        before a fit), else from the prologue's measured pass (`from_pass`), and what it was
+        scaled from; None when neither is measured. Both heads read the data's own length, so
+        the work a unit counts is the same for both."""
+        s = self.search
+        donors = [(pair, other) for pair, other in self.heads.items() if pair != c.pair
+                  and hasattr(other, "compute") and s.costs[pair].measured]
+        if not hasattr(head, "compute"):
+            return None
+        if not donors:
+            return self.from_pass(head)
+        pair, other = donors[0]
+        ratio = head.compute() / other.compute()
+        measured = s.costs[pair]
+        state = PairState(overhead=measured.overhead, rate=measured.rate).scaled(ratio)
+        return state, f"scaled from {pair[1]}'s measured step by its {ratio:.1f}x compute"
+
+    def from_pass(self, head) -> tuple[PairState, str] | None:
+        """A cost for ``head`` from the prologue's pass on this device, with no load
+        (`rate_from_pass`: it errs cheap, deciding whether a probe is worth its time, never a
+        recipe). None before the pass."""
+        from ..heads.finetune._sizing import compute, rate_from_pass
+
+        if self.per_doc is None:
+            return None
+        encoder = REPRESENTATIONS[ENCODER].factory()
+        return (PairState(rate=rate_from_pass(head, self.per_doc, encoder)), f"the encoder's "
+                f"measured pass, {compute(head) / compute(encoder):.1f}x its compute, as a lower bound")
+
+
+def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
+    """What measures ``head``'s cost on its device: an untimed warm-up fit, then fits of
+    `PROBE_STEPS` steps; their difference is the steps, the rest loading the model. The search's
+    state of ``c``'s pair learns it (a `embedkit.tuning._candidate.Job`'s ``run``)."""
+    batch, n = int(head.batch_size), len(s.train)
+    one = c.but(recipe={"head__max_length": int(head.max_length), "head__epochs": 1}, rows=None,
+                grown_from=None)
+    pipe = one.build()
+    rng = np.random.default_rng(s.seed)
+    warm, *timed = (rng.choice(n, steps * batch, replace=False) for steps in (1, *PROBE_STEPS))
+
+    def run() -> str:
+        state = s.costs[c.pair]
+        try:  # the first fit pays one-time costs (imports, kernels): it is not timed
+            one.build().fit(s.X_train[warm], s.y_train[warm])
+            state.measure_steps(lambda i: one.build().fit(s.X_train[timed[i]], s.y_train[timed[i]]),
+                                tuple(work_of(pipe, len(rows)) for rows in timed))
+        except ValueError as err:  # e.g. a class missing from a probe slice: the prior stands
+            state.observe(work_of(pipe, n), c.prior / 1.25)
+            return f"fine-tuning probe: {err}"
+        step = state.rate * pipe.steps[-1][1].set_params(epochs=1).fit_work(batch)
+        return (f"fine-tuning probe: {step:.2f} s a step of {batch} at max_length "
+                f"{int(head.max_length)} (95% of the documents fit), {state.overhead:.1f} s to load")
+
+    return run
+

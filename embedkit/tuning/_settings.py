@@ -1,0 +1,120 @@
+"""Every number the budgeted search decides by, named once, with where its value came from.
+
+The manual lists them (docs/tuning-settings.md, generated from this file at each build, with the
+few that lower layers own: the moment a decision takes, the time to write the output, the
+fine-tuning heads' sizing, the longest document a model reads). A value measured on this
+project's benchmarks says which command measured it; a value that is a choice says why.
+
+Decision sets and report sets (issue 46): rules of the search are decided on rotten-tomatoes,
+trec, nyt-editorials and bbc-news; disaster-tweets, vader-tweets, election-tweets, sms-spam,
+20newsgroups, imdb-reviews and wordnet-glosses are only reported on
+(`pipelines/benchmarks/tune_budget.py --datasets ...`; its results file says which is which).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BASELINE_COST", "CURVE_EXPONENT", "DEFAULT_PAIRS", "ENCODER", "ENCODER_LOAD", "ENCODE_SHARE",
+    "GENERALISES", "GROWTH", "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MIN_ENCODED_ROWS", "MIN_PROBE_SECONDS",
+    "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP", "PICK_TOP", "PICK_Z", "PREDICT_RATIO",
+    "PROBE_ROWS", "PROBE_SHARE", "PROBE_STEPS", "REFIT_MARGIN", "REFIT_SHARE", "RESERVED_SEEDS",
+    "START_SHARE", "VALID_ROWS", "VARIANT_SHARE",
+]
+
+# -- what is searched ------------------------------------------------------------------------
+#: what `Tuner` searches when no pairs are given: the levers the accuracy suite found
+#: (`pipelines/benchmarks/accuracy_suite.py`), by tier: sparse n-grams with linear heads, the
+#: distilled static MiniLM (meaning at TF-IDF's cost where the encoder's pass does not fit),
+#: the frozen MiniLM and all-mpnet-base-v2, and both fine-tuned. Stacking NBSVM with MiniLM is
+#: left to the ensemble selection, which combines the same models from their validation
+#: probabilities instead of refitting them five times
+DEFAULT_PAIRS = (
+    ("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
+    ("minilm-static", "logreg-cv"), ("minilm-static", "mlp"),
+    ("minilm", "logreg-cv"), ("minilm", "mlp"), ("mpnet", "logreg-cv"), ("mpnet", "mlp"),
+    ("passthrough", "finetune-short"), ("passthrough", "finetune-mpnet"),
+)
+#: the registry pair whose settings generalise a baseline's: when the baseline leads, that
+#: pair's variants are within its reach (n-grams, sublinear tf, min_df; C chosen by inner CV)
+GENERALISES = {"plain TF-IDF + LR": ("tfidf", "logreg-cv"),
+               "plain MiniLM + LR": ("minilm", "logreg-cv")}
+#: the representation whose pass over the documents the prologue pays once (and caches): the
+#: plain MiniLM baseline's
+ENCODER = "minilm"
+
+# -- the split -------------------------------------------------------------------------------
+#: the most validation rows: every model predicts them, so they are part of every model's cost;
+#: 2,000 rows give an accuracy near 0.85 a standard error of 0.8 points (a choice)
+VALID_ROWS = 2000
+
+# -- costs -----------------------------------------------------------------------------------
+#: an estimate is a pair's dearest measured seconds per unit of work times this margin: the
+#: spread of repeated fits on two busy cores (`pipelines/benchmarks/bench_threads.py`)
+MARGIN = 1.25
+#: a refit's time is its measured fit scaled to every document (rows^1.1), times this margin
+#: (the fits being measured already, only the scaling is uncertain)
+REFIT_MARGIN = 1.1
+#: the plain TF-IDF baseline's rough cost on 2 CPU cores: seconds per 1,000 documents, plus as
+#: much again per 500 characters of the mean document (measured on the seven sets of
+#: `tune_budget.py`, where it is dearest a document); with the output's writing time, the least
+#: budget that scores anything (`least_budget`) on the rows the first rung fits on
+BASELINE_COST = (1.5, 1.0)
+#: the search's own seconds a document whatever it fits (the checks, the split, the leaderboard's
+#: summary of the data), on two cores: 1,000,000 short texts take about 8 s
+PER_DOC_SECONDS = 8e-6
+#: a probe fits on this share of the training rows, between these bounds; where that is over
+#: a third of the rows the registry's prior stands (small data is quick)
+PROBE_SHARE, PROBE_ROWS = 0.1, (100, 400)
+#: seconds below which a fine-tuning head is not even measured (importing torch and loading a
+#: model take 5-10 s on two cores)
+MIN_PROBE_SECONDS = 15.0
+#: training steps of the two timed probe fits of a head that sizes itself: their difference is
+#: the cost of four steps, the rest loading the model (`CostRecord.measure_steps`)
+PROBE_STEPS = (2, 6)
+#: a fine-tuning head's max_length is the 95th percentile of the word pieces of this many
+#: training documents (a stratified sample): tokenizing 1,000,000 short texts took 40 s
+LENGTH_SAMPLE = 5000
+#: seconds to load the frozen encoder cold (importing torch and transformers, reading the
+#: weights; CPU time on 2 cores, `pipelines/benchmarks/bench_encode.py`)
+ENCODER_LOAD = 8.0
+
+# -- growth: every model starts on what is cheap and grows on its measured curve ----------------
+#: a model's first fit takes at most this share of the time left: where its full fit costs more,
+#: it starts on the stratified subsample of training rows that fits the share (at least
+#: `MIN_ROWS`), and grows from there (a choice: successive halving's first rung)
+START_SHARE = 0.1
+#: each fit of a model that grows has this many times the rows of its last (successive
+#: halving's and FLAML's sample-size factor is 2-4; 3 wastes at most half a fit on regrowing)
+GROWTH = 3
+#: before a model's second fit, its error is expected to shrink as the work of a fit (rows,
+#: epochs, blocks trained) to this power: a fit with 16 times the work halves it. It is the
+#: exponent `embedkit.heads.finetune._sizing.WORK_EXPONENT` found for cut fine-tuning recipes
+#: on the tuning runs' validation scores; after two fits, the two measure their own
+CURVE_EXPONENT = 0.25
+#: the fewest training rows a model starts on, or a default that does not fit on all of them
+#: is cut to (fewer rows of a short-text set are too noisy to extrapolate a curve from)
+MIN_ROWS = 1000
+#: the share of the time left the encoder's pass may take; beyond it the pass covers the
+#: validation rows and a subsample of the training rows (at least this many), which the frozen
+#: tier's models fit on, and the pass grows with them
+ENCODE_SHARE, MIN_ENCODED_ROWS = 0.5, 200
+#: a variant is expected to bring this share of its tier's gain
+VARIANT_SHARE = 0.25
+
+# -- the pick and the finish ------------------------------------------------------------------
+#: a model replaces the better baseline as the pick only when its paired advantage on the
+#: validation rows exceeds this many standard errors (issue 46: one)
+PICK_Z = 1.0
+#: of the models that beat the baseline beyond their noise, one within the noise of the best
+#: that predicts this many times faster is picked instead (the cheaper of the close ones)
+PREDICT_RATIO = 2.0
+#: scorers other than accuracy are compared on this many paired bootstrap draws of the
+#: validation rows, for the best this many models (accuracy: every model, exactly)
+PICK_BOOTSTRAP, PICK_TOP = 100, 5
+#: a refit on every document is worth its time only where it adds this share of rows to the
+#: training rows (at 200,000 documents the 2,000 validation rows add 1%: nothing measurable)
+REFIT_SHARE = 0.05
+#: the refit of a fine-tuned pick averages up to this many seeds (each one more fit, and one
+#: more model to store and to run at prediction); the fill keeps back the time of this many.
+#: Averaging beat one seed on five of six short-text sets of the accuracy suite
+MAX_SEEDS, RESERVED_SEEDS = 4, 2
