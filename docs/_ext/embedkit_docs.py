@@ -356,7 +356,7 @@ def documented_constants(path: Path, names=None) -> list[tuple[list[str], str, s
 def write_settings(path: Path) -> None:
     """The tuning search's settings page: every constant it decides by, with its value and the
     comment that says where the value came from."""
-    from embedkit.tuning._schedule import TIERS
+    from embedkit.tuning._value import TIERS
 
     parts = ["# Tuning settings\n",
              "Every number `embedkit tune` decides by, named once in the code "

@@ -25,7 +25,6 @@ tells it what came of it (`tell`); it decides over measured evidence only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,53 +32,22 @@ from .._budget import format_seconds
 from ..registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
 from . import _jobs
 from ._candidate import Candidate, Job
-from ._costs import work_of
 from ._plans import Plans, encoder_ratio
 from ._settings import (
-    CURVE_EXPONENT,
     ENCODE_SHARE,
     ENCODER,
     ENCODER_LOAD,
-    GENERALISES,
     MARGIN,
     MIN_ENCODED_ROWS,
     MIN_ROWS,
     START_SHARE,
-    VARIANT_SHARE,
 )
+from ._value import TIERS, Tier, Worth, tier_of
 
 __all__ = ["TIERS", "Schedule", "Tier", "tier_of"]
 
 
-@dataclass(frozen=True)
-class Tier:
-    """A tier of the search: the pair kinds it holds, the gain (accuracy points over the better
-    baseline) its first model is expected to bring, its lane where there is an accelerator, and
-    whether its models may fit on a Dask cluster's workers (``remote``: they need nothing this
-    process has cached)."""
-
-    name: str
-    kinds: tuple[str, ...]
-    gain: float
-    lane: str = "cores"
-    remote: bool = False
-
-
-TIERS = (
-    Tier("sparse + linear", ("sparse",), gain=1.0, remote=True),
-    Tier("static vectors", ("static",), gain=0.5, remote=True),
-    Tier("frozen encoder", ("frozen",), gain=1.0),
-    Tier("fine-tuning", ("finetune",), gain=4.0, lane="device"),
-)
-
-
-def tier_of(representation: str, head: str) -> Tier:
-    """The tier that holds a registry pair."""
-    kind = pair_kind(representation, head)
-    return next((t for t in TIERS if kind in t.kinds), TIERS[0])
-
-
-class Schedule:
+class Schedule(Worth):
     """The order of a search's candidates: `begin`, then `ask` per lane and `tell` per outcome.
     ``baselines`` maps the two baselines' names to what builds their pipelines."""
 
@@ -257,71 +225,6 @@ class Schedule:
             return True
         return (c in waiting and c.factory is None and hasattr(self.plans.head(c), "sized_for")
                 and self.plans.plan(c, room))  # a first recipe cut into what the room leaves
-
-    def gain(self, c: Candidate) -> float:
-        """Expected points over the baselines: a grown model's from its measured curve
-        (`curve_gain`); a pair's first model its entries' prior (head first, else its tier's),
-        or, once another pair of its tier was scored, that pair's measured gain plus the
-        difference of their priors; at the share of it a cut recipe keeps; a variant's a share
-        of that."""
-        if c.grown_from is not None:
-            return self.curve_gain(c)
-        gain = self.declared(c)
-        s = self.search
-        siblings = [o for o in s.scored() if o.tier == c.tier and o.kind == "candidate"
-                    and o.pair != c.pair and o.variant_of is None and o.grown_from is None]
-        baselines = [o.score for o in s.scored() if o.kind == "baseline"]
-        if c.variant_of is None and siblings and baselines:
-            o = max(siblings, key=lambda o: o.score)
-            gain = max(100.0 * (o.score - max(baselines)) + gain - self.declared(o), 0.0)
-        gain *= c.share
-        return gain if c.variant_of is None else gain * VARIANT_SHARE
-
-    @staticmethod
-    def declared(c: Candidate) -> float:
-        """A pair's prior gain: its entries' (head first), else its tier's."""
-        declared = [e.gain for e in (HEADS[c.head], REPRESENTATIONS[c.representation])
-                    if e.gain is not None] if not c.name else []
-        return declared[0] if declared else next((t.gain for t in TIERS if t.name == c.tier), 1.0)
-
-    def curve_gain(self, grown: Candidate) -> float:
-        """Points the next fit of a model is expected to add to the best single model's score:
-        its error shrinks as a power of the work of a fit (its rows, epochs, blocks), with the
-        exponent its last two fits measured, else `CURVE_EXPONENT`; above the best's score, or
-        above its own where it is the best."""
-        s, last = self.search, grown.grown_from
-        work = [work_of(c.build(), s.n_rows(c)) for c in (grown, last)]
-        before = last.grown_from
-        exponent = CURVE_EXPONENT
-        if before is not None:
-            earlier = work_of(before.build(), s.n_rows(before))
-            errors = (1 - last.score, 1 - before.score)
-            if min(errors) > 0 and work[1] > earlier:
-                exponent = float(np.clip(-math.log(errors[0] / errors[1])
-                                         / math.log(work[1] / earlier), 0.0, 1.0))
-        if work[0] <= work[1] or last.score >= 1:
-            return 0.0
-        expected = 1 - (1 - last.score) * (work[0] / work[1]) ** -exponent
-        leader = max((c for c in s.scored() if c.kind != "ensemble"), key=lambda c: c.score)
-        return 100.0 * max(expected - max(leader.score, last.score), 0.0)
-
-    def noise(self, score: float) -> float:
-        """One standard error of a score on the validation rows (a binomial one for accuracy)."""
-        n = len(self.search.valid)
-        if self.search.scoring == "accuracy":
-            return max(math.sqrt(max(score * (1 - score), 0) / n), 0.005)
-        return 0.01 * max(abs(score), 1.0)
-
-    def reach(self, pair: tuple) -> float:
-        """1 when the pair's best is within one standard error of the leader's score, falling
-        to 0 at three: what a variant of it can still change."""
-        s = self.search
-        singles = [c for c in s.scored() if c.kind != "ensemble"]
-        leader = max(c.score for c in singles)
-        best = max((c.score for c in singles
-                    if c.pair == pair or GENERALISES.get(c.name) == pair), default=-math.inf)
-        se = self.noise(leader)
-        return float(np.clip(1 - (leader - best - se) / (2 * se), 0.0, 1.0))
 
     def growth(self, lane: str) -> list[Candidate]:
         """The next fit of every scored model on ``lane`` that grew no further yet."""
