@@ -530,6 +530,14 @@ def test_a_grown_frozen_model_needs_a_pass_over_the_rows_not_encoded_yet_only(tr
     schedule.tell(job, (len(todo), 0.035 * len(todo), todo))
     chosen = schedule.ask("cores")
     assert chosen.key == grown.key and schedule.plans.pass_seconds(chosen) == 0.0
+    # the MiniLM baseline grows the same way: a pass over its new rows (no registry step of its
+    # own to prepare), then its fit on the vectors
+    _scored(search, chosen, 820)
+    baseline = next(c for c in schedule.growth("cores") if c.name == MINILM_BASELINE)
+    assert baseline.encoder == "minilm" and len(schedule.plans.unencoded(baseline)) == 0
+    schedule.tried |= {c.key for c in schedule.growth("cores") if c.name != MINILM_BASELINE}
+    asked = schedule.ask("cores")
+    assert asked.key == baseline.key
 
 
 def test_a_grown_model_is_worth_what_its_measured_curve_promises_over_the_best(trec):

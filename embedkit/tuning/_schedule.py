@@ -200,16 +200,17 @@ class Schedule(Worth):
         """The job ``c`` needs before it runs: its steps' preparation, its head's probe, or a
         frozen encoder's pass over its rows (with a cache to keep it in)."""
         s, plans = self.search, self.plans
-        for name, entry in ((c.representation, REPRESENTATIONS[c.representation]),
-                            (c.head, HEADS[c.head])):
+        steps = [] if c.factory is not None else [  # a baseline has no registry steps
+            (c.representation, REPRESENTATIONS[c.representation]), (c.head, HEADS[c.head])]
+        for name, entry in steps:
             if entry.setup and not plans.ready.get(name, True):
                 return _jobs.prepare(name, entry.setup)
         if c.pair in plans.unprobed:
             return _jobs.probe(s, c, plans.head(c), c.estimate)
         if s.cache is not None and plans.pass_seconds(c):
             index = plans.unencoded(c)
-            return _jobs.encode(s, c.representation, index, plans.doc_seconds(c.representation)
-                                / MARGIN, plans.pass_seconds(c))
+            return _jobs.encode(s, c.encoder, index, plans.doc_seconds(c.encoder) / MARGIN,
+                                plans.pass_seconds(c))
         return None
 
     def _roomy(self, c: Candidate, waiting: list[Candidate]) -> bool:
