@@ -166,7 +166,7 @@ class Schedule(Worth):
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
             origin[c] = c.key
             if c.grown_from is None and not self.plans.estimate(c) or (
-                    c.variant_of is not None and c.key in self.tried):
+                    c.variant_of is not None and c.key in self.tried) or self._measured_first(c):
                 continue
             if not s.fits(c):
                 if c.variant_of is None and c.grown_from is None:
@@ -178,6 +178,8 @@ class Schedule(Worth):
             gain = (reach > 0, self.gain(c) * (reach or 1.0) / max(c.estimate, 0.1))
             if gain > value:
                 chosen, value = c, gain
+        if chosen is not None and chosen.pair in self.plans.unprobed:
+            return self._needs(chosen)  # measured first: what it then costs decides the rest
         if chosen is not None and not self._roomy(chosen, waiting):
             return self.ask(lane, later | {chosen.key})
         if chosen is not None and (job := self._needs(chosen)) is not None:
@@ -214,18 +216,44 @@ class Schedule(Worth):
         return None
 
     def _roomy(self, c: Candidate, waiting: list[Candidate]) -> bool:
-        """Whether ``c`` (a default, a model's growth, a variant) leaves the time for the cheapest
-        recipes of the defaults waiting in its lane that are expected to bring more gain: a
-        cheaper model must not take the time a better one then no longer fits in. A default that
-        sizes itself is cut into what that leaves, where it can be."""
+        """Whether ``c`` (a default, a model's growth, a variant) leaves the time for the defaults
+        waiting in its lane that are expected to bring more gain: the ones whose cheapest fits
+        fit the time left, most valuable first, must all still fit once ``c`` has run (a cheaper
+        model must not take the time a better one then no longer fits in). A default that sizes
+        itself is cut into what they leave, where it can be."""
         s, gain = self.search, self.gain(c)
-        room = sum(least for o in waiting if o is not c and o.lane == c.lane and o.status == "waiting"
-                   and (least := o.estimate if o.least is None else o.least) <= s.left()
-                   and self.gain(o) > gain)
-        if c.estimate <= s.left() - room:
+        better = sorted((o for o in waiting if o is not c and o.lane == c.lane
+                         and o.status == "waiting" and self.gain(o) > gain),
+                        key=lambda o: -self.gain(o))
+
+        def fitting(left: float) -> list[Candidate]:
+            out = []
+            for o in better:
+                least = o.estimate if o.least is None else o.least
+                if least <= left:
+                    out.append(o)
+                    left -= least
+            return out
+
+        kept = fitting(s.left())
+        room = sum(o.estimate if o.least is None else o.least for o in kept)
+        if fitting(s.left() - c.estimate) == kept:
             return True
         return (c in waiting and c.factory is None and hasattr(self.plans.head(c), "sized_for")
                 and self.plans.plan(c, room))  # a first recipe cut into what the room leaves
+
+    def _measured_first(self, c: Candidate) -> bool:
+        """Whether ``c`` (a head that sizes itself, not measured yet) must wait for a cheaper head
+        of its tier, not measured either, to be measured first: the dearer is then sized on the
+        cheaper's measured step, scaled by their compute, instead of paying a probe of its own
+        first (on 1,780 news articles a probe of fine-tuned all-mpnet-base-v2 took 357 s)."""
+        plans = self.plans
+        if c.pair not in plans.unprobed:
+            return False
+        compute = plans.head(c).compute()
+        return any(o is not c and o.status == "waiting" and o.tier == c.tier and o.lane == c.lane
+                   and o.pair in plans.unprobed and plans.head(o).compute() < compute
+                   for o in self.defaults)
 
     def growth(self, lane: str) -> list[Candidate]:
         """The next fit of every scored model on ``lane`` that grew no further yet."""
