@@ -115,7 +115,11 @@ def compare(
                    "the minority class)."),
     baselines: bool = typer.Option(
         True, "--baselines/--no-baselines",
-        help="Add the majority-class, plain TF-IDF + LR and plain MiniLM + LR rows."),
+        help="Add the majority-class, plain TF-IDF + LR and plain MiniLM + LR rows (on numbers: "
+             "the mean, plain TF-IDF + Ridge and plain MiniLM + Ridge)."),
+    task: str | None = typer.Option(
+        None, help="What the label column holds: classification, regression (a number) or "
+                   "multilabel (a list, or labels joined by |). Default: read from the values."),
     experiment: str | None = typer.Option(
         None, "--experiment", "-e",
         help="A built-in experiment (see --list), e.g. course_comparison, or the path of an "
@@ -168,14 +172,19 @@ def compare(
                                          experiment=experiment, holdout=holdout, params=param or (),
                                          metrics=metric or None,
                                          pos_label=pos_label, baselines=baselines,
-                                         progress=progress)
+                                         progress=progress, task=task)
     except (ValueError, FileNotFoundError) as err:
         raise _fail(err, ctx) from None
     meta = results.attrs
-    typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}\n")
+    typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}, "
+               f"{meta['task']}\n")
+    for note in meta.get("notes") or ():
+        typer.echo(f"note: {note}")
     typer.echo(format_table(results).to_markdown(index=False))
     if meta.get("pos_label") is not None:
-        scored = ", ".join(m for m in meta["metrics"] if m in runner._POSITIVE_CLASS)
+        from .tasks import POSITIVE_CLASS_METRICS
+
+        scored = ", ".join(m for m in meta["metrics"] if m in POSITIVE_CLASS_METRICS)
         typer.echo(f"\nPositive class of {scored}: {meta['pos_label']!r} (--pos-label to change).")
     typer.echo(f"\nWall time {meta['wall_seconds']:.0f} s. Wrote {output / 'results.csv'}, "
                f"{output / 'results.md'}, {output / 'results.png'}, {output / 'results_time.png'} "

@@ -32,97 +32,17 @@ from . import experiments
 from ._machine import PeakRSS, ThreadPlan, Threads, available_cores, largest_process_mb, plan_threads
 from ._suggest import did_you_mean
 from .base import output_form
-
-#: the metrics of a report unless ``metrics=`` says otherwise; the first one ranks the rows
-DEFAULT_METRICS = ("accuracy", "f1_macro")
-#: the default metrics on a multi-label dataset (a list of labels per row): scikit-learn's
-#: micro-, macro- and per-document F1 (accuracy there would be exact-set accuracy)
-MULTILABEL_METRICS = ("f1_micro", "f1_macro", "f1_samples")
-
-#: scorer names that score one positive class of a two-class target: their function, the
-#: prediction method they read and whether greater is better (see `scorers`)
-_POSITIVE_CLASS = {
-    "f1": ("f1_score", "predict", True),
-    "precision": ("precision_score", "predict", True),
-    "recall": ("recall_score", "predict", True),
-    "jaccard": ("jaccard_score", "predict", True),
-    "average_precision": ("average_precision_score", ("decision_function", "predict_proba"), True),
-    "neg_brier_score": ("brier_score_loss", "predict_proba", False),
-}
-#: two-class-only scorers without a positive class to choose, and their multi-class forms
-_TWO_CLASS_ONLY = {"roc_auc": "roc_auc_ovr"}
-
-
-def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None) -> tuple[dict, object]:
-    """scikit-learn scorers for ``metrics`` and the positive class they use (or None).
-
-    Any scorer name of `sklearn.metrics.get_scorer_names` is accepted. The names that score one
-    positive class of a two-class target (``f1``, ``precision``, ``recall``, ``jaccard``,
-    ``average_precision``, ``neg_brier_score``) take ``pos_label``; by default it is the
-    **minority class** of ``y`` (spam in ham/spam: the class a user usually cares about), ties
-    going to the greater label as in scikit-learn (``classes_[1]``). ``roc_auc`` needs no
-    positive class (it is symmetric). On more than two classes these names are refused with the
-    averaged forms to use instead (``f1_macro``, ``roc_auc_ovr``, ...).
-
-    Returns
-    -------
-    (dict of name -> scorer, positive class or None)
-
-    Examples
-    --------
-    >>> found, positive = scorers(["f1", "accuracy"], ["ham"] * 8 + ["spam"] * 2)
-    >>> sorted(found), positive
-    (['accuracy', 'f1'], 'spam')
-    """
-    from sklearn import metrics as skm
-
-    metrics = list(metrics or DEFAULT_METRICS)
-    names = skm.get_scorer_names()
-    for name in metrics:
-        if name not in names:
-            raise ValueError(f"unknown metric {name!r}.{did_you_mean(name, names)} Use a "
-                             "scikit-learn scorer name, e.g. --metric accuracy --metric f1_macro "
-                             "(all of them: sklearn.metrics.get_scorer_names()).")
-    if len(set(metrics)) != len(metrics):
-        raise ValueError(f"--metric lists {metrics}; name each metric once.")
-    two_class = [m for m in metrics if m in _POSITIVE_CLASS or m in _TWO_CLASS_ONLY]
-    if y is not None and np.ndim(y) == 2:  # a multi-label indicator matrix (`_multilabel_target`)
-        one_class = [m for m in two_class if m in _POSITIVE_CLASS]
-        if one_class:
-            m = one_class[0]
-            raise ValueError(f"--metric {m} scores one positive class; this dataset is multi-label. "
-                             f"Use {m}_micro, {m}_macro or {m}_samples.")
-        return {m: skm.get_scorer(m) for m in metrics}, None
-    labels = pd.Series(np.asarray(y)) if y is not None else None
-    classes = sorted(labels.unique()) if labels is not None else []
-    if two_class and len(classes) > 2:
-        m = two_class[0]
-        instead = _TWO_CLASS_ONLY.get(m) or f"{m}_macro, {m}_weighted or {m}_micro"
-        raise ValueError(f"--metric {m} scores one positive class of a two-class target; this "
-                         f"dataset has {len(classes)} classes. Use {instead}.")
-    positive = None
-    if any(m in _POSITIVE_CLASS for m in metrics) and classes:
-        if pos_label is None:
-            counts = labels.value_counts()
-            rarest = counts[counts == counts.min()].index
-            positive = max(rarest)
-        else:
-            match = [c for c in classes if c == pos_label or str(c) == str(pos_label)]
-            if not match:
-                raise ValueError(f"--pos-label {pos_label!r} is not a class of this dataset; "
-                                 f"its classes are {classes}."
-                                 f"{did_you_mean(pos_label, map(str, classes))}")
-            positive = match[0]
-        positive = positive.item() if hasattr(positive, "item") else positive
-    out = {}
-    for m in metrics:
-        if m in _POSITIVE_CLASS and positive is not None:
-            func, method, greater = _POSITIVE_CLASS[m]
-            out[m] = skm.make_scorer(getattr(skm, func), response_method=method,
-                                     greater_is_better=greater, pos_label=positive)
-        else:
-            out[m] = skm.get_scorer(m)
-    return out, positive
+from .datasets import is_multilabel
+from .tasks import (
+    DEFAULT_METRICS,
+    MULTILABEL_METRICS,
+    REGRESSION_METRICS,
+    for_task,
+    infer_task,
+    numeric_target,
+    scorers,
+    split_label_sets,
+)
 
 
 def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
@@ -187,8 +107,6 @@ def _multilabel_target(df: pd.DataFrame, heads: dict):
     from sklearn.preprocessing import MultiLabelBinarizer
     from sklearn.utils import get_tags
 
-    from .datasets import is_multilabel
-
     if not is_multilabel(df["label"]):
         return None
     y = MultiLabelBinarizer().fit_transform(df["label"])
@@ -197,13 +115,29 @@ def _multilabel_target(df: pd.DataFrame, heads: dict):
     return y, wrapped
 
 
-def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = None):
-    from .datasets import is_multilabel
+def _as_regression(rows_wanted, heads: dict):
+    """The rows and heads of a numeric target: each head as its regressor
+    (`embedkit.tasks.for_task`), the baselines' named for what they are (the mean, plain Ridge),
+    the heads without a regressor left out with a note each."""
+    renamed = {"majority-class": "mean-value", "plain-lr": "plain-ridge"}
+    converted = {renamed.get(n, n): for_task(h, "regression") for n, h in heads.items()}
+    missing = sorted(n for n, h in converted.items() if h is None)
+    notes = [f"{', '.join(missing)}: no regression form (an ensemble of classifiers or SetFit); "
+             "left out on this numeric target."] if missing else []
+    rows = [(kind, rep, renamed.get(h, h)) for kind, rep, h in rows_wanted
+            if converted[renamed.get(h, h)] is not None]
+    if not rows:
+        raise ValueError("none of the heads chosen has a regression form; choose e.g. -H logreg "
+                         "(Ridge on a numeric target) or -H mlp.")
+    return rows, {n: h for n, h in converted.items() if h is not None}, notes
 
-    if is_multilabel(df["label"]) and not ("split" in df and set(df["split"]) >= {"train", "test"}):
+
+def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = None,
+            task: str = "classification"):
+    if task != "classification" and not ("split" in df and set(df["split"]) >= {"train", "test"}):
         from sklearn.model_selection import KFold, train_test_split
 
-        if holdout is not None:  # label sets cannot be stratified: plain shuffled splits
+        if holdout is not None:  # numbers and label sets are not stratified: plain shuffled splits
             train, test = train_test_split(np.arange(len(df)), test_size=holdout,
                                            random_state=seed)
             return [(np.sort(train), np.sort(test))], f"{holdout:.0%} holdout"
@@ -275,7 +209,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                 quick: bool = False, progress: bool = True, dataset_name: str | None = None,
                 n_jobs: int | None = None, experiment: str | None = None,
                 holdout: float | None = None, params=(), metrics=None,
-                pos_label=None, baselines: bool = True):
+                pos_label=None, baselines: bool = True, task: str | None = None):
     """Score every compatible (representation, head) pair and the baselines; write the report.
 
     Each representation is fitted once per fold and its features feed every head paired with
@@ -320,7 +254,13 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         the minority class by default.
     baselines : bool, default=True
         Add the rows of `embedkit.experiments.BASELINES` (majority class, plain TF-IDF + LR,
-        plain MiniLM + LR), marked ``kind="baseline"``.
+        plain MiniLM + LR), marked ``kind="baseline"``; on a numeric target the mean, plain
+        TF-IDF + Ridge and plain MiniLM + Ridge.
+    task : {"classification", "regression", "multilabel"}, optional
+        What ``label`` holds; read from its values by default (`embedkit.tasks.infer_task`). On
+        a number every head runs as its regressor (`embedkit.tasks.for_task`; a head without one
+        is left out with a note), the folds are plain shuffled k-fold and the default metrics
+        are `embedkit.tasks.REGRESSION_METRICS` (RMSE, MAE, R²).
 
     Returns
     -------
@@ -343,15 +283,23 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
 
         df = stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
+    task = infer_task(df["label"], task)
+    if task == "multilabel" and not is_multilabel(df["label"]):
+        df = df.assign(label=split_label_sets(df["label"]))
     X, y = df["text"].to_numpy(dtype=object), df["label"].to_numpy()
     built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
     built_heads = {name: hds[name].factory() for name in dict.fromkeys(h for _, _, h in rows_wanted)}
+    notes = []
+    if task == "regression":
+        y = numeric_target(df["label"])
+        rows_wanted, built_heads, notes = _as_regression(rows_wanted, built_heads)
+        metrics = list(REGRESSION_METRICS) if default_metrics else metrics
     multilabel = _multilabel_target(df, built_heads)
     if multilabel is not None:
         y, built_heads = multilabel
         metrics = list(MULTILABEL_METRICS) if default_metrics else metrics
-    scoring, positive = scorers(metrics, y, pos_label)
-    splits, protocol = _splits(df, folds, seed, holdout)
+    scoring, positive = scorers(metrics, y, pos_label, task)
+    splits, protocol = _splits(df, folds, seed, holdout, task)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     scored = "|".join(metrics) + (f"|pos={positive}" if positive is not None else "")
@@ -412,7 +360,8 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     results = (pd.DataFrame(rows).drop(columns=["key", "scored"])
                .sort_values(f"{metrics[0]}_mean", ascending=False, kind="stable")
                .reset_index(drop=True))
-    results.attrs.update(dataset=dataset_name, protocol=protocol, n_docs=len(df),
+    results.attrs.update(dataset=dataset_name, protocol=protocol, n_docs=len(df), task=task,
+                         notes=notes,
                          wall_seconds=time.perf_counter() - wall, metrics=metrics,
                          pos_label=positive, n_jobs=jobs if jobs > 0 else "dask",
                          threads_per_job=plan.threads if plan is not None else None,

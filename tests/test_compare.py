@@ -111,7 +111,7 @@ def test_fold_independence_is_read_from_the_cache_fingerprint(sms_slice):
 
 
 def test_scorers_names_positive_class_and_errors():
-    from embedkit.compare import scorers
+    from embedkit.tasks import scorers
 
     y = ["ham"] * 8 + ["spam"] * 2
     found, positive = scorers(["f1", "accuracy", "roc_auc"], y)

@@ -198,7 +198,12 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
             self.classes_, encoded, self.multilabel_ = encode_targets(y, name)
             return encoded, len(self.classes_)
         y2, self._y_ndim = encode_regression_targets(y, name)
-        return y2, y2.shape[1]
+        # trained on standardised targets, so one learning rate suits a score of -4..4 and a
+        # price in thousands alike; `predict` maps back
+        self.target_mean_ = y2.mean(axis=0)
+        scale = y2.std(axis=0)
+        self.target_scale_ = np.where(scale > 0, scale, 1.0).astype(np.float32)
+        return (y2 - self.target_mean_) / self.target_scale_, y2.shape[1]
 
     def _criterion(self, y_enc):
         """The loss class and its ``criterion__*`` net arguments (`loss_for_targets`)."""
@@ -538,4 +543,6 @@ class NeuralRegressorMixin:
     def predict(self, X) -> np.ndarray:
         """Predicted values, shaped like the ``y`` seen at fit."""
         out = self._forward(X).astype(np.float64)
+        mean = getattr(self, "target_mean_", 0.0)  # a head saved before targets were scaled
+        out = out * getattr(self, "target_scale_", 1.0) + mean
         return out.ravel() if self._y_ndim == 1 else out

@@ -105,6 +105,14 @@ def check_labels(y, n_docs: int) -> np.ndarray:
     if pd.isna(pd.Series(y)).any():
         rows = np.flatnonzero(pd.isna(pd.Series(y)).to_numpy())[:10].tolist()
         raise ValueError(f"y has missing labels at rows {rows}; drop those rows or label them.")
+    from ..tasks import infer_task
+
+    if len(pd.unique(y)) > 1 and infer_task(y) == "regression":
+        raise ValueError(
+            f"y holds numbers ({len(np.unique(y)):,} distinct values): a regression target. tune "
+            "searches class targets; for a number run `embedkit compare --task regression` "
+            "(every head as its regressor, RMSE / MAE / R², against TF-IDF + Ridge and MiniLM + "
+            "Ridge), or bin the number into classes.")
     y, note = one_label_per_name(pd.Series(y))
     if note:  # "pos" and "pos ": one class, said
         warnings.warn(note.replace("were read as one", "are taken as one"), UserWarning, stacklevel=3)

@@ -42,6 +42,8 @@ def save_pretrained(est, path) -> Path:
             meta["threshold"] = est.threshold_
     else:
         meta["y_ndim"] = est._y_ndim
+        meta["target_mean"] = np.asarray(est.target_mean_).tolist()
+        meta["target_scale"] = np.asarray(est.target_scale_).tolist()
     (path / _META).write_text(json.dumps(meta, indent=2, default=_json_default))
     return path
 
@@ -88,6 +90,9 @@ def load_pretrained(cls, path, device: str = "auto"):
             est.threshold_ = float(meta["threshold"])
     else:
         est._y_ndim = int(meta["y_ndim"])
+        if "target_mean" in meta:
+            est.target_mean_ = np.asarray(meta["target_mean"], dtype=np.float32)
+            est.target_scale_ = np.asarray(meta["target_scale"], dtype=np.float32)
     return est
 
 

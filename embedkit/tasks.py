@@ -1,0 +1,300 @@
+"""What a target asks for: a class per row, a number, or a set of labels; the kind read from the
+values (or named), checked before any work, and the steps and metrics each kind takes.
+
+One mechanism serves every head: a classifier step becomes its regressor counterpart
+(`for_task`): an embedkit head ``XClassifier`` its ``XRegressor`` with the same parameters, the
+`LogisticRegressionHead` (C by inner cross-validation) scikit-learn's `RidgeCV` (alpha by
+efficient leave-one-out), a plain ``LogisticRegression`` a plain ``Ridge`` and the majority class
+the mean. A step with no counterpart (an ensemble of classifiers, SetFit) is None, and the caller
+leaves its pair out and says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._suggest import did_you_mean
+
+__all__ = ["DEFAULT_METRICS", "MULTILABEL_METRICS", "REGRESSION_METRICS", "TASKS", "for_task",
+           "infer_task", "numeric_target", "scorers", "split_label_sets"]
+
+#: the kinds of target: one class per row, a number per row, a set of labels per row
+TASKS = ("classification", "regression", "multilabel")
+#: the metrics of a report unless ``metrics=`` says otherwise; the first one ranks the rows
+DEFAULT_METRICS = ("accuracy", "f1_macro")
+#: the default metrics on a multi-label dataset (a list of labels per row): scikit-learn's
+#: micro-, macro- and per-document F1 (accuracy there would be exact-set accuracy)
+MULTILABEL_METRICS = ("f1_micro", "f1_macro", "f1_samples")
+
+#: scorer names that score one positive class of a two-class target: their function, the
+#: prediction method they read and whether greater is better (see `scorers`)
+POSITIVE_CLASS_METRICS = {
+    "f1": ("f1_score", "predict", True),
+    "precision": ("precision_score", "predict", True),
+    "recall": ("recall_score", "predict", True),
+    "jaccard": ("jaccard_score", "predict", True),
+    "average_precision": ("average_precision_score", ("decision_function", "predict_proba"), True),
+    "neg_brier_score": ("brier_score_loss", "predict_proba", False),
+}
+#: two-class-only scorers without a positive class to choose, and their multi-class forms
+_TWO_CLASS_ONLY = {"roc_auc": "roc_auc_ovr"}
+#: the metrics of a numeric target (the first ranks): scikit-learn's scorer names, negated
+#: where smaller is better (reports show RMSE and MAE as positive numbers)
+REGRESSION_METRICS = ("neg_root_mean_squared_error", "neg_mean_absolute_error", "r2")
+#: integer targets with at most this many distinct values are read as classes (a star rating);
+#: more, or any fraction, as numbers. ``task=`` overrides the reading.
+MAX_INTEGER_CLASSES = 10
+#: the separator of a label set written in one cell (``"drama|comedy"``)
+LABEL_SEPARATOR = "|"
+
+
+def _rows(positions, values=None) -> str:
+    shown = ", ".join(f"{int(i)}" + (f" ({values[k]!r})" if values is not None else "")
+                      for k, i in enumerate(positions[:5]))
+    more = f" and {len(positions) - 5} more" if len(positions) > 5 else ""
+    return f"rows {shown}{more}"
+
+
+def numeric_target(values, column: str = "label") -> np.ndarray | None:
+    """The values as float64 where every one reads as a number (ints, floats, numeric strings),
+    else None. Missing values are an error naming the rows.
+
+    Examples
+    --------
+    >>> numeric_target(["1.5", "2", "-3"]).tolist(), numeric_target(["1", "good"])
+    ([1.5, 2.0, -3.0], None)
+    """
+    series = pd.Series(np.asarray(values, dtype=object))
+    if series.map(lambda v: isinstance(v, (list, tuple, set, np.ndarray))).any():
+        return None
+    number = pd.to_numeric(series, errors="coerce")
+    missing = series.isna() | series.map(lambda v: isinstance(v, str) and not v.strip())
+    if missing.any():
+        raise ValueError(f"the target column {column!r} is empty on "
+                         f"{_rows(np.flatnonzero(missing.to_numpy()))} (counted from 0); drop "
+                         "those rows or fill them in.")
+    if number.isna().any():
+        return None
+    out = number.to_numpy(dtype=np.float64)
+    if not np.isfinite(out).all():
+        raise ValueError(f"the target column {column!r} holds infinity on "
+                         f"{_rows(np.flatnonzero(~np.isfinite(out)))}; drop those rows.")
+    return out
+
+
+def split_label_sets(values, column: str = "label") -> list[list]:
+    """A label set per row: a list as it is, a cell ``"a|b"`` split on ``|`` (spaces around each
+    label stripped, empty parts dropped). A column without one label on any row is an error.
+
+    Examples
+    --------
+    >>> split_label_sets(["drama|comedy", ["action"], "drama"])
+    [['drama', 'comedy'], ['action'], ['drama']]
+    """
+    out = []
+    for v in values:
+        if isinstance(v, (list, tuple, set, np.ndarray)):
+            out.append([x for x in v if not (isinstance(x, str) and not x.strip())])
+        elif v is None or (isinstance(v, float) and np.isnan(v)):
+            out.append([])
+        else:
+            out.append([p.strip() for p in str(v).split(LABEL_SEPARATOR) if p.strip()])
+    if not any(out):
+        raise ValueError(f"the label-set column {column!r} is empty on every row: nothing to "
+                         f"learn. Write each row's labels as a list or as one cell separated by "
+                         f"'{LABEL_SEPARATOR}' (drama|comedy).")
+    return out
+
+
+def _looks_like_sets(series: pd.Series) -> bool:
+    if series.map(lambda v: isinstance(v, (list, tuple, set, np.ndarray))).any():
+        return True
+    text = series[series.map(lambda v: isinstance(v, str))]
+    if text.empty or not text.str.contains(LABEL_SEPARATOR, regex=False).any():
+        return False
+    parts = {p.strip() for cell in text for p in cell.split(LABEL_SEPARATOR)}
+    return len(parts) <= text.nunique()  # labels recombine: a vocabulary of labels, not free text
+
+
+def infer_task(labels, task: str | None = None, column: str = "label") -> str:
+    """The kind of target ``labels`` is (one of `TASKS`), read from the values or checked against
+    ``task`` where it is named.
+
+    Read as ``"multilabel"``: a list per row, or cells joined by ``|`` whose labels recombine
+    (fewer distinct labels than distinct cells); ``"regression"``: numbers with a fraction, or
+    integers with more than `MAX_INTEGER_CLASSES` values; else ``"classification"`` (a star
+    rating of 1-5 is five classes: name ``task="regression"`` to predict it as a number).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``task``; a target with one value on every row; ``task="regression"`` on
+        values that are not numbers (the rows named); empty target cells.
+
+    Examples
+    --------
+    >>> infer_task([0.5, -1.25, 3.0]), infer_task([1, 2, 5, 4]), infer_task(["a|b", "b", "a"])
+    ('regression', 'classification', 'multilabel')
+    """
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task={task!r} is not a kind of target; use one of {', '.join(TASKS)} "
+                         "(--task), or leave it out to read it from the values.")
+    series = pd.Series(np.asarray(labels, dtype=object) if not isinstance(labels, pd.Series)
+                       else labels.to_numpy(dtype=object))
+    if task == "multilabel" or (task is None and _looks_like_sets(series)):
+        split_label_sets(series, column)
+        return "multilabel"
+    number = numeric_target(series, column)
+    if task == "regression":
+        if number is None:
+            text = pd.to_numeric(series, errors="coerce").isna().to_numpy()
+            bad = np.flatnonzero(text)
+            raise ValueError(f"--task regression needs numbers in {column!r}, but "
+                             f"{_rows(bad, series.to_numpy()[bad])} (counted from 0) hold text; "
+                             "fix those cells, or drop --task to predict classes.")
+        values = number
+    else:
+        values = series.to_numpy()
+    distinct = pd.unique(values)
+    if len(distinct) < 2:
+        raise ValueError(f"the target column {column!r} has one value ({distinct[0]!r}) on every "
+                         "row: there is nothing to learn. Name the column that varies "
+                         "(--label-column).")
+    if task is not None:
+        return task
+    if number is not None and (np.any(number != np.round(number))
+                               or len(distinct) > MAX_INTEGER_CLASSES):
+        return "regression"
+    return "classification"
+
+
+def _regressor_of(step):
+    """The regression counterpart of one classifier step, or None (see the module's docstring)."""
+    from sklearn.base import is_classifier
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+    from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, Ridge, RidgeCV
+
+    import embedkit
+
+    if not is_classifier(step):
+        return step
+    name = type(step).__name__
+    if isinstance(step, DummyClassifier):
+        return DummyRegressor(strategy="mean")
+    if isinstance(step, LogisticRegressionCV) or name == "LogisticRegressionHead":
+        return RidgeCV(alphas=np.logspace(-3, 3, 13))
+    if isinstance(step, LogisticRegression):
+        return Ridge()
+    ours = type(step).__module__.startswith("embedkit.") and name.endswith("Classifier")
+    counterpart = getattr(embedkit, name.replace("Classifier", "Regressor"), None) if ours else None
+    if counterpart is None:
+        return None
+    params = step.get_params(deep=False)
+    keep = counterpart().get_params(deep=False)
+    return counterpart(**{k: v for k, v in params.items() if k in keep})
+
+
+def for_task(step, task: str):
+    """``step`` (a head, or a `Pipeline` ending in one) as ``task`` needs it: itself for a class
+    or a label set, its regression counterpart for a number, None where it has none.
+
+    Examples
+    --------
+    >>> from embedkit import MLPClassifier
+    >>> for_task(MLPClassifier(epochs=3), "regression")
+    MLPRegressor(epochs=3)
+    """
+    if task != "regression" or isinstance(step, str):
+        return step
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(step, Pipeline):
+        last = _regressor_of(step.steps[-1][1])
+        if last is None:
+            return None
+        return Pipeline([*step.steps[:-1], (step.steps[-1][0], last)])
+    return _regressor_of(step)
+
+
+def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None,
+            task: str = "classification") -> tuple[dict, object]:
+    """scikit-learn scorers for ``metrics`` and the positive class they use (or None).
+
+    Any scorer name of `sklearn.metrics.get_scorer_names` is accepted. The names that score one
+    positive class of a two-class target (``f1``, ``precision``, ``recall``, ``jaccard``,
+    ``average_precision``, ``neg_brier_score``) take ``pos_label``; by default it is the
+    **minority class** of ``y`` (spam in ham/spam: the class a user usually cares about), ties
+    going to the greater label as in scikit-learn (``classes_[1]``). ``roc_auc`` needs no
+    positive class (it is symmetric). On more than two classes these names are refused with the
+    averaged forms to use instead (``f1_macro``, ``roc_auc_ovr``, ...).
+
+    Returns
+    -------
+    (dict of name -> scorer, positive class or None)
+
+    Examples
+    --------
+    >>> found, positive = scorers(["f1", "accuracy"], ["ham"] * 8 + ["spam"] * 2)
+    >>> sorted(found), positive
+    (['accuracy', 'f1'], 'spam')
+    """
+    from sklearn import metrics as skm
+
+    metrics = list(metrics or DEFAULT_METRICS)
+    names = skm.get_scorer_names()
+    for name in metrics:
+        if name not in names:
+            raise ValueError(f"unknown metric {name!r}.{did_you_mean(name, names)} Use a "
+                             "scikit-learn scorer name, e.g. --metric accuracy --metric f1_macro "
+                             "(all of them: sklearn.metrics.get_scorer_names()).")
+    if len(set(metrics)) != len(metrics):
+        raise ValueError(f"--metric lists {metrics}; name each metric once.")
+    numbers = {m for m in metrics if skm.get_scorer(m)._score_func.__module__.endswith("_regression")}
+    if y is not None and (task == "regression") != (len(numbers) == len(metrics)):
+        m = next(m for m in metrics if (m in numbers) != (task == "regression"))
+        fits = (", ".join(REGRESSION_METRICS) if task == "regression"
+                else "accuracy, f1_macro, ...")
+        raise ValueError(f"--metric {m} scores {'numbers' if m in numbers else 'classes'}; this "
+                         f"target holds {'numbers' if task == 'regression' else 'classes'}. Use "
+                         f"{fits} (or --task to read the target as the other kind).")
+    if task == "regression":
+        return {m: skm.get_scorer(m) for m in metrics}, None
+    two_class = [m for m in metrics if m in POSITIVE_CLASS_METRICS or m in _TWO_CLASS_ONLY]
+    if y is not None and np.ndim(y) == 2:  # a multi-label indicator matrix (`_multilabel_target`)
+        one_class = [m for m in two_class if m in POSITIVE_CLASS_METRICS]
+        if one_class:
+            m = one_class[0]
+            raise ValueError(f"--metric {m} scores one positive class; this dataset is multi-label. "
+                             f"Use {m}_micro, {m}_macro or {m}_samples.")
+        return {m: skm.get_scorer(m) for m in metrics}, None
+    labels = pd.Series(np.asarray(y)) if y is not None else None
+    classes = sorted(labels.unique()) if labels is not None else []
+    if two_class and len(classes) > 2:
+        m = two_class[0]
+        instead = _TWO_CLASS_ONLY.get(m) or f"{m}_macro, {m}_weighted or {m}_micro"
+        raise ValueError(f"--metric {m} scores one positive class of a two-class target; this "
+                         f"dataset has {len(classes)} classes. Use {instead}.")
+    positive = None
+    if any(m in POSITIVE_CLASS_METRICS for m in metrics) and classes:
+        if pos_label is None:
+            counts = labels.value_counts()
+            rarest = counts[counts == counts.min()].index
+            positive = max(rarest)
+        else:
+            match = [c for c in classes if c == pos_label or str(c) == str(pos_label)]
+            if not match:
+                raise ValueError(f"--pos-label {pos_label!r} is not a class of this dataset; "
+                                 f"its classes are {classes}."
+                                 f"{did_you_mean(pos_label, map(str, classes))}")
+            positive = match[0]
+        positive = positive.item() if hasattr(positive, "item") else positive
+    out = {}
+    for m in metrics:
+        if m in POSITIVE_CLASS_METRICS and positive is not None:
+            func, method, greater = POSITIVE_CLASS_METRICS[m]
+            out[m] = skm.make_scorer(getattr(skm, func), response_method=method,
+                                     greater_is_better=greater, pos_label=positive)
+        else:
+            out[m] = skm.get_scorer(m)
+    return out, positive

@@ -1,0 +1,135 @@
+"""Targets of every kind (issue 48): the kind read from the values or named, checked before any
+work; heads as their regressors; `compare` on a number, from the API and the command line."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.dummy import DummyRegressor
+from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
+from typer.testing import CliRunner
+
+from embedkit import MLPClassifier, MLPRegressor, load, save
+from embedkit.cli import app
+from embedkit.compare import run_compare
+from embedkit.datasets import load_dataset
+from embedkit.heads.linear import LogisticRegressionHead
+from embedkit.tasks import for_task, infer_task, numeric_target, split_label_sets
+
+
+@pytest.mark.parametrize("labels, kind", [
+    ([0.5, -1.25, 3.0, 0.5], "regression"),           # fractions: a number
+    (["0.5", "-1.25", "3"], "regression"),              # numbers written as text
+    (list(range(30)), "regression"),                    # many integer values
+    ([1, 2, 5, 4, 1], "classification"),                # a star rating: five classes
+    (["pos", "neg", "pos"], "classification"),
+    (["drama|comedy", "drama", "comedy|action"], "multilabel"),
+    ([["drama", "comedy"], ["drama"]], "multilabel"),
+    (["a|b", "c|d", "e|f"], "classification"),          # '|' in free text: no recombined labels
+])
+def test_the_kind_of_target_is_read_from_its_values(labels, kind):
+    assert infer_task(labels) == kind
+
+
+def test_a_named_kind_overrides_the_reading_and_is_checked():
+    assert infer_task([1, 2, 5, 4, 1], "regression") == "regression"
+    assert infer_task(["a|b", "c|d"], "multilabel") == "multilabel"
+    with pytest.raises(ValueError, match=r"needs numbers in 'stars', but rows 1 \('five'\), 3 \('n/a'\)"):
+        infer_task([1, "five", 2, "n/a"], "regression", column="stars")
+    with pytest.raises(ValueError, match="task='numbers' is not a kind of target"):
+        infer_task([1, 2], "numbers")
+
+
+@pytest.mark.parametrize("labels, task, match", [
+    ([3.5] * 4, None, r"one value \(3.5\) on every row"),
+    (["x"] * 3, None, r"one value \('x'\) on every row"),
+    (["|", "", " | "], "multilabel", "empty on every row"),
+    ([1.5, None, 2.0, float("nan")], None, r"empty on rows 1, 3"),
+])
+def test_a_target_with_nothing_to_learn_is_refused_naming_what(labels, task, match):
+    with pytest.raises(ValueError, match=match):
+        infer_task(labels, task)
+
+
+def test_label_sets_and_numbers_are_read_as_written():
+    assert split_label_sets([" drama | comedy ", ["action"], None]) == [["drama", "comedy"], ["action"], []]
+    np.testing.assert_array_equal(numeric_target(["1e3", 2, "-0.5"]), [1000.0, 2.0, -0.5])
+    assert numeric_target(["1", "two"]) is None
+
+
+def test_every_head_becomes_its_regressor_with_its_parameters():
+    mlp = for_task(MLPClassifier(hidden_layer_sizes=(32,), epochs=3, lr=1e-2), "regression")
+    assert isinstance(mlp, MLPRegressor)
+    assert (mlp.hidden_layer_sizes, mlp.epochs, mlp.lr) == ((32,), 3, 1e-2)
+    assert isinstance(for_task(LogisticRegressionHead(), "regression"), RidgeCV)
+    assert type(for_task(LogisticRegression(), "regression")) is Ridge
+    from sklearn.dummy import DummyClassifier
+
+    assert isinstance(for_task(DummyClassifier(), "regression"), DummyRegressor)
+    from embedkit.registry import HEADS
+
+    assert for_task(HEADS["stack"].factory(), "regression") is None  # an ensemble of classifiers
+    clf = MLPClassifier()
+    assert for_task(clf, "classification") is clf and for_task(clf, "multilabel") is clf
+
+
+def test_a_neural_regressor_learns_a_target_on_any_scale_and_keeps_it_saved(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 8)).astype(np.float32)
+    y = X[:, 0] * 2.0 - X[:, 1]
+    small = MLPRegressor(epochs=40, lr=1e-2, random_state=0).fit(X, y)
+    big = MLPRegressor(epochs=40, lr=1e-2, random_state=0).fit(X, y * 5000 + 20000)
+    # trained on standardised targets: the same fit, on the target's own scale
+    np.testing.assert_allclose(big.predict(X), small.predict(X) * 5000 + 20000, rtol=1e-3, atol=1.0)
+    assert big.score(X, y * 5000 + 20000) > 0.9
+    save(big, tmp_path / "reg")
+    np.testing.assert_allclose(load(tmp_path / "reg").predict(X), big.predict(X))
+
+
+@pytest.fixture(scope="module")
+def scores_slice():
+    return load_dataset("nyt-editorial-scores").sample(400, random_state=0).reset_index(drop=True)
+
+
+def test_compare_on_a_number_scores_regressors_against_the_regression_baselines(scores_slice, tmp_path):
+    results = run_compare(scores_slice, ["tfidf"], ["logreg", "mlp"], folds=3, output=tmp_path,
+                          progress=False, n_jobs=1, dataset_name="nyt-scores")
+    assert results.attrs["task"] == "regression" and results.attrs["protocol"] == "3-fold CV"
+    assert results.attrs["metrics"] == ["neg_root_mean_squared_error", "neg_mean_absolute_error", "r2"]
+    rows = {(r.representation, r.head): r for r in results.itertuples()}
+    assert set(rows) == {("tfidf", "logreg"), ("tfidf", "mlp"), ("baseline", "mean-value"),
+                         ("baseline-tfidf", "plain-ridge"), ("baseline-minilm", "plain-ridge")}
+    mean = rows["baseline", "mean-value"]
+    assert abs(mean.r2_mean) < 0.05  # the mean predictor explains nothing
+    minilm = rows["baseline-minilm", "plain-ridge"]
+    rmse = "neg_root_mean_squared_error_mean"
+    assert minilm.r2_mean > 0.15 and getattr(minilm, rmse) > getattr(mean, rmse)
+    # ranked by the first metric: the smallest RMSE first
+    assert results["neg_root_mean_squared_error_mean"].is_monotonic_decreasing
+    assert (tmp_path / "results.md").read_text().count("negative RMSE") >= 1
+
+
+def test_the_command_line_compares_a_number_and_refuses_a_class_metric(scores_slice, tmp_path):
+    path = tmp_path / "scores.csv"
+    scores_slice.rename(columns={"label": "score"}).to_csv(path, index=False)
+    runner = CliRunner()
+    common = ["compare", "-f", str(path), "--label-column", "score", "-r", "tfidf", "-H", "logreg",
+              "--no-baselines", "--folds", "2", "-j", "1", "--no-progress"]
+    done = runner.invoke(app, [*common, "-o", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert "2-fold CV, regression" in done.output and "negative RMSE" in done.output
+    refused = runner.invoke(app, [*common, "-o", str(tmp_path / "out2"), "--metric", "accuracy"])
+    assert refused.exit_code == 2 and "--metric accuracy scores classes; this target holds numbers" \
+        in refused.output and "Traceback" not in refused.output
+    stars = tmp_path / "stars.csv"
+    pd.DataFrame({"text": ["good", "bad", "fine"] * 4, "label": [5, 1, 3] * 4}).to_csv(stars, index=False)
+    as_number = runner.invoke(app, ["compare", "-f", str(stars), "--task", "regression", "-r", "tfidf",
+                                    "-H", "logreg", "--no-baselines", "--folds", "2", "-j", "1",
+                                    "--no-progress", "-o", str(tmp_path / "out3")])
+    assert as_number.exit_code == 0 and "regression" in as_number.output, as_number.output
+
+
+def test_tune_refuses_a_number_with_the_command_that_takes_it():
+    from embedkit import Tuner
+
+    with pytest.raises(ValueError, match="a regression target.*compare --task regression"):
+        Tuner(budget="1m").fit(["a b", "c d", "e f", "g h"] * 5, np.linspace(0, 1, 20))
