@@ -78,11 +78,24 @@ def deadline(seconds: float):
         yield
         return
     fired = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_interrupt(signum, frame):
+        # the timer's interrupt stops the block; any other SIGINT goes where it went before (a
+        # process started in the background ignores SIGINT, and Python then ignores
+        # `interrupt_main` too: the block would never be stopped without this handler)
+        if fired.is_set():
+            raise KeyboardInterrupt
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
 
     def fire():
         fired.set()
         _thread.interrupt_main()
 
+    signal.signal(signal.SIGINT, on_interrupt)
     timer = threading.Timer(max(seconds, 0.1), fire)
     timer.daemon = True
     timer.start()
@@ -94,11 +107,13 @@ def deadline(seconds: float):
         raise
     finally:
         timer.cancel()
-    if fired.is_set():  # it fired as the block ended: the interrupt may still be on its way
         try:
-            time.sleep(0.05)
+            if fired.is_set():  # it fired as the block ended: the interrupt may be on its way
+                time.sleep(0.05)
         except KeyboardInterrupt:
             pass
+        finally:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 def fit_or_stop(net, X, y=None) -> None:

@@ -746,6 +746,30 @@ def test_a_deadline_stops_a_block_and_leaves_a_ctrl_c_a_ctrl_c():
         signal.signal(signal.SIGINT, previous)
 
 
+def test_a_deadline_holds_in_a_process_started_in_the_background():
+    """A command started with `&` from a script (or under nohup, cron, CI) ignores SIGINT, and
+    Python then ignores `interrupt_main` too: the deadline stopped nothing there, and a 10-minute
+    tune ran 916 s. Its own handler stops the block all the same, and leaves SIGINT ignored."""
+    import subprocess
+    import sys
+
+    code = ("import signal, time\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "from embedkit._stopping import DeadlineReached, deadline\n"
+            "began = time.monotonic()\n"
+            "try:\n"
+            "    with deadline(0.3):\n"
+            "        while time.monotonic() - began < 20: sum(range(1000))\n"
+            "    print('ran on')\n"
+            "except DeadlineReached:\n"
+            "    print('stopped', round(time.monotonic() - began, 1))\n"
+            "print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    lines = out.stdout.split()
+    assert lines[0] == "stopped" and float(lines[1]) < 5, out.stdout + out.stderr
+    assert lines[2] == "True"
+
+
 def _slow(search):
     """An MLP on TF-IDF whose fit takes far longer than its pair's state says (a fit whose
     estimate was wrong: a machine that slowed down), fitted once in a second for its model."""
