@@ -17,7 +17,7 @@ _EXPORTS = {
     "Tokenizer": "embedkit.documents",
     "validate_documents": "embedkit.documents",
     "load_dataset": "embedkit.datasets",
-    "load_texts": "embedkit.io",
+    **dict.fromkeys(["load_texts", "load_table"], "embedkit.io"),
     "list_datasets": "embedkit.datasets",
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "Doc2VecEmbedder": "embedkit.representations.doc2vec",
@@ -51,6 +51,7 @@ _EXPORTS = {
     "SetFitClassifier": "embedkit.heads.setfit",
     "LogisticRegressionHead": "embedkit.heads.linear",
     **dict.fromkeys(["tune", "Tuner"], "embedkit.tuning"),
+    **dict.fromkeys(["TableEmbedder", "ColumnRoles", "infer_columns"], "embedkit.tables"),
 }
 
 __all__ = sorted(_EXPORTS)

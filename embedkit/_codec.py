@@ -116,6 +116,9 @@ class Writer:
             return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
         if isinstance(obj, tuple) and type(obj) is tuple:
             return {"tuple": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
+        if type(obj) is slice:  # e.g. a ColumnTransformer's output_indices_
+            return {"slice": [self.encode(v, f"{where}.slice") for v in
+                              (obj.start, obj.stop, obj.step)]}
         if isinstance(obj, (set, frozenset)):
             values = sorted(obj, key=repr)
             return {"set": [self.encode(v, f"{where}{{}}") for v in values],
@@ -243,6 +246,11 @@ class Reader:
             return dtype.type(complex(*value) if dtype.kind == "c" else value)
         if "tuple" in node:
             return tuple(self.decode(v) for v in node["tuple"])
+        if "slice" in node:
+            bounds = [self.decode(v) for v in node["slice"]]
+            if len(bounds) != 3 or not all(b is None or type(b) is int for b in bounds):
+                raise ValueError(f"{self.root}: malformed slice {node['slice']!r}.")
+            return slice(*bounds)
         if "set" in node:
             values = [self.decode(v) for v in node["set"]]
             return frozenset(values) if node.get("frozen") else set(values)

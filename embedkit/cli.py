@@ -94,8 +94,13 @@ def compare(
     file: Path | None = typer.Option(None, "--file", "-f",
                                      help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; "
                                           "overrides --dataset."),
-    text_column: str = typer.Option("text", help="Text column of --file."),
+    text_column: list[str] | None = typer.Option(
+        None, help="Text column of --file (default: text); repeat for a table with several."),
     label_column: str = typer.Option("label", help="Label column of --file."),
+    column: list[str] | None = typer.Option(
+        None, "--column",
+        help="Another column of --file to learn from, categorical or numeric (read from its "
+             "values); repeatable; '*' is every other column."),
     representations: list[str] | None = typer.Option(
         None, "--representation", "-r",
         help="Representation name; repeat for several. Default: the standard set."),
@@ -152,9 +157,13 @@ def compare(
         raise typer.Exit()
     try:
         if file is not None:
-            from .io import load_texts
+            from .io import load_table, load_texts
 
-            data, name = load_texts(file, text_column, label_column), file.stem
+            texts = text_column or ["text"]
+            table = bool(column) or len(texts) > 1
+            data = (load_table(file, texts, label_column, column) if table
+                    else load_texts(file, texts[0], label_column))
+            name = file.stem
             _notes(data)
         else:
             data, name = dataset, dataset
@@ -172,12 +181,15 @@ def compare(
                                          experiment=experiment, holdout=holdout, params=param or (),
                                          metrics=metric or None,
                                          pos_label=pos_label, baselines=baselines,
-                                         progress=progress, task=task)
+                                         progress=progress, task=task,
+                                         text_columns=texts if file is not None and table else None)
     except (ValueError, FileNotFoundError) as err:
         raise _fail(err, ctx) from None
     meta = results.attrs
     typer.echo(f"\n{meta['dataset']}: {meta['n_docs']} documents, {meta['protocol']}, "
                f"{meta['task']}\n")
+    if meta.get("columns"):
+        typer.echo(meta["columns"] + "; the baselines read the first text column")
     for note in meta.get("notes") or ():
         typer.echo(f"note: {note}")
     typer.echo(format_table(results).to_markdown(index=False))

@@ -132,6 +132,44 @@ def _as_regression(rows_wanted, heads: dict):
     return rows, {n: h for n, h in converted.items() if h is not None}, notes
 
 
+def _table_roles(df: pd.DataFrame, text_columns):
+    """The roles of a table's columns (`embedkit.tables.infer_columns`), or None for a frame of
+    one ``text`` column."""
+    features = [c for c in df.columns if c not in ("label", "split")]
+    if features == ["text"] and text_columns in (None, ["text"], ("text",)):
+        return None
+    from .tables import infer_columns
+
+    return infer_columns(df[features], text=text_columns or df.attrs.get("text_columns"))
+
+
+def _on_table(step, roles):
+    """``step`` (a representation, or "passthrough" before a head that reads text) reading the
+    table: pooled vectors through `embedkit.TableEmbedder`; a form that a matrix cannot hold
+    (sequences, token ids, raw text) from the table joined into one text per row."""
+    from sklearn.pipeline import Pipeline
+
+    from .tables import TableEmbedder
+
+    named = {"text_columns": list(roles.text), "categorical": list(roles.categorical),
+             "numeric": list(roles.numeric)}
+    if output_form(step) == "pooled":
+        return TableEmbedder(step, **named)
+    joined = TableEmbedder("passthrough", join_text=True, **named)
+    return joined if isinstance(step, str) else Pipeline([("table", joined), ("text", step)])
+
+
+def _text_only(step, column):
+    """``step`` reading one column of the table (a baseline's text)."""
+    from sklearn.compose import ColumnTransformer
+
+    return step if isinstance(step, str) else ColumnTransformer([("text", step, column)])
+
+
+def _take(X, rows):
+    return X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]
+
+
 def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = None,
             task: str = "classification"):
     if task != "classification" and not ("split" in df and set(df["split"]) >= {"train", "test"}):
@@ -142,7 +180,7 @@ def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = Non
                                            random_state=seed)
             return [(np.sort(train), np.sort(test))], f"{holdout:.0%} holdout"
         cv = KFold(n_splits=folds, shuffle=True, random_state=seed)
-        return list(cv.split(df["text"])), f"{folds}-fold CV"
+        return list(cv.split(np.zeros(len(df)))), f"{folds}-fold CV"
     if "split" in df and set(df["split"]) >= {"train", "test"}:
         train = np.flatnonzero(df["split"].to_numpy() == "train")
         test = np.flatnonzero(df["split"].to_numpy() == "test")
@@ -158,7 +196,7 @@ def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = Non
     from sklearn.model_selection import StratifiedKFold
 
     cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    return list(cv.split(df["text"], df["label"])), f"{folds}-fold stratified CV"
+    return list(cv.split(np.zeros(len(df)), df["label"])), f"{folds}-fold stratified CV"
 
 
 def _signature(step) -> str:
@@ -209,7 +247,8 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                 quick: bool = False, progress: bool = True, dataset_name: str | None = None,
                 n_jobs: int | None = None, experiment: str | None = None,
                 holdout: float | None = None, params=(), metrics=None,
-                pos_label=None, baselines: bool = True, task: str | None = None):
+                pos_label=None, baselines: bool = True, task: str | None = None,
+                text_columns=None):
     """Score every compatible (representation, head) pair and the baselines; write the report.
 
     Each representation is fitted once per fold and its features feed every head paired with
@@ -256,6 +295,14 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         Add the rows of `embedkit.experiments.BASELINES` (majority class, plain TF-IDF + LR,
         plain MiniLM + LR), marked ``kind="baseline"``; on a numeric target the mean, plain
         TF-IDF + Ridge and plain MiniLM + Ridge.
+    text_columns : list of str, optional
+        For a table (a DataFrame with feature columns beside ``label`` and ``split``, such as
+        `embedkit.io.load_table` reads): the columns that hold text; the others' kinds are read
+        from the values (`embedkit.tables.infer_columns`). Every representation then reads the
+        whole table (`embedkit.TableEmbedder`: each text column through it, the categorical ones
+        one-hot, the numeric ones scaled; a representation of sequences or a head that reads raw
+        text gets the columns joined into one text), and the baselines read the first text
+        column only, as five lines would.
     task : {"classification", "regression", "multilabel"}, optional
         What ``label`` holds; read from its values by default (`embedkit.tasks.infer_task`). On
         a number every head runs as its regressor (`embedkit.tasks.for_task`; a head without one
@@ -286,8 +333,16 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     task = infer_task(df["label"], task)
     if task == "multilabel" and not is_multilabel(df["label"]):
         df = df.assign(label=split_label_sets(df["label"]))
-    X, y = df["text"].to_numpy(dtype=object), df["label"].to_numpy()
+    y = df["label"].to_numpy()
     built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
+    table = _table_roles(df, text_columns)
+    if table is None:
+        X = df["text"].to_numpy(dtype=object)
+    else:  # every representation reads the table; the baselines its first text column, as five lines do
+        X = df[list(table.columns)]
+        base = {r for kind, r, _ in rows_wanted if kind == "baseline"}
+        built_reps = {name: _text_only(step, table.text[0]) if name in base else _on_table(step, table)
+                      for name, step in built_reps.items()}
     built_heads = {name: hds[name].factory() for name in dict.fromkeys(h for _, _, h in rows_wanted)}
     notes = []
     if task == "regression":
@@ -336,7 +391,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     def arguments(t):
         _, i, step, hs = t
         train, test = splits[i]
-        return (step, {h: built_heads[h] for h in hs}, X[train], y[train], X[test], y[test],
+        return (step, {h: built_heads[h] for h in hs}, _take(X, train), y[train], _take(X, test), y[test],
                 scoring, plan)
 
     _run_tasks(tasks, jobs, plan, arguments, record, progress)
@@ -366,6 +421,9 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                          pos_label=positive, n_jobs=jobs if jobs > 0 else "dask",
                          threads_per_job=plan.threads if plan is not None else None,
                          peak_process_mb=largest_process_mb())
+    if table is not None:
+        results.attrs["columns"] = table.describe()
+        df = pd.DataFrame({"text": df[table.text[0]], "label": df["label"]})  # the report's summary
     write_report(results, out, dataset=df, representations=built_reps, heads=built_heads)
     return results
 

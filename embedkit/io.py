@@ -36,7 +36,7 @@ import pandas as pd
 
 from ._writing import WriteError, atomic_path, temporary_name
 
-__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_texts",
+__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_table", "load_texts",
            "one_label_per_name", "read_chunks", "read_folder", "read_table", "temporary_name"]
 
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
@@ -436,6 +436,68 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
         out.attrs["notes"] = [note] if note else []
     if "split" in df.columns:
         out["split"] = df["split"].to_numpy()
+    return out
+
+
+def _header(path: Path, encoding: str) -> list[str]:
+    """The column names of a CSV/TSV/JSONL/parquet file, read without its rows."""
+    kind = file_format(path)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.ParquetFile(path).schema_arrow.names)
+    if kind == "jsonl":
+        return list(pd.read_json(path, lines=True, nrows=1, encoding=encoding).columns)
+    return list(pd.read_csv(path, sep="\t" if kind == "tsv" else ",", nrows=0,
+                            encoding=_reading_encoding(encoding)).columns)
+
+
+def load_table(path, text_columns: Sequence[str], label_column: str | None = "label",
+               columns: Sequence[str] = (), encoding: str = "utf-8") -> pd.DataFrame:
+    """Load a table: text columns (at least one) beside categorical and numeric ones, and the
+    labels, read as `load_texts` reads one text column, every column named checked first.
+    ``columns`` are the other columns to learn from, ``["*"]`` every other column of the file.
+
+    Returns the feature columns under their own names (the text ones first), then ``label`` (and
+    ``split`` where the file has one).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "reviews.csv")
+    >>> pd.DataFrame({"title": ["Soft", "Torn"], "body": ["lovely", "the seams split"],
+    ...               "age": [34, 51], "stars": [5, 1]}).to_csv(path, index=False)
+    >>> load_table(path, ["title", "body"], "stars", ["*"]).columns.tolist()
+    ['title', 'body', 'age', 'label']
+    """
+    path = Path(path)
+    if not path.exists() or path.is_dir():
+        raise FileNotFoundError(f"{path} is not a file; a table is a CSV, TSV, parquet or JSONL "
+                                "file with a column per field.")
+    text_columns = list(dict.fromkeys(text_columns))
+    others = [c for c in columns if c != "*"]  # each one named is checked, "*" or not
+    if "*" in columns:
+        taken = {*text_columns, label_column, "split"}
+        others += [c for c in _header(path, encoding) if c not in taken]
+    features = text_columns + [c for c in dict.fromkeys(others) if c not in text_columns]
+    clash = [c for c in features if c in ("label", "split") or c == label_column]
+    if clash:
+        raise ValueError(f"column {clash[0]!r} is named as a feature, but it is "
+                         + ("the label column" if clash[0] == label_column else
+                            f"a name the reader keeps for the {clash[0]}s")
+                         + "; name each column once (rename it in the file if it must be both).")
+    wanted = features + ([label_column] if label_column else [])
+    df = read_table(path, wanted, optional=["split"], encoding=encoding)
+    if df.empty:
+        raise ValueError(f"{path} has no rows; pass the file that holds your table.")
+    _check_usable(df[text_columns[0]], path, text_columns[0])
+    out = df[features].reset_index(drop=True)
+    if label_column:
+        out["label"], note = one_label_per_name(df[label_column])
+        out.attrs["notes"] = [note] if note else []
+    if "split" in df.columns:
+        out["split"] = df["split"].to_numpy()
+    out.attrs["text_columns"] = text_columns
     return out
 
 

@@ -72,14 +72,17 @@ TRUSTED_TYPES = frozenset({
     *_public_classes(), *RENAMED,
     # embedkit parts that are not exported but live inside fitted steps
     "embedkit.cache.MemoryCache", "embedkit.cache.DiskCache",
-    # scikit-learn: composition, text, scaling, reduction, linear models, ensembles
+    # scikit-learn: composition, text, encoding and scaling, reduction, linear models, ensembles
     f"{_SK}.pipeline.Pipeline", f"{_SK}.pipeline.FeatureUnion",
     f"{_SK}.compose.ColumnTransformer", f"{_SK}.utils.Bunch",
     *(f"{_SK}.feature_extraction.text.{n}" for n in (
         "CountVectorizer", "TfidfVectorizer", "TfidfTransformer", "HashingVectorizer")),
     *(f"{_SK}.preprocessing.{n}" for n in (
         "StandardScaler", "MaxAbsScaler", "MinMaxScaler", "RobustScaler", "Normalizer",
-        "LabelEncoder", "LabelBinarizer", "MultiLabelBinarizer", "FunctionTransformer")),
+        "LabelEncoder", "LabelBinarizer", "MultiLabelBinarizer", "FunctionTransformer",
+        "OneHotEncoder")),
+    # imputation (`embedkit.TableEmbedder`'s numeric columns)
+    f"{_SK}.impute.SimpleImputer", f"{_SK}.impute.MissingIndicator",
     # multi-label wrappers (LogisticRegressionHead, EnsembleClassifier on multi-label targets)
     f"{_SK}.multiclass.OneVsRestClassifier", f"{_SK}.multioutput.MultiOutputClassifier",
     f"{_SK}.decomposition.TruncatedSVD", f"{_SK}.decomposition.PCA",

@@ -1,4 +1,4 @@
-"""The shared contract suite: every representation and every head in the package.
+"""The shared contract suite: every representation, every head and every table step in the package.
 
 Representations and heads are discovered from the packages' ``__all__``, so a new component
 is checked as soon as it is exported. Text-input representations get scikit-learn's data-free
@@ -30,12 +30,16 @@ from sklearn.utils.estimator_checks import (
 
 import embedkit.heads
 import embedkit.representations
+import embedkit.tables
 from embedkit._params import InvalidParameterError, invalid_values, validate_params
 from embedkit.base import Representation
 from embedkit.sequences import Sequences, TokenIds
 
 REPRESENTATIONS = [getattr(embedkit.representations, n) for n in embedkit.representations.__all__]
 HEADS = [getattr(embedkit.heads, n) for n in embedkit.heads.__all__]
+#: steps that read a table (a DataFrame of text, categorical and numeric columns)
+TABLES = [obj for n in embedkit.tables.__all__
+          if isinstance(obj := getattr(embedkit.tables, n), type) and hasattr(obj, "fit")]
 
 #: constructor arguments that keep a component cheap in these checks (defaults otherwise)
 FAST_PARAMS: dict[str, dict] = {
@@ -208,7 +212,7 @@ def test_representation_unavailable_output_named(cls, sentences):
 
 
 # ---------------------------------------------------------------- the parameter table
-ESTIMATORS = REPRESENTATIONS + HEADS
+ESTIMATORS = REPRESENTATIONS + HEADS + TABLES
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=[c.__name__ for c in ESTIMATORS])
@@ -240,6 +244,8 @@ def _fit_data(cls):
     docs = ["the cat sat on the mat", "the dog sat on the log"] * 3
     if cls in REPRESENTATIONS:
         return (docs,)
+    if cls in TABLES:
+        return (_table(docs),)
     y = [0, 1] * 3
     if "text" in cls._accepts:
         return docs, y
@@ -260,6 +266,27 @@ def test_a_value_past_the_edge_fails_before_any_fitting(cls, params, name, value
     # raised by the table check itself, the first thing fit does: nothing was fitted
     assert traceback.extract_tb(err.value.__traceback__)[-1].filename.endswith("_params.py")
     assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]
+
+
+def _table(docs):
+    return pd.DataFrame({"text": docs, "kind": ["a", "b", None] * (len(docs) // 3),
+                         "size": np.arange(len(docs), dtype=float)})
+
+
+@pytest.mark.parametrize("cls", TABLES, ids=[c.__name__ for c in TABLES])
+def test_table_step_data_free_checks_fit_transform_pickle(cls, sentences):
+    """A table step: scikit-learn's data-free checks, and one float32 matrix of finite values,
+    one row per row and one name per column, that a pickle and an unfitted clone keep."""
+    est = _make(cls)
+    _data_free_checks(cls, est)
+    table = _table(sentences[:30])
+    out = est.fit(table).transform(table)
+    values, _ = _as_array(out)
+    assert values.shape == (30, len(est.get_feature_names_out())) and values.dtype == np.float32
+    assert np.isfinite(values).all()
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(_as_array(again.transform(table))[0], values)
+    assert not any(k.endswith("_") and not k.startswith("_") for k in vars(clone(est)))
 
 
 # ---------------------------------------------------------------------------- heads

@@ -1,0 +1,532 @@
+"""Tables in: several text columns beside categorical and numeric ones, as one feature matrix.
+
+A real file is rarely one text column: a review export has a title, a body, the department and
+the reviewer's age. `infer_columns` gives every column a role (text, categorical or numeric), and
+`TableEmbedder` turns the table into one feature matrix with scikit-learn's
+``ColumnTransformer``: each text column through its own copy of a representation, categorical
+columns one-hot encoded, numeric ones imputed and standardised. Any head or scikit-learn
+estimator can follow it in a ``Pipeline``, and `embedkit.save` stores the whole pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from ._params import HasMethods, Interval, RealNotInt, StrOptions
+from ._suggest import did_you_mean
+from .base import CheckedKeywords, _check_finite, output_form, store_params
+
+__all__ = ["CATEGORY_FLOOR", "CATEGORY_SHARE", "CATEGORY_WORDS", "MISSING", "ColumnRoles",
+           "TableEmbedder", "infer_columns"]
+
+#: A string column is categorical when it has at most ``max(CATEGORY_FLOOR, CATEGORY_SHARE *
+#: rows)`` distinct values (rows: its non-missing values), each seen twice on average, and its
+#: median value is at most ``CATEGORY_WORDS`` words long; other string columns are text.
+CATEGORY_FLOOR = 20
+CATEGORY_SHARE = 0.05
+CATEGORY_WORDS = 3
+#: the category a missing (or blank) categorical value becomes
+MISSING = "missing"
+#: the roles, in the order a table's columns are listed and joined
+ROLES = ("text", "categorical", "numeric")
+#: a column of this name is a dataset's train/test split, never a feature
+SPLIT = "split"
+_SHOWN = 5  # rows named in an error
+
+
+@dataclass(frozen=True)
+class ColumnRoles:
+    """The role of every column a table model reads: text, categorical or numeric.
+
+    Parameters
+    ----------
+    text, categorical, numeric : tuple of str, default=()
+        The columns of each role.
+    inferred : tuple of str, default=()
+        The columns whose role was inferred from the data rather than named.
+
+    Examples
+    --------
+    >>> roles = ColumnRoles(text=("title", "review"), categorical=("department",),
+    ...                     numeric=("age",), inferred=("department", "age"))
+    >>> print(roles.describe())
+    columns: text title, review; categorical department; numeric age
+    (inferred; name them with --text-column / --column to change)
+    >>> roles.role("age"), roles.columns
+    ('numeric', ('title', 'review', 'department', 'age'))
+    """
+
+    text: tuple = ()
+    categorical: tuple = ()
+    numeric: tuple = ()
+    inferred: tuple = ()
+
+    @property
+    def columns(self) -> tuple:
+        """Every column with a role: text, then categorical, then numeric."""
+        return (*self.text, *self.categorical, *self.numeric)
+
+    def role(self, column) -> str:
+        """``"text"``, ``"categorical"`` or ``"numeric"``; a `KeyError` for a column without one."""
+        for role in ROLES:
+            if column in getattr(self, role):
+                return role
+        raise KeyError(column)
+
+    def describe(self) -> str:
+        """One line for people: each role and its columns, and whether they were inferred."""
+        parts = [f"{role} {', '.join(map(str, names))}" for role in ROLES
+                 if (names := getattr(self, role))]
+        line = "columns: " + "; ".join(parts)
+        if self.inferred:
+            line += " (inferred; name them with --text-column / --column to change)"
+        return line
+
+
+# ------------------------------------------------------------------------------------------------
+# the values of one column, as each role reads them
+# ------------------------------------------------------------------------------------------------
+def _is_number_dtype(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype)
+
+
+def _missing(s: pd.Series) -> np.ndarray:
+    """Missing values: NaN, None, NA, and (in a column of strings) blank strings."""
+    miss = s.isna().to_numpy(dtype=bool)
+    if not _is_number_dtype(s):
+        miss = miss | s.astype("string").str.strip().eq("").fillna(False).to_numpy(dtype=bool)
+    return miss
+
+
+def _listing(values, more: int = 0) -> str:
+    shown = ", ".join(f"{i} ({v!r})" for i, v in values)
+    return shown + (f" and {more} more" if more else "")
+
+
+def _numbers(s: pd.Series, column) -> np.ndarray:
+    """The column as float64: missing, blank and infinite values NaN; text is an error naming
+    the rows that hold it."""
+    if _is_number_dtype(s):
+        values = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        miss = _missing(s)
+        parsed = pd.to_numeric(s.astype("string").str.strip().where(~miss), errors="coerce")
+        values = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.flatnonzero(~miss & np.isnan(values))
+        if len(bad):
+            rows = [(int(i), s.iloc[i]) for i in bad[:_SHOWN]]
+            raise ValueError(
+                f"column {column!r} is numeric but holds text at rows {_listing(rows, len(bad) - len(rows))} "
+                f"(positions from 0). Clean those values, or name {column!r} as a categorical or "
+                "text column instead.")
+    values = np.array(values, dtype=np.float64)  # a copy: the caller's table stays as it is
+    values[~np.isfinite(values)] = np.nan  # an infinite number counts as missing
+    return values
+
+
+def _texts(s: pd.Series) -> np.ndarray:
+    """The column as str, a missing value the empty document (a whole float as an int: "34")."""
+    keep = ~s.isna().to_numpy(dtype=bool)
+    if pd.api.types.is_float_dtype(s.dtype):
+        s = pd.Series([int(v) if v.is_integer() else v for v in s.to_numpy(dtype=np.float64)],
+                      dtype=object)
+    return s.astype(object).where(keep, "").astype(str).to_numpy(dtype=object)
+
+
+def _categories(s: pd.Series) -> np.ndarray:
+    """The column as str categories, stripped; missing and blank values `MISSING`."""
+    out = pd.Series(_texts(s), dtype=object).str.strip()
+    return out.where(~_missing(s), MISSING).to_numpy(dtype=object)
+
+
+def _joined(texts: dict) -> np.ndarray:
+    """One text per row, ``"title: ...\\nreview: ..."``; empty and blank fields left out."""
+    fields = [[f"{name}: {v}" if v.strip() else "" for v in values] for name, values in texts.items()]
+    return np.array(["\n".join(f for f in row if f) for row in zip(*fields, strict=True)],
+                    dtype=object)
+
+
+def _inferred_role(s: pd.Series, column) -> str:
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return "categorical"
+    if _is_number_dtype(s):  # bools too
+        return "numeric"
+    if not (pd.api.types.is_string_dtype(s.dtype) or s.dtype == object):
+        raise ValueError(
+            f"column {column!r} holds {s.dtype} values, which have no role of their own: name "
+            "its role (text, categorical or numeric), convert it (e.g. a date to "
+            f"df[{column!r}].dt.year) or drop it.")
+    values = s[~_missing(s)].astype(str).str.strip()
+    if len(values) and pd.to_numeric(values, errors="coerce").notna().all():
+        return "numeric"
+    n, distinct = len(values), values.nunique()
+    words = values.str.split().str.len().median() if n else 0
+    if distinct <= max(CATEGORY_FLOOR, CATEGORY_SHARE * n) and distinct <= n / 2 \
+            and words <= CATEGORY_WORDS:
+        return "categorical"
+    return "text"
+
+
+def _distinct_columns(df: pd.DataFrame) -> list:
+    present = list(df.columns)
+    if len(set(present)) < len(present):
+        twice = sorted({str(c) for c in present if present.count(c) > 1})
+        raise ValueError(f"the table names the columns {twice} more than once; give each column "
+                         "its own name.")
+    return present
+
+
+def _named(value) -> list | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(dict.fromkeys(value))
+
+
+def _absent(column, what: str, present: list) -> str:
+    shown = ", ".join(map(str, present[:30])) + (f" ({len(present)} in all)" if len(present) > 30 else "")
+    return (f"column {column!r} ({what}) is not in the table.{did_you_mean(column, present)} "
+            f"Its columns: {shown}.")
+
+
+def infer_columns(df: pd.DataFrame, target=None, text=None, categorical=None,
+                  numeric=None) -> ColumnRoles:
+    """The role of every column of ``df`` but ``target`` (and a ``split`` column).
+
+    Columns named in ``text``, ``categorical`` or ``numeric`` keep that role; the others are
+    inferred from their values: a numeric dtype (or strings that all parse as numbers) is
+    numeric; strings with few distinct values (at most ``max(20, 5% of the non-missing rows)``,
+    each seen twice on average) and short (a median of at most 3 words) are categorical; other
+    strings are text. Every check happens here, before any fitting.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    target : str, optional
+        The label column: no role.
+    text, categorical, numeric : list of str or str, optional
+        Columns whose role you name.
+
+    Returns
+    -------
+    ColumnRoles
+
+    Raises
+    ------
+    ValueError
+        A named column that is not in ``df`` (with the columns it has and a did-you-mean), a
+        column given two roles, a numeric column that holds text (naming up to 5 rows and their
+        values), a column of another kind (dates) left to inference, or no text column at all.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"review": ["runs small but lovely", "the seams split", "soft", "ok"],
+    ...                    "size": ["S", "M", "S", "M"], "stars": [5, 2, 4, 3]})
+    >>> infer_columns(df, target="stars")
+    ColumnRoles(text=('review',), categorical=('size',), numeric=(), inferred=('review', 'size'))
+    >>> infer_columns(df, text=["reviw"])
+    Traceback (most recent call last):
+        ...
+    ValueError: column 'reviw' (named as text) is not in the table. Did you mean 'review'? ...
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"infer_columns takes a pandas DataFrame; got a {type(df).__name__}.")
+    present = _distinct_columns(df)
+    given = {"text": _named(text), "categorical": _named(categorical), "numeric": _named(numeric)}
+    if target is not None and target not in present:
+        raise ValueError(_absent(target, "the target", present))
+    roles: dict = {}
+    for role, names in given.items():
+        for name in names or ():
+            if name not in present:
+                raise ValueError(_absent(name, f"named as {role}", present))
+            if name == target:
+                raise ValueError(f"column {name!r} is the target and is named as {role}; a "
+                                 "column is either the label or a feature.")
+            if roles.get(name, role) != role:
+                raise ValueError(f"column {name!r} is given two roles, {roles[name]} and {role}; "
+                                 "name each column in one role only.")
+            roles[name] = role
+    for name in given["numeric"] or ():
+        _numbers(df[name], name)  # text in a column named numeric: said here, before any fit
+    inferred = []
+    for column in present:
+        if column not in roles and column != target and column != SPLIT:
+            roles[column] = _inferred_role(df[column], column)
+            inferred.append(column)
+    order = [*[n for names in given.values() for n in names or ()], *inferred]
+    by_role = {role: tuple(c for c in order if roles[c] == role) for role in ROLES}
+    if not by_role["text"]:
+        listed = "; ".join(f"{r} {', '.join(map(str, by_role[r]))}" for r in ROLES[1:] if by_role[r])
+        raise ValueError(f"the table has no text column ({listed or 'no columns'}); name the column "
+                         "that holds the text with text=['...'] (on the command line "
+                         "--text-column).")
+    return ColumnRoles(**by_role, inferred=tuple(inferred))
+
+
+def _prepared(frame: pd.DataFrame, roles: ColumnRoles, join: bool, everything: bool) -> pd.DataFrame:
+    """The columns the transformers read, in canonical form, under string names: text as str
+    (missing ""), categories as str (missing `MISSING`), numbers as float64 (missing NaN); with
+    ``join`` the text columns as one text (with ``everything``, every column joined)."""
+    names = [str(c) for c in roles.columns]
+    if len(set(names)) < len(names):
+        raise ValueError(f"the columns {list(roles.columns)} are not distinct as text; rename them.")
+    joined = roles.columns if everything else roles.text
+    texts = {str(c): _texts(frame[c]) for c in (joined if join else roles.text)}
+    data = {_free("text", {str(c) for c in roles.categorical + roles.numeric}): _joined(texts)} \
+        if join else texts
+    if not everything:
+        data.update({str(c): _categories(frame[c]) for c in roles.categorical})
+        data.update({str(c): _numbers(frame[c], c) for c in roles.numeric})
+    return pd.DataFrame(data)
+
+
+def _free(name: str, taken: set) -> str:
+    """``name``, with "_" added until it is not in ``taken`` (where it is then added)."""
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
+
+
+class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
+    """A table (text, categorical and numeric columns) as one feature matrix.
+
+    At ``fit`` the columns get their roles (`infer_columns`: the ones you name keep theirs) and a
+    scikit-learn ``ColumnTransformer`` is built and fitted: each text column through its own
+    clone of ``text`` (a 1-D array of str; a missing text is the empty document), the
+    categorical columns through ``OneHotEncoder(handle_unknown="ignore")`` (a missing value is
+    the category ``"missing"``), the numeric ones through ``SimpleImputer(strategy="median",
+    add_indicator=True)`` (a 0/1 column per column that had missing values) and
+    ``StandardScaler``. The parts are side by side in one float32 matrix, scipy-sparse when a
+    text part is (TF-IDF), dense otherwise: the "pooled" form, so any embedkit head or
+    scikit-learn estimator can follow in a ``Pipeline``.
+
+    Parameters
+    ----------
+    text : representation, "passthrough" or None, default=None
+        The representation of every text column, cloned per column; it must give pooled vectors
+        (one per document). None means `~embedkit.TfidfEmbedder` with its defaults.
+        ``"passthrough"`` (with ``join_text=True``) hands on the joined text instead of a
+        matrix: one str per row, every column (categorical and numeric ones too) written as a
+        ``name: value`` line, for the representation or text head that follows (a
+        sequence head's representation, `~embedkit.TransformerClassifier`).
+    text_columns, categorical, numeric : list of str, str or None, default=None
+        The columns of each role; the others are inferred from the data at ``fit``.
+    join_text : bool, default=False
+        Join the text columns into one text per row, ``"title: ...\\nreview: ..."`` (empty
+        fields left out), and encode that once: what a Transformer encoder reads best.
+    min_frequency : int >= 1, float in (0, 1) or None, default=2
+        Categories seen fewer times at fit (or in a smaller share of the rows) share one
+        column (scikit-learn's "infrequent" category); None keeps every category.
+
+    Attributes
+    ----------
+    roles_ : ColumnRoles
+        The role of every column read.
+    column_transformer_ : sklearn.compose.ColumnTransformer or None
+        The fitted parts (None with ``text="passthrough"``).
+    sparse_output_ : bool
+        Whether ``transform`` gives a scipy-sparse matrix.
+    dim_ : int or None
+        The number of output columns (None with ``text="passthrough"``).
+    feature_names_in_ : ndarray of str
+        The columns of the table seen at fit.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> df = pd.DataFrame({"title": ["Lovely dress", "Poor fit", "Great colour", "Too small"],
+    ...                    "review": ["fits well and looks great", "the seams came apart",
+    ...                               "bright and soft fabric", "returned it the same day"],
+    ...                    "department": ["Dresses", "Tops", "Dresses", "Tops"],
+    ...                    "age": [34, 51, None, 28]})
+    >>> table = TableEmbedder().fit(df)
+    >>> table.roles_.describe()
+    'columns: text title, review; categorical department; numeric age (inferred; ...)'
+    >>> X = table.transform(df)
+    >>> X.shape, X.dtype
+    ((4, 28), dtype('float32'))
+    >>> table.get_feature_names_out()[-4:].tolist()
+    ['categorical__department_Dresses', 'categorical__department_Tops', 'numeric__age',
+     'numeric__missingindicator_age']
+    >>> make_pipeline(TableEmbedder(), LogisticRegression()).fit(df, [1, 0, 1, 0]).predict(df).tolist()
+    [1, 0, 1, 0]
+    >>> print(TableEmbedder(text="passthrough", join_text=True).fit_transform(df)[2])
+    title: Great colour
+    review: bright and soft fabric
+    department: Dresses
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "text": [None, StrOptions({"passthrough"}), HasMethods(["fit", "transform"])],
+        "text_columns": [None, str, list, tuple],
+        "categorical": [None, str, list, tuple],
+        "numeric": [None, str, list, tuple],
+        "join_text": ["boolean"],
+        "min_frequency": [None, Interval(Integral, 1, None, closed="left"),
+                          Interval(RealNotInt, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, text=None, text_columns=None, categorical=None, numeric=None,
+                 join_text: bool = False, min_frequency=2):
+        store_params(self, locals())
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, X: pd.DataFrame, y=None):
+        """Give every column its role and fit the parts on the table ``X``."""
+        self._fit(X, y)
+        return self
+
+    def fit_transform(self, X: pd.DataFrame, y=None, **fit_params):
+        """Fit on the table ``X`` and return its features (each text encoded once)."""
+        if fit_params:
+            raise TypeError(f"TableEmbedder.fit_transform() got unexpected keyword arguments "
+                            f"{sorted(fit_params)}; it takes only X and y.")
+        return self._fit(X, y)
+
+    def _text_step(self):
+        """The representation of the text columns, its form checked before any fitting."""
+        from .representations.tfidf import TfidfEmbedder
+
+        step = TfidfEmbedder() if self.text is None else self.text
+        form = output_form(step)
+        if form == "text" and not self.join_text:
+            raise ValueError("TableEmbedder(text='passthrough') hands on one joined text per row, "
+                             "so it needs join_text=True.")
+        if form not in ("pooled", "text"):
+            shown = f"{type(step).__name__}(output={form!r})"
+            raise ValueError(
+                f"TableEmbedder(text={shown}): the text step must give one vector per document, "
+                f"since the table becomes one feature matrix: pass {type(step).__name__}"
+                "(output='pooled'). For a head that reads sequences or raw text, join the table "
+                "into one text instead: TableEmbedder(text='passthrough', join_text=True), then "
+                f"{shown} and its head, or a passthrough / Transformer head (TransformerClassifier).")
+        return step
+
+    def _fit(self, X, y):
+        from ._params import validate_pipeline_steps, validate_steps
+
+        validate_steps(self)  # this step and its text step, before any work
+        validate_pipeline_steps(self)
+        step = self._text_step()
+        frame = _frame(X)
+        roles = infer_columns(frame, text=self.text_columns, categorical=self.categorical,
+                              numeric=self.numeric)
+        passthrough = isinstance(step, str)
+        prepared = _prepared(frame, roles, self.join_text, passthrough)
+        self.roles_ = roles
+        self.feature_names_in_ = np.asarray([str(c) for c in frame.columns], dtype=object)
+        self.n_features_in_ = frame.shape[1]
+        if passthrough:
+            self.column_transformer_, self.sparse_output_, self.dim_ = None, False, None
+            return prepared.iloc[:, 0].to_numpy(dtype=object)
+        ct = self._column_transformer(step, prepared, roles)
+        out = ct.fit_transform(prepared, y)
+        self.column_transformer_ = ct
+        self.sparse_output_ = any(_gives_sparse(part) for name, part, _ in ct.transformers_
+                                  if name not in ("categorical", "numeric", "remainder"))
+        self.dim_ = int(out.shape[1])
+        return self._finish(out)
+
+    def _column_transformer(self, step, prepared: pd.DataFrame, roles: ColumnRoles):
+        from sklearn.compose import ColumnTransformer
+        from sklearn.impute import SimpleImputer
+        from sklearn.pipeline import Pipeline
+        from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+        texts = list(prepared.columns[:1] if self.join_text else prepared.columns[:len(roles.text)])
+        taken = {"categorical", "numeric", "remainder"}  # a text part is named by its column
+        parts = [(_free(column.replace("__", "_") or "text", taken), clone(step), column)
+                 for column in texts]  # a scalar column: the step gets a 1-D Series
+        if roles.categorical:
+            parts.append(("categorical", OneHotEncoder(
+                handle_unknown="ignore", min_frequency=self.min_frequency, dtype=np.float32),
+                [str(c) for c in roles.categorical]))
+        if roles.numeric:
+            parts.append(("numeric", Pipeline([
+                ("impute", SimpleImputer(strategy="median", add_indicator=True,
+                                         keep_empty_features=True)),
+                ("scale", StandardScaler())]), [str(c) for c in roles.numeric]))
+        # sparse whenever a part is; `_finish` makes it dense again when no text part is
+        return ColumnTransformer(parts, remainder="drop", sparse_threshold=1.0)
+
+    # -- transforming -------------------------------------------------------------------------
+    def transform(self, X: pd.DataFrame):
+        """The features of the table ``X`` (it needs every column read at fit; others are
+        ignored): float32, scipy-sparse when a text part is; with ``text="passthrough"`` one
+        joined str per row."""
+        check_is_fitted(self)
+        frame = _frame(X)
+        absent = [c for c in self.roles_.columns if c not in frame.columns]
+        if absent:
+            hints = "".join(did_you_mean(c, list(frame.columns)) for c in absent)
+            raise ValueError(
+                f"TableEmbedder was fitted on the columns {list(self.roles_.columns)}; this table "
+                f"lacks {absent}.{hints} Add them (a missing value is fine: an empty text, the "
+                f"category {MISSING!r}, the median number) or refit on the columns you have.")
+        passthrough = self.column_transformer_ is None
+        prepared = _prepared(frame, self.roles_, self.join_text, passthrough)
+        if passthrough:
+            return prepared.iloc[:, 0].to_numpy(dtype=object)
+        if not len(prepared):  # scikit-learn's encoders refuse zero rows
+            empty = sp.csr_matrix((0, self.dim_), dtype=np.float32)
+            return empty if self.sparse_output_ else empty.toarray()
+        return self._finish(self.column_transformer_.transform(prepared))
+
+    def _finish(self, out):
+        if sp.issparse(out):
+            out = sp.csr_matrix(out, dtype=np.float32) if self.sparse_output_ else out.toarray()
+        if not sp.issparse(out):
+            out = np.ascontiguousarray(out, dtype=np.float32)
+        _check_finite(out, "TableEmbedder")
+        return out
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """The output columns' names, ``<part>__<feature>``: ``title__cat``,
+        ``categorical__department_Dresses``, ``numeric__age``, ``numeric__missingindicator_age``
+        (``<part>__<i>`` where a text step names no features)."""
+        check_is_fitted(self)
+        ct = self.column_transformer_
+        if ct is None:
+            raise ValueError("TableEmbedder(text='passthrough') gives text, which has no feature "
+                             "columns; the representation that follows names its features.")
+        try:
+            return ct.get_feature_names_out()
+        except AttributeError:  # a text step without feature names
+            return np.asarray([f"{name}__{i}" for name, part in ct.output_indices_.items()
+                               for i in range(part.stop - part.start)], dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.input_tags.allow_nan = True
+        tags.requires_fit = True
+        return tags
+
+
+def _frame(X) -> pd.DataFrame:
+    if not isinstance(X, pd.DataFrame):
+        raise ValueError(
+            f"TableEmbedder takes a pandas DataFrame, one row per document and one column per "
+            f"field; got a {type(X).__name__}. For a single text column, give the column to a "
+            "representation directly (e.g. TfidfEmbedder().fit(df['text'])).")
+    _distinct_columns(X)
+    return X
+
+
+def _gives_sparse(step) -> bool:
+    """Whether a fitted text step encodes to a scipy-sparse matrix (asked of one empty text)."""
+    return sp.issparse(step.transform(pd.Series([""], dtype=object)))
