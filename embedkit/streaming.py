@@ -262,6 +262,14 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
     return {"path": str(out_path), "rows": rows, "chunks": chunks, "dim": len(names)}
 
 
+def _table_of(model):
+    """The step that reads a table (`embedkit.TableEmbedder`: fitted, it holds the columns'
+    ``roles_``) a model takes its input through, the model itself or its pipeline's first step;
+    None for a model of one text column."""
+    first = model.steps[0][1] if hasattr(model, "steps") else model
+    return first if hasattr(getattr(first, "roles_", None), "text") else None
+
+
 def predict_file(model_dir, input, output, text_column: str = "text",
                  id_column: str | None = None, chunksize: int = 10_000,
                  progress: bool = False, *, encoding: str = "utf-8",
@@ -287,6 +295,9 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     output : str or Path
         ``.csv``, ``.tsv``, ``.jsonl`` or ``.parquet``; its name decides the format.
     text_column : str, default="text"
+        The column of documents; a model of a table (`embedkit.TableEmbedder` first) reads the
+        columns it was fitted on by name instead, and a file that lacks one is refused before
+        any row is predicted.
     id_column : str, optional
         A column copied to the output, e.g. the row's id.
     chunksize : int, default=10_000
@@ -335,9 +346,14 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     check_predictions_file(output, input, overwrite=overwrite)
     model = load(model_dir) if isinstance(model_dir, (str, os.PathLike)) else model_dir
     kind = file_format(output)
-    columns = [text_column] + ([id_column] if id_column is not None else [])
-    if id_column == text_column:
-        raise ValueError(f"id_column={id_column!r} is the text column; name another column.")
+    table = _table_of(model)
+    if table is not None:  # a model of a table reads its columns by name (a text one first)
+        read = list(dict.fromkeys([str(table.roles_.text[0]), *table.feature_names_in_]))
+    else:
+        if id_column == text_column:
+            raise ValueError(f"id_column={id_column!r} is the text column; name another column.")
+        read = [text_column]
+    columns = list(dict.fromkeys(read + ([id_column] if id_column is not None else [])))
     classes = getattr(model, "classes_", None)
     proba = hasattr(model, "predict_proba") and classes is not None
     names = [f"proba_{c}" for c in classes] if proba else []
@@ -347,7 +363,7 @@ def predict_file(model_dir, input, output, text_column: str = "text",
                                                    desc=f"predicting {Path(input).name}") as bar:
         for chunk in read_chunks(input, columns, chunksize, encoding=encoding):
             where = f"{input}, rows {rows}-{rows + len(chunk) - 1}"
-            texts = chunk[text_column]
+            texts = chunk[list(table.feature_names_in_)] if table is not None else chunk[text_column]
             try:
                 if proba:
                     p = np.asarray(model.predict_proba(texts), dtype=np.float64)

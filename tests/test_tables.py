@@ -315,3 +315,27 @@ def test_compare_takes_a_table_from_the_command_line_in_one_command(tmp_path):
     missing = runner.invoke(app, [*args[:-2], "-o", str(tmp_path / "out2"), "--column", "dept"])
     assert missing.exit_code == 2 and "'dept'" in missing.output and "Traceback" not in missing.output
     assert not (tmp_path / "out2").exists()
+
+
+def test_predict_reads_a_table_models_columns_by_name_and_refuses_a_file_without_one(reviews, tmp_path):
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+
+    X, y = reviews.drop(columns=["label", "split"]), reviews["label"]
+    model = make_pipeline(TableEmbedder(), LogisticRegression()).fit(X, y)
+    embedkit.save(model, tmp_path / "model")
+    new = X.sample(frac=1.0, random_state=0).assign(id=np.arange(len(X)))[::-1]  # columns reordered
+    new[["id", *reversed(X.columns)]].to_csv(tmp_path / "new.csv", index=False)
+    runner = CliRunner()
+    done = runner.invoke(app, ["predict", str(tmp_path / "model"), str(tmp_path / "new.csv"), "-o",
+                               str(tmp_path / "p.csv"), "--id-column", "id", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    out = pd.read_csv(tmp_path / "p.csv")
+    assert out["id"].tolist() == new["id"].tolist()
+    np.testing.assert_array_equal(out["label"].astype(str), model.predict(new[X.columns]).astype(str))
+    new.drop(columns=[X.columns[-1]]).to_csv(tmp_path / "lacking.csv", index=False)
+    refused = runner.invoke(app, ["predict", str(tmp_path / "model"), str(tmp_path / "lacking.csv"),
+                                  "-o", str(tmp_path / "q.csv"), "--no-progress"])
+    assert refused.exit_code == 2 and repr(str(X.columns[-1])) in refused.output
+    assert not (tmp_path / "q.csv").exists() and "Traceback" not in refused.output
