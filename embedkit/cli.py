@@ -268,6 +268,9 @@ def tune(
     seed: int = typer.Option(0, help="Seed for the split, the probes and the sampled settings."),
     finetune: str = typer.Option("auto", help="Fine-tuning: auto (when the time left pays for it) "
                                               "or no."),
+    task: str | None = typer.Option(
+        None, help="What the label column holds: classification or regression (a number). "
+                   "Default: read from the values."),
     progress: bool = typer.Option(True, help="A line per model on stderr, with the time left."),
     scheduler: str | None = typer.Option(
         None, help="Dask scheduler address: fit the sparse and static tiers' models on that cluster."),
@@ -320,7 +323,7 @@ def tune(
             _enough(budget, seconds, time.monotonic() - began, least_budget(df["text"], output),
                     f" on {len(df):,} documents")
             tuner = Tuner(seconds, validation=validation, random_state=seed,
-                          finetune=choice[finetune], progress=progress,
+                          finetune=choice[finetune], progress=progress, task=task,
                           representations=representations or None, heads=heads or None,
                           output=output, overwrite=overwrite,
                           backend="dask" if scheduler or dask_workers else None)
@@ -344,8 +347,9 @@ def tune(
     board = tuner.leaderboard_
     metric = board.attrs["metrics"][0]
     scored = board[board["status"] == "scored"]
-    typer.echo(scored.head(15)[["rank", "pipeline", "kind", "documents", metric, "fit_seconds",
-                                "pick"]].to_string(index=False, float_format="{:.3f}".format))
+    shown = ["rank", "pipeline", "kind", "documents", metric, *(["rmse"] if "rmse" in board else []),
+             "fit_seconds", "pick"]
+    typer.echo(scored.head(15)[shown].to_string(index=False, float_format="{:.3f}".format))
     for _, row in board[board["status"].isin(["left out", "interrupted"])].iterrows():
         typer.echo(f"{row['status']}: {row['pipeline']}: {row['note']}")
     if tuner.interrupted_:

@@ -234,9 +234,12 @@ def _dataset_summary(df: pd.DataFrame | None) -> dict | None:
     labels = df["label"] if "label" in df else pd.Series(dtype=object)
     if is_multilabel(labels):
         labels = labels.explode().dropna()  # multi-label: documents carrying each label
-    counts = labels.value_counts()
+    number = pd.api.types.is_float_dtype(labels) and labels.nunique() > 10
+    counts = pd.Series(dtype=int) if number else labels.value_counts()  # a number: no classes
     splits = df["split"].value_counts().to_dict() if "split" in df else {}
     return {
+        "target": (f"a number: mean {labels.mean():.3g}, standard deviation {labels.std():.3g}, "
+                   f"from {labels.min():.3g} to {labels.max():.3g}") if number else "",
         "n_docs": len(df),
         "n_classes": len(counts),
         "classes": [(str(k), int(v), 100.0 * v / max(len(df), 1)) for k, v in counts.items()],

@@ -128,8 +128,34 @@ def test_the_command_line_compares_a_number_and_refuses_a_class_metric(scores_sl
     assert as_number.exit_code == 0 and "regression" in as_number.output, as_number.output
 
 
-def test_tune_refuses_a_number_with_the_command_that_takes_it():
+def test_tune_searches_a_number_with_regressors_against_the_regression_baselines(scores_slice, tmp_path):
+    """A numeric target end to end through `embedkit tune`: every head as its regressor, the
+    baselines TF-IDF + Ridge and MiniLM + Ridge, R² on an unstratified split, a saved model that
+    `predict` writes numbers with."""
+    from typer.testing import CliRunner
+
     from embedkit import Tuner
 
-    with pytest.raises(ValueError, match="a regression target.*compare --task regression"):
-        Tuner(budget="1m").fit(["a b", "c d", "e f", "g h"] * 5, np.linspace(0, 1, 20))
+    data = scores_slice.rename(columns={"label": "score"})
+    path = tmp_path / "scores.csv"
+    data.to_csv(path, index=False)
+    runner = CliRunner()
+    done = runner.invoke(app, ["tune", "-f", str(path), "--label-column", "score", "--budget", "90s",
+                               "-r", "tfidf", "-r", "minilm", "-H", "logreg", "-H", "mlp", "-H", "stack",
+                               "--finetune", "no", "-o", str(tmp_path / "out"), "--no-progress"])
+    assert done.exit_code == 0, done.output
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert {"r2", "rmse"} <= set(board.columns)
+    names = set(board["pipeline"])
+    assert {"plain TF-IDF + Ridge", "plain MiniLM + Ridge", "tfidf + logreg"} <= names
+    scored = board[board["status"] == "scored"]
+    assert scored["r2"].notna().all() and (scored["rmse"] > 0).all()
+    minilm = scored.set_index("pipeline").loc["plain MiniLM + Ridge"]
+    assert minilm["r2"] > 0.1  # sentiment scores: MiniLM explains some of the variance
+    assert not board["pipeline"].str.contains("stack").any()  # no regression form: left out
+    model = load(tmp_path / "out" / "model")
+    predicted = model.predict(data["text"].head(20))
+    assert predicted.dtype.kind == "f" and np.isfinite(predicted).all() and predicted.std() > 0
+    wrong = Tuner(budget="1m", task="regression", scoring="accuracy", progress=False)
+    with pytest.raises(ValueError, match="scoring='accuracy' scores classes; y holds numbers"):
+        wrong.fit(data["text"], data["score"])

@@ -63,6 +63,7 @@ class Candidate:
     note: str = ""
     weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
     where: str = ""  # the Dask worker that fitted it, on a cluster
+    task: str = "classification"  # what the target holds: its head as that task needs it
 
     @property
     def pair(self) -> tuple[str, ...]:  # whose cost record it shares
@@ -97,7 +98,7 @@ class Candidate:
     def builder(self) -> Callable[[], Any]:
         """What builds this candidate's pipeline, without the candidate (sent to a worker)."""
         return self.factory or functools.partial(build_pipeline, self.representation, self.head,
-                                                 self.settings(), self.cache)
+                                                 self.settings(), self.cache, self.task)
 
     def build(self):
         """A fresh, unfitted pipeline of this candidate."""
@@ -132,21 +133,26 @@ class Job:
     status: str = "waiting"
 
 
-def build_pipeline(representation: str, head: str, settings: dict, cache):
-    """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``)."""
+def build_pipeline(representation: str, head: str, settings: dict, cache,
+                   task: str = "classification"):
+    """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``), its head
+    as ``task`` needs it (`embedkit.tasks.for_task`: a regressor for a number)."""
     from sklearn.pipeline import Pipeline
 
     from ..registry import HEADS, REPRESENTATIONS
+    from ..tasks import for_task
 
     features = REPRESENTATIONS[representation].factory()
     if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
         features.set_params(cache=cache)
-    return Pipeline([("features", features), ("head", HEADS[head].factory())]).set_params(**settings)
+    return Pipeline([("features", features), ("head", for_task(HEADS[head].factory(), task))]
+                    ).set_params(**settings)
 
 
 def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tuple:
     """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
-    ``(model, probabilities, fit seconds, predict seconds)``. What a lane runs."""
+    ``(model, probabilities (predicted numbers where ``classes`` is None), fit seconds, predict
+    seconds)``. What a lane runs."""
     began = time.monotonic()
     model = build().fit(X if rows is None else X[rows], y if rows is None else y[rows])
     fitted = time.monotonic()

@@ -43,8 +43,9 @@ class Search:
     def __init__(self, docs: np.ndarray, y: np.ndarray, *, clock: Clock, pairs, scoring: str,
                  validation: float, finetune, cache, random_state: int,
                  say: Callable[[str], None], finish: Finish | None = None,
-                 device_lane: bool | None = None, client=None):
+                 device_lane: bool | None = None, client=None, task: str = "classification"):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
+        self.task = task  # "regression": a number per document, ``classes`` None
         self.scoring, self.validation, self.finetune = scoring, validation, finetune
         self.cache, self.seed, self.say = cache, random_state, say
         self.finish = Finish() if finish is None else finish  # what the end needs, kept back
@@ -63,18 +64,19 @@ class Search:
     def split(self) -> None:
         from sklearn.model_selection import train_test_split
 
-        n, n_classes = len(self.docs), len(np.unique(self.y))
+        numbers = self.task == "regression"
+        n, n_classes = len(self.docs), 1 if numbers else len(np.unique(self.y))
         # a share of the rows, at most `VALID_ROWS` (predicting them is part of every model's
         # cost), at least two of a class where they can be spared, never fewer than one of every
         # class (a stratified split needs it: 10,000 classes of 3 documents), two left to train
         size = int(min(max(round(self.validation * n), 2 * n_classes, 20),
                        max(VALID_ROWS, n_classes), n - 2 * n_classes))
-        train, valid = train_test_split(np.arange(n), test_size=size, stratify=self.y,
-                                        random_state=self.seed)
+        train, valid = train_test_split(np.arange(n), test_size=size,
+                                        stratify=None if numbers else self.y, random_state=self.seed)
         self.train, self.valid = np.sort(train), np.sort(valid)
         self.X_train, self.y_train = self.docs[self.train], self.y[self.train]
         self.X_valid, self.y_valid = self.docs[self.valid], self.y[self.valid]
-        self.classes = np.unique(self.y)
+        self.classes = None if numbers else np.unique(self.y)
         self.lanes = {"cores": _lanes.Inline()}  # the cores last: a fit there blocks
         if self.device_lane:
             self.lanes = {"device": _lanes.Device(), **self.lanes}
@@ -288,6 +290,7 @@ class Search:
         members = {scored[i]: w for i, w in weights.items()}
         self.candidates.append(Candidate(
             name=f"ensemble of {len(members)} models", tier="ensembles", kind="ensemble",
+            task=self.task,
             status="scored", score=score,
             proba=sum(w * c.proba for c, w in members.items()),
             note="; ".join(f"{c.label}: {w:.2f}" for c, w in members.items()),

@@ -125,12 +125,17 @@ class Finish:
                 for label, model, _ in models]
         estimator = flat[0][1]
         if len(flat) > 1:
-            from ..heads.ensemble import EnsembleClassifier
+            members = tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
+                            for i, (label, model, _) in enumerate(flat))
+            if search.task == "regression":  # the weighted mean of the members' numbers
+                from sklearn.ensemble import VotingRegressor
 
-            ensemble = EnsembleClassifier(
-                members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
-                              for i, (label, model, _) in enumerate(flat)),
-                method="vote", weights=[w for _, _, w in flat])
+                ensemble = VotingRegressor(list(members), weights=[w for _, _, w in flat])
+            else:
+                from ..heads.ensemble import EnsembleClassifier
+
+                ensemble = EnsembleClassifier(members=members, method="vote",
+                                              weights=[w for _, _, w in flat])
             head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
             estimator = Pipeline([("features", "passthrough"), ("head", head)])
         return Finished(estimator, len(done) == len(members), seeds, (len(done), len(members)),

@@ -20,7 +20,7 @@ __all__ = ["MINILM_BASELINE", "TFIDF_BASELINE", "baseline_pipelines", "beyond_re
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
 
-def baseline_pipelines(cache="memory") -> dict:
+def baseline_pipelines(cache="memory", task: str = "classification") -> dict:
     """The two five-line baselines a user would write (issue 13), by leaderboard name.
 
     They are `embedkit.experiments.BASELINES`' rows, the ones every ``embedkit compare`` report
@@ -28,20 +28,25 @@ def baseline_pipelines(cache="memory") -> dict:
     min_df=2, sublinear_tf=True)`` + ``LogisticRegression(max_iter=3000)``; *plain MiniLM + LR*
     the packaged all-MiniLM-L6-v2, L2-normalised as sentence-transformers' ``encode`` returns it,
     + the same ``LogisticRegression``. The MiniLM one uses ``cache``, so it reads the vectors
-    the search already computed (the registry's ``minilm`` has the same fingerprint).
+    the search already computed (the registry's ``minilm`` has the same fingerprint). For a
+    number (``task="regression"``) both end in a plain ``Ridge`` instead, named so.
     """
     from sklearn.pipeline import Pipeline
 
     from ..experiments import BASELINES
+    from ..tasks import for_task
 
     reps, heads = BASELINES.representations, BASELINES.heads
-    return {  # the candidates' step names, so a baseline pick reads like any other
+    pipes = {  # the candidates' step names, so a baseline pick reads like any other
         TFIDF_BASELINE: Pipeline([("features", reps["baseline-tfidf"].factory()),
                                   ("head", heads["plain-lr"].factory())]),
         MINILM_BASELINE: Pipeline([
             ("features", reps["baseline-minilm"].factory().set_params(cache=cache)),
             ("head", heads["plain-lr"].factory())]),
     }
+    if task != "regression":
+        return pipes
+    return {name.replace("+ LR", "+ Ridge"): for_task(pipe, task) for name, pipe in pipes.items()}
 
 
 def least_budget(docs, output=None) -> float:
@@ -90,8 +95,11 @@ def beyond_reach(docs: list[str]) -> list[str]:
             f"tokens: the first {256 * CHARS_PER_TOKEN:,} characters at most)"]
 
 
-def check_labels(y, n_docs: int) -> np.ndarray:
+def check_labels(y, n_docs: int, task: str | None = None) -> tuple[np.ndarray, str]:
+    """``(y, task)``: the labels checked, and what they hold (a class or a number per document,
+    read from the values unless ``task`` names it; `embedkit.tasks.infer_task`)."""
     from ..datasets import is_multilabel
+    from ..tasks import infer_task, numeric_target
 
     if is_multilabel(y) or getattr(y, "ndim", 1) == 2:
         raise ValueError(
@@ -105,14 +113,11 @@ def check_labels(y, n_docs: int) -> np.ndarray:
     if pd.isna(pd.Series(y)).any():
         rows = np.flatnonzero(pd.isna(pd.Series(y)).to_numpy())[:10].tolist()
         raise ValueError(f"y has missing labels at rows {rows}; drop those rows or label them.")
-    from ..tasks import infer_task
-
-    if len(pd.unique(y)) > 1 and infer_task(y) == "regression":
-        raise ValueError(
-            f"y holds numbers ({len(np.unique(y)):,} distinct values): a regression target. tune "
-            "searches class targets; for a number run `embedkit compare --task regression` "
-            "(every head as its regressor, RMSE / MAE / R², against TF-IDF + Ridge and MiniLM + "
-            "Ridge), or bin the number into classes.")
+    if task == "multilabel":
+        raise ValueError("task='multilabel': tune searches a class or a number per document; for "
+                         "label sets run `embedkit compare`.")
+    if len(pd.unique(y)) > 1 and infer_task(y, task) == "regression":
+        return numeric_target(y), "regression"
     y, note = one_label_per_name(pd.Series(y))
     if note:  # "pos" and "pos ": one class, said
         warnings.warn(note.replace("were read as one", "are taken as one"), UserWarning, stacklevel=3)
@@ -124,4 +129,4 @@ def check_labels(y, n_docs: int) -> np.ndarray:
         raise ValueError(f"classes {rare} have fewer than 3 documents; the training and the "
                          "validation rows each need some of every class. Add documents or merge "
                          "rare classes.")
-    return y
+    return y, "classification"

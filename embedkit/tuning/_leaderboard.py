@@ -27,7 +27,8 @@ def leaderboard(tuner) -> pd.DataFrame:
     the documents) and ``pick``. ``attrs`` holds the split, the tiers reached and the budget.
     """
     search = tuner.search_
-    name = tuner.scoring
+    name = tuner.scoring_
+    numbers = tuner.task_ == "regression"
     scored = search.scored()
     baselines = [c for c in scored if c.kind == "baseline"]
     base = max(baselines, key=lambda c: c.score) if baselines else None
@@ -45,6 +46,7 @@ def leaderboard(tuner) -> pd.DataFrame:
                      "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
                                                      else c.predict_seconds),
                      "predict_s_per_1000": 1000 * c.predict_seconds / max(len(search.valid), 1),
+                     **({"rmse": _rmse(c.proba, search.y_valid)} if numbers else {}),
                      "grown_from": "" if c.grown_from is None else c.grown_from.label,
                      "status": c.status, "note": note, "pick": c.label == tuner.pick_})
     board = pd.DataFrame(rows)
@@ -57,7 +59,8 @@ def leaderboard(tuner) -> pd.DataFrame:
     board.attrs.update(
         n_docs=len(search.docs), n_valid=len(search.valid), metrics=[name], budget_s=tuner.budget_,
         protocol=f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
-                 f"(stratified, seed {tuner.random_state}); every model trained on the other "
+                 f"({'shuffled' if numbers else 'stratified'}, seed {tuner.random_state}); every "
+                 "model trained on the other "
                  f"{len(search.train):,}",
         baseline=None if base is None else base.label,
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
@@ -80,3 +83,10 @@ def pipelines(tuner) -> dict:
         except Exception:  # a left-out plan has no builder
             continue
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _rmse(predicted, y) -> float:
+    """The root mean squared error of stored validation predictions (NaN where there are none)."""
+    if predicted is None:
+        return math.nan
+    return float(np.sqrt(np.mean((np.asarray(predicted)[:, 0] - np.asarray(y)) ** 2)))

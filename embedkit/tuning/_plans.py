@@ -287,7 +287,7 @@ class Plans:
         c.params = {k: v for k, v in c.params.items() if k not in c.recipe}
         c.rows = s.sample_rows(rows) if rows < n else None
         c.estimate = cost(work_of(c.build(), rows)) + probe
-        c.share = head.gain_share(params, rows, n, len(s.classes))
+        c.share = head.gain_share(params, rows, n, 1 if s.classes is None else len(s.classes))
         c.least = cost(head.least_work(n)) + probe
         c.truncated = (f"read to {params['max_length']} word pieces where 95% of the documents "
                        f"need {int(head.max_length)}: the time left paid for no more"

@@ -65,6 +65,7 @@ class Schedule(Worth):
         lane = ("device" if tier.lane == "device" and s.device_lane
                 else "cluster" if s.client is not None and tier.remote else "cores")
         return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache, lane=lane,
+                         task=s.task,
                          prior=(encoding + HEADS[head].cost) * len(s.train) / 1000,
                          encoder=rep if tier.name == "frozen encoder" else "")
 

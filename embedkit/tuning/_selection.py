@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 __all__ = ["Stored", "aligned", "select", "stratified_halves", "stratified_order",
            "stratified_rows"]
@@ -41,16 +41,31 @@ class Stored(ClassifierMixin, BaseEstimator):
         return p[:, 1] if p.shape[1] == 2 else p
 
 
-def score(scoring: str, proba: np.ndarray, y: np.ndarray, classes: np.ndarray) -> float:
-    """``scoring``'s value for probabilities ``proba`` (columns in ``classes`` order) of ``y``."""
+class StoredValues(RegressorMixin, BaseEstimator):
+    """A fitted-regressor stand-in that answers with stored predictions (one column, rows by
+    index), so any scikit-learn regression scorer scores a set of validation predictions."""
+
+    def __init__(self, values=None):
+        self.values = values
+
+    def predict(self, rows):
+        return self.values[np.asarray(rows), 0]
+
+
+def score(scoring: str, proba: np.ndarray, y: np.ndarray, classes: np.ndarray | None) -> float:
+    """``scoring``'s value for probabilities ``proba`` (columns in ``classes`` order) of ``y``;
+    where ``classes`` is None (a numeric target), for predicted numbers (one column)."""
     from sklearn.metrics import get_scorer
 
-    return float(get_scorer(scoring)(Stored(proba, classes), np.arange(len(y)), y))
+    stored = StoredValues(proba) if classes is None else Stored(proba, classes)
+    return float(get_scorer(scoring)(stored, np.arange(len(y)), y))
 
 
-def aligned(model, X, classes: np.ndarray) -> np.ndarray:
+def aligned(model, X, classes: np.ndarray | None) -> np.ndarray:
     """``model.predict_proba(X)`` with columns in ``classes`` order (a class the model never saw
-    gets probability 0)."""
+    gets probability 0); where ``classes`` is None, ``model.predict(X)`` as one column."""
+    if classes is None:
+        return np.asarray(model.predict(X), dtype=np.float64).reshape(len(X), 1)
     proba = np.asarray(model.predict_proba(X), dtype=np.float64)
     seen = list(np.asarray(model.classes_))
     if seen == list(classes):

@@ -73,6 +73,33 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
 
 
 
+def _check_scoring(scoring: str, task: str) -> None:
+    """A scorer of the other kind (accuracy on a number, RMSE on classes) refused with the fix."""
+    from sklearn.metrics import get_scorer
+
+    numbers = get_scorer(scoring)._score_func.__module__.endswith("_regression")
+    if numbers != (task == "regression"):
+        raise ValueError(f"scoring={scoring!r} scores {'numbers' if numbers else 'classes'}; y "
+                         f"holds {'numbers' if task == 'regression' else 'classes'}. Leave scoring "
+                         "out (accuracy for classes, r2 for a number), or name task=.")
+
+
+def _for_task(pairs, task: str) -> tuple[list, list[str]]:
+    """The pairs whose head has the form ``task`` needs, and a note naming the others."""
+    if task != "regression":
+        return pairs, []
+    from ..registry import HEADS
+    from ..tasks import for_task
+
+    kept = [(r, h) for r, h in pairs if for_task(HEADS[h].factory(), task) is not None]
+    left = sorted({h for r, h in pairs if (r, h) not in kept})
+    if not kept:
+        raise ValueError(f"no head of the pairs given predicts a number ({', '.join(left)}); add "
+                         "pairs with logreg (Ridge on a number), mlp or finetune heads.")
+    return kept, [f"{', '.join(left)}: no regression form; their pairs are left out on this "
+                  "numeric target"] if left else []
+
+
 class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     """Find the best representation x head x settings for ``(X, y)`` within a time budget.
 
@@ -92,8 +119,17 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     validation : float, default=0.2
         Share of the documents held out as the one validation split every model is scored on
         (at least 20 rows and two of each class, at most 2,000 rows).
-    scoring : str, default="accuracy"
-        A scikit-learn scorer name.
+    scoring : str, optional
+        A scikit-learn scorer name; by default accuracy for classes and R² for a number (on the
+        one validation split R² ranks models as RMSE does, and it reads as a share: 1 is
+        perfect, 0 the mean).
+    task : {None, "classification", "regression"}, default=None
+        What ``y`` holds, read from its values by default (`embedkit.tasks.infer_task`: numbers
+        with a fraction, or integers of more than 10 values, are a number). On a number every
+        head is its regressor (`embedkit.tasks.for_task`; the pairs of heads without one are
+        left out, said in the progress), the baselines are TF-IDF + Ridge and MiniLM + Ridge,
+        the validation split is not stratified and an ensemble averages the numbers
+        (scikit-learn's ``VotingRegressor``).
     finetune : {"auto", True, False}, default="auto"
         Fine-tuning pairs join when the time left pays for them ("auto"; True is the same, kept
         for the command line's ``--finetune yes``); False leaves them out.
@@ -137,7 +173,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         How many seeds each fine-tuned model of the pick averages (1: one, or none fine-tuned).
     leaderboard_ : DataFrame
         Every model: scored, left out (with the budget that would include it) or failed.
-    classes_ : ndarray
+    task_ : str
+        What ``y`` was read as: "classification" or "regression".
+    scoring_ : str
+        The scorer the search chose by.
+    classes_ : ndarray (classes only)
         The labels seen at fit.
     budget_ : float
         The budget in seconds.
@@ -179,7 +219,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "representations": [list, tuple, None],
         "heads": [list, tuple, None],
         "validation": [Interval(Real, 0, 0.5, closed="neither")],
-        "scoring": [StrOptions(set(get_scorer_names()))],
+        "scoring": [None, StrOptions(set(get_scorer_names()))],
+        "task": [None, StrOptions({"classification", "regression"})],
         "finetune": [StrOptions({"auto"}), "boolean"],
         "cache": [None, str, os.PathLike],
         "random_state": [Interval(Integral, 0, None, closed="left")],
@@ -190,7 +231,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     }
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
-                 heads=None, validation: float = 0.2, scoring: str = "accuracy",
+                 heads=None, validation: float = 0.2, scoring: str | None = None,
+                 task: str | None = None,
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
                  output=None, overwrite: bool = False,
                  progress: bool | Callable[[str], None] = True, backend=None):
@@ -219,7 +261,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         docs = validate_documents(X)
         self.notes_ = beyond_reach(docs)
         docs = np.asarray(within_reach(docs, MAX_DOCUMENT_CHARS), dtype=object)  # cut once, here
-        y = check_labels(y, len(docs))
+        y, self.task_ = check_labels(y, len(docs), self.task)
+        self.scoring_ = self.scoring or ("r2" if self.task_ == "regression" else "accuracy")
+        _check_scoring(self.scoring_, self.task_)
         least = least_budget(docs, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
@@ -228,15 +272,17 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = self._say()
         pairs = chosen_pairs(self.pairs, self.representations, self.heads, self.finetune)
+        pairs, without = _for_task(pairs, self.task_)
         from ..distributed import running_client
 
-        search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring,
+        search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring_, task=self.task_,
                         validation=self.validation, finetune=self.finetune, cache=self.cache,
                         random_state=self.random_state, say=say,
                         finish=Finish(self.output, clock.budget), device_lane=_accelerated(),
                         client=running_client() if self.backend == "dask" else None)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
+        self.notes_ += without
         for note in self.notes_:
             say(f"{clock.stamp()} note: {note}")
         from sklearn.base import clone
@@ -248,7 +294,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         threads = plan_threads(workers=1, reserve=1 if search.device_lane else 0).block()
         with threads:
             search.run(Schedule({name: (lambda pipe=pipe: clone(pipe))
-                                 for name, pipe in baseline_pipelines(self.cache).items()}))
+                                 for name, pipe in baseline_pipelines(self.cache, self.task_).items()}))
         self.search_ = search
         if not any(c.status == "scored" for c in search.candidates):
             failed = [f"{c.label} failed ({c.note})" for c in search.candidates if c.status == "failed"]
@@ -268,7 +314,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             done = search.finish.run(search, pick, clock, say)
         self.best_estimator_, self.refit_, self.seeds_ = done.estimator, done.refit, done.seeds
         self.refit_members_, self.refit_interrupted_ = done.members, done.interrupted
-        self.classes_ = np.asarray(self.best_estimator_.classes_)
+        if self.task_ == "classification":
+            self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
         if self.output is not None:
             self._write(docs, y, clock, say)
@@ -307,7 +354,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from sklearn.metrics import get_scorer
 
         check_is_fitted(self, "best_estimator_")
-        return float(get_scorer(self.scoring)(self.best_estimator_, X, y, **(
+        return float(get_scorer(self.scoring_)(self.best_estimator_, X, y, **(
             {} if sample_weight is None else {"sample_weight": sample_weight})))
 
     def __sklearn_tags__(self):
