@@ -66,3 +66,20 @@ def test_a_run_from_before_the_rows_were_kept_answers_with_its_saved_model(tmp_p
     (tmp_path / "runs.jsonl").write_text(json.dumps(old) + "\n")
     with pytest.raises(ValueError, match="not that run's pick"):
         bench.compare_runs([new], tmp_path, quick=True)
+
+
+def test_the_numbers_benchmark_says_how_far_below_the_baseline_the_picks_rmse_is():
+    from pipelines.benchmarks import tune_numbers
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=4000)
+    base = y + rng.normal(scale=1.0, size=y.size)      # RMSE about 1.0
+    pick = y + rng.normal(scale=0.8, size=y.size)      # RMSE about 0.8: 20% below
+    share, se = tune_numbers.versus(y, pick, base)
+    rmse = lambda p: np.sqrt(np.mean((p - y) ** 2))  # noqa: E731
+    assert share == pytest.approx(1 - rmse(pick) / rmse(base)) and 0.15 < share < 0.25
+    assert 0 < se < 0.02  # 4,000 paired rows: about a point
+    same, se_same = tune_numbers.versus(y, base, base)
+    assert same == 0 and se_same == 0
+    scores = tune_numbers._scores(y, np.full(y.size, y.mean()))
+    assert scores["r2"] == pytest.approx(0.0) and scores["rmse"] == pytest.approx(y.std())
