@@ -125,16 +125,16 @@ class Finish:
                 for label, model, _ in models]
         estimator = flat[0][1]
         if len(flat) > 1:
-            members = tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
-                            for i, (label, model, _) in enumerate(flat))
+            frozen = tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
+                           for i, (label, model, _) in enumerate(flat))
             if search.task == "regression":  # the weighted mean of the members' numbers
                 from sklearn.ensemble import VotingRegressor
 
-                ensemble = VotingRegressor(list(members), weights=[w for _, _, w in flat])
+                ensemble = VotingRegressor(list(frozen), weights=[w for _, _, w in flat])
             else:
                 from ..heads.ensemble import EnsembleClassifier
 
-                ensemble = EnsembleClassifier(members=members, method="vote",
+                ensemble = EnsembleClassifier(members=frozen, method="vote",
                                               weights=[w for _, _, w in flat])
             head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
             estimator = Pipeline([("features", "passthrough"), ("head", head)])
