@@ -159,3 +159,18 @@ def test_tune_searches_a_number_with_regressors_against_the_regression_baselines
     wrong = Tuner(budget="1m", task="regression", scoring="accuracy", progress=False)
     with pytest.raises(ValueError, match="scoring='accuracy' scores classes; y holds numbers"):
         wrong.fit(data["text"], data["score"])
+
+
+def test_compare_reads_label_sets_written_in_one_cell(tmp_path):
+    """Labels joined by '|' in a CSV cell are a label set per row: the multi-label path, scored
+    by micro-, macro- and per-document F1."""
+    genres = load_dataset("movie-genres").sample(300, random_state=0)
+    path = tmp_path / "films.csv"
+    genres.assign(label=genres["label"].map("|".join)).to_csv(path, index=False)
+    done = CliRunner().invoke(app, ["compare", "-f", str(path), "-r", "tfidf", "-H", "logreg",
+                                    "--no-baselines", "--folds", "2", "-j", "1", "--no-progress",
+                                    "-o", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert "2-fold CV, multilabel" in done.output and "micro-F1" in done.output
+    results = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert 0 < results["f1_micro_mean"].iloc[0] < 1
