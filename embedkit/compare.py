@@ -100,19 +100,14 @@ def _job(task: int, representation, heads, X_train, y_train, X_test, y_test, sco
 def _multilabel_target(df: pd.DataFrame, heads: dict):
     """For a multi-label dataset (a list of labels per row): the 0/1 indicator matrix of its
     labels (scikit-learn's ``MultiLabelBinarizer``, so every fold and scorer sees one column per
-    label) and ``heads`` with each single-label classifier (the baselines' plain
-    LogisticRegression, the majority class) wrapped in scikit-learn's ``OneVsRestClassifier``;
-    None where the dataset has one label per row."""
-    from sklearn.multiclass import OneVsRestClassifier
+    label) and ``heads`` as label sets need them (`embedkit.tasks.for_task`: a single-label
+    classifier in ``OneVsRestClassifier``); None where the dataset has one label per row."""
     from sklearn.preprocessing import MultiLabelBinarizer
-    from sklearn.utils import get_tags
 
     if not is_multilabel(df["label"]):
         return None
     y = MultiLabelBinarizer().fit_transform(df["label"])
-    wrapped = {name: head if isinstance(head, str) or get_tags(head).classifier_tags.multi_label
-               else OneVsRestClassifier(head) for name, head in heads.items()}
-    return y, wrapped
+    return y, {name: for_task(head, "multilabel") for name, head in heads.items()}
 
 
 def _as_regression(rows_wanted, heads: dict):

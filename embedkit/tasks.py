@@ -195,9 +195,19 @@ def _regressor_of(step):
     return counterpart(**{k: v for k, v in params.items() if k in keep})
 
 
+def _multilabel_of(step):
+    """``step`` where it takes label sets (its tags say so), else in scikit-learn's
+    ``OneVsRestClassifier`` (the plain LogisticRegression, the majority class)."""
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.utils import get_tags
+
+    return step if get_tags(step).classifier_tags.multi_label else OneVsRestClassifier(step)
+
+
 def for_task(step, task: str):
-    """``step`` (a head, or a `Pipeline` ending in one) as ``task`` needs it: itself for a class
-    or a label set, its regression counterpart for a number, None where it has none.
+    """``step`` (a head, or a `Pipeline` ending in one) as ``task`` needs it: itself for a class,
+    its regression counterpart for a number (None where it has none), for a label set itself
+    where it takes them, else one of it per label (``OneVsRestClassifier``).
 
     Examples
     --------
@@ -205,16 +215,17 @@ def for_task(step, task: str):
     >>> for_task(MLPClassifier(epochs=3), "regression")
     MLPRegressor(epochs=3)
     """
-    if task != "regression" or isinstance(step, str):
+    if task == "classification" or isinstance(step, str):
         return step
     from sklearn.pipeline import Pipeline
 
+    form = _regressor_of if task == "regression" else _multilabel_of
     if isinstance(step, Pipeline):
-        last = _regressor_of(step.steps[-1][1])
+        last = form(step.steps[-1][1])
         if last is None:
             return None
         return Pipeline([*step.steps[:-1], (step.steps[-1][0], last)])
-    return _regressor_of(step)
+    return form(step)
 
 
 def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None,

@@ -70,6 +70,10 @@ def test_every_head_becomes_its_regressor_with_its_parameters():
     assert for_task(HEADS["stack"].factory(), "regression") is None  # an ensemble of classifiers
     clf = MLPClassifier()
     assert for_task(clf, "classification") is clf and for_task(clf, "multilabel") is clf
+    from sklearn.multiclass import OneVsRestClassifier
+
+    per_label = for_task(LogisticRegression(C=2.0), "multilabel")  # one per label, as it was
+    assert isinstance(per_label, OneVsRestClassifier) and per_label.estimator.C == 2.0
 
 
 def test_a_neural_regressor_learns_a_target_on_any_scale_and_keeps_it_saved(tmp_path):
