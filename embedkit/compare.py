@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import experiments
+from ._compare_data import as_regression, multilabel_target, on_table, table_roles, take, text_only
 from ._machine import PeakRSS, ThreadPlan, Threads, available_cores, largest_process_mb, plan_threads
 from ._suggest import did_you_mean
 from .base import output_form
@@ -37,7 +38,6 @@ from .tasks import (
     DEFAULT_METRICS,
     MULTILABEL_METRICS,
     REGRESSION_METRICS,
-    for_task,
     infer_task,
     numeric_target,
     scorers,
@@ -95,74 +95,6 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
 def _job(task: int, representation, heads, X_train, y_train, X_test, y_test, scoring, plan):
     return task, _score_fold(representation, heads, X_train, y_train, X_test, y_test, scoring,
                              plan)
-
-
-def _multilabel_target(df: pd.DataFrame, heads: dict):
-    """For a multi-label dataset (a list of labels per row): the 0/1 indicator matrix of its
-    labels (scikit-learn's ``MultiLabelBinarizer``, so every fold and scorer sees one column per
-    label) and ``heads`` as label sets need them (`embedkit.tasks.for_task`: a single-label
-    classifier in ``OneVsRestClassifier``); None where the dataset has one label per row."""
-    from sklearn.preprocessing import MultiLabelBinarizer
-
-    if not is_multilabel(df["label"]):
-        return None
-    y = MultiLabelBinarizer().fit_transform(df["label"])
-    return y, {name: for_task(head, "multilabel") for name, head in heads.items()}
-
-
-def _as_regression(rows_wanted, heads: dict):
-    """The rows and heads of a numeric target: each head as its regressor
-    (`embedkit.tasks.for_task`), the baselines' named for what they are (the mean, plain Ridge),
-    the heads without a regressor left out with a note each."""
-    renamed = {"majority-class": "mean-value", "plain-lr": "plain-ridge"}
-    converted = {renamed.get(n, n): for_task(h, "regression") for n, h in heads.items()}
-    missing = sorted(n for n, h in converted.items() if h is None)
-    notes = [f"{', '.join(missing)}: no regression form (an ensemble of classifiers or SetFit); "
-             "left out on this numeric target."] if missing else []
-    rows = [(kind, rep, renamed.get(h, h)) for kind, rep, h in rows_wanted
-            if converted[renamed.get(h, h)] is not None]
-    if not rows:
-        raise ValueError("none of the heads chosen has a regression form; choose e.g. -H logreg "
-                         "(Ridge on a numeric target) or -H mlp.")
-    return rows, {n: h for n, h in converted.items() if h is not None}, notes
-
-
-def _table_roles(df: pd.DataFrame, text_columns):
-    """The roles of a table's columns (`embedkit.tables.infer_columns`), or None for a frame of
-    one ``text`` column."""
-    features = [c for c in df.columns if c not in ("label", "split")]
-    if features == ["text"] and text_columns in (None, ["text"], ("text",)):
-        return None
-    from .tables import infer_columns
-
-    return infer_columns(df[features], text=text_columns or df.attrs.get("text_columns"))
-
-
-def _on_table(step, roles):
-    """``step`` (a representation, or "passthrough" before a head that reads text) reading the
-    table: pooled vectors through `embedkit.TableEmbedder`; a form that a matrix cannot hold
-    (sequences, token ids, raw text) from the table joined into one text per row."""
-    from sklearn.pipeline import Pipeline
-
-    from .tables import TableEmbedder
-
-    named = {"text_columns": list(roles.text), "categorical": list(roles.categorical),
-             "numeric": list(roles.numeric)}
-    if output_form(step) == "pooled":
-        return TableEmbedder(step, **named)
-    joined = TableEmbedder("passthrough", join_text=True, **named)
-    return joined if isinstance(step, str) else Pipeline([("table", joined), ("text", step)])
-
-
-def _text_only(step, column):
-    """``step`` reading one column of the table (a baseline's text)."""
-    from sklearn.compose import ColumnTransformer
-
-    return step if isinstance(step, str) else ColumnTransformer([("text", step, column)])
-
-
-def _take(X, rows):
-    return X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]
 
 
 def _splits(df: pd.DataFrame, folds: int, seed: int, holdout: float | None = None,
@@ -330,21 +262,21 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         df = df.assign(label=split_label_sets(df["label"]))
     y = df["label"].to_numpy()
     built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
-    table = _table_roles(df, text_columns)
+    table = table_roles(df, text_columns)
     if table is None:
         X = df["text"].to_numpy(dtype=object)
     else:  # every representation reads the table; the baselines its first text column, as five lines do
         X = df[list(table.columns)]
         base = {r for kind, r, _ in rows_wanted if kind == "baseline"}
-        built_reps = {name: _text_only(step, table.text[0]) if name in base else _on_table(step, table)
+        built_reps = {name: text_only(step, table.text[0]) if name in base else on_table(step, table)
                       for name, step in built_reps.items()}
     built_heads = {name: hds[name].factory() for name in dict.fromkeys(h for _, _, h in rows_wanted)}
     notes = []
     if task == "regression":
         y = numeric_target(df["label"])
-        rows_wanted, built_heads, notes = _as_regression(rows_wanted, built_heads)
+        rows_wanted, built_heads, notes = as_regression(rows_wanted, built_heads)
         metrics = list(REGRESSION_METRICS) if default_metrics else metrics
-    multilabel = _multilabel_target(df, built_heads)
+    multilabel = multilabel_target(df, built_heads)
     if multilabel is not None:
         y, built_heads = multilabel
         metrics = list(MULTILABEL_METRICS) if default_metrics else metrics
@@ -386,7 +318,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     def arguments(t):
         _, i, step, hs = t
         train, test = splits[i]
-        return (step, {h: built_heads[h] for h in hs}, _take(X, train), y[train], _take(X, test), y[test],
+        return (step, {h: built_heads[h] for h in hs}, take(X, train), y[train], take(X, test), y[test],
                 scoring, plan)
 
     _run_tasks(tasks, jobs, plan, arguments, record, progress)

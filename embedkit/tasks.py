@@ -272,7 +272,7 @@ def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None,
     if task == "regression":
         return {m: skm.get_scorer(m) for m in metrics}, None
     two_class = [m for m in metrics if m in POSITIVE_CLASS_METRICS or m in _TWO_CLASS_ONLY]
-    if y is not None and np.ndim(y) == 2:  # a multi-label indicator matrix (`_multilabel_target`)
+    if y is not None and np.ndim(y) == 2:  # a label-set indicator matrix (`_compare_data`)
         one_class = [m for m in two_class if m in POSITIVE_CLASS_METRICS]
         if one_class:
             m = one_class[0]

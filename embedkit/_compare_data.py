@@ -1,0 +1,81 @@
+"""What the data asks of a comparison (`embedkit.compare`): the target's kind (a number: every
+head as its regressor; label sets: the indicator target and per-label heads) and a table's
+columns (every representation reading the table, the baselines its first text column)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .base import output_form
+from .datasets import is_multilabel
+from .tasks import for_task
+
+__all__ = ["as_regression", "multilabel_target", "on_table", "table_roles", "take", "text_only"]
+
+
+def multilabel_target(df: pd.DataFrame, heads: dict):
+    """For a multi-label dataset (a list of labels per row): the 0/1 indicator matrix of its
+    labels (scikit-learn's ``MultiLabelBinarizer``, so every fold and scorer sees one column per
+    label) and ``heads`` as label sets need them (`embedkit.tasks.for_task`: a single-label
+    classifier in ``OneVsRestClassifier``); None where the dataset has one label per row."""
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    if not is_multilabel(df["label"]):
+        return None
+    y = MultiLabelBinarizer().fit_transform(df["label"])
+    return y, {name: for_task(head, "multilabel") for name, head in heads.items()}
+
+
+def as_regression(rows_wanted, heads: dict):
+    """The rows and heads of a numeric target: each head as its regressor
+    (`embedkit.tasks.for_task`), the baselines' named for what they are (the mean, plain Ridge),
+    the heads without a regressor left out with a note each."""
+    renamed = {"majority-class": "mean-value", "plain-lr": "plain-ridge"}
+    converted = {renamed.get(n, n): for_task(h, "regression") for n, h in heads.items()}
+    missing = sorted(n for n, h in converted.items() if h is None)
+    notes = [f"{', '.join(missing)}: no regression form (an ensemble of classifiers or SetFit); "
+             "left out on this numeric target."] if missing else []
+    rows = [(kind, rep, renamed.get(h, h)) for kind, rep, h in rows_wanted
+            if converted[renamed.get(h, h)] is not None]
+    if not rows:
+        raise ValueError("none of the heads chosen has a regression form; choose e.g. -H logreg "
+                         "(Ridge on a numeric target) or -H mlp.")
+    return rows, {n: h for n, h in converted.items() if h is not None}, notes
+
+
+def table_roles(df: pd.DataFrame, text_columns):
+    """The roles of a table's columns (`embedkit.tables.infer_columns`), or None for a frame of
+    one ``text`` column."""
+    features = [c for c in df.columns if c not in ("label", "split")]
+    if features == ["text"] and text_columns in (None, ["text"], ("text",)):
+        return None
+    from .tables import infer_columns
+
+    return infer_columns(df[features], text=text_columns or df.attrs.get("text_columns"))
+
+
+def on_table(step, roles):
+    """``step`` (a representation, or "passthrough" before a head that reads text) reading the
+    table: pooled vectors through `embedkit.TableEmbedder`; a form that a matrix cannot hold
+    (sequences, token ids, raw text) from the table joined into one text per row."""
+    from sklearn.pipeline import Pipeline
+
+    from .tables import TableEmbedder
+
+    named = {"text_columns": list(roles.text), "categorical": list(roles.categorical),
+             "numeric": list(roles.numeric)}
+    if output_form(step) == "pooled":
+        return TableEmbedder(step, **named)
+    joined = TableEmbedder("passthrough", join_text=True, **named)
+    return joined if isinstance(step, str) else Pipeline([("table", joined), ("text", step)])
+
+
+def text_only(step, column):
+    """``step`` reading one column of the table (a baseline's text)."""
+    from sklearn.compose import ColumnTransformer
+
+    return step if isinstance(step, str) else ColumnTransformer([("text", step, column)])
+
+
+def take(X, rows):
+    return X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]
