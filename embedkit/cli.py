@@ -269,8 +269,9 @@ def tune(
     finetune: str = typer.Option("auto", help="Fine-tuning: auto (when the time left pays for it) "
                                               "or no."),
     task: str | None = typer.Option(
-        None, help="What the label column holds: classification or regression (a number). "
-                   "Default: read from the values."),
+        None, help="What the label column holds: classification, regression (a number) or "
+                   "multilabel (a set of labels per row, written a|b). Default: read from the "
+                   "values."),
     progress: bool = typer.Option(True, help="A line per model on stderr, with the time left."),
     scheduler: str | None = typer.Option(
         None, help="Dask scheduler address: fit the sparse and static tiers' models on that cluster."),

@@ -335,10 +335,18 @@ def _label_points(fig, ax, x, y, labels) -> None:
     texts = [ax.text(xi, yi, label, fontsize=7, bbox=box, zorder=2.5)  # under the markers
              for xi, yi, label in zip(x, y, labels, strict=True)]
     if texts:
+        import logging
+
         fig.canvas.draw()  # lay the figure out first: adjustText works in display coordinates
-        adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6), ensure_inside_axes=True,
-                    max_move=None, iter_lim=2000,
-                    arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
+        quiet = logging.getLogger("adjustText")  # a label wider than the axes is drawn anyway;
+        level = quiet.level  # its warning, once a label, is noise on the command's output
+        quiet.setLevel(logging.ERROR)
+        try:
+            adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6), ensure_inside_axes=True,
+                        max_move=None, iter_lim=2000,
+                        arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
+        finally:
+            quiet.setLevel(level)
 
 
 def attention_heatmap(words, weights=None, path=None, *, title: str | None = None,

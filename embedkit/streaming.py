@@ -270,6 +270,21 @@ def _table_of(model):
     return first if hasattr(getattr(first, "roles_", None), "text") else None
 
 
+def _label_set_threshold(model) -> float | None:
+    """The threshold above which a model of label sets predicts a label (its head's, fitted on
+    label sets); None for a model of one class per row."""
+    head = model.steps[-1][1] if hasattr(model, "steps") else model
+    return float(head.threshold_) if getattr(head, "multilabel_", False) else None
+
+
+def _label_sets(decisions: np.ndarray, classes) -> list[str]:
+    """Each row's predicted labels, joined by ``|`` as a label-set cell is read."""
+    from .tasks import LABEL_SEPARATOR
+
+    names = np.asarray(classes).astype(str)
+    return [LABEL_SEPARATOR.join(names[row]) for row in decisions]
+
+
 def predict_file(model_dir, input, output, text_column: str = "text",
                  id_column: str | None = None, chunksize: int = 10_000,
                  progress: bool = False, *, encoding: str = "utf-8",
@@ -317,8 +332,9 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     Notes
     -----
     The label is the class of highest probability (the rows' ``predict_proba`` is computed
-    once, so the representation encodes each text once). A model without ``predict_proba``
-    (a regressor) writes ``prediction`` only.
+    once, so the representation encodes each text once); for a model of label sets, the labels
+    whose probability exceeds its threshold, joined by ``|`` (``drama|comedy``; empty for
+    none). A model without ``predict_proba`` (a regressor) writes ``prediction`` only.
 
     Examples
     --------
@@ -357,6 +373,7 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     classes = getattr(model, "classes_", None)
     proba = hasattr(model, "predict_proba") and classes is not None
     names = [f"proba_{c}" for c in classes] if proba else []
+    threshold = _label_set_threshold(model)
     rows = chunks = 0
     output = Path(output)
     with FrameWriter(output, kind) as writer, tqdm(unit="docs", disable=not progress,
@@ -368,7 +385,8 @@ def predict_file(model_dir, input, output, text_column: str = "text",
                 if proba:
                     p = np.asarray(model.predict_proba(texts), dtype=np.float64)
                     frame = pd.DataFrame(p, columns=names, index=chunk.index)
-                    frame.insert(0, "label", np.asarray(classes)[p.argmax(axis=1)])
+                    frame.insert(0, "label", np.asarray(classes)[p.argmax(axis=1)]
+                                 if threshold is None else _label_sets(p > threshold, classes))
                 else:
                     frame = pd.DataFrame({"prediction": model.predict(texts)}, index=chunk.index)
             except ValueError as err:

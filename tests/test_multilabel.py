@@ -212,8 +212,15 @@ def test_stacking_ensemble_is_multilabel_and_voting_is_refused(small):
     proba = ens.predict_proba(small["docs"][:10])
     assert proba.shape == (10, len(GENRES)) and ((proba >= 0) & (proba <= 1)).all()
     np.testing.assert_array_equal(ens.predict(small["docs"][:10]), (proba > 0.5).astype(int))
-    with pytest.raises(ValueError, match="VotingClassifier refuses"):
-        EnsembleClassifier(members=members, method="vote").fit(small["docs"], small["lists"])
+    # a vote on label sets: the weighted mean of the members' label probabilities, thresholded
+    vote = EnsembleClassifier(members=members, method="vote", weights=[3, 1], threshold=0.3).fit(
+        small["docs"], small["lists"])
+    each = [m.fit(small["docs"], small["lists"]).predict_proba(small["docs"][:10])
+            for _, m in members]
+    mean = (3 * each[0] + each[1]) / 4
+    assert vote.classes_.tolist() == GENRES
+    np.testing.assert_allclose(vote.predict_proba(small["docs"][:10]), mean)
+    np.testing.assert_array_equal(vote.predict(small["docs"][:10]), (mean > 0.3).astype(int))
     with pytest.raises(ValueError, match=r"members \['nbsvm\+logreg-cv'\] cannot take multi-label"):
         EnsembleClassifier(members=("nbsvm:logreg-cv", "tfidf:logreg"), cv=2).fit(
             small["docs"], small["lists"])

@@ -178,3 +178,92 @@ def test_compare_reads_label_sets_written_in_one_cell(tmp_path):
     assert "2-fold CV, multilabel" in done.output and "micro-F1" in done.output
     results = pd.read_csv(tmp_path / "out" / "results.csv")
     assert 0 < results["f1_micro_mean"].iloc[0] < 1
+
+
+def test_threshold_scores_are_scikit_learns_f1_at_every_threshold():
+    """The search scores label probabilities at every threshold in one pass; each value is
+    scikit-learn's F1 (micro, macro, per document) of the thresholded matrix, empty rows and
+    labels included."""
+    from sklearn.metrics import f1_score
+
+    from embedkit.heads._targets import THRESHOLDS, threshold_scores
+
+    rng = np.random.default_rng(0)
+    y = (rng.random((200, 6)) < 0.25).astype(int)
+    y[:, 2] = 0  # a label on no row, and rows without a label
+    proba = np.clip(0.45 * y + 0.55 * rng.random(y.shape), 0, 1)
+    for average in ("micro", "macro", "samples"):
+        expected = [f1_score(y, (proba > t).astype(int), average=average, zero_division=0)
+                    for t in THRESHOLDS]
+        np.testing.assert_allclose(threshold_scores(proba, y, average), expected)
+
+
+def test_subsamples_of_label_sets_hold_every_label_and_grow_nested():
+    """A label of a few documents is in every subsample a model fits on (a head cannot learn a
+    label its rows lack), and a larger subsample keeps a smaller one's rows."""
+    from embedkit.tuning._selection import stratified_order, stratified_rows
+
+    rng = np.random.default_rng(1)
+    y = (rng.random((2000, 8)) < 0.3).astype(np.int8)
+    y[:, 7] = 0
+    y[[5, 900, 1500], 7] = 1  # a label on three rows
+    order = stratified_order(y, 0)
+    small, large = (stratified_rows(y, m, 0, order) for m in (50, 400))
+    assert y[small].any(axis=0).all() and y[large].any(axis=0).all()
+    assert set(small) <= set(large) and len(small) <= 50 + 8
+
+
+@pytest.fixture(scope="module")
+def genre_sets():
+    """Film titles and their genres, written as one cell 'a|b' (1,500 to tune on, 500 held out)."""
+    films = load_dataset("movie-genres").sample(2000, random_state=0).reset_index(drop=True)
+    return films.assign(label=films["label"].map("|".join))
+
+
+def test_tune_searches_label_sets_against_one_vs_rest_baselines(genre_sets, tmp_path):
+    """Label sets end to end through `embedkit tune`: every model scored by micro-F1 at its best
+    threshold, the baselines one-vs-rest, a saved model that predicts label sets with their
+    names, and `predict` writing them as 'a|b' with one probability per label."""
+    from sklearn.metrics import f1_score
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    from embedkit import Tuner
+
+    fit, held = genre_sets.iloc[:1500].copy(), genre_sets.iloc[1500:]
+    fit.loc[[0, 1], "label"] = "Western|Drama"  # a label on two documents: left out, said
+    path = tmp_path / "films.csv"
+    fit.to_csv(path, index=False)
+    done = CliRunner().invoke(app, ["tune", "-f", str(path), "--budget", "75s", "-r", "tfidf",
+                                    "-r", "minilm", "-H", "logreg", "-H", "mlp", "--finetune", "no",
+                                    "-o", str(tmp_path / "out"), "--no-progress"])
+    assert done.exit_code == 0, done.output
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert {"f1_micro", "f1_macro", "threshold"} <= set(board.columns)
+    scored = board[board["status"] == "scored"].set_index("pipeline")
+    bases = scored.loc[["plain TF-IDF + LR one-vs-rest", "plain MiniLM + LR one-vs-rest"], "f1_micro"]
+    pick = board[board["pick"]].iloc[0]
+    assert pick["f1_micro"] >= bases.max() and 0.05 <= pick["threshold"] <= 0.95
+    assert "Western (2)" in (tmp_path / "out" / "leaderboard.md").read_text()
+    model = load(tmp_path / "out" / "model")
+    names = model.classes_.tolist()
+    assert "Drama" in names and "Western" not in names
+    predicted = model.predict(held["text"])
+    truth = MultiLabelBinarizer(classes=names).fit_transform(
+        [[g for g in cell.split("|") if g in names] for cell in held["label"]])
+    always_drama = np.zeros_like(truth)
+    always_drama[:, names.index("Drama")] = 1
+    assert predicted.shape == truth.shape
+    assert f1_score(truth, predicted, average="micro") > f1_score(truth, always_drama, average="micro")
+    held[["text"]].head(5).to_csv(tmp_path / "new.csv", index=False)
+    wrote = CliRunner().invoke(app, ["predict", str(tmp_path / "out" / "model"),
+                                     str(tmp_path / "new.csv"), "-o", str(tmp_path / "p.csv")])
+    assert wrote.exit_code == 0, wrote.output
+    out = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert list(out.columns) == ["label", *[f"proba_{n}" for n in names]]
+    probs = out[[f"proba_{n}" for n in names]].to_numpy()
+    threshold = model.steps[-1][1].threshold_
+    assert out["label"].tolist() == ["|".join(np.asarray(names)[row > threshold]) for row in probs]
+    with pytest.raises(ValueError, match="scoring='accuracy' on label sets"):
+        Tuner(budget="1m", scoring="accuracy", progress=False).fit(fit["text"], fit["label"])
+    with pytest.raises(ValueError, match="empty on every row"):
+        Tuner(budget="1m", task="multilabel", progress=False).fit(fit["text"], [""] * len(fit))

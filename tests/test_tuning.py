@@ -593,8 +593,8 @@ def test_bad_input_gets_clear_errors(trec_slice):
         tune(X, y, budget="1m", finetune="yes")
     with pytest.raises(ValueError, match=r"unknown head"):
         tune(X, y, budget="1m", pairs=[("tfidf", "nope")])
-    with pytest.raises(ValueError, match=r"y is multi-label .* run `embedkit compare`"):
-        tune(X, [[label] for label in y], budget="1m", pairs=PAIRS)
+    with pytest.raises(ValueError, match=r"y is a 2-D array; give tune a label set per document"):
+        tune(X, np.eye(2, dtype=int)[np.arange(len(y)) % 2], budget="1m", pairs=PAIRS)
     with pytest.raises(ValueError, match=r"no pair left to search"):
         tune(X, y, budget="1m", pairs=[("passthrough", "finetune-short")], finetune=False)
 

@@ -26,12 +26,12 @@ __all__ = ["EnsembleClassifier"]
 
 
 class Members(_Constraint):
-    """At least two member pipelines, with distinct names: registry pairs
+    """Member pipelines (two or more to stack), with distinct names: registry pairs
     ``"representation:head"`` and/or ``(name, estimator)`` pairs."""
 
     #: values at and past the edges, for the test suites (`embedkit._params.edge_values`)
-    edge_examples = (("tfidf:logreg", "bow:logreg"),)
-    invalid_examples = ("tfidf:logreg", ("tfidf:logreg",), ("tfidf:logreg", "tfidf:logreg"),
+    edge_examples = (("tfidf:logreg", "bow:logreg"), ("tfidf:logreg",))
+    invalid_examples = ("tfidf:logreg", (), ("tfidf:logreg", "tfidf:logreg"),
                         ("tfidf:nope", "bow:logreg"), ("tfidf:logreg", 3))
 
     def is_satisfied_by(self, val):
@@ -40,8 +40,8 @@ class Members(_Constraint):
     def explain(self, val) -> str | None:
         from .. import registry
 
-        if not isinstance(val, (list, tuple)) or len(val) < 2:
-            return ("members must be a list of at least two pipelines, e.g. "
+        if not isinstance(val, (list, tuple)) or not val:
+            return ("members must be a list of pipelines (two or more to stack), e.g. "
                     "('nbsvm:logreg-cv', 'minilm:logreg-cv').")
         names = []
         for member in val:
@@ -62,7 +62,7 @@ class Members(_Constraint):
         return None
 
     def __str__(self):
-        return "a list of at least two registry pairs 'representation:head' or (name, estimator) pairs"
+        return "a list of registry pairs 'representation:head' or (name, estimator) pairs"
 
 
 class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
@@ -74,13 +74,15 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         The member pipelines: registry pairs ``"representation:head"`` (each built as
         ``Pipeline([("features", REPRESENTATIONS[representation].factory()), ("head",
         HEADS[head].factory())])`` from `embedkit.registry`) and/or ``(name, estimator)``
-        pairs whose estimator takes raw documents. At least two.
+        pairs whose estimator takes raw documents. At least two to stack; a vote of one is that
+        member's probabilities (`embedkit.Tuner` keeps a label-set pick so, with its threshold).
     method : {"stack", "vote"}, default="stack"
         ``"stack"``: scikit-learn's `StackingClassifier`; a logistic regression learns how much
         to trust each member from its out-of-fold class probabilities (``cv`` folds), then every
         member is refitted on all the rows, so each member is fitted ``cv + 1`` times.
         ``"vote"``: scikit-learn's `VotingClassifier` with soft voting, the mean of the members'
-        class probabilities; each member is fitted once.
+        class probabilities; each member is fitted once. On label sets, the (weighted) mean of
+        the members' label probabilities, thresholded.
     cv : int, default=5
         Stratified folds (shuffled with ``random_state``) for ``method="stack"``.
     C : float, default=1.0
@@ -93,8 +95,8 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
     random_state : int, default=0
         Seeds the folds.
     threshold : float in (0, 1), default=0.5
-        Multi-label targets only: a label is predicted where its stacked probability exceeds
-        this.
+        Multi-label targets only: a label is predicted where its stacked (or voted) probability
+        exceeds this.
 
     Attributes
     ----------
@@ -109,8 +111,9 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         (stratifying needs one label per row), every member must take multi-label targets
         (the registry's ``logreg`` and the neural heads do; ``logreg-cv`` does not), and the
         combiner is one logistic regression per label (`MultiOutputClassifier`) over the
-        members' out-of-fold label probabilities. ``method="vote"`` is refused: scikit-learn's
-        `VotingClassifier` does not take multi-label targets.
+        members' out-of-fold label probabilities. ``method="vote"`` averages the members' label
+        probabilities (scikit-learn's `VotingClassifier` does not take multi-label targets;
+        ``model_`` is then the list of fitted ``(name, member)`` pairs).
 
     Notes
     -----
@@ -145,6 +148,10 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
             and all(isinstance(w, Real) and w >= 0 for w in weights) and sum(weights) > 0),
              "weights must be None, or with method='vote' one non-negative number per member "
              "(not all zero)", bad={"weights": [1.0], "method": "vote"}),
+        Rule(("members", "method"), lambda members, method: method != "stack" or not isinstance(
+            members, (list, tuple)) or len(members) >= 2,
+             "members must hold at least two pipelines with method='stack' (a vote may have one)",
+             bad={"members": ("tfidf:logreg",), "method": "stack"}),
     )
 
     def __init__(self, members=("nbsvm:logreg-cv", "minilm:logreg-cv"), method: str = "stack",
@@ -201,11 +208,10 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
             validate_steps(member)
         combiner = LogisticRegression(C=float(self.C), max_iter=1000)
         if self.multilabel_:
-            if self.method == "vote":
-                raise ValueError(f"{name}(method='vote') cannot take multi-label targets: "
-                                 "scikit-learn's VotingClassifier refuses them. Use "
-                                 "method='stack', which stacks per-label probabilities.")
-            single = [n for n, m in estimators if not get_tags(m).classifier_tags.multi_label]
+            from sklearn.frozen import FrozenEstimator
+
+            single = [n for n, m in estimators if not isinstance(m, FrozenEstimator)  # fitted
+                      and not get_tags(m).classifier_tags.multi_label]
             if single:
                 raise ValueError(f"{name}: members {single} cannot take multi-label targets; use "
                                  "members whose head does, e.g. ('tfidf:logreg', 'minilm:mlp').")
@@ -214,6 +220,10 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         else:
             folds = StratifiedKFold(int(self.cv), shuffle=True, random_state=self.random_state)
             y = classes[encoded]
+        if self.multilabel_ and self.method == "vote":  # the mean of label probabilities
+            self.model_ = [(n, m.fit(docs, y)) for n, m in estimators]
+            self.classes_, self.threshold_ = classes, float(self.threshold)
+            return self
         if self.method == "stack":
             model = StackingClassifier(estimators, cv=folds, stack_method="predict_proba",
                                        final_estimator=combiner)
@@ -232,6 +242,10 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         docs = self._documents(X)
         if not len(docs):  # scikit-learn's ensembles refuse zero rows
             return np.zeros((0, len(self.classes_)))
+        if self.multilabel_ and self.method == "vote":
+            weights = np.ones(len(self.model_)) if self.weights is None else np.asarray(self.weights, float)
+            return sum(w * np.asarray(m.predict_proba(docs), dtype=np.float64)
+                       for w, (_, m) in zip(weights, self.model_, strict=True)) / weights.sum()
         if self.multilabel_:  # each label's combiner: the probability of its class 1
             per_label = self.model_.final_estimator_.predict_proba(self.model_.transform(docs))
             return np.column_stack([p[:, 1] for p in per_label])

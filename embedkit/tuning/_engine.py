@@ -45,7 +45,9 @@ class Search:
                  say: Callable[[str], None], finish: Finish | None = None,
                  device_lane: bool | None = None, client=None, task: str = "classification"):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
-        self.task = task  # "regression": a number per document, ``classes`` None
+        # "regression": a number per document, ``classes`` None; "multilabel": a 0/1 row of
+        # labels per document, ``classes`` its columns
+        self.task = task
         self.scoring, self.validation, self.finetune = scoring, validation, finetune
         self.cache, self.seed, self.say = cache, random_state, say
         self.finish = Finish() if finish is None else finish  # what the end needs, kept back
@@ -64,19 +66,27 @@ class Search:
     def split(self) -> None:
         from sklearn.model_selection import train_test_split
 
-        numbers = self.task == "regression"
-        n, n_classes = len(self.docs), 1 if numbers else len(np.unique(self.y))
+        numbers, sets = self.task == "regression", self.task == "multilabel"
+        n, n_classes = len(self.docs), 1 if numbers or sets else len(np.unique(self.y))
         # a share of the rows, at most `VALID_ROWS` (predicting them is part of every model's
         # cost), at least two of a class where they can be spared, never fewer than one of every
         # class (a stratified split needs it: 10,000 classes of 3 documents), two left to train
         size = int(min(max(round(self.validation * n), 2 * n_classes, 20),
                        max(VALID_ROWS, n_classes), n - 2 * n_classes))
-        train, valid = train_test_split(np.arange(n), test_size=size,
-                                        stratify=None if numbers else self.y, random_state=self.seed)
+        key = None if numbers else _selection.strata(self.y)
+        if sets and np.unique(key, return_counts=True)[1].min() < 2:
+            key = None  # a rarest label on one row: not stratifiable; `covering` keeps it in training
+        train, valid = train_test_split(np.arange(n), test_size=size, stratify=key,
+                                        random_state=self.seed)
+        if sets:  # every label on some training row: a validation row of each moved to them
+            moved = np.setdiff1d(_selection.covering(np.sort(train), self.y, valid), train)
+            train, valid = np.union1d(train, moved), np.setdiff1d(valid, moved)
         self.train, self.valid = np.sort(train), np.sort(valid)
         self.X_train, self.y_train = self.docs[self.train], self.y[self.train]
         self.X_valid, self.y_valid = self.docs[self.valid], self.y[self.valid]
-        self.classes = None if numbers else np.unique(self.y)
+        # label sets: the label columns (the models fit the 0/1 matrix); a number: none
+        self.classes = (None if numbers else np.arange(self.y.shape[1]) if sets
+                        else np.unique(self.y))
         self.lanes = {"cores": _lanes.Inline()}  # the cores last: a fit there blocks
         if self.device_lane:
             self.lanes = {"device": _lanes.Device(), **self.lanes}

@@ -37,8 +37,9 @@ class Finish:
     """The refit and the write of a search whose output goes to ``output`` (None: not written),
     within a budget of ``budget`` seconds."""
 
-    def __init__(self, output=None, budget: float = math.inf):
-        self.output, self.budget = output, budget
+    def __init__(self, output=None, budget: float = math.inf, labels=None):
+        # labels: the names of the label-set matrix's columns (label sets only)
+        self.output, self.budget, self.labels = output, budget, labels
 
     # -- what it keeps back ---------------------------------------------------------------------
     def write_seconds(self, c=None, copies: int = 1) -> float:
@@ -124,7 +125,9 @@ class Finish:
                 for models, (_, weight) in zip(fitted, members, strict=True)
                 for label, model, _ in models]
         estimator = flat[0][1]
-        if len(flat) > 1:
+        if search.task == "multilabel":  # the members' mean, thresholded, predicting names
+            estimator = self._label_sets(search, pick, flat)
+        elif len(flat) > 1:
             frozen = tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
                            for i, (label, model, _) in enumerate(flat))
             if search.task == "regression":  # the weighted mean of the members' numbers
@@ -140,6 +143,26 @@ class Finish:
             estimator = Pipeline([("features", "passthrough"), ("head", head)])
         return Finished(estimator, len(done) == len(members), seeds, (len(done), len(members)),
                         interrupted)
+
+    def _label_sets(self, search, pick, flat):
+        """The pick of a label-set search as one estimator: the weighted mean of its members'
+        label probabilities (one member: its own), a label predicted above the threshold that
+        scored best on the validation rows, the labels named."""
+        import numpy as np
+        from sklearn.frozen import FrozenEstimator
+        from sklearn.pipeline import Pipeline
+
+        from ..heads.ensemble import EnsembleClassifier
+        from ._selection import label_set_score
+
+        _, threshold = label_set_score(search.scoring, pick.proba, search.y_valid)
+        names = np.asarray(self.labels if self.labels is not None else range(search.y.shape[1]))
+        sets = [names[row.astype(bool)].tolist() for row in np.asarray(search.y)]
+        head = EnsembleClassifier(
+            members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
+                          for i, (label, model, _) in enumerate(flat)),
+            method="vote", weights=[w for _, _, w in flat], threshold=threshold)
+        return Pipeline([("features", "passthrough"), ("head", head.fit(search.docs, sets))])
 
     @staticmethod
     def added(search, member) -> float:

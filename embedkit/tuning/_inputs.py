@@ -4,6 +4,7 @@ any model reads, the two five-line baselines, and the least budget that scores a
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -12,9 +13,17 @@ from ..documents import MAX_DOCUMENT_CHARS
 from ..io import one_label_per_name
 from ..outputs import WRITE_SECONDS
 from ..registry import HEADS, REPRESENTATIONS, pair_kind
-from ._settings import BASELINE_COST, DEFAULT_PAIRS, MARGIN, MIN_ROWS, PER_DOC_SECONDS, VALID_ROWS
+from ._settings import (
+    BASELINE_COST,
+    DEFAULT_PAIRS,
+    MARGIN,
+    MIN_PER_LABEL,
+    MIN_ROWS,
+    PER_DOC_SECONDS,
+    VALID_ROWS,
+)
 
-__all__ = ["MINILM_BASELINE", "TFIDF_BASELINE", "baseline_pipelines", "beyond_reach",
+__all__ = ["MINILM_BASELINE", "TFIDF_BASELINE", "Target", "baseline_pipelines", "beyond_reach",
            "check_labels", "chosen_pairs", "least_budget"]
 
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
@@ -29,7 +38,8 @@ def baseline_pipelines(cache="memory", task: str = "classification") -> dict:
     the packaged all-MiniLM-L6-v2, L2-normalised as sentence-transformers' ``encode`` returns it,
     + the same ``LogisticRegression``. The MiniLM one uses ``cache``, so it reads the vectors
     the search already computed (the registry's ``minilm`` has the same fingerprint). For a
-    number (``task="regression"``) both end in a plain ``Ridge`` instead, named so.
+    number (``task="regression"``) both end in a plain ``Ridge`` instead, for label sets in one
+    ``LogisticRegression`` per label (``OneVsRestClassifier``), named so.
     """
     from sklearn.pipeline import Pipeline
 
@@ -44,9 +54,10 @@ def baseline_pipelines(cache="memory", task: str = "classification") -> dict:
             ("features", reps["baseline-minilm"].factory().set_params(cache=cache)),
             ("head", heads["plain-lr"].factory())]),
     }
-    if task != "regression":
+    renamed = {"regression": "+ Ridge", "multilabel": "+ LR one-vs-rest"}
+    if task not in renamed:
         return pipes
-    return {name.replace("+ LR", "+ Ridge"): for_task(pipe, task) for name, pipe in pipes.items()}
+    return {name.replace("+ LR", renamed[task]): for_task(pipe, task) for name, pipe in pipes.items()}
 
 
 def least_budget(docs, output=None) -> float:
@@ -95,38 +106,74 @@ def beyond_reach(docs: list[str]) -> list[str]:
             f"tokens: the first {256 * CHARS_PER_TOKEN:,} characters at most)"]
 
 
-def check_labels(y, n_docs: int, task: str | None = None) -> tuple[np.ndarray, str]:
-    """``(y, task)``: the labels checked, and what they hold (a class or a number per document,
-    read from the values unless ``task`` names it; `embedkit.tasks.infer_task`)."""
+class Target(NamedTuple):
+    """The target of a search, checked: ``y`` (classes or numbers, one per document; for label
+    sets a 0/1 matrix, a column per label), its ``task``, the label ``names`` of the matrix's
+    columns (label sets only) and ``notes`` on what was left out."""
+
+    y: np.ndarray
+    task: str
+    names: np.ndarray | None = None
+    notes: tuple[str, ...] = ()
+
+
+def check_labels(y, n_docs: int, task: str | None = None) -> Target:
+    """The labels checked, and what they hold (a class, a number or a set of labels per
+    document, read from the values unless ``task`` names it; `embedkit.tasks.infer_task`)."""
     from ..datasets import is_multilabel
     from ..tasks import infer_task, numeric_target
 
-    if is_multilabel(y) or getattr(y, "ndim", 1) == 2:
-        raise ValueError(
-            "y is multi-label (a list of labels or an indicator row per document); tune searches "
-            "single-label targets. For multi-label data run `embedkit compare` (micro/macro/"
-            "samples-F1, thresholds tuned per model) or GridSearchCV(scoring='f1_samples') over "
-            "embedkit pipelines.")
+    if getattr(y, "ndim", 1) == 2 and not isinstance(y, pd.DataFrame):
+        raise ValueError("y is a 2-D array; give tune a label set per document as a list (or a "
+                         "cell 'a|b'), and it makes the label columns itself.")
+    if len(y) != n_docs:
+        raise ValueError(f"y has {len(y)} rows; expected one label per document ({n_docs}).")
+    if is_multilabel(y) or task == "multilabel":
+        return _label_sets(y)
     y = np.asarray(y)
-    if y.ndim != 1 or len(y) != n_docs:
+    if y.ndim != 1:
         raise ValueError(f"y has shape {y.shape}; expected one label per document ({n_docs}).")
     if pd.isna(pd.Series(y)).any():
         rows = np.flatnonzero(pd.isna(pd.Series(y)).to_numpy())[:10].tolist()
         raise ValueError(f"y has missing labels at rows {rows}; drop those rows or label them.")
-    if task == "multilabel":
-        raise ValueError("task='multilabel': tune searches a class or a number per document; for "
-                         "label sets run `embedkit compare`.")
-    if len(pd.unique(y)) > 1 and infer_task(y, task) == "regression":
-        return numeric_target(y), "regression"
+    kind = infer_task(y, task) if len(pd.unique(y)) > 1 else "classification"
+    if kind == "multilabel":  # cells "a|b" whose labels recombine
+        return _label_sets(y)
+    if kind == "regression":
+        return Target(numeric_target(y), "regression")
     y, note = one_label_per_name(pd.Series(y))
     if note:  # "pos" and "pos ": one class, said
         warnings.warn(note.replace("were read as one", "are taken as one"), UserWarning, stacklevel=3)
     classes, counts = np.unique(y.astype(str) if y.dtype == object else y, return_counts=True)
     if len(classes) < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}); tune needs at least two.")
-    if counts.min() < 3:
-        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < 3][:10]
-        raise ValueError(f"classes {rare} have fewer than 3 documents; the training and the "
-                         "validation rows each need some of every class. Add documents or merge "
-                         "rare classes.")
-    return y, "classification"
+    if counts.min() < MIN_PER_LABEL:
+        rare = [str(c) for c, n in zip(classes, counts, strict=True) if n < MIN_PER_LABEL][:10]
+        raise ValueError(f"classes {rare} have fewer than {MIN_PER_LABEL} documents; the training "
+                         "and the validation rows each need some of every class. Add documents "
+                         "or merge rare classes.")
+    return Target(y, "classification")
+
+
+def _label_sets(y) -> Target:
+    """Label sets (a list per document, or cells ``a|b``) as a 0/1 matrix of the labels tune can
+    learn: a label on fewer than `MIN_PER_LABEL` documents, or on every one, is left out, said."""
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    from ..tasks import split_label_sets
+
+    sets = split_label_sets(y.to_numpy(dtype=object) if isinstance(y, pd.Series) else list(y))
+    binarizer = MultiLabelBinarizer().fit(sets)
+    matrix = binarizer.transform(sets).astype(np.int8)
+    counts = matrix.sum(axis=0)
+    kept = (counts >= MIN_PER_LABEL) & (counts < len(matrix))
+    left = [f"{name} ({n:,})" for name, n in zip(binarizer.classes_, counts, strict=True)
+            if not (MIN_PER_LABEL <= n < len(matrix))]
+    if not kept.any():
+        raise ValueError(f"no label is on at least {MIN_PER_LABEL} documents and off others "
+                         f"({', '.join(left[:10])}); tune needs labels to learn from.")
+    notes = (f"{len(left)} label{'s' if len(left) > 1 else ''} left out, on fewer than "
+             f"{MIN_PER_LABEL} documents or on every one (documents in brackets): "
+             f"{', '.join(left[:10])}{' ...' if len(left) > 10 else ''}; tune predicts the other "
+             f"{int(kept.sum()):,}",) if left else ()
+    return Target(matrix[:, kept], "multilabel", binarizer.classes_[kept], notes)

@@ -24,11 +24,13 @@ def leaderboard(tuner) -> pd.DataFrame:
     (seconds to predict 1,000 documents, from the validation rows), ``grown_from`` (the smaller
     fit of the same model it grew from), ``status`` (scored / left out / failed / interrupted),
     ``note`` (why, the budget that would include a left-out model, a recipe cut shorter than
-    the documents) and ``pick``. ``attrs`` holds the split, the tiers reached and the budget.
+    the documents) and ``pick``; a number's rows add ``rmse``, label sets' the other F1 and the
+    ``threshold`` each model scored best at. ``attrs`` holds the split, the tiers reached and the budget.
     """
     search = tuner.search_
     name = tuner.scoring_
-    numbers = tuner.task_ == "regression"
+    split = {"regression": "shuffled", "multilabel": "stratified by each row's rarest label"}.get(
+        tuner.task_, "stratified")
     scored = search.scored()
     baselines = [c for c in scored if c.kind == "baseline"]
     base = max(baselines, key=lambda c: c.score) if baselines else None
@@ -46,7 +48,7 @@ def leaderboard(tuner) -> pd.DataFrame:
                      "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
                                                      else c.predict_seconds),
                      "predict_s_per_1000": 1000 * c.predict_seconds / max(len(search.valid), 1),
-                     **({"rmse": _rmse(c.proba, search.y_valid)} if numbers else {}),
+                     **_also(c, search, name),
                      "grown_from": "" if c.grown_from is None else c.grown_from.label,
                      "status": c.status, "note": note, "pick": c.label == tuner.pick_})
     board = pd.DataFrame(rows)
@@ -59,7 +61,7 @@ def leaderboard(tuner) -> pd.DataFrame:
     board.attrs.update(
         n_docs=len(search.docs), n_valid=len(search.valid), metrics=[name], budget_s=tuner.budget_,
         protocol=f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
-                 f"({'shuffled' if numbers else 'stratified'}, seed {tuner.random_state}); every "
+                 f"({split}, seed {tuner.random_state}); every "
                  "model trained on the other "
                  f"{len(search.train):,}",
         baseline=None if base is None else base.label,
@@ -85,8 +87,18 @@ def pipelines(tuner) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _rmse(predicted, y) -> float:
-    """The root mean squared error of stored validation predictions (NaN where there are none)."""
-    if predicted is None:
-        return math.nan
-    return float(np.sqrt(np.mean((np.asarray(predicted)[:, 0] - np.asarray(y)) ** 2)))
+def _also(c, search, chosen_by: str) -> dict:
+    """What a row shows besides the score chosen by: a number's RMSE; for label sets micro- and
+    macro-F1 (each at its best threshold) and the threshold chosen by ``chosen_by``; NaN where
+    the row has no stored outputs."""
+    from ._selection import label_set_score
+
+    if search.task == "regression":
+        return {"rmse": math.nan if c.proba is None else float(
+            np.sqrt(np.mean((np.asarray(c.proba)[:, 0] - search.y_valid) ** 2)))}
+    if search.task != "multilabel":
+        return {}
+    out = {m: math.nan if c.proba is None else label_set_score(m, c.proba, search.y_valid)[0]
+           for m in ("f1_micro", "f1_macro") if m != chosen_by}
+    return {**out, "threshold": math.nan if c.proba is None
+            else label_set_score(chosen_by, c.proba, search.y_valid)[1]}

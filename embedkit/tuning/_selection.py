@@ -1,7 +1,9 @@
 """Scoring stored validation probabilities, and the ensemble a budgeted search selects from them.
 
 Every model of the search (`embedkit.tuning._engine`) keeps its probabilities on the one set of
-validation rows; any scikit-learn scorer scores them through `Stored`, and the ensemble is
+validation rows (predicted numbers for a numeric target, one probability per label for label
+sets); any scikit-learn scorer scores them through `Stored` (label sets: F1 at the threshold
+that scores best, `label_set_score`), and the ensemble is
 Caruana's greedy selection (with replacement) over them, its score cross-fitted: chosen on one
 half of the validation rows and scored on the other, and back, so the selection does not
 flatter it.
@@ -15,8 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-__all__ = ["Stored", "aligned", "select", "stratified_halves", "stratified_order",
-           "stratified_rows"]
+__all__ = ["LABEL_SET_SCORERS", "Stored", "aligned", "covering", "label_set_score", "select",
+           "strata", "stratified_halves", "stratified_order", "stratified_rows"]
+
+#: the scorers of label sets the search decides by: scikit-learn's names, and the average of
+#: F1 each takes (`embedkit.heads._targets.threshold_scores`)
+LABEL_SET_SCORERS = {"f1_micro": "micro", "f1_macro": "macro", "f1_samples": "samples"}
 
 
 class Stored(ClassifierMixin, BaseEstimator):
@@ -52,11 +58,27 @@ class StoredValues(RegressorMixin, BaseEstimator):
         return self.values[np.asarray(rows), 0]
 
 
+def label_set_score(scoring: str, proba: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``(score, threshold)``: F1 (``scoring``, one of `LABEL_SET_SCORERS`) of label
+    probabilities ``proba`` against the 0/1 matrix ``y`` at the threshold that scores best, and
+    that threshold (the nearest 0.5 on a tie). Every model is scored at its own best threshold,
+    the baselines too, and the pick predicts with the threshold chosen here."""
+    from ..heads._targets import THRESHOLDS, threshold_scores
+
+    f1 = threshold_scores(proba, y, LABEL_SET_SCORERS[scoring])
+    best = np.flatnonzero(f1 == f1.max())
+    i = best[np.argmin(np.abs(THRESHOLDS[best] - 0.5))]
+    return float(f1[i]), float(THRESHOLDS[i])
+
+
 def score(scoring: str, proba: np.ndarray, y: np.ndarray, classes: np.ndarray | None) -> float:
     """``scoring``'s value for probabilities ``proba`` (columns in ``classes`` order) of ``y``;
-    where ``classes`` is None (a numeric target), for predicted numbers (one column)."""
+    where ``classes`` is None (a numeric target), for predicted numbers (one column); where
+    ``y`` is a 0/1 matrix (label sets), `label_set_score`."""
     from sklearn.metrics import get_scorer
 
+    if np.ndim(y) == 2:
+        return label_set_score(scoring, proba, y)[0]
     stored = StoredValues(proba) if classes is None else Stored(proba, classes)
     return float(get_scorer(scoring)(stored, np.arange(len(y)), y))
 
@@ -116,12 +138,40 @@ def select(probas: Sequence[np.ndarray], costs: Sequence[float], y: np.ndarray,
             sum(k * s for k, s in parts) / sum(k for k, _ in parts))
 
 
+def strata(y: np.ndarray) -> np.ndarray:
+    """What the search stratifies by: the class of each row; for label sets (a 0/1 matrix) each
+    row's rarest label (one past the last label for a row without any), so a label of a few
+    documents is spread over the split and the subsamples as a class of a few would be."""
+    if np.ndim(y) == 1:
+        return y
+    y = np.asarray(y, dtype=bool)
+    counts = y.sum(axis=0)
+    rarity = np.where(y, counts[None, :], np.iinfo(np.int64).max)
+    return np.where(y.any(axis=1), rarity.argmin(axis=1), y.shape[1])
+
+
+def covering(rows: np.ndarray, y: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``rows`` (sorted positions of ``y``) and, for label sets, the first row in ``order`` of
+    each label none of them carries, so every model learns every label the training rows hold.
+    A larger subsample's rows still hold a smaller one's: a label carried by the first ``m``
+    rows of ``order`` is carried by the first ``m' > m``."""
+    if np.ndim(y) == 1:
+        return rows
+    y = np.asarray(y, dtype=bool)
+    missing = np.flatnonzero(~y[rows].any(axis=0) & y.any(axis=0))
+    if not len(missing):
+        return rows
+    carries = y[order][:, missing]
+    added = order[carries.argmax(axis=0)]
+    return np.union1d(rows, added)
+
+
 def stratified_order(y: np.ndarray, seed: int) -> np.ndarray:
     """Every position of ``y`` in an order whose every prefix is stratified, as near as whole rows
     allow: shuffled within each class (seeded), the classes interleaved in proportion. Its first
     ``m`` are the search's ``m`` training rows, so a model that grows keeps the rows it had."""
     rng = np.random.default_rng(seed)
-    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(strata(y), return_inverse=True, return_counts=True)
     perm = rng.permutation(len(y))
     grouped = perm[np.argsort(inverse[perm], kind="stable")]  # by class, shuffled within
     rank = np.empty(len(y))
@@ -132,19 +182,21 @@ def stratified_order(y: np.ndarray, seed: int) -> np.ndarray:
 
 def stratified_rows(y: np.ndarray, m: int, seed: int, order: np.ndarray | None = None) -> np.ndarray:
     """``m`` positions of ``y``, stratified by class, seeded, sorted: the first ``m`` of
-    `stratified_order` (``order``, where it is known already)."""
+    `stratified_order` (``order``, where it is known already); for label sets with a row of
+    each label they lack (`covering`)."""
     if m >= len(y):
         return np.arange(len(y))
     order = stratified_order(y, seed) if order is None else order
-    return np.sort(order[:m])
+    return covering(np.sort(order[:m]), y, order)
 
 
 def stratified_halves(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Two halves of the positions of ``y``, stratified where every class has two rows."""
     from sklearn.model_selection import StratifiedKFold
 
-    if np.unique(y, return_counts=True)[1].min() >= 2:
-        a, b = next(StratifiedKFold(2, shuffle=True, random_state=seed).split(y, y))
+    key = strata(y)
+    if np.unique(key, return_counts=True)[1].min() >= 2:
+        a, b = next(StratifiedKFold(2, shuffle=True, random_state=seed).split(key, key))
         return a, b
     order = np.random.default_rng(seed).permutation(len(y))  # a class with one validation row
     return np.sort(order[: len(y) // 2]), np.sort(order[len(y) // 2:])

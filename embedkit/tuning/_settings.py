@@ -15,8 +15,9 @@ from __future__ import annotations
 
 __all__ = [
     "BASELINE_COST", "CURVE_EXPONENT", "DEFAULT_PAIRS", "ENCODER", "ENCODER_LOAD", "ENCODE_SHARE",
-    "GENERALISES", "GROWTH", "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MIN_ENCODED_ROWS", "MIN_PROBE_SECONDS",
-    "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP", "PICK_TOP", "PICK_Z", "PREDICT_RATIO",
+    "GENERALISES", "GROWTH", "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MIN_ENCODED_ROWS",
+    "MIN_PER_LABEL", "MIN_PROBE_SECONDS", "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP",
+    "PICK_TOP", "PICK_Z", "PREDICT_RATIO",
     "PROBE_ROWS", "PROBE_SHARE", "PROBE_STEPS", "REFIT_MARGIN", "REFIT_SHARE", "RESERVED_SEEDS",
     "START_SHARE", "VALID_ROWS", "VARIANT_SHARE",
 ]
@@ -43,6 +44,10 @@ GENERALISES = {"plain TF-IDF + LR": ("tfidf", "logreg-cv"),
 ENCODER = "minilm"
 
 # -- the split -------------------------------------------------------------------------------
+#: the fewest documents of a class (or of a label, for label sets) tune learns from: some for
+#: the training rows and some for the validation rows (a choice; fewer is refused for a class
+#: and left out, said, for a label)
+MIN_PER_LABEL = 3
 #: the most validation rows: every model predicts them, so they are part of every model's cost;
 #: 2,000 rows give an accuracy near 0.85 a standard error of 0.8 points (a choice)
 VALID_ROWS = 2000

@@ -73,10 +73,23 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
 
 
 
+#: what the search chooses by unless ``scoring`` says otherwise, by task
+DEFAULT_SCORING = {"classification": "accuracy", "regression": "r2", "multilabel": "f1_micro"}
+
+
 def _check_scoring(scoring: str, task: str) -> None:
-    """A scorer of the other kind (accuracy on a number, RMSE on classes) refused with the fix."""
+    """A scorer of the other kind (accuracy on a number, RMSE on classes) refused with the fix;
+    on label sets, a scorer other than the F1 the search thresholds (`LABEL_SET_SCORERS`)."""
     from sklearn.metrics import get_scorer
 
+    from ._selection import LABEL_SET_SCORERS
+
+    if task == "multilabel":
+        if scoring not in LABEL_SET_SCORERS:
+            raise ValueError(f"scoring={scoring!r} on label sets: tune chooses by F1 at each "
+                             f"model's best threshold; use one of {', '.join(LABEL_SET_SCORERS)} "
+                             "(default f1_micro).")
+        return
     numbers = get_scorer(scoring)._score_func.__module__.endswith("_regression")
     if numbers != (task == "regression"):
         raise ValueError(f"scoring={scoring!r} scores {'numbers' if numbers else 'classes'}; y "
@@ -120,16 +133,25 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Share of the documents held out as the one validation split every model is scored on
         (at least 20 rows and two of each class, at most 2,000 rows).
     scoring : str, optional
-        A scikit-learn scorer name; by default accuracy for classes and R² for a number (on the
+        A scikit-learn scorer name; by default accuracy for classes, R² for a number (on the
         one validation split R² ranks models as RMSE does, and it reads as a share: 1 is
-        perfect, 0 the mean).
-    task : {None, "classification", "regression"}, default=None
+        perfect, 0 the mean) and micro-F1 for label sets (``f1_macro`` and ``f1_samples`` are
+        the others there).
+    task : {None, "classification", "regression", "multilabel"}, default=None
         What ``y`` holds, read from its values by default (`embedkit.tasks.infer_task`: numbers
-        with a fraction, or integers of more than 10 values, are a number). On a number every
-        head is its regressor (`embedkit.tasks.for_task`; the pairs of heads without one are
-        left out, said in the progress), the baselines are TF-IDF + Ridge and MiniLM + Ridge,
-        the validation split is not stratified and an ensemble averages the numbers
-        (scikit-learn's ``VotingRegressor``).
+        with a fraction, or integers of more than 10 values, are a number; a list per document,
+        or cells ``"a|b"`` whose labels recombine, a label set). On a number every head is its
+        regressor (`embedkit.tasks.for_task`; the pairs of heads without one are left out, said
+        in the progress), the baselines are TF-IDF + Ridge and MiniLM + Ridge, the validation
+        split is not stratified and an ensemble averages the numbers (scikit-learn's
+        ``VotingRegressor``). On label sets every head predicts a probability per label (one
+        per label, ``OneVsRestClassifier``, where it cannot alone), the baselines are one
+        ``LogisticRegression`` per label, every model is scored at the threshold that scores it
+        best on the validation rows, the split is stratified by each row's rarest label (every
+        label on some training rows, and on every subsample), a label on fewer than
+        3 documents (`MIN_PER_LABEL`) is left out (said), and the pick, an ensemble or one model,
+        is an `embedkit.EnsembleClassifier` vote with the threshold its scoring chose: its
+        ``predict`` gives the 0/1 matrix of labels, ``classes_`` their names.
     finetune : {"auto", True, False}, default="auto"
         Fine-tuning pairs join when the time left pays for them ("auto"; True is the same, kept
         for the command line's ``--finetune yes``); False leaves them out.
@@ -174,11 +196,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     leaderboard_ : DataFrame
         Every model: scored, left out (with the budget that would include it) or failed.
     task_ : str
-        What ``y`` was read as: "classification" or "regression".
+        What ``y`` was read as: "classification", "regression" or "multilabel".
     scoring_ : str
         The scorer the search chose by.
-    classes_ : ndarray (classes only)
-        The labels seen at fit.
+    classes_ : ndarray (classes and label sets only)
+        The labels seen at fit (label sets: the name of each column `predict` gives).
     budget_ : float
         The budget in seconds.
     budget_used_ : float
@@ -220,7 +242,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "heads": [list, tuple, None],
         "validation": [Interval(Real, 0, 0.5, closed="neither")],
         "scoring": [None, StrOptions(set(get_scorer_names()))],
-        "task": [None, StrOptions({"classification", "regression"})],
+        "task": [None, StrOptions({"classification", "regression", "multilabel"})],
         "finetune": [StrOptions({"auto"}), "boolean"],
         "cache": [None, str, os.PathLike],
         "random_state": [Interval(Integral, 0, None, closed="left")],
@@ -261,9 +283,13 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         docs = validate_documents(X)
         self.notes_ = beyond_reach(docs)
         docs = np.asarray(within_reach(docs, MAX_DOCUMENT_CHARS), dtype=object)  # cut once, here
-        y, self.task_ = check_labels(y, len(docs), self.task)
-        self.scoring_ = self.scoring or ("r2" if self.task_ == "regression" else "accuracy")
+        target = check_labels(y, len(docs), self.task)
+        y, self.task_ = target.y, target.task
+        self.scoring_ = self.scoring or DEFAULT_SCORING[self.task_]
         _check_scoring(self.scoring_, self.task_)
+        if self.task_ == "multilabel":  # the label of each column of y
+            self.classes_ = target.names
+        self.notes_ += list(target.notes)
         least = least_budget(docs, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
@@ -278,7 +304,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring_, task=self.task_,
                         validation=self.validation, finetune=self.finetune, cache=self.cache,
                         random_state=self.random_state, say=say,
-                        finish=Finish(self.output, clock.budget), device_lane=_accelerated(),
+                        finish=Finish(self.output, clock.budget, target.names), device_lane=_accelerated(),
                         client=running_client() if self.backend == "dask" else None)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
@@ -314,7 +340,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             done = search.finish.run(search, pick, clock, say)
         self.best_estimator_, self.refit_, self.seeds_ = done.estimator, done.refit, done.seeds
         self.refit_members_, self.refit_interrupted_ = done.members, done.interrupted
-        if self.task_ == "classification":
+        if self.task_ != "regression":  # label sets: the names the finish fitted the pick with
             self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
         if self.output is not None:
@@ -333,10 +359,16 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         with interrupts_held():  # what is published and `published_` never disagree
             out = publish_folder(self.output, lambda folder: (
                 write_leaderboard(self.leaderboard_, folder, title=title, pipelines=pipelines(self),
-                                  dataset=pd.DataFrame({"text": docs, "label": y})),
+                                  dataset=pd.DataFrame({"text": docs, "label": self._labels(y)})),
                 save(self.best_estimator_, folder / "model")), overwrite=self.overwrite)
             self.published_ = True
         say(f"{clock.stamp()} wrote the leaderboard files, report.html and the model {out / 'model'}")
+
+    def _labels(self, y):
+        """``y`` as the report lists it: label sets as their names joined by ``|``."""
+        if self.task_ != "multilabel":
+            return y
+        return ["|".join(map(str, self.classes_[row.astype(bool)])) for row in y]
 
     # -- the estimator ----------------------------------------------------------------------------
     def predict(self, X):
