@@ -1,16 +1,15 @@
 """What the data asks of a comparison (`embedkit.compare`): the target's kind (a number: every
 head as its regressor; label sets: the indicator target and per-label heads) and a table's
-columns (every representation reading the table, the baselines its first text column)."""
+columns (the steps that read one: `embedkit.tables.on_table`, `embedkit.tables.text_only`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .base import output_form
 from .datasets import is_multilabel
 from .tasks import for_task
 
-__all__ = ["as_regression", "multilabel_target", "on_table", "table_roles", "take", "text_only"]
+__all__ = ["as_regression", "multilabel_target", "table_roles"]
 
 
 def multilabel_target(df: pd.DataFrame, heads: dict):
@@ -52,30 +51,3 @@ def table_roles(df: pd.DataFrame, text_columns):
     from .tables import infer_columns
 
     return infer_columns(df[features], text=text_columns or df.attrs.get("text_columns"))
-
-
-def on_table(step, roles):
-    """``step`` (a representation, or "passthrough" before a head that reads text) reading the
-    table: pooled vectors through `embedkit.TableEmbedder`; a form that a matrix cannot hold
-    (sequences, token ids, raw text) from the table joined into one text per row."""
-    from sklearn.pipeline import Pipeline
-
-    from .tables import TableEmbedder
-
-    named = {"text_columns": list(roles.text), "categorical": list(roles.categorical),
-             "numeric": list(roles.numeric)}
-    if output_form(step) == "pooled":
-        return TableEmbedder(step, **named)
-    joined = TableEmbedder("passthrough", join_text=True, **named)
-    return joined if isinstance(step, str) else Pipeline([("table", joined), ("text", step)])
-
-
-def text_only(step, column):
-    """``step`` reading one column of the table (a baseline's text)."""
-    from sklearn.compose import ColumnTransformer
-
-    return step if isinstance(step, str) else ColumnTransformer([("text", step, column)])
-
-
-def take(X, rows):
-    return X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]

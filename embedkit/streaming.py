@@ -262,12 +262,19 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
     return {"path": str(out_path), "rows": rows, "chunks": chunks, "dim": len(names)}
 
 
-def _table_of(model):
-    """The step that reads a table (`embedkit.TableEmbedder`: fitted, it holds the columns'
-    ``roles_``) a model takes its input through, the model itself or its pipeline's first step;
-    None for a model of one text column."""
-    first = model.steps[0][1] if hasattr(model, "steps") else model
-    return first if hasattr(getattr(first, "roles_", None), "text") else None
+def _table_columns(model) -> list | None:
+    """The columns a model of a table reads by name: the ``feature_names_in_`` scikit-learn
+    keeps of a DataFrame fitted on, asked of the model, else of its pipeline's first step that
+    is not ``"passthrough"`` (an ensemble of table models after one); None for a model of one
+    text column."""
+    first = next((s for _, s in getattr(model, "steps", []) if not isinstance(s, str)), None)
+    for step in (model, first):
+        try:
+            names = step.feature_names_in_
+        except AttributeError:
+            continue
+        return [str(n) for n in names]
+    return None
 
 
 def _label_set_threshold(model) -> float | None:
@@ -279,7 +286,7 @@ def _label_set_threshold(model) -> float | None:
 
 def _label_sets(decisions: np.ndarray, classes) -> list[str]:
     """Each row's predicted labels, joined by ``|`` as a label-set cell is read."""
-    from .tasks import LABEL_SEPARATOR
+    from .io import LABEL_SEPARATOR
 
     names = np.asarray(classes).astype(str)
     return [LABEL_SEPARATOR.join(names[row]) for row in decisions]
@@ -362,9 +369,9 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     check_predictions_file(output, input, overwrite=overwrite)
     model = load(model_dir) if isinstance(model_dir, (str, os.PathLike)) else model_dir
     kind = file_format(output)
-    table = _table_of(model)
-    if table is not None:  # a model of a table reads its columns by name (a text one first)
-        read = list(dict.fromkeys([str(table.roles_.text[0]), *table.feature_names_in_]))
+    table = _table_columns(model)
+    if table is not None:  # a model of a table reads its columns by name
+        read = table
     else:
         if id_column == text_column:
             raise ValueError(f"id_column={id_column!r} is the text column; name another column.")
@@ -380,7 +387,7 @@ def predict_file(model_dir, input, output, text_column: str = "text",
                                                    desc=f"predicting {Path(input).name}") as bar:
         for chunk in read_chunks(input, columns, chunksize, encoding=encoding):
             where = f"{input}, rows {rows}-{rows + len(chunk) - 1}"
-            texts = chunk[list(table.feature_names_in_)] if table is not None else chunk[text_column]
+            texts = chunk[table] if table is not None else chunk[text_column]
             try:
                 if proba:
                     p = np.asarray(model.predict_proba(texts), dtype=np.float64)

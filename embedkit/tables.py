@@ -31,7 +31,7 @@ from ._suggest import did_you_mean
 from .base import CheckedKeywords, _check_finite, output_form, store_params
 
 __all__ = ["CATEGORY_FLOOR", "CATEGORY_SHARE", "CATEGORY_WORDS", "MISSING", "ColumnRoles",
-           "TableEmbedder", "infer_columns"]
+           "TableEmbedder", "infer_columns", "on_table", "take", "text_only"]
 
 #: the roles, in the order a table's columns are listed and joined
 ROLES = ("text", "categorical", "numeric")
@@ -443,3 +443,29 @@ def _frame(X) -> pd.DataFrame:
 def _gives_sparse(step) -> bool:
     """Whether a fitted text step encodes to a scipy-sparse matrix (asked of one empty text)."""
     return sp.issparse(step.transform(pd.Series([""], dtype=object)))
+
+
+def on_table(step, roles):
+    """``step`` (a representation, or "passthrough" before a head that reads text) reading the
+    table: pooled vectors through `embedkit.TableEmbedder`; a form that a matrix cannot hold
+    (sequences, token ids, raw text) from the table joined into one text per row."""
+    from sklearn.pipeline import Pipeline
+
+    named = {"text_columns": list(roles.text), "categorical": list(roles.categorical),
+             "numeric": list(roles.numeric)}
+    if output_form(step) == "pooled":
+        return TableEmbedder(step, **named)
+    joined = TableEmbedder("passthrough", join_text=True, **named)
+    return joined if isinstance(step, str) else Pipeline([("table", joined), ("text", step)])
+
+
+def text_only(step, column):
+    """``step`` reading one column of the table (a baseline's text)."""
+    from sklearn.compose import ColumnTransformer
+
+    return step if isinstance(step, str) else ColumnTransformer([("text", step, column)])
+
+
+def take(X, rows):
+    """Rows ``rows`` (positions) of a table or an array of documents."""
+    return X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]

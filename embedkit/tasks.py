@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ._suggest import did_you_mean
+from .io import LABEL_SEPARATOR
 
 __all__ = ["DEFAULT_METRICS", "MULTILABEL_METRICS", "REGRESSION_METRICS", "TASKS", "for_task",
            "infer_task", "numeric_target", "scorers", "split_label_sets"]
@@ -45,8 +46,6 @@ REGRESSION_METRICS = ("neg_root_mean_squared_error", "neg_mean_absolute_error", 
 #: integer targets with at most this many distinct values are read as classes (a star rating);
 #: more, or any fraction, as numbers. ``task=`` overrides the reading.
 MAX_INTEGER_CLASSES = 10
-#: the separator of a label set written in one cell (``"drama|comedy"``)
-LABEL_SEPARATOR = "|"
 
 
 def _rows(positions, values=None) -> str:

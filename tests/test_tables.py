@@ -339,3 +339,55 @@ def test_predict_reads_a_table_models_columns_by_name_and_refuses_a_file_without
                                   "-o", str(tmp_path / "q.csv"), "--no-progress"])
     assert refused.exit_code == 2 and repr(str(X.columns[-1])) in refused.output
     assert not (tmp_path / "q.csv").exists() and "Traceback" not in refused.output
+
+
+def test_tune_searches_a_table_with_a_numeric_target_in_one_command(tmp_path):
+    """`embedkit tune` on a table of two text columns (real tweets cut in two), a categorical and
+    a numeric column, and a number to predict: every model reads the table, the baselines the
+    first text column; the pick explains what the text alone cannot (the channel moves the
+    score by 2), and the saved model predicts from the columns by name, in any order."""
+    from sklearn.metrics import r2_score
+    from typer.testing import CliRunner
+
+    from embedkit.cli import app
+
+    tweets = embedkit.load_dataset("vader-tweet-scores").sample(1800, random_state=0)
+    rng = np.random.default_rng(0)
+    words = tweets["text"].str.split()
+    half = words.map(len) // 2
+    channel = rng.choice(["app", "web", "sms"], len(tweets))
+    df = pd.DataFrame({
+        "opening": [" ".join(w[:h]) for w, h in zip(words, half, strict=True)],
+        "rest": [" ".join(w[h:]) for w, h in zip(words, half, strict=True)],
+        "channel": channel, "followers": rng.integers(0, 5000, len(tweets)),
+        "score": tweets["label"].to_numpy() + 2.0 * (channel == "sms")})
+    fit, held = df.iloc[:1500], df.iloc[1500:]
+    path = tmp_path / "posts.csv"
+    fit.to_csv(path, index=False)
+    runner = CliRunner()
+    done = runner.invoke(app, ["tune", "-f", str(path), "--text-column", "opening",
+                               "--text-column", "rest", "--column", "*", "--label-column", "score",
+                               "--budget", "90s", "-r", "tfidf", "-r", "minilm", "-H", "logreg",
+                               "-H", "mlp", "--finetune", "no", "-o", str(tmp_path / "out"),
+                               "--no-progress"])
+    assert done.exit_code == 0, done.output
+    report = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "columns: text opening, rest; categorical channel; numeric followers" in report
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    scored = board[board["status"] == "scored"].set_index("pipeline")
+    baseline = scored.loc[["plain TF-IDF + Ridge", "plain MiniLM + Ridge"], "r2"].max()
+    pick = board[board["pick"]].iloc[0]
+    assert pick["r2"] > baseline + 0.2, (pick["pipeline"], pick["r2"], baseline)
+    model = embedkit.load(tmp_path / "out" / "model")
+    shuffled = held[["followers", "rest", "channel", "opening"]]  # columns in another order
+    assert r2_score(held["score"], model.predict(shuffled)) > baseline + 0.2
+    shuffled.to_csv(tmp_path / "new.csv", index=False)
+    wrote = runner.invoke(app, ["predict", str(tmp_path / "out" / "model"), str(tmp_path / "new.csv"),
+                                "-o", str(tmp_path / "p.csv"), "--no-progress"])
+    assert wrote.exit_code == 0, wrote.output
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "p.csv")["prediction"],
+                               model.predict(shuffled), rtol=1e-5)
+    shuffled.drop(columns="channel").to_csv(tmp_path / "lacking.csv", index=False)
+    refused = runner.invoke(app, ["predict", str(tmp_path / "out" / "model"),
+                                  str(tmp_path / "lacking.csv"), "-o", str(tmp_path / "q.csv")])
+    assert refused.exit_code == 2 and "'channel'" in refused.output

@@ -176,7 +176,13 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         return out
 
     @staticmethod
-    def _documents(X) -> np.ndarray:
+    def _documents(X):
+        """The documents, checked; a table (a DataFrame of several columns) as it is, for
+        members that read one (`embedkit.TableEmbedder`)."""
+        import pandas as pd
+
+        if isinstance(X, pd.DataFrame) and X.shape[1] > 1:
+            return X
         if hasattr(X, "tocsr") or (hasattr(X, "dtype") and getattr(X, "ndim", 1) == 2
                                    and X.dtype.kind in "fiub"):
             raise ValueError(
@@ -199,6 +205,8 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         validate_params(self)
         name = type(self).__name__
         docs = self._documents(X)
+        if hasattr(docs, "columns"):  # a table: its members read these columns by name
+            self.feature_names_in_ = np.asarray(docs.columns, dtype=object)
         if not len(docs):
             raise ValueError(f"{name}.fit received no rows: X is empty; fit needs training data.")
         # missing labels named, two classes or more; multi-label targets recognised

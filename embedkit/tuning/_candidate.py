@@ -64,6 +64,7 @@ class Candidate:
     weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
     where: str = ""  # the Dask worker that fitted it, on a cluster
     task: str = "classification"  # what the target holds: its head as that task needs it
+    roles: Any = None  # a table's column roles (`embedkit.tables.ColumnRoles`): read through them
 
     @property
     def pair(self) -> tuple[str, ...]:  # whose cost record it shares
@@ -98,7 +99,8 @@ class Candidate:
     def builder(self) -> Callable[[], Any]:
         """What builds this candidate's pipeline, without the candidate (sent to a worker)."""
         return self.factory or functools.partial(build_pipeline, self.representation, self.head,
-                                                 self.settings(), self.cache, self.task)
+                                                 self.settings(), self.cache, self.task,
+                                                 self.roles)
 
     def build(self):
         """A fresh, unfitted pipeline of this candidate."""
@@ -134,27 +136,34 @@ class Job:
 
 
 def build_pipeline(representation: str, head: str, settings: dict, cache,
-                   task: str = "classification"):
+                   task: str = "classification", roles=None):
     """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``), its head
-    as ``task`` needs it (`embedkit.tasks.for_task`: a regressor for a number)."""
+    as ``task`` needs it (`embedkit.tasks.for_task`: a regressor for a number); on a table
+    (``roles``), its representation reading the table (`embedkit.tables.on_table`)."""
     from sklearn.pipeline import Pipeline
 
     from ..registry import HEADS, REPRESENTATIONS
+    from ..tables import on_table
     from ..tasks import for_task
 
     features = REPRESENTATIONS[representation].factory()
     if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
         features.set_params(cache=cache)
-    return Pipeline([("features", features), ("head", for_task(HEADS[head].factory(), task))]
+    pipe = Pipeline([("features", features), ("head", for_task(HEADS[head].factory(), task))]
                     ).set_params(**settings)
+    if roles is None:
+        return pipe
+    return Pipeline([("features", on_table(pipe.steps[0][1], roles)), pipe.steps[1]])
 
 
 def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tuple:
     """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
     ``(model, probabilities (predicted numbers where ``classes`` is None), fit seconds, predict
     seconds)``. What a lane runs."""
+    from ..tables import take
+
     began = time.monotonic()
-    model = build().fit(X if rows is None else X[rows], y if rows is None else y[rows])
+    model = build().fit(X if rows is None else take(X, rows), y if rows is None else y[rows])
     fitted = time.monotonic()
     proba = _selection.aligned(model, X_valid, classes)
     return model, proba, fitted - began, time.monotonic() - fitted

@@ -27,6 +27,7 @@ import numpy as np
 
 from .._budget import DECIDING, Clock, format_seconds
 from .._stopping import DeadlineReached, deadline
+from ..tables import on_table, take
 from . import _lanes, _selection
 from ._candidate import Candidate, Job, fit_and_score
 from ._costs import States, predict_work, work_of
@@ -43,8 +44,13 @@ class Search:
     def __init__(self, docs: np.ndarray, y: np.ndarray, *, clock: Clock, pairs, scoring: str,
                  validation: float, finetune, cache, random_state: int,
                  say: Callable[[str], None], finish: Finish | None = None,
-                 device_lane: bool | None = None, client=None, task: str = "classification"):
+                 device_lane: bool | None = None, client=None, task: str = "classification",
+                 roles=None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
+        # a table (`embedkit.tables`): ``docs`` is a DataFrame whose columns have these roles, and
+        # ``texts`` its first text column (what the encoder's pass caches and the baselines read)
+        self.roles = roles
+        self.texts = docs if roles is None else docs[roles.text[0]].to_numpy(dtype=object)
         # "regression": a number per document, ``classes`` None; "multilabel": a 0/1 row of
         # labels per document, ``classes`` its columns
         self.task = task
@@ -82,8 +88,8 @@ class Search:
             moved = np.setdiff1d(_selection.covering(np.sort(train), self.y, valid), train)
             train, valid = np.union1d(train, moved), np.setdiff1d(valid, moved)
         self.train, self.valid = np.sort(train), np.sort(valid)
-        self.X_train, self.y_train = self.docs[self.train], self.y[self.train]
-        self.X_valid, self.y_valid = self.docs[self.valid], self.y[self.valid]
+        self.X_train, self.y_train = take(self.docs, self.train), self.y[self.train]
+        self.X_valid, self.y_valid = take(self.docs, self.valid), self.y[self.valid]
         # label sets: the label columns (the models fit the 0/1 matrix); a number: none
         self.classes = (None if numbers else np.arange(self.y.shape[1]) if sets
                         else np.unique(self.y))
@@ -104,6 +110,13 @@ class Search:
         if self._order is None:
             self._order = _selection.stratified_order(self.y_train, self.seed)
         return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order)
+
+    def read_texts(self, rows: np.ndarray) -> np.ndarray:
+        """The text a head that reads raw text gets for ``rows`` (positions into the training
+        rows): the documents, or a table's columns joined (`embedkit.tables.on_table`)."""
+        if self.roles is None:
+            return self.X_train[rows]
+        return on_table("passthrough", self.roles).fit_transform(take(self.X_train, rows))
 
     def left(self) -> float:
         """Seconds the search may still spend: the budget minus what the finish needs."""
@@ -159,7 +172,8 @@ class Search:
             np.random.default_rng(self.seed).choice(c.rows, m, replace=False))
         try:
             model, _, fit_s, predict_s = fit_and_score(c.build, rows, self.X_train, self.y_train,
-                                                       self.X_valid[:PROBE_ROWS[0]], self.classes)
+                                                       take(self.X_valid, slice(0, PROBE_ROWS[0])),
+                                                       self.classes)
         except Exception:  # the full fit will say what is wrong
             return c.prior
         state = self.costs[c.pair]
@@ -300,7 +314,7 @@ class Search:
         members = {scored[i]: w for i, w in weights.items()}
         self.candidates.append(Candidate(
             name=f"ensemble of {len(members)} models", tier="ensembles", kind="ensemble",
-            task=self.task,
+            task=self.task, roles=self.roles,
             status="scored", score=score,
             proba=sum(w * c.proba for c, w in members.items()),
             note="; ".join(f"{c.label}: {w:.2f}" for c, w in members.items()),

@@ -23,13 +23,14 @@ from ._settings import (
     VALID_ROWS,
 )
 
-__all__ = ["MINILM_BASELINE", "TFIDF_BASELINE", "Target", "baseline_pipelines", "beyond_reach",
-           "check_labels", "chosen_pairs", "least_budget"]
+__all__ = ["DEFAULT_SCORING", "MINILM_BASELINE", "TFIDF_BASELINE", "Target", "baseline_pipelines",
+           "beyond_reach", "check_labels", "check_scoring", "check_table", "chosen_pairs",
+           "least_budget", "pairs_for_task"]
 
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
 
-def baseline_pipelines(cache="memory", task: str = "classification") -> dict:
+def baseline_pipelines(cache="memory", task: str = "classification", column=None) -> dict:
     """The two five-line baselines a user would write (issue 13), by leaderboard name.
 
     They are `embedkit.experiments.BASELINES`' rows, the ones every ``embedkit compare`` report
@@ -39,25 +40,54 @@ def baseline_pipelines(cache="memory", task: str = "classification") -> dict:
     + the same ``LogisticRegression``. The MiniLM one uses ``cache``, so it reads the vectors
     the search already computed (the registry's ``minilm`` has the same fingerprint). For a
     number (``task="regression"``) both end in a plain ``Ridge`` instead, for label sets in one
-    ``LogisticRegression`` per label (``OneVsRestClassifier``), named so.
+    ``LogisticRegression`` per label (``OneVsRestClassifier``), named so. On a table they read
+    its text ``column`` alone, as five lines on one column would (`embedkit.tables.text_only`).
     """
     from sklearn.pipeline import Pipeline
 
     from ..experiments import BASELINES
+    from ..tables import text_only
     from ..tasks import for_task
 
     reps, heads = BASELINES.representations, BASELINES.heads
+
+    def reading(step):
+        return step if column is None else text_only(step, column)
+
     pipes = {  # the candidates' step names, so a baseline pick reads like any other
-        TFIDF_BASELINE: Pipeline([("features", reps["baseline-tfidf"].factory()),
+        TFIDF_BASELINE: Pipeline([("features", reading(reps["baseline-tfidf"].factory())),
                                   ("head", heads["plain-lr"].factory())]),
         MINILM_BASELINE: Pipeline([
-            ("features", reps["baseline-minilm"].factory().set_params(cache=cache)),
+            ("features", reading(reps["baseline-minilm"].factory().set_params(cache=cache))),
             ("head", heads["plain-lr"].factory())]),
     }
     renamed = {"regression": "+ Ridge", "multilabel": "+ LR one-vs-rest"}
     if task not in renamed:
         return pipes
     return {name.replace("+ LR", renamed[task]): for_task(pipe, task) for name, pipe in pipes.items()}
+
+
+def check_table(X, text=None, categorical=None, numeric=None):
+    """``(table, roles)`` where ``X`` is a table (a DataFrame of several columns, or any
+    DataFrame whose roles are named): only its columns with a role, their index reset, each text
+    column read as str (a missing text is the empty document) and cut where no model reads
+    further; the roles named or read from the values (`embedkit.tables.infer_columns`, which
+    checks them). None where ``X`` is documents."""
+    from ..documents import within_reach
+    from ..tables import infer_columns
+
+    named = any(v is not None for v in (text, categorical, numeric))
+    if not isinstance(X, pd.DataFrame) or (X.shape[1] < 2 and not named):
+        if named:
+            raise ValueError("text_columns / categorical / numeric name the columns of a table; "
+                             f"X is a {type(X).__name__}. Give a pandas DataFrame.")
+        return None
+    roles = infer_columns(X, text=text, categorical=categorical, numeric=numeric)
+    table = X[list(roles.columns)].reset_index(drop=True)
+    for column in roles.text:
+        values = table[column].astype(object).where(table[column].notna(), "").astype(str)
+        table[column] = np.asarray(within_reach(values.tolist(), MAX_DOCUMENT_CHARS), dtype=object)
+    return table, roles
 
 
 def least_budget(docs, output=None) -> float:
@@ -177,3 +207,43 @@ def _label_sets(y) -> Target:
              f"{', '.join(left[:10])}{' ...' if len(left) > 10 else ''}; tune predicts the other "
              f"{int(kept.sum()):,}",) if left else ()
     return Target(matrix[:, kept], "multilabel", binarizer.classes_[kept], notes)
+
+
+#: what the search chooses by unless ``scoring`` says otherwise, by task
+DEFAULT_SCORING = {"classification": "accuracy", "regression": "r2", "multilabel": "f1_micro"}
+
+
+def check_scoring(scoring: str, task: str) -> None:
+    """A scorer of the other kind (accuracy on a number, RMSE on classes) refused with the fix;
+    on label sets, a scorer other than the F1 the search thresholds (`LABEL_SET_SCORERS`)."""
+    from sklearn.metrics import get_scorer
+
+    from ._selection import LABEL_SET_SCORERS
+
+    if task == "multilabel":
+        if scoring not in LABEL_SET_SCORERS:
+            raise ValueError(f"scoring={scoring!r} on label sets: tune chooses by F1 at each "
+                             f"model's best threshold; use one of {', '.join(LABEL_SET_SCORERS)} "
+                             "(default f1_micro).")
+        return
+    numbers = get_scorer(scoring)._score_func.__module__.endswith("_regression")
+    if numbers != (task == "regression"):
+        raise ValueError(f"scoring={scoring!r} scores {'numbers' if numbers else 'classes'}; y "
+                         f"holds {'numbers' if task == 'regression' else 'classes'}. Leave scoring "
+                         "out (accuracy for classes, r2 for a number), or name task=.")
+
+
+def pairs_for_task(pairs, task: str) -> tuple[list, list[str]]:
+    """The pairs whose head has the form ``task`` needs, and a note naming the others."""
+    if task != "regression":
+        return pairs, []
+    from ..registry import HEADS
+    from ..tasks import for_task
+
+    kept = [(r, h) for r, h in pairs if for_task(HEADS[h].factory(), task) is not None]
+    left = sorted({h for r, h in pairs if (r, h) not in kept})
+    if not kept:
+        raise ValueError(f"no head of the pairs given predicts a number ({', '.join(left)}); add "
+                         "pairs with logreg (Ridge on a number), mlp or finetune heads.")
+    return kept, [f"{', '.join(left)}: no regression form; their pairs are left out on this "
+                  "numeric target"] if left else []

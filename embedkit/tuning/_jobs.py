@@ -37,13 +37,13 @@ def load_encoder(s, representation: str, estimate: float) -> Job:
     documents after a warm-up batch of 8, seeded: ``run()`` returns ``(seconds a document,
     sampled positions)``."""
     def run():
-        encoder = _encoder(s, representation).fit(s.docs[:2])  # loads the model, once
-        sample = np.random.default_rng(s.seed).choice(len(s.docs), min(72, len(s.docs)),
+        encoder = _encoder(s, representation).fit(s.texts[:2])  # loads the model, once
+        sample = np.random.default_rng(s.seed).choice(len(s.texts), min(72, len(s.texts)),
                                                       replace=False)
-        encoder.transform(s.docs[sample[:8]])  # the first batch pays the kernels' warm-up
+        encoder.transform(s.texts[sample[:8]])  # the first batch pays the kernels' warm-up
         sample = sample[8:] if len(sample) > 8 else sample
         began = time.monotonic()
-        encoder.transform(s.docs[sample])
+        encoder.transform(s.texts[sample])
         return (time.monotonic() - began) / len(sample), sample
 
     return Job(f"{representation}: loading and timing it", run, estimate=estimate,
@@ -56,15 +56,15 @@ def encode(s, representation: str, index: np.ndarray, per_doc: float, estimate: 
     encoded, seconds, index)``; it stops early where its own rate shows the rest would not fit
     the time left."""
     def run():
-        encoder = _encoder(s, representation).fit(s.docs[index[:2]])
+        encoder = _encoder(s, representation).fit(s.texts[index[:2]])
         began = time.monotonic()
         if "cluster" in s.lanes:
             from ..cache import store_encoded
 
-            docs = s.docs[index]
+            docs = s.texts[index]
             store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
             return len(index), time.monotonic() - began, index
-        done, seconds = timed_pass(encoder, s.docs[index], per_doc, s.left)
+        done, seconds = timed_pass(encoder, s.texts[index], per_doc, s.left)
         return done, seconds, index
 
     return Job(f"{representation}: encoding {len(index):,} documents", run, estimate=estimate,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["Cluster", "Device", "Inline", "first_done"]
+__all__ = ["Cluster", "Device", "Inline", "accelerated", "first_done"]
 
 
 class Inline:
@@ -112,3 +112,14 @@ def first_done(futures, poll: float = 0.05, timeout: float | None = None) -> Non
         if until is not None and time.monotonic() > until:
             return
         time.sleep(poll)
+
+
+def accelerated() -> bool:
+    """Whether this machine has an accelerator torch can train on (the search's device lane)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    from .._batching import resolve_device
+
+    return resolve_device("auto") != "cpu"

@@ -23,6 +23,7 @@ from sklearn.base import clone
 
 from .._budget import DECIDING, format_seconds, largest
 from ..registry import HEADS, REPRESENTATIONS
+from ..tables import take
 from ._candidate import Candidate
 from ._costs import PairState, work_of
 from ._settings import (
@@ -66,7 +67,7 @@ class Plans:
         if c.pair not in self.heads:
             head = HEADS[c.head].factory()
             if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
-                sample = self.search.X_train[self.search.sample_rows(LENGTH_SAMPLE)]
+                sample = self.search.read_texts(self.search.sample_rows(LENGTH_SAMPLE))
                 head.set_params(max_length=head.length_for(sample))
             self.heads[c.pair] = head
         return self.heads[c.pair]
@@ -350,8 +351,9 @@ def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
     def run() -> str:
         state = s.costs[c.pair]
         try:  # the first fit pays one-time costs (imports, kernels): it is not timed
-            one.build().fit(s.X_train[warm], s.y_train[warm])
-            state.measure_steps(lambda i: one.build().fit(s.X_train[timed[i]], s.y_train[timed[i]]),
+            one.build().fit(take(s.X_train, warm), s.y_train[warm])
+            state.measure_steps(lambda i: one.build().fit(take(s.X_train, timed[i]),
+                                                          s.y_train[timed[i]]),
                                 tuple(work_of(pipe, len(rows)) for rows in timed))
         except ValueError as err:  # e.g. a class missing from a probe slice: the prior stands
             state.observe(work_of(pipe, n), c.prior / 1.25)

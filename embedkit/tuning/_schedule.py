@@ -65,7 +65,7 @@ class Schedule(Worth):
         lane = ("device" if tier.lane == "device" and s.device_lane
                 else "cluster" if s.client is not None and tier.remote else "cores")
         return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache, lane=lane,
-                         task=s.task,
+                         task=s.task, roles=s.roles,
                          prior=(encoding + HEADS[head].cost) * len(s.train) / 1000,
                          encoder=rep if tier.name == "frozen encoder" else "")
 
@@ -82,7 +82,7 @@ class Schedule(Worth):
         s.say(f"{s.clock.stamp()} {len(s.train):,} training rows, {len(s.valid):,} validation "
               "rows; tiers: " + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
         (tfidf, build), (self.minilm, _) = list(self.baselines.items())[:2]
-        chars = float(np.mean([len(d) for d in s.X_valid])) if len(s.valid) else 0.0
+        chars = float(np.mean([len(d) for d in s.texts[s.valid]])) if len(s.valid) else 0.0
         s.reached("baselines")
         baseline = Candidate(name=tfidf, representation="plain TF-IDF", head="LR", kind="baseline",
                              tier="baselines", factory=build, prior=len(s.train) / 1000 * (

@@ -51,14 +51,19 @@ from ..outputs import check_output_folder, publish_folder
 from ._engine import Search
 from ._finish import Finish
 from ._inputs import (
+    DEFAULT_SCORING,
     MINILM_BASELINE,
     TFIDF_BASELINE,
     baseline_pipelines,
     beyond_reach,
     check_labels,
+    check_scoring,
+    check_table,
     chosen_pairs,
     least_budget,
+    pairs_for_task,
 )
+from ._lanes import accelerated
 from ._leaderboard import leaderboard, pipelines
 from ._schedule import TIERS, Schedule
 from ._settings import (
@@ -71,46 +76,6 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
            "least_budget", "parse_budget", "pipelines", "tune"]
 
-
-
-#: what the search chooses by unless ``scoring`` says otherwise, by task
-DEFAULT_SCORING = {"classification": "accuracy", "regression": "r2", "multilabel": "f1_micro"}
-
-
-def _check_scoring(scoring: str, task: str) -> None:
-    """A scorer of the other kind (accuracy on a number, RMSE on classes) refused with the fix;
-    on label sets, a scorer other than the F1 the search thresholds (`LABEL_SET_SCORERS`)."""
-    from sklearn.metrics import get_scorer
-
-    from ._selection import LABEL_SET_SCORERS
-
-    if task == "multilabel":
-        if scoring not in LABEL_SET_SCORERS:
-            raise ValueError(f"scoring={scoring!r} on label sets: tune chooses by F1 at each "
-                             f"model's best threshold; use one of {', '.join(LABEL_SET_SCORERS)} "
-                             "(default f1_micro).")
-        return
-    numbers = get_scorer(scoring)._score_func.__module__.endswith("_regression")
-    if numbers != (task == "regression"):
-        raise ValueError(f"scoring={scoring!r} scores {'numbers' if numbers else 'classes'}; y "
-                         f"holds {'numbers' if task == 'regression' else 'classes'}. Leave scoring "
-                         "out (accuracy for classes, r2 for a number), or name task=.")
-
-
-def _for_task(pairs, task: str) -> tuple[list, list[str]]:
-    """The pairs whose head has the form ``task`` needs, and a note naming the others."""
-    if task != "regression":
-        return pairs, []
-    from ..registry import HEADS
-    from ..tasks import for_task
-
-    kept = [(r, h) for r, h in pairs if for_task(HEADS[h].factory(), task) is not None]
-    left = sorted({h for r, h in pairs if (r, h) not in kept})
-    if not kept:
-        raise ValueError(f"no head of the pairs given predicts a number ({', '.join(left)}); add "
-                         "pairs with logreg (Ridge on a number), mlp or finetune heads.")
-    return kept, [f"{', '.join(left)}: no regression form; their pairs are left out on this "
-                  "numeric target"] if left else []
 
 
 class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
@@ -152,6 +117,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         3 documents (`MIN_PER_LABEL`) is left out (said), and the pick, an ensemble or one model,
         is an `embedkit.EnsembleClassifier` vote with the threshold its scoring chose: its
         ``predict`` gives the 0/1 matrix of labels, ``classes_`` their names.
+    text_columns, categorical, numeric : str or list of str, optional
+        On a table (``X`` a DataFrame of several columns), the columns of each role; the others
+        are read from their values (`embedkit.tables.infer_columns`, said in the progress).
+        Every representation then reads the table: a pooled one through
+        `embedkit.TableEmbedder` (each text column encoded, the categorical columns one-hot, the
+        numeric ones scaled, side by side for the head), a head that reads text (fine-tuning)
+        the columns joined as ``name: value`` lines; the baselines read the first text column
+        alone, as five lines on one column would. The pick reads the same columns by name.
     finetune : {"auto", True, False}, default="auto"
         Fine-tuning pairs join when the time left pays for them ("auto"; True is the same, kept
         for the command line's ``--finetune yes``); False leaves them out.
@@ -195,6 +168,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         How many seeds each fine-tuned model of the pick averages (1: one, or none fine-tuned).
     leaderboard_ : DataFrame
         Every model: scored, left out (with the budget that would include it) or failed.
+    roles_ : ColumnRoles or None
+        The role of every column of a table (None for documents).
     task_ : str
         What ``y`` was read as: "classification", "regression" or "multilabel".
     scoring_ : str
@@ -243,6 +218,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "validation": [Interval(Real, 0, 0.5, closed="neither")],
         "scoring": [None, StrOptions(set(get_scorer_names()))],
         "task": [None, StrOptions({"classification", "regression", "multilabel"})],
+        "text_columns": [None, str, list, tuple],
+        "categorical": [None, str, list, tuple],
+        "numeric": [None, str, list, tuple],
         "finetune": [StrOptions({"auto"}), "boolean"],
         "cache": [None, str, os.PathLike],
         "random_state": [Interval(Integral, 0, None, closed="left")],
@@ -254,7 +232,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
                  heads=None, validation: float = 0.2, scoring: str | None = None,
-                 task: str | None = None,
+                 task: str | None = None, text_columns=None, categorical=None, numeric=None,
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
                  output=None, overwrite: bool = False,
                  progress: bool | Callable[[str], None] = True, backend=None):
@@ -280,17 +258,23 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         self.budget_, self.published_, self.refit_interrupted_ = clock.budget, False, False
         if self.output is not None:  # before any work: a folder tune may not write is refused now
             check_output_folder(self.output, overwrite=self.overwrite)
-        docs = validate_documents(X)
-        self.notes_ = beyond_reach(docs)
-        docs = np.asarray(within_reach(docs, MAX_DOCUMENT_CHARS), dtype=object)  # cut once, here
+        table = check_table(X, self.text_columns, self.categorical, self.numeric)
+        if table is None:  # documents
+            texts = validate_documents(X)
+            self.notes_, self.roles_ = beyond_reach(texts), None
+            docs = texts = np.asarray(within_reach(texts, MAX_DOCUMENT_CHARS), dtype=object)  # cut once
+        else:  # a table: its text columns cut once, here; the first one is the baselines' text
+            docs, self.roles_ = table
+            texts = docs[self.roles_.text[0]].to_numpy(dtype=object)
+            self.notes_ = [self.roles_.describe(), *beyond_reach(list(texts))]
         target = check_labels(y, len(docs), self.task)
         y, self.task_ = target.y, target.task
         self.scoring_ = self.scoring or DEFAULT_SCORING[self.task_]
-        _check_scoring(self.scoring_, self.task_)
+        check_scoring(self.scoring_, self.task_)
         if self.task_ == "multilabel":  # the label of each column of y
             self.classes_ = target.names
         self.notes_ += list(target.notes)
-        least = least_budget(docs, self.output)
+        least = least_budget(texts, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
                               f"plain TF-IDF baseline on {len(docs):,} documents"
@@ -298,14 +282,15 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = self._say()
         pairs = chosen_pairs(self.pairs, self.representations, self.heads, self.finetune)
-        pairs, without = _for_task(pairs, self.task_)
+        pairs, without = pairs_for_task(pairs, self.task_)
         from ..distributed import running_client
 
         search = Search(docs, y, clock=clock, pairs=pairs, scoring=self.scoring_, task=self.task_,
                         validation=self.validation, finetune=self.finetune, cache=self.cache,
                         random_state=self.random_state, say=say,
-                        finish=Finish(self.output, clock.budget, target.names), device_lane=_accelerated(),
-                        client=running_client() if self.backend == "dask" else None)
+                        finish=Finish(self.output, clock.budget, target.names), device_lane=accelerated(),
+                        client=running_client() if self.backend == "dask" else None,
+                        roles=self.roles_)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         self.notes_ += without
@@ -320,7 +305,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         threads = plan_threads(workers=1, reserve=1 if search.device_lane else 0).block()
         with threads:
             search.run(Schedule({name: (lambda pipe=pipe: clone(pipe))
-                                 for name, pipe in baseline_pipelines(self.cache, self.task_).items()}))
+                                 for name, pipe in baseline_pipelines(
+                                     self.cache, self.task_, None if self.roles_ is None
+                                     else self.roles_.text[0]).items()}))
         self.search_ = search
         if not any(c.status == "scored" for c in search.candidates):
             failed = [f"{c.label} failed ({c.note})" for c in search.candidates if c.status == "failed"]
@@ -344,7 +331,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
         if self.output is not None:
-            self._write(docs, y, clock, say)
+            self._write(texts, y, clock, say)
         self.budget_used_ = clock.elapsed()
         seeds = f" as the mean of {self.seeds_} seeds" if self.seeds_ > 1 else ""
         say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on the validation rows); "
@@ -395,17 +382,6 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.non_deterministic = True  # wall-clock budgets: what is scored depends on the machine
         return tags
-
-
-def _accelerated() -> bool:
-    """Whether this machine has an accelerator torch can train on (the search's device lane)."""
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return False
-    from .._batching import resolve_device
-
-    return resolve_device("auto") != "cpu"
 
 
 def tune(X, y, budget: str | float = "15m", **params) -> Tuner:
