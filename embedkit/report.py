@@ -361,7 +361,8 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     if "vs_baseline" in shown:  # the paired difference, in points, with its standard error
         shown["vs baseline"] = [f"{d:+.1f} ± {e:.1f}" if d == d else "" for d, e in
                                 zip(shown["vs_baseline"], shown["vs_baseline_se"], strict=True)]
-    columns = ["rank", "pipeline", "kind", "tier", "documents", metric, "vs baseline",
+    also = [c for c in ("rmse", "f1_micro", "f1_macro", "threshold") if c != metric]  # by task
+    columns = ["rank", "pipeline", "kind", "tier", "documents", metric, *also, "vs baseline",
                "fit_seconds", "predict_s_per_1000", "pick"]
     table = shown[[c for c in columns if c in shown]].to_markdown(index=False, floatfmt=".3f")
     rest = board[board["status"] != "scored"]

@@ -391,3 +391,19 @@ def test_tune_searches_a_table_with_a_numeric_target_in_one_command(tmp_path):
     refused = runner.invoke(app, ["predict", str(tmp_path / "out" / "model"),
                                   str(tmp_path / "lacking.csv"), "-o", str(tmp_path / "q.csv")])
     assert refused.exit_code == 2 and "'channel'" in refused.output
+    missing = runner.invoke(app, ["tune", "-f", str(path), "--text-column", "openin", "--column", "*",
+                                  "--label-column", "score", "--budget", "90s",
+                                  "-o", str(tmp_path / "out2"), "--no-progress"])
+    assert missing.exit_code == 2 and "'openin'" in missing.output and "Traceback" not in missing.output
+    assert not (tmp_path / "out2").exists()  # said before any work
+
+
+def test_movie_ratings_is_a_table_with_a_number_to_predict():
+    """The built-in table of every kind of column: the roles read from the values are the ones
+    the loader documents, the rating a number on 1-10, and no column that is the rating itself."""
+    films = embedkit.load_dataset("movie-ratings-table")
+    assert len(films) == 58788 and films["label"].between(1, 10).all()
+    roles = infer_columns(films.drop(columns="label"))
+    assert roles.describe().startswith("columns: text title; categorical genres, mpaa; numeric "
+                                       "year, length, budget, votes")
+    assert not {"r1", "r10", "rating"} & set(films.columns)

@@ -651,7 +651,8 @@ def test_a_document_longer_than_any_model_reads_is_cut_once_and_said(trec_slice)
     assert tuner.leaderboard_.attrs["notes"] == [
         f"1 document longer than 1,000,000 characters (the longest {len(docs[7]):,}) is read to "
         "the first 1,000,000 by every model; an encoder reads less of every document "
-        "(all-MiniLM-L6-v2 at its 256 tokens: the first 8,192 characters at most)"]
+        "(all-MiniLM-L6-v2 at its 256 tokens: the first 8,192 characters at most)",
+        "task: classification (a class per document), chosen by accuracy"]
     assert max(len(d) for d in tuner.search_.docs) == MAX_DOCUMENT_CHARS
 
 

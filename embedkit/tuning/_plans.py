@@ -26,6 +26,7 @@ from ..registry import HEADS, REPRESENTATIONS
 from ..tables import take
 from ._candidate import Candidate
 from ._costs import PairState, work_of
+from ._selection import covering
 from ._settings import (
     ENCODER,
     ENCODER_LOAD,
@@ -346,7 +347,9 @@ def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
                 grown_from=None)
     pipe = one.build()
     rng = np.random.default_rng(s.seed)
-    warm, *timed = (rng.choice(n, steps * batch, replace=False) for steps in (1, *PROBE_STEPS))
+    # label sets: a row of each label a slice lacks joins it (a head cannot learn an absent label)
+    warm, *timed = (covering(np.sort(rng.choice(n, steps * batch, replace=False)), s.y_train,
+                             rng.permutation(n)) for steps in (1, *PROBE_STEPS))
 
     def run() -> str:
         state = s.costs[c.pair]

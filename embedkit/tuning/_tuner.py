@@ -273,7 +273,10 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         check_scoring(self.scoring_, self.task_)
         if self.task_ == "multilabel":  # the label of each column of y
             self.classes_ = target.names
-        self.notes_ += list(target.notes)
+        kind = {"classification": "a class", "regression": "a number",
+                "multilabel": "a set of labels"}[self.task_]
+        self.notes_ += [f"task: {self.task_} ({kind} per document), chosen by {self.scoring_}",
+                        *target.notes]
         least = least_budget(texts, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
