@@ -42,12 +42,13 @@ def as_regression(rows_wanted, heads: dict):
     return rows, {n: h for n, h in converted.items() if h is not None}, notes
 
 
-def table_roles(df: pd.DataFrame, text_columns):
-    """The roles of a table's columns (`embedkit.tables.infer_columns`), or None for a frame of
-    one ``text`` column."""
+def table_roles(df: pd.DataFrame, text_columns, categorical=None, numeric=None):
+    """The roles of a table's columns (`embedkit.tables.infer_columns`: the ones named keep
+    theirs), or None for a frame of one ``text`` column."""
     features = [c for c in df.columns if c not in ("label", "split")]
     if features == ["text"] and text_columns in (None, ["text"], ("text",)):
         return None
     from .tables import infer_columns
 
-    return infer_columns(df[features], text=text_columns or df.attrs.get("text_columns"))
+    return infer_columns(df[features], text=text_columns or df.attrs.get("text_columns"),
+                         categorical=categorical, numeric=numeric)

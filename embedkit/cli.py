@@ -86,6 +86,14 @@ def _listing() -> None:
         typer.echo(f"  {name:<22} {about}")
 
 
+#: a file's columns, as `compare` and `tune` take them (`_read_file`)
+_TEXT_COLUMNS = typer.Option(
+    None, help="Text column of --file (default: text); repeat for a table with several.")
+_COLUMNS = typer.Option(
+    None, "--column", help="Another column of --file to learn from (its kind read from its values, "
+    "or named: --column zip:categorical, --column age:numeric); repeatable; '*' is every other.")
+
+
 @app.command()
 def compare(
     ctx: typer.Context,
@@ -94,13 +102,9 @@ def compare(
     file: Path | None = typer.Option(None, "--file", "-f",
                                      help="Your own CSV/TSV/parquet/JSONL file or folder-per-class; "
                                           "overrides --dataset."),
-    text_column: list[str] | None = typer.Option(
-        None, help="Text column of --file (default: text); repeat for a table with several."),
+    text_column: list[str] | None = _TEXT_COLUMNS,
     label_column: str = typer.Option("label", help="Label column of --file."),
-    column: list[str] | None = typer.Option(
-        None, "--column",
-        help="Another column of --file to learn from, categorical or numeric (read from its "
-             "values); repeatable; '*' is every other column."),
+    column: list[str] | None = _COLUMNS,
     representations: list[str] | None = typer.Option(
         None, "--representation", "-r",
         help="Representation name; repeat for several. Default: the standard set."),
@@ -163,22 +167,15 @@ def compare(
             _notes(data)
         else:
             data, name = dataset, dataset
-        if scheduler or dask_workers:
-            from .distributed import dask_backend
-
-            context, n_jobs = dask_backend(scheduler, dask_workers), -1
-        else:
-            import contextlib
-
-            context = contextlib.nullcontext()
-        with context:
+        n_jobs = -1 if scheduler or dask_workers else n_jobs
+        with _cluster(scheduler, dask_workers):
             results = runner.run_compare(data, representations, heads, folds=folds, output=output,
                                          seed=seed, quick=quick, dataset_name=name, n_jobs=n_jobs,
                                          experiment=experiment, holdout=holdout, params=param or (),
                                          metrics=metric or None,
                                          pos_label=pos_label, baselines=baselines,
                                          progress=progress, task=task,
-                                         text_columns=table)
+                                         **(table or {}))
     except (ValueError, FileNotFoundError) as err:
         raise _fail(err, ctx) from None
     meta = results.attrs
@@ -233,14 +230,29 @@ def _started() -> float:
     return time.monotonic()
 
 
+def _cluster(scheduler, dask_workers):
+    """The Dask cluster the command's work runs on (`embedkit.distributed.dask_backend`), or
+    nothing where neither --scheduler nor --dask-workers is given."""
+    import contextlib
+
+    if not (scheduler or dask_workers):
+        return contextlib.nullcontext()
+    from .distributed import dask_backend
+
+    return dask_backend(scheduler, dask_workers)
+
+
 def _read_file(file: Path, text_columns, label_column: str, columns, encoding: str = "utf-8"):
-    """``(data, its text columns)``: a table (`embedkit.io.load_table`) where several text columns
-    or any ``--column`` are named, else one text column (`embedkit.io.load_texts`; None)."""
+    """``(data, roles)``: a table (`embedkit.io.load_table`) where several text columns or any
+    ``--column`` are named, with the roles named (``text_columns``, ``categorical``, ``numeric``;
+    `embedkit.tables.named_roles`), else one text column (`embedkit.io.load_texts`; None)."""
     from .io import load_table, load_texts
+    from .tables import named_roles
 
     texts = list(text_columns or ["text"])
     if columns or len(texts) > 1:
-        return load_table(file, texts, label_column, columns or (), encoding), texts
+        names, roles = named_roles(columns or ())
+        return load_table(file, texts, label_column, names, encoding), {"text_columns": texts, **roles}
     return load_texts(file, texts[0], label_column, encoding), None
 
 
@@ -252,13 +264,9 @@ def tune(
                                             "rows where it has an official split."),
     file: Path | None = typer.Option(None, "--file", "-f",
                                      help="Your own CSV/TSV/parquet/JSONL file or folder-per-class."),
-    text_column: list[str] | None = typer.Option(
-        None, help="Text column of --file (default: text); repeat for a table with several."),
+    text_column: list[str] | None = _TEXT_COLUMNS,
     label_column: str = typer.Option("label", help="Label column of --file."),
-    column: list[str] | None = typer.Option(
-        None, "--column",
-        help="Another column of --file to learn from, categorical or numeric (read from its "
-             "values); repeatable; '*' is every other column."),
+    column: list[str] | None = _COLUMNS,
     encoding: str = typer.Option("utf-8", help="Text encoding of --file, e.g. cp1252, latin-1 or "
                                                "utf-16."),
     representations: list[str] | None = typer.Option(
@@ -335,21 +343,14 @@ def tune(
                     typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
                                "train rows", err=True)
             _enough(budget, seconds, time.monotonic() - began,
-                    least_budget(df[table[0] if table else "text"], output), f" on {len(df):,} documents")
+                    least_budget(df[table["text_columns"][0] if table else "text"], output),
+                    f" on {len(df):,} documents")
             tuner = Tuner(seconds, validation=validation, random_state=seed,
                           finetune=choice[finetune], progress=progress, task=task,
-                          text_columns=table, representations=representations or None, heads=heads or None,
+                          **(table or {}), representations=representations or None, heads=heads or None,
                           output=output, overwrite=overwrite,
                           backend="dask" if scheduler or dask_workers else None)
-            if scheduler or dask_workers:
-                from .distributed import dask_backend
-
-                context = dask_backend(scheduler, dask_workers)
-            else:
-                import contextlib
-
-                context = contextlib.nullcontext()
-            with context:
+            with _cluster(scheduler, dask_workers):
                 X = df.drop(columns=["label", "split"], errors="ignore") if table else df["text"]
                 tuner.fit(X, df["label"], started=began)
     except KeyboardInterrupt:

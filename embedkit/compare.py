@@ -176,7 +176,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                 n_jobs: int | None = None, experiment: str | None = None,
                 holdout: float | None = None, params=(), metrics=None,
                 pos_label=None, baselines: bool = True, task: str | None = None,
-                text_columns=None):
+                text_columns=None, categorical=None, numeric=None):
     """Score every compatible (representation, head) pair and the baselines; write the report.
 
     Each representation is fitted once per fold and its features feed every head paired with
@@ -231,6 +231,9 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         one-hot, the numeric ones scaled; a representation of sequences or a head that reads raw
         text gets the columns joined into one text), and the baselines read the first text
         column only, as five lines would.
+    categorical, numeric : list of str, optional
+        For a table: the columns of these roles, where their values would read otherwise (a zip
+        code as a category).
     task : {"classification", "regression", "multilabel"}, optional
         What ``label`` holds; read from its values by default (`embedkit.tasks.infer_task`). On
         a number every head runs as its regressor (`embedkit.tasks.for_task`; a head without one
@@ -263,7 +266,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         df = df.assign(label=split_label_sets(df["label"]))
     y = df["label"].to_numpy()
     built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
-    table = table_roles(df, text_columns)
+    table = table_roles(df, text_columns, categorical, numeric)
     if table is None:
         X = df["text"].to_numpy(dtype=object)
     else:  # every representation reads the table; the baselines its first text column, as five lines do

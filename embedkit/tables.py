@@ -31,7 +31,7 @@ from ._suggest import did_you_mean
 from .base import CheckedKeywords, _check_finite, output_form, store_params
 
 __all__ = ["CATEGORY_FLOOR", "CATEGORY_SHARE", "CATEGORY_WORDS", "MISSING", "ColumnRoles",
-           "TableEmbedder", "infer_columns", "on_table", "take", "text_only"]
+           "TableEmbedder", "infer_columns", "named_roles", "on_table", "take", "text_only"]
 
 #: the roles, in the order a table's columns are listed and joined
 ROLES = ("text", "categorical", "numeric")
@@ -56,7 +56,7 @@ class ColumnRoles:
     ...                     numeric=("age",), inferred=("department", "age"))
     >>> print(roles.describe())
     columns: text title, review; categorical department; numeric age
-    (inferred; name them with --text-column / --column to change)
+    (inferred; name them with --text-column or --column NAME:categorical|numeric)
     >>> roles.role("age"), roles.columns
     ('numeric', ('title', 'review', 'department', 'age'))
     """
@@ -84,7 +84,7 @@ class ColumnRoles:
                  if (names := getattr(self, role))]
         line = "columns: " + "; ".join(parts)
         if self.inferred:
-            line += " (inferred; name them with --text-column / --column to change)"
+            line += " (inferred; name them with --text-column or --column NAME:categorical|numeric)"
         return line
 
 
@@ -443,6 +443,27 @@ def _frame(X) -> pd.DataFrame:
 def _gives_sparse(step) -> bool:
     """Whether a fitted text step encodes to a scipy-sparse matrix (asked of one empty text)."""
     return sp.issparse(step.transform(pd.Series([""], dtype=object)))
+
+
+def named_roles(columns) -> tuple[list, dict]:
+    """The command line's ``--column`` values as ``(column names, {"categorical": [...],
+    "numeric": [...]})``: ``name:categorical`` or ``name:numeric`` names a column's role, a
+    plain name (or ``*``) leaves it to its values (`infer_columns`).
+
+    Examples
+    --------
+    >>> named_roles(["zip:categorical", "age", "*"])
+    (['zip', 'age', '*'], {'categorical': ['zip'], 'numeric': []})
+    """
+    names, roles = [], {"categorical": [], "numeric": []}
+    for value in columns:
+        name, _, kind = str(value).rpartition(":")
+        if name and kind in roles:
+            roles[kind].append(name)
+        else:
+            name = str(value)
+        names.append(name)
+    return names, roles
 
 
 def on_table(step, roles):

@@ -42,7 +42,8 @@ def test_every_column_gets_its_role_from_its_values(reviews):
                                 numeric=("age", "stars"),
                                 inferred=("title", "body", "department", "age", "stars"))
     assert roles.describe() == ("columns: text title, body; categorical department; numeric age, "
-                                "stars (inferred; name them with --text-column / --column to change)")
+                                "stars (inferred; name them with --text-column or --column "
+                                "NAME:categorical|numeric)")
     assert roles.role("stars") == "numeric" and roles.columns[-1] == "stars"
     with pytest.raises(KeyError):
         roles.role("label")
@@ -315,6 +316,14 @@ def test_compare_takes_a_table_from_the_command_line_in_one_command(tmp_path):
     missing = runner.invoke(app, [*args[:-2], "-o", str(tmp_path / "out2"), "--column", "dept"])
     assert missing.exit_code == 2 and "'dept'" in missing.output and "Traceback" not in missing.output
     assert not (tmp_path / "out2").exists()
+    # a role named where the values would read otherwise: an age band coded 1-6 as a category
+    df.assign(band=age // 10 - 1).to_csv(path, index=False)
+    done = runner.invoke(app, ["compare", "-f", str(path), "--text-column", "review",
+                               "--label-column", "outcome", "--column", "department", "--column",
+                               "band:categorical", "-r", "tfidf", "-H", "logreg", "--folds", "3",
+                               "-j", "1", "--no-progress", "-o", str(tmp_path / "out3")])
+    assert done.exit_code == 0, done.output
+    assert "columns: text review; categorical department, band (inferred;" in done.output
 
 
 def test_predict_reads_a_table_models_columns_by_name_and_refuses_a_file_without_one(reviews, tmp_path):

@@ -180,7 +180,8 @@ def report(done: list[dict], command: str) -> str:
                for s, t in (("", ""), ("_tuned", ", threshold tuned"))},
             "micro-F1 vs the best baseline": f"{100 * r['vs_better']:+.1f} ± {100 * r['vs_better_se']:.1f}"
                                              f" ({r['better_baseline']})",
-            "peak memory": f"{r['peak_mb'] / 1024:.1f} GB"} for r in sets]).to_markdown(index=False))
+            "peak memory": f"{r['peak_mb'] / 1024:.1f} GB"} for r in sets]).to_markdown(
+                index=False, disable_numparse=True))
         lines.append("\nBaselines: micro-F1 / macro-F1, each label predicted above 0.5 (five "
                      "lines) or above the threshold that scored best on a fifth of the training "
                      "rows (what the search does for every model); ± one standard error of the "
@@ -201,7 +202,7 @@ def report(done: list[dict], command: str) -> str:
             "wall s (table, text)": f"{r['wall_s']:.0f}, {t['wall_s']:.0f}",
             "picks (table; text)": f"{r['pick']}; {t['pick']}"})
     if shown:
-        lines.append(pd.DataFrame(shown).to_markdown(index=False))
+        lines.append(pd.DataFrame(shown).to_markdown(index=False, disable_numparse=True))
         lines.append("\nThe baselines read the text column alone (what five lines on one column "
                      "would); numbers: RMSE (Ridge baselines), classes: accuracy.\n")
     return "\n".join(lines)
