@@ -31,7 +31,8 @@ from ._suggest import did_you_mean
 from .base import CheckedKeywords, _check_finite, output_form, store_params
 
 __all__ = ["CATEGORY_FLOOR", "CATEGORY_SHARE", "CATEGORY_WORDS", "MISSING", "ColumnRoles",
-           "TableEmbedder", "infer_columns", "named_roles", "on_table", "take", "text_only"]
+           "TableEmbedder", "encoded_text", "infer_columns", "named_roles", "on_table", "take",
+           "text_only"]
 
 #: the roles, in the order a table's columns are listed and joined
 ROLES = ("text", "categorical", "numeric")
@@ -466,16 +467,25 @@ def named_roles(columns) -> tuple[list, dict]:
     return names, roles
 
 
+def encoded_text(frame: pd.DataFrame, roles: ColumnRoles) -> np.ndarray:
+    """The text a sentence encoder reads of each row of a table (`on_table`): its one text
+    column, or its text columns joined (``"title: ...\nreview: ..."``)."""
+    return _prepared(frame, roles, len(roles.text) > 1, False).iloc[:, 0].to_numpy(dtype=object)
+
+
 def on_table(step, roles):
     """``step`` (a representation, or "passthrough" before a head that reads text) reading the
-    table: pooled vectors through `embedkit.TableEmbedder`; a form that a matrix cannot hold
-    (sequences, token ids, raw text) from the table joined into one text per row."""
+    table: pooled vectors through `embedkit.TableEmbedder` (a sentence encoder, one that
+    ``joins_fields``, reads the text columns joined, `encoded_text`: one pass a row, not one a
+    column); a form that a matrix cannot hold (sequences, token ids, raw text) from the table
+    joined into one text per row."""
     from sklearn.pipeline import Pipeline
 
     named = {"text_columns": list(roles.text), "categorical": list(roles.categorical),
              "numeric": list(roles.numeric)}
     if output_form(step) == "pooled":
-        return TableEmbedder(step, **named)
+        joins = getattr(step, "joins_fields", False) and len(roles.text) > 1
+        return TableEmbedder(step, join_text=joins, **named)
     joined = TableEmbedder("passthrough", join_text=True, **named)
     return joined if isinstance(step, str) else Pipeline([("table", joined), ("text", step)])
 

@@ -323,7 +323,7 @@ def test_compare_takes_a_table_from_the_command_line_in_one_command(tmp_path):
                                "band:categorical", "-r", "tfidf", "-H", "logreg", "--folds", "3",
                                "-j", "1", "--no-progress", "-o", str(tmp_path / "out3")])
     assert done.exit_code == 0, done.output
-    assert "columns: text review; categorical department, band (inferred;" in done.output
+    assert "columns: text review; categorical band, department (inferred;" in done.output
 
 
 def test_predict_reads_a_table_models_columns_by_name_and_refuses_a_file_without_one(reviews, tmp_path):

@@ -137,6 +137,9 @@ class NeuralEncoder(Representation):
 
     #: set to a ``collections.Counter`` to count network passes per document text
     forward_counts: collections.Counter | None = None
+    #: it reads sentences: a table's text columns reach it joined into one text per row, one pass
+    #: instead of one per column (`embedkit.tables.on_table`)
+    joins_fields = True
 
     def _resolve_batches(self) -> None:
         """``batch_size_`` / ``max_tokens_per_batch_``: the parameters, "auto" resolved for

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._budget import DECIDING, Clock, format_seconds
 from .._stopping import DeadlineReached, deadline
-from ..tables import on_table, take
+from ..tables import encoded_text, on_table, take
 from . import _lanes, _selection
 from ._candidate import Candidate, Job, fit_and_score
 from ._costs import States, predict_work, work_of
@@ -48,9 +48,9 @@ class Search:
                  roles=None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
         # a table (`embedkit.tables`): ``docs`` is a DataFrame whose columns have these roles, and
-        # ``texts`` its first text column (what the encoder's pass caches and the baselines read)
+        # ``texts`` the text an encoder reads of each row (what the encoder's pass caches)
         self.roles = roles
-        self.texts = docs if roles is None else docs[roles.text[0]].to_numpy(dtype=object)
+        self.texts = docs if roles is None else encoded_text(docs, roles)
         # "regression": a number per document, ``classes`` None; "multilabel": a 0/1 row of
         # labels per document, ``classes`` its columns
         self.task = task
