@@ -3,8 +3,8 @@ values (or named), checked before any work, and the steps and metrics each kind 
 
 One mechanism serves every head: a classifier step becomes its regressor counterpart
 (`for_task`): an embedkit head ``XClassifier`` its ``XRegressor`` with the same parameters, the
-`LogisticRegressionHead` (C by inner cross-validation) scikit-learn's `RidgeCV` (alpha by
-efficient leave-one-out), a plain ``LogisticRegression`` a plain ``Ridge`` and the majority class
+`LogisticRegressionHead` (C by inner cross-validation) scikit-learn's `RidgeCV` (alpha by inner
+3-fold cross-validation), a plain ``LogisticRegression`` a plain ``Ridge`` and the majority class
 the mean. A step with no counterpart (an ensemble of classifiers, SetFit) is None, and the caller
 leaves its pair out and says so.
 """
@@ -182,7 +182,9 @@ def _regressor_of(step):
     if isinstance(step, DummyClassifier):
         return DummyRegressor(strategy="mean")
     if isinstance(step, LogisticRegressionCV) or name == "LogisticRegressionHead":
-        return RidgeCV(alphas=np.logspace(-3, 3, 13))
+        # alpha by inner 3-fold CV, as the head chooses C: scikit-learn's leave-one-out form
+        # eigendecomposes an n x n (or p x p) matrix, hours on 45,000 rows of sparse TF-IDF
+        return RidgeCV(alphas=np.logspace(-3, 3, 13), cv=3)
     if isinstance(step, LogisticRegression):
         return Ridge()
     ours = type(step).__module__.startswith("embedkit.") and name.endswith("Classifier")

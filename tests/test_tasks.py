@@ -60,7 +60,8 @@ def test_every_head_becomes_its_regressor_with_its_parameters():
     mlp = for_task(MLPClassifier(hidden_layer_sizes=(32,), epochs=3, lr=1e-2), "regression")
     assert isinstance(mlp, MLPRegressor)
     assert (mlp.hidden_layer_sizes, mlp.epochs, mlp.lr) == ((32,), 3, 1e-2)
-    assert isinstance(for_task(LogisticRegressionHead(), "regression"), RidgeCV)
+    ridge = for_task(LogisticRegressionHead(), "regression")  # alpha by 3-fold CV: leave-one-out
+    assert isinstance(ridge, RidgeCV) and ridge.cv == 3  # eigendecomposes n x n on sparse rows
     assert type(for_task(LogisticRegression(), "regression")) is Ridge
     from sklearn.dummy import DummyClassifier
 
