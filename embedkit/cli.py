@@ -336,14 +336,14 @@ def tune(
             check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
             df, table = (_read_file(file, text_column, label_column, column, encoding)
                          if file is not None else (load_dataset(dataset), None))
+            features = [c for c in df.columns if c not in ("label", "split")]  # a table: several
             _notes(df)
             if "split" in df and set(df["split"]) >= {"train", "test"}:
                 df = df[df["split"] == "train"].reset_index(drop=True)
                 if progress:
                     typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
                                "train rows", err=True)
-            _enough(budget, seconds, time.monotonic() - began,
-                    least_budget(df[table["text_columns"][0] if table else "text"], output),
+            _enough(budget, seconds, time.monotonic() - began, least_budget(df[features[0]], output),
                     f" on {len(df):,} documents")
             tuner = Tuner(seconds, validation=validation, random_state=seed,
                           finetune=choice[finetune], progress=progress, task=task,
@@ -351,8 +351,8 @@ def tune(
                           output=output, overwrite=overwrite,
                           backend="dask" if scheduler or dask_workers else None)
             with _cluster(scheduler, dask_workers):
-                X = df.drop(columns=["label", "split"], errors="ignore") if table else df["text"]
-                tuner.fit(X, df["label"], started=began)
+                tuner.fit(df[features] if features != ["text"] else df["text"], df["label"],
+                          started=began)
     except KeyboardInterrupt:
         if tuner is not None and getattr(tuner, "published_", False):
             raise _interrupted(f"after the result was written: {output} holds this run's "

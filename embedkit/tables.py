@@ -469,7 +469,7 @@ def named_roles(columns) -> tuple[list, dict]:
 
 def encoded_text(frame: pd.DataFrame, roles: ColumnRoles) -> np.ndarray:
     """The text a sentence encoder reads of each row of a table (`on_table`): its one text
-    column, or its text columns joined (``"title: ...\nreview: ..."``)."""
+    column, or its text columns joined (``"title: ...\\nreview: ..."``)."""
     return _prepared(frame, roles, len(roles.text) > 1, False).iloc[:, 0].to_numpy(dtype=object)
 
 

@@ -367,7 +367,8 @@ def test_sigint_and_sigterm_inside_an_epoch_stop_the_search_and_keep_the_best(da
         row = board[board["pipeline"] == "tfidf + mlp"].iloc[0]
         assert row["status"] == "interrupted" and np.isnan(row["accuracy"])
         assert board.loc[board["pick"], "pipeline"].item() == "plain TF-IDF + LR"
-        assert (out / "leaderboard.md").read_text().splitlines()[2].startswith(
+        lines = (out / "leaderboard.md").read_text().splitlines()
+        assert lines[2].startswith("*Note:* task: classification") and lines[4].startswith(
             "**The search was interrupted** (Ctrl-C or SIGTERM)")
         assert load(out / "model").predict(rows["text"][:4]).shape == (4,)
 
