@@ -244,7 +244,8 @@ def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, clu
     assert {c.lane for c in fitted} == {"cluster"} and len({c.where for c in fitted}) == 2
     overlap = [(a, b) for a in fitted for b in fitted if a is not b
                and a.started <= b.started < a.started + a.fit_seconds + a.predict_seconds]
-    assert overlap  # two at once
+    assert overlap  # two at once, never two on one single-thread worker
+    assert all(a.where != b.where for a, b in overlap)
     with pytest.raises(ValueError, match=r"backend='dask'\) needs a running Dask client"):
         Tuner(budget="1m", pairs=pairs, backend="dask").fit(docs, labels)
 

@@ -67,9 +67,23 @@ class Cluster:
         self.client = client
         self.slots = max(sum(client.nthreads().values()), 1)
         self.data = client.scatter(list(data), broadcast=True, hash=False)  # sent once
+        self._placed = []  # (future, worker) of what this lane runs
 
     def submit(self, fn, *args) -> Future:
-        return self.client.submit(_on_worker, fn, *args, *self.data, pure=False)
+        """Run ``fn(*args)`` on the worker with the most of its threads free of this search's
+        candidates. Dask's scheduler alone may queue two candidates on one worker while another
+        idles; another worker takes it if that one leaves the cluster."""
+        self._placed = [(f, w) for f, w in self._placed if not f.done()]
+        threads = self.client.nthreads()
+        busy = {w: 0 for w in threads}
+        for _, w in self._placed:
+            busy[w] = busy.get(w, 0) + 1
+        worker = min(threads, key=lambda w: (busy[w] / max(threads[w], 1), w), default=None)
+        future = self.client.submit(_on_worker, fn, *args, *self.data, pure=False,
+                                    workers=None if worker is None else [worker],
+                                    allow_other_workers=True)
+        self._placed.append((future, worker))
+        return future
 
     def encode(self, encoder, docs):
         """``encoder.transform(docs)`` spread over the workers, four tasks a worker thread, in
