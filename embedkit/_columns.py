@@ -75,7 +75,10 @@ def categories(s: pd.Series) -> np.ndarray:
 
 
 def joined(texts: dict) -> np.ndarray:
-    """One text per row, ``"title: ...\\nreview: ..."``; empty and blank fields left out."""
+    """One text per row, ``"title: ...\\nreview: ..."``; empty and blank fields left out; a single
+    field as it is (its name would tell a model nothing)."""
+    if len(texts) == 1:
+        return np.asarray(next(iter(texts.values())), dtype=object)
     fields = [[f"{name}: {v}" if v.strip() else "" for v in values] for name, values in texts.items()]
     return np.array(["\n".join(f for f in row if f) for row in zip(*fields, strict=True)],
                     dtype=object)

@@ -241,6 +241,10 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
     min_frequency : int >= 1, float in (0, 1) or None, default=2
         Categories seen fewer times at fit (or in a smaller share of the rows) share one
         column (scikit-learn's "infrequent" category); None keeps every category.
+    remainder : {"infer", "drop"}, default="infer"
+        The columns not named in ``text_columns``, ``categorical`` or ``numeric``: read, with
+        the role their values suggest, or left out (as scikit-learn's ``ColumnTransformer``
+        drops its remainder).
 
     Attributes
     ----------
@@ -291,10 +295,11 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
         "join_text": ["boolean"],
         "min_frequency": [None, Interval(Integral, 1, None, closed="left"),
                           Interval(RealNotInt, 0, 1, closed="neither")],
+        "remainder": [StrOptions({"infer", "drop"})],
     }
 
     def __init__(self, text=None, text_columns=None, categorical=None, numeric=None,
-                 join_text: bool = False, min_frequency=2):
+                 join_text: bool = False, min_frequency=2, remainder: str = "infer"):
         store_params(self, locals())
 
     # -- fitting ------------------------------------------------------------------------------
@@ -336,8 +341,12 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
         validate_pipeline_steps(self)
         step = self._text_step()
         frame = _frame(X)
-        roles = infer_columns(frame, text=self.text_columns, categorical=self.categorical,
-                              numeric=self.numeric)
+        named = {"text": self.text_columns, "categorical": self.categorical, "numeric": self.numeric}
+        if self.remainder == "drop":
+            read = {c for v in named.values() for c in _named(v) or ()}
+            if read <= set(frame.columns):  # else the error below names the absent one
+                frame = frame[[c for c in frame.columns if c in read]]
+        roles = infer_columns(frame, **named)
         passthrough = isinstance(step, str)
         prepared = _prepared(frame, roles, self.join_text, passthrough)
         self.roles_ = roles
@@ -482,7 +491,7 @@ def on_table(step, roles):
     from sklearn.pipeline import Pipeline
 
     named = {"text_columns": list(roles.text), "categorical": list(roles.categorical),
-             "numeric": list(roles.numeric)}
+             "numeric": list(roles.numeric), "remainder": "drop"}
     if output_form(step) == "pooled":
         joins = getattr(step, "joins_fields", False) and len(roles.text) > 1
         return TableEmbedder(step, join_text=joins, **named)

@@ -204,6 +204,23 @@ def test_a_table_lacking_a_fitted_column_is_named_before_any_work(reviews):
                                   table.transform(reviews.drop(columns="split")).toarray())
 
 
+def test_remainder_drop_reads_only_the_named_columns(reviews):
+    """``remainder="drop"`` leaves out the columns not named, as ``ColumnTransformer`` does: the
+    stars column, numbers as text, is neither inferred nor needed at transform."""
+    X = reviews.drop(columns=["label", "split"])
+    table = TableEmbedder(text_columns=["body"], categorical="department", remainder="drop").fit(X)
+    assert table.roles_.columns == ("body", "department") and not table.roles_.inferred
+    assert list(table.feature_names_in_) == ["body", "department"]
+    np.testing.assert_array_equal(table.transform(X[["department", "body"]]).toarray(),
+                                  table.transform(X).toarray())
+    assert TableEmbedder(text_columns=["body"]).fit(X).roles_.columns == (
+        "body", "title", "department", "age", "stars")  # "infer": the others by their values
+    with pytest.raises(ValueError, match="column 'bdy' .*Did you mean 'body'"):
+        TableEmbedder(text_columns=["bdy"], remainder="drop").fit(X)
+    with pytest.raises(ValueError, match="remainder"):
+        TableEmbedder(remainder="keep").fit(X)
+
+
 def test_it_is_a_scikit_learn_step(reviews):
     table = TableEmbedder(TfidfEmbedder(ngram_range=(1, 2)))
     assert table.get_params()["text__ngram_range"] == (1, 2)
@@ -387,6 +404,8 @@ def test_tune_searches_a_table_with_a_numeric_target_in_one_command(tmp_path):
     baseline = scored.loc[["plain TF-IDF + Ridge", "plain MiniLM + Ridge"], "r2"].max()
     pick = board[board["pick"]].iloc[0]
     assert pick["r2"] > baseline + 0.2, (pick["pipeline"], pick["r2"], baseline)
+    # the first sparse default on the first text column alone (does fine-tuning read it all?)
+    assert scored.loc["tfidf + logreg", "r2"] > scored.loc["tfidf + logreg (opening alone)", "r2"] + 0.2
     model = embedkit.load(tmp_path / "out" / "model")
     shuffled = held[["followers", "rest", "channel", "opening"]]  # columns in another order
     assert r2_score(held["score"], model.predict(shuffled)) > baseline + 0.2

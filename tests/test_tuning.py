@@ -489,6 +489,58 @@ def test_the_fine_tuning_head_is_measured_and_sizes_its_recipe_to_the_time_left(
     assert record.fits == 2  # measured once: no second probe
 
 
+@pytest.mark.parametrize("helps", [False, True], ids=["noise column", "telling column"])
+def test_fine_tuning_reads_a_tables_other_columns_only_where_they_help(trec_slice, helps):
+    """On a table, the prologue fits the first sparse default on the table and on the first
+    text column alone (its twin, a model like any other: scored, never varied); fine-tuning,
+    which pays for every column in its sequence length, reads the table only where the table's
+    fit is ahead beyond noise; otherwise it reads the text alone, sized on that text."""
+    from sklearn.base import clone
+
+    from embedkit.tables import ColumnRoles
+    from embedkit.tuning._engine import Search
+    from embedkit.tuning._schedule import Schedule
+
+    train, _ = trec_slice
+    rng = np.random.default_rng(0)
+    told = np.where(rng.random(len(train)) < 0.9, train["label"], rng.choice(train["label"], len(train)))
+    table = pd.DataFrame({"text": train["text"], "extra": told if helps else rng.choice(
+        ["north", "south", "east"], len(train))})
+    roles = ColumnRoles(text=("text",), categorical=("extra",))
+    lines = []
+    search = Search(table, train["label"].to_numpy(), clock=_paused(600),
+                    pairs=[("tfidf", "logreg"), ("passthrough", "finetune-short")],
+                    scoring="accuracy", validation=0.2, finetune="auto", cache=None,
+                    random_state=0, say=lines.append, finish=NothingKept(), roles=roles)
+    search.split()
+    schedule = Schedule({name: (lambda pipe=pipe: clone(pipe)) for name, pipe in
+                         baseline_pipelines(None, "classification", "text").items()})
+    schedule.begin(search)
+    for _ in range(3):  # the prologue: the TF-IDF baseline, the table's default, its twin
+        search.submit(schedule.ask("cores"))
+        search.collect(schedule, block=False)
+    baseline, on_table, alone = [c for c in search.candidates if c.kind != "ensemble"]
+    assert baseline.status == "scored"  # it reads the text column of the table
+    assert (on_table.label, alone.label) == ("tfidf + logreg", "tfidf + logreg (text alone)")
+    assert alone.status == on_table.status == "scored" and alone.roles.columns == ("text",)
+    assert on_table.key != alone.key and alone in schedule.defaults
+    assert (on_table.score > alone.score + 0.1) is helps
+    finetune = next(c for c in schedule.defaults if c.tier == "fine-tuning")
+    schedule.twin.apply(schedule.defaults, schedule.plans)
+    verdict = "ahead beyond noise; fine-tuning reads the table" if helps else \
+        "not ahead beyond noise; fine-tuning reads text alone"
+    assert sum(verdict in line for line in lines) == 1
+    assert finetune.roles == (roles if helps else alone.roles)
+    text = search.read_texts(np.arange(3), finetune.roles)
+    assert list(text) == (list(train["text"].iloc[search.train[:3]]) if not helps else
+                          [f"text: {t}\nextra: {e}" for t, e in zip(
+                              train["text"].iloc[search.train[:3]],
+                              table["extra"].iloc[search.train[:3]], strict=True)])
+    assert not [v for v in schedule.variants("cores") if v.variant_of is alone]
+    assert schedule.plans.grown(alone) is None or all(
+        g.line() is not alone for g in schedule.growth("cores"))
+
+
 def test_the_work_of_a_fine_tuning_fit_grows_with_its_length_steps_and_trained_blocks(trec_slice):
     """A unit of work is one step of 32 at 64 word pieces with every block trained: the recipe
     at the long documents' max_length (256) is four times the short one's, one epoch half of

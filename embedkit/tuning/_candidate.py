@@ -28,7 +28,8 @@ def describe(params: dict) -> str:
 
 @dataclass(eq=False)
 class Candidate:
-    """One model of the search. Its identity is its fields (pair, settings, recipe, rows, seed);
+    """One model of the search. Its identity is its fields (pair, settings, recipe, rows, seed,
+    the one column it reads of a table where it leaves the others out);
     ``label`` only displays them. ``grown_from`` is the smaller fit of the same model it grew
     from (the same settings on fewer rows or epochs)."""
 
@@ -65,6 +66,7 @@ class Candidate:
     where: str = ""  # the Dask worker that fitted it, on a cluster
     task: str = "classification"  # what the target holds: its head as that task needs it
     roles: Any = None  # a table's column roles (`embedkit.tables.ColumnRoles`): read through them
+    alone: str = ""  # the one column it reads of a table whose other columns it leaves out
 
     @property
     def pair(self) -> tuple[str, ...]:  # whose cost record it shares
@@ -74,7 +76,8 @@ class Candidate:
     def key(self) -> tuple:
         """What makes two candidates the same model."""
         rows = None if self.rows is None else len(self.rows)
-        return (self.pair, tuple(sorted({**self.recipe, **self.params}.items())), rows, self.seed)
+        return (self.pair, tuple(sorted({**self.recipe, **self.params}.items())), rows, self.seed,
+                self.alone)
 
     @property
     def label(self) -> str:
@@ -85,6 +88,7 @@ class Candidate:
                 else self.head)
         parts = [describe({**self.recipe, **self.params})] if self.recipe or self.params else []
         parts += rows + ([f"seed {self.seed}"] if self.seed is not None else [])
+        parts += [f"{self.alone} alone"] if self.alone else []
         return f"{text} ({', '.join(parts)})" if parts else text
 
     def settings(self) -> dict:

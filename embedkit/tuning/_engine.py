@@ -111,12 +111,13 @@ class Search:
             self._order = _selection.stratified_order(self.y_train, self.seed)
         return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order)
 
-    def read_texts(self, rows: np.ndarray) -> np.ndarray:
+    def read_texts(self, rows: np.ndarray, roles=None) -> np.ndarray:
         """The text a head that reads raw text gets for ``rows`` (positions into the training
-        rows): the documents, or a table's columns joined (`embedkit.tables.on_table`)."""
+        rows): the documents, or a table's columns (``roles``, else the search's) joined
+        (`embedkit.tables.on_table`)."""
         if self.roles is None:
             return self.X_train[rows]
-        return on_table("passthrough", self.roles).fit_transform(take(self.X_train, rows))
+        return on_table("passthrough", roles or self.roles).fit_transform(take(self.X_train, rows))
 
     def left(self) -> float:
         """Seconds the search may still spend: the budget minus what the finish needs."""

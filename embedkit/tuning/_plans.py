@@ -68,7 +68,7 @@ class Plans:
         if c.pair not in self.heads:
             head = HEADS[c.head].factory()
             if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
-                sample = self.search.read_texts(self.search.sample_rows(LENGTH_SAMPLE))
+                sample = self.search.read_texts(self.search.sample_rows(LENGTH_SAMPLE), c.roles)
                 head.set_params(max_length=head.length_for(sample))
             self.heads[c.pair] = head
         return self.heads[c.pair]

@@ -6,8 +6,10 @@ tells it what came of it (`tell`); it decides over measured evidence only.
 * **Tiers are data** (`TIERS`): each holds the registry pairs of some kinds
   (`embedkit.registry.pair_kind`), the gain its first model is expected to bring over the
   five-line baselines (accuracy points) and its lane (the device lane on an accelerator).
-* **The prologue**: the plain TF-IDF baseline, the frozen encoder's pass (on what is cheap, see
-  below; cached for every model that reads it), the plain MiniLM baseline.
+* **The prologue**: the plain TF-IDF baseline; on a table, its first sparse default on the table
+  and on the first text column alone (`embedkit.tuning._twin`: whether fine-tuning reads the
+  table); the frozen encoder's pass (on what is cheap, see below; cached for every model that
+  reads it), the plain MiniLM baseline.
 * **One rule: the most expected gain per second.** A model starts on what is cheap (at most
   `START_SHARE` of the time left: a subsample of rows, one epoch, the length the documents need;
   `embedkit.tuning._plans`); once scored, it may grow (`GROWTH` times its rows, then its own
@@ -42,6 +44,7 @@ from ._settings import (
     MIN_ROWS,
     START_SHARE,
 )
+from ._twin import Twin
 from ._value import TIERS, Tier, Worth, tier_of
 
 __all__ = ["TIERS", "Schedule", "Tier", "tier_of"]
@@ -56,7 +59,7 @@ class Schedule(Worth):
         self.defaults: list[Candidate] = []
         self.tried: set[tuple] = set()
         self.queue: list = []  # the prologue's actions still to hand out, in order
-        self.search = self.plans = None
+        self.search = self.plans = self.twin = None
 
     def candidate(self, rep: str, head: str) -> Candidate:
         """A registry pair's default: its tier, lane and the registry's prior cost."""
@@ -78,6 +81,9 @@ class Schedule(Worth):
         self.plans = Plans(s)
         self.defaults = [self.candidate(r, h) for r, h in s.pairs
                          if not (s.finetune is False and pair_kind(r, h) == "finetune")]
+        self.twin = Twin(s, self.defaults)  # on a table: does fine-tuning read all of it?
+        first = self.twin.prologue()
+        self.defaults += first[1:]
         tiers = {t.name: sum(c.tier == t.name for c in self.defaults) for t in TIERS}
         s.say(f"{s.clock.stamp()} {len(s.train):,} training rows, {len(s.valid):,} validation "
               "rows; tiers: " + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
@@ -88,7 +94,7 @@ class Schedule(Worth):
                              tier="baselines", factory=build, prior=len(s.train) / 1000 * (
                                  BASELINE_COST[0] + BASELINE_COST[1] * chars / 500))
         self.plans.estimate(baseline)
-        self.queue = [baseline, "encoder"]
+        self.queue = [baseline, *first, "encoder"]
 
     def _encoder_job(self) -> Job | None:
         """The prologue encoder's load, or nothing where not even that and a least pass fit:
@@ -157,6 +163,7 @@ class Schedule(Worth):
             return self._prologue()
         if self.queue:
             return None
+        self.twin.apply(self.defaults, self.plans)
         waiting = [c for c in self.defaults if c.status == "waiting"]
         s.filling = not waiting and not any(c in s.running for c in self.defaults)
         options = [c for c in waiting if c.lane == lane and c.key not in later]
@@ -197,6 +204,8 @@ class Schedule(Worth):
         if item == "encoder":
             job = self._encoder_job()
             return job if job is not None else self.ask("cores")
+        if item.kind == "candidate" and not self.plans.estimate(item):
+            return self.ask("cores")  # left out: nothing of it fits
         return item
 
     def _needs(self, c: Candidate) -> Job | None:
@@ -262,7 +271,8 @@ class Schedule(Worth):
         parents = {c.grown_from for c in s.candidates if c.grown_from is not None}
         out = []
         for c in s.scored():
-            if c.kind == "ensemble" or c.lane != lane or c in parents or c.variant_of is not None:
+            if (c.kind == "ensemble" or c.lane != lane or c in parents or c.variant_of is not None
+                    or c.line() is self.twin.twin):  # the twin answers one question
                 continue
             grown = self.plans.grown(c)
             if grown is not None and grown.key not in self.tried:
@@ -274,7 +284,8 @@ class Schedule(Worth):
         s, out = self.search, []
         parents = {c.grown_from for c in s.candidates if c.grown_from is not None}
         for first in (f for f in s.scored() if f.kind == "candidate" and f.lane == lane
-                      and f.variant_of is None and f not in parents and f.line() in self.defaults):
+                      and f.variant_of is None and f not in parents and f.line() in self.defaults
+                      and f.line() is not self.twin.twin):
             base = {**first.recipe, **first.params}
             for params in sampled_settings(first.representation, first.head, None, s.seed):
                 option = first.but(params={**first.params, **params}, variant_of=first,
