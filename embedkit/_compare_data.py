@@ -25,20 +25,25 @@ def multilabel_target(df: pd.DataFrame, heads: dict):
     return y, {name: for_task(head, "multilabel") for name, head in heads.items()}
 
 
-def as_regression(rows_wanted, heads: dict):
+def as_regression(rows_wanted, heads: dict, by_classes=frozenset()):
     """The rows and heads of a numeric target: each head as its regressor
     (`embedkit.tasks.for_task`), the baselines' named for what they are (the mean, plain Ridge),
-    the heads without a regressor left out with a note each."""
+    the heads without a regressor and the representations in ``by_classes`` (they learn from
+    classes) left out with a note each."""
     renamed = {"majority-class": "mean-value", "plain-lr": "plain-ridge"}
     converted = {renamed.get(n, n): for_task(h, "regression") for n, h in heads.items()}
     missing = sorted(n for n, h in converted.items() if h is None)
     notes = [f"{', '.join(missing)}: no regression form (an ensemble of classifiers or SetFit); "
              "left out on this numeric target."] if missing else []
+    if by_classes:
+        notes.append(f"{', '.join(sorted(by_classes))}: learns from classes (NB log-count ratios); "
+                     "left out on this numeric target.")
     rows = [(kind, rep, renamed.get(h, h)) for kind, rep, h in rows_wanted
-            if converted[renamed.get(h, h)] is not None]
+            if converted[renamed.get(h, h)] is not None and rep not in by_classes]
     if not rows:
-        raise ValueError("none of the heads chosen has a regression form; choose e.g. -H logreg "
-                         "(Ridge on a numeric target) or -H mlp.")
+        raise ValueError("none of the pairs chosen can learn a number (their heads have no "
+                         "regression form, or their representations learn from classes); choose "
+                         "e.g. -r tfidf with -H logreg (Ridge on a numeric target) or -H mlp.")
     return rows, {n: h for n, h in converted.items() if h is not None}, notes
 
 

@@ -266,6 +266,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         df = df.assign(label=split_label_sets(df["label"]))
     y = df["label"].to_numpy()
     built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
+    by_classes = {name for name, step in built_reps.items() if getattr(step, "needs_classes", False)}
     table = table_roles(df, text_columns, categorical, numeric)
     if table is None:
         X = df["text"].to_numpy(dtype=object)
@@ -278,7 +279,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
     notes = []
     if task == "regression":
         y = numeric_target(df["label"])
-        rows_wanted, built_heads, notes = as_regression(rows_wanted, built_heads)
+        rows_wanted, built_heads, notes = as_regression(rows_wanted, built_heads, by_classes)
         metrics = list(REGRESSION_METRICS) if default_metrics else metrics
     multilabel = multilabel_target(df, built_heads)
     if multilabel is not None:

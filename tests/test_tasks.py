@@ -146,10 +146,14 @@ def test_tune_searches_a_number_with_regressors_against_the_regression_baselines
     data.to_csv(path, index=False)
     runner = CliRunner()
     done = runner.invoke(app, ["tune", "-f", str(path), "--label-column", "score", "--budget", "90s",
-                               "-r", "tfidf", "-r", "minilm", "-H", "logreg", "-H", "mlp", "-H", "stack",
-                               "--finetune", "no", "-o", str(tmp_path / "out"), "--no-progress"])
+                               "-r", "tfidf", "-r", "minilm", "-r", "nbsvm", "-H", "logreg", "-H", "mlp",
+                               "-H", "stack", "--finetune", "no", "-o", str(tmp_path / "out"),
+                               "--no-progress"])
     assert done.exit_code == 0, done.output
+    assert "nbsvm: learns from classes; its pairs are left out on a number" in (
+        tmp_path / "out" / "leaderboard.md").read_text()
     board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert not board["pipeline"].str.contains("nbsvm").any()  # one block per distinct value
     assert {"r2", "rmse"} <= set(board.columns)
     names = set(board["pipeline"])
     assert {"plain TF-IDF + Ridge", "plain MiniLM + Ridge", "tfidf + logreg"} <= names
@@ -164,6 +168,29 @@ def test_tune_searches_a_number_with_regressors_against_the_regression_baselines
     wrong = Tuner(budget="1m", task="regression", scoring="accuracy", progress=False)
     with pytest.raises(ValueError, match="scoring='accuracy' scores classes; y holds numbers"):
         wrong.fit(data["text"], data["score"])
+
+
+def test_representations_that_learn_from_classes_are_left_out_of_numbers_and_label_sets():
+    """NBSVM's log-count ratios need classes: on a number (one block of columns per distinct
+    value, a fit that grows with their count) or label sets its pairs are left out, said."""
+    from embedkit._compare_data import as_regression
+    from embedkit.registry import HEADS, REPRESENTATIONS
+    from embedkit.tuning._inputs import pairs_for_task
+
+    assert REPRESENTATIONS["nbsvm"].factory().needs_classes
+    assert not REPRESENTATIONS["tfidf"].factory().needs_classes
+    pairs = [("nbsvm", "logreg"), ("tfidf", "logreg"), ("tfidf", "stack")]
+    assert pairs_for_task(pairs, "classification") == (pairs, [])
+    assert pairs_for_task(pairs, "multilabel") == (
+        pairs[1:], ["nbsvm: learns from classes; its pairs are left out on label sets"])
+    assert pairs_for_task(pairs, "regression") == ([("tfidf", "logreg")], [
+        "stack: no regression form; their pairs are left out on this numeric target",
+        "nbsvm: learns from classes; its pairs are left out on a number"])
+    with pytest.raises(ValueError, match=r"none of the pairs given can learn a number \(nbsvm"):
+        pairs_for_task(pairs[:1], "regression")
+    rows, heads, notes = as_regression([("candidate", "nbsvm", "logreg"), ("candidate", "tfidf", "logreg")],
+                                       {"logreg": HEADS["logreg"].factory()}, {"nbsvm"})
+    assert rows == [("candidate", "tfidf", "logreg")] and "nbsvm: learns from classes" in notes[0]
 
 
 def test_compare_reads_label_sets_written_in_one_cell(tmp_path):

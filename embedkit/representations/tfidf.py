@@ -132,6 +132,12 @@ class TfidfEmbedder(Representation):
                  cache=None):
         store_params(self, locals())
 
+    @property
+    def needs_classes(self) -> bool:
+        """Whether it learns from classes (the log-count ratios): a number to predict or a set
+        of labels cannot fit it, and the search leaves its pairs out there."""
+        return bool(self.log_count_ratio)
+
     def _vectorizer(self, analyzer: str, ngram_range):
         from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 

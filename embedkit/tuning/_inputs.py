@@ -234,16 +234,28 @@ def check_scoring(scoring: str, task: str) -> None:
 
 
 def pairs_for_task(pairs, task: str) -> tuple[list, list[str]]:
-    """The pairs whose head has the form ``task`` needs, and a note naming the others."""
-    if task != "regression":
+    """The pairs whose steps can learn ``task``'s target, and a note naming the others: on a
+    number, heads without a regression form; on a number or label sets, representations that
+    learn from classes (NBSVM's log-count ratios: one block of columns per distinct value)."""
+    if task == "classification":
         return pairs, []
-    from ..registry import HEADS
+    from ..registry import HEADS, REPRESENTATIONS
     from ..tasks import for_task
 
-    kept = [(r, h) for r, h in pairs if for_task(HEADS[h].factory(), task) is not None]
-    left = sorted({h for r, h in pairs if (r, h) not in kept})
+    by_classes = {r for r, _ in pairs if getattr(REPRESENTATIONS[r].factory(), "needs_classes", False)}
+    no_form = {h for _, h in pairs if task == "regression"
+               and for_task(HEADS[h].factory(), task) is None}
+    kept = [(r, h) for r, h in pairs if r not in by_classes and h not in no_form]
+    what = "a number" if task == "regression" else "label sets"
     if not kept:
-        raise ValueError(f"no head of the pairs given predicts a number ({', '.join(left)}); add "
-                         "pairs with logreg (Ridge on a number), mlp or finetune heads.")
-    return kept, [f"{', '.join(left)}: no regression form; their pairs are left out on this "
-                  "numeric target"] if left else []
+        named = ", ".join(sorted(by_classes | no_form))
+        raise ValueError(f"none of the pairs given can learn {what} ({named}); add pairs with "
+                         "logreg (Ridge on a number), mlp or finetune heads.")
+    notes = []
+    if no_form:
+        notes.append(f"{', '.join(sorted(no_form))}: no regression form; their pairs are left out "
+                     "on this numeric target")
+    if by_classes:
+        notes.append(f"{', '.join(sorted(by_classes))}: learns from classes; its pairs are left "
+                     f"out on {what}")
+    return kept, notes

@@ -81,12 +81,12 @@ class Schedule(Worth):
         self.plans = Plans(s)
         self.defaults = [self.candidate(r, h) for r, h in s.pairs
                          if not (s.finetune is False and pair_kind(r, h) == "finetune")]
-        self.twin = Twin(s, self.defaults)  # on a table: does fine-tuning read all of it?
-        first = self.twin.prologue()
-        self.defaults += first[1:]
         tiers = {t.name: sum(c.tier == t.name for c in self.defaults) for t in TIERS}
         s.say(f"{s.clock.stamp()} {len(s.train):,} training rows, {len(s.valid):,} validation "
               "rows; tiers: " + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
+        self.twin = Twin(s, self.defaults)  # on a table: does fine-tuning read all of it?
+        first = self.twin.prologue()
+        self.defaults += first[1:]
         (tfidf, build), (self.minilm, _) = list(self.baselines.items())[:2]
         chars = float(np.mean([len(d) for d in s.texts[s.valid]])) if len(s.valid) else 0.0
         s.reached("baselines")
