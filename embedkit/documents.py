@@ -17,7 +17,7 @@ __all__ = ["CHARS_PER_TOKEN", "DEFAULT_TOKEN_PATTERN", "MAX_DOCUMENT_CHARS", "To
 #: and single punctuation marks, the way GloVe and word2vec vocabularies split text.
 DEFAULT_TOKEN_PATTERN = r"\w+(?:['\-]\w+)*|[^\w\s]"
 
-_MAX_ROWS_SHOWN = 5
+MAX_ROWS_SHOWN = 5
 
 #: the most characters of one document a representation reads (a long book, some 150,000
 #: words): beyond it a bag of words changes no prediction it would make, and costs time and
@@ -112,8 +112,8 @@ def validate_documents(X: Any, *, name: str = "X") -> list[str]:
     docs = list(values)
     bad = [i for i, d in enumerate(docs) if not isinstance(d, str)]
     if bad:
-        shown = ", ".join(f"{i} ({_describe(docs[i])})" for i in bad[:_MAX_ROWS_SHOWN])
-        more = f" and {len(bad) - _MAX_ROWS_SHOWN} more" if len(bad) > _MAX_ROWS_SHOWN else ""
+        shown = ", ".join(f"{i} ({_describe(docs[i])})" for i in bad[:MAX_ROWS_SHOWN])
+        more = f" and {len(bad) - MAX_ROWS_SHOWN} more" if len(bad) > MAX_ROWS_SHOWN else ""
         raise ValueError(
             f"{name} must contain only str documents; {len(bad)} row(s) do not, at positions "
             f"{shown}{more}. Fill or drop them first, e.g. series.fillna('') or "
@@ -132,8 +132,8 @@ def _check_unicode(docs: list[str], name: str) -> None:
     bad = [i for i, d in enumerate(docs) if not d.isascii() and not _encodes(d)]
     if not bad:
         return
-    shown = ", ".join(map(str, bad[:_MAX_ROWS_SHOWN]))
-    more = f" and {len(bad) - _MAX_ROWS_SHOWN} more" if len(bad) > _MAX_ROWS_SHOWN else ""
+    shown = ", ".join(map(str, bad[:MAX_ROWS_SHOWN]))
+    more = f" and {len(bad) - MAX_ROWS_SHOWN} more" if len(bad) > MAX_ROWS_SHOWN else ""
     raise ValueError(
         f"{name} holds text that is not valid Unicode (lone surrogate code points such as "
         f"'\\ud800') in {len(bad)} row(s), at positions {shown}{more}. They come from decoding "

@@ -25,16 +25,22 @@ How values are read
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ._file_checks import (
+    check_fields,
+    not_decodable,
+    other_separator,
+    raw_bytes,
+    reading_encoding,
+)
 from ._writing import WriteError, atomic_path, temporary_name
+from .documents import MAX_ROWS_SHOWN
 
 __all__ = ["FORMATS", "LABEL_SEPARATOR", "WriteError", "atomic_path", "file_format", "load_table",
            "load_texts", "one_label_per_name", "read_chunks", "read_folder", "read_table",
@@ -46,8 +52,6 @@ LABEL_SEPARATOR = "|"
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
            ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
-
-_MAX_ROWS_SHOWN = 5
 
 
 def file_format(path) -> str:
@@ -72,128 +76,6 @@ def _no_column(path: Path, name: str, columns, hint: str = "") -> ValueError:
         "Name existing columns (text_column=, label_column=, keep=; on the command line "
         "--text-column, --label-column, --id-column).")
     )
-
-
-#: what each separator is called, and the file name ending that reads a file with it
-_SEPARATORS = {",": ("comma", ".csv"), "\t": ("tab", ".tsv")}
-
-
-def _other_separator(header, sep: str) -> str:
-    """A hint where a one-column header holds the other format's separator (a TSV named .csv,
-    or the reverse), else ``""``."""
-    other = "\t" if sep == "," else ","
-    if len(header) == 1 and other in str(header[0]):
-        name, ending = _SEPARATORS[other]
-        return (f"Its header holds {name}s: the file looks {name}-separated, but its name says "
-                f"{_SEPARATORS[sep][0]}-separated. Name it {ending} (or save it with "
-                f"{_SEPARATORS[sep][0]}s between its fields).")
-    return ""
-
-
-def _check_fields(path: Path, sep: str, encoding: str) -> None:
-    """Refuse a CSV/TSV whose rows do not all have the header's number of fields, naming the rows.
-
-    pandas, told which columns to read, cuts a row with more fields than the header silently (a
-    one-column file of unquoted texts with commas would be read up to each text's first comma),
-    and fills a row with fewer with missing values. One streaming pass with the `csv` module
-    (the quoting pandas reads: ``"`` around a field, ``""`` inside it) counts every row's fields.
-    """
-    import csv
-    import gzip
-
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    limit = csv.field_size_limit()
-    csv.field_size_limit(sys.maxsize)  # a single text may be larger than the 128 kB default
-    header, bad, first_line, counts, rows = None, [], 0, {}, 0
-    try:
-        with opener(path, "rt", encoding=encoding, newline="") as fh:
-            reader = csv.reader(fh, delimiter=sep, quotechar='"', doublequote=True)
-            for fields in reader:
-                if not fields:
-                    continue  # a blank line: pandas skips it too
-                if header is None:
-                    header = len(fields)
-                    continue
-                if len(fields) != header:
-                    if not bad:
-                        first_line = reader.line_num
-                    if len(bad) < _MAX_ROWS_SHOWN:
-                        bad.append(rows)
-                    counts[len(fields)] = counts.get(len(fields), 0) + 1
-                rows += 1
-    except csv.Error as err:  # e.g. a NUL byte
-        raise ValueError(f"{path} cannot be read as {_SEPARATORS[sep][0]}-separated values: {err}."
-                         ) from None
-    finally:
-        csv.field_size_limit(limit)
-    if not counts:
-        return
-    n_bad = sum(counts.values())
-    more = f" and {n_bad - len(bad)} more" if n_bad > len(bad) else ""
-    found = " or ".join(f"{k}" for k in sorted(counts))
-    name, _ = _SEPARATORS[sep]
-    if header == 1 and max(counts) > 1:
-        fix = (f"The file reads as one text per line whose texts hold {name}s without quotes. "
-               f"Quote every text that holds a {name} (\"...\"; pandas' to_csv does), or, where "
-               "the file is one text per line, name it " +
-               (".tsv (split at tabs only)." if sep == "," else ".csv and quote the texts."))
-    else:
-        fix = (f"A field that holds a {name} must be quoted (\"...\"; pandas' to_csv does), and "
-               f"every row needs all {header} fields (an empty one as nothing between two "
-               f"{name}s); or drop those rows.")
-    rows_said = "row" if n_bad == 1 else "rows"
-    raise ValueError(f"{path}: {n_bad:,} of {rows:,} data rows {'has' if n_bad == 1 else 'have'} "
-                     f"{found} field{'s' if max(counts) > 1 else ''} where the header has {header} "
-                     f"({rows_said} {', '.join(map(str, bad))}{more}, counted from 0; the first on "
-                     f"line {first_line} of the file), so {'it' if n_bad == 1 else 'they'} cannot "
-                     f"be read as written. {fix}")
-
-
-def _reading_encoding(encoding: str) -> str:
-    """``encoding`` checked, as the readers use it: UTF-8 skips a byte-order mark."""
-    try:
-        name = codecs.lookup(encoding).name
-    except (LookupError, TypeError):
-        raise ValueError(f"encoding={encoding!r} is not an encoding Python knows; pass one such as "
-                         "utf-8, cp1252, latin-1 or utf-16.") from None
-    return "utf-8-sig" if name == "utf-8" else encoding
-
-
-def _raw(path: Path, size: int) -> bytes:
-    """The first ``size`` bytes of ``path`` (decompressed for ``.gz`` names)."""
-    import gzip
-
-    with (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb") as fh:
-        return fh.read(size)
-
-
-def _not_decodable(path: Path, encoding: str) -> ValueError:
-    """What a `UnicodeDecodeError` while reading ``path`` means: where, and the encoding to pass."""
-    data = _raw(path, 1 << 24)  # the first 16 MB say where, and what the bytes look like
-    where = "a byte after its first 16 MB"
-    try:
-        data.decode(_reading_encoding(encoding))
-    except UnicodeDecodeError as found:
-        if len(data) < 1 << 24 or found.start < len(data) - 4:  # not a character cut at 16 MB
-            line = data.count(b"\n", 0, found.start) + 1
-            where = f"byte 0x{data[found.start]:02x} on line {line}"
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        guess = "utf-16"
-    else:
-        try:
-            data.decode("cp1252")
-            guess = "cp1252"
-        except UnicodeDecodeError:
-            guess = "latin-1"
-    return ValueError(f"{path} is not {encoding} text: {where} cannot be decoded. Pass its encoding "
-                      f"(encoding={guess}; on the command line --encoding {guess}): "
-                      f"{_ENCODINGS[guess]}; or save the file as UTF-8.")
-
-
-#: what the suggested encodings are
-_ENCODINGS = {"utf-16": "it starts with a UTF-16 byte-order mark",
-              "cp1252": "its bytes read as Windows' Western European text (cp1252, close to latin-1)",
-              "latin-1": "latin-1 reads any bytes; check the accents after"}
 
 
 def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
@@ -227,8 +109,8 @@ def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
             return  # an empty file: no rows
         missing = [c for c in columns if c not in header]
         if missing:
-            raise _no_column(path, missing[0], header, _other_separator(header, sep))
-        _check_fields(path, sep, encoding)
+            raise _no_column(path, missing[0], header, other_separator(header, sep))
+        check_fields(path, sep, encoding)
         # every cell as written, except that an empty cell is missing outside the text column
         text = columns[0]
         frames = pd.read_csv(path, sep=sep, chunksize=chunk_size, encoding=encoding,
@@ -250,8 +132,8 @@ def _as_texts(values: pd.Series, path: Path, column: str, first_row: int) -> pd.
     """The text column as str, or a ValueError naming the rows that have no text."""
     missing = np.flatnonzero(values.isna().to_numpy())
     if len(missing):
-        rows = ", ".join(str(first_row + i) for i in missing[:_MAX_ROWS_SHOWN])
-        more = f" and {len(missing) - _MAX_ROWS_SHOWN} more" if len(missing) > _MAX_ROWS_SHOWN else ""
+        rows = ", ".join(str(first_row + i) for i in missing[:MAX_ROWS_SHOWN])
+        more = f" and {len(missing) - MAX_ROWS_SHOWN} more" if len(missing) > MAX_ROWS_SHOWN else ""
         raise ValueError(
             f"{path}: {len(missing)} row(s) have no text in column {column!r} (a null or "
             f"missing value), at rows {rows}{more} (data rows counted from 0). A missing "
@@ -313,13 +195,13 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *
         raise ValueError(f"chunk_size={chunk_size!r}; pass a positive number of rows, e.g. 10000.")
     columns = list(dict.fromkeys(columns))
     optional = [c for c in optional if c not in columns]
-    frames = _frames(path, kind, columns, optional, chunk_size, _reading_encoding(encoding))
+    frames = _frames(path, kind, columns, optional, chunk_size, reading_encoding(encoding))
     rows = 0
     while True:
         try:
             frame = next(frames, None)
         except UnicodeDecodeError:
-            raise _not_decodable(path, encoding) from None
+            raise not_decodable(path, encoding) from None
         if frame is None:
             return
         frame = frame[columns + [c for c in optional if c in frame.columns]]
@@ -428,7 +310,7 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     columns = [text_column] + ([label_column] if label_column else [])
     df = read_table(path, columns, optional=["split"], encoding=encoding)
     if df.empty:
-        blank = not _raw(path, 1 << 16).strip() and file_format(path) != "parquet"
+        blank = not raw_bytes(path, 1 << 16).strip() and file_format(path) != "parquet"
         raise ValueError(f"{path} is empty: " + ("it holds no header and no rows." if blank else
                          "it has no rows of documents (a header only).")
                          + " Pass the file that holds your documents.")
@@ -452,7 +334,7 @@ def _header(path: Path, encoding: str) -> list[str]:
     if kind == "jsonl":
         return list(pd.read_json(path, lines=True, nrows=1, encoding=encoding).columns)
     return list(pd.read_csv(path, sep="\t" if kind == "tsv" else ",", nrows=0,
-                            encoding=_reading_encoding(encoding)).columns)
+                            encoding=reading_encoding(encoding)).columns)
 
 
 def load_table(path, text_columns: Sequence[str], label_column: str | None = "label",
@@ -527,8 +409,8 @@ def one_label_per_name(labels: pd.Series) -> tuple[np.ndarray, str]:
               for name, raws in pd.Series(list(merged)).groupby(list(merged.values()))
               .agg(list).items()]
     return values, ("labels that differ only by surrounding spaces were read as one: "
-                    + "; ".join(groups[:_MAX_ROWS_SHOWN])
-                    + (f" and {len(groups) - _MAX_ROWS_SHOWN} more" if len(groups) > _MAX_ROWS_SHOWN
+                    + "; ".join(groups[:MAX_ROWS_SHOWN])
+                    + (f" and {len(groups) - MAX_ROWS_SHOWN} more" if len(groups) > MAX_ROWS_SHOWN
                        else "") + ". Strip the spaces to silence this.")
 
 

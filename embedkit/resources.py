@@ -37,6 +37,14 @@ from ._fetch import (
     publish,
     unpack_split_zip,
 )
+from ._model_folder import (
+    check_finite_weights,
+    check_model_folder,
+    hub_reachable,
+    looks_like_path,
+    max_tokens,
+    quiet_transformers,
+)
 from ._suggest import did_you_mean
 
 __all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "fetch", "file_sha256", "home",
@@ -270,7 +278,7 @@ def _split_zip_folder(name: str, progress: bool | None = None) -> Path:
         members = [member for _, member in info["split_zip"]]
         record = unpack_split_zip(list(zip(wheels, members, strict=True)), info["root"], tmp,
                                   what=name, progress=progress)
-        _check_model_folder(tmp)  # safetensors weights, a config, a tokenizer; headers readable
+        check_model_folder(tmp)  # safetensors weights, a config, a tokenizer; headers readable
         return {"resource": name, "parts": {w.name: w.sha256 for w in parts}, **record}
 
     publish(folder, build, "model.safetensors")
@@ -370,8 +378,8 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
         source = str(resource_path(model))
     elif Path(model).expanduser().exists():
         source = str(Path(model).expanduser().resolve())
-        _check_model_folder(Path(source))
-    elif _looks_like_path(model):
+        check_model_folder(Path(source))
+    elif looks_like_path(model):
         raise ResourceNotFound(
             f"model folder {model!r} does not exist. Pass an existing Hugging Face model folder "
             "(config.json + *.safetensors + tokenizer files), or a named resource "
@@ -386,13 +394,13 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
     known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
     local = source != model or Path(source).exists()
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             try:  # offline first: a hub id already in the local HF cache loads without network
                 tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, **kwargs)
                 encoder = AutoModel.from_pretrained(source, use_safetensors=True,
                                                     local_files_only=True, **kwargs)
             except OSError:
-                if local or not _hub_reachable():
+                if local or not hub_reachable():
                     raise
                 tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
                 encoder = AutoModel.from_pretrained(source, use_safetensors=True, **kwargs)
@@ -413,112 +421,5 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
             "packaged MiniLM (model='all-minilm-l6-v2')."
         ) from None
     encoder.eval()
-    _check_finite_weights(encoder, source)
+    check_finite_weights(encoder, source)
     return tokenizer, encoder, source
-
-
-#: model types whose position ids start after the padding id (RoBERTa's scheme): two positions
-#: of ``max_position_embeddings`` are never a token's
-_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "mpnet")
-
-
-def max_tokens(config) -> int | None:
-    """Most tokens (special ones included) a Hugging Face model's positions take, from its
-    config: ``max_position_embeddings``, less the two RoBERTa-style models reserve (e.g. 512
-    for all-mpnet-base-v2's 514); None when the config does not say."""
-    limit = getattr(config, "max_position_embeddings", None)
-    if not limit:
-        return None
-    return int(limit) - (2 if getattr(config, "model_type", "") in _OFFSET_POSITIONS else 0)
-
-
-def _check_finite_weights(encoder, source: str) -> None:
-    """A ValueError naming the model when its weights hold NaN or infinity (a damaged file whose
-    header is intact), instead of NaN vectors later. One pass over the weights (milliseconds)."""
-    import torch
-
-    with torch.no_grad():  # one pass per tensor: NaN and infinity survive a sum
-        names, sums = zip(*((name, p.sum()) for name, p in encoder.named_parameters()), strict=True)
-        finite = torch.isfinite(torch.stack(sums).float())
-    bad = [name for name, ok in zip(names, finite.tolist(), strict=True) if not ok]
-    if bad:
-        raise ValueError(f"the weights of {source} hold NaN or infinity ({len(bad)} tensor(s), e.g. "
-                         f"{bad[0]}): the weights file is damaged; download or save the model again.")
-
-
-_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model",
-                    "sentencepiece.bpe.model", "tokenizer.model")
-
-
-def _check_model_folder(folder: Path) -> None:
-    """A ResourceNotFound naming what a local model folder lacks, or the weights file that is
-    corrupt, before transformers fails on it with an unrelated message."""
-    fix = ("A model folder is what save_pretrained writes: config.json, *.safetensors weights and "
-           "the tokenizer's files (tokenizer.json or vocab.txt, ...).")
-    weights = sorted(folder.glob("*.safetensors"))
-    if not weights:
-        raise ResourceNotFound(
-            f"{folder} has no .safetensors weights; embedkit does not unpickle .bin weights. "
-            "Convert them once with transformers: AutoModel.from_pretrained(path)"
-            ".save_pretrained(path, safe_serialization=True)."
-        )
-    if not (folder / "config.json").is_file():
-        raise ResourceNotFound(f"{folder} has no config.json, so it is not a Hugging Face model "
-                               f"folder. {fix}")
-    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
-        raise ResourceNotFound(f"{folder} has no tokenizer files (none of "
-                               f"{', '.join(_TOKENIZER_FILES)}). {fix}")
-    from safetensors import safe_open
-
-    for path in weights:
-        try:
-            with safe_open(str(path), framework="numpy"):
-                pass  # reads and checks the header: enough to catch a corrupt or truncated file
-        except Exception as err:  # noqa: BLE001 - safetensors raises its own error type
-            raise ValueError(
-                f"the weights file {path} is corrupt or truncated ({err}); download or save the "
-                "model again."
-            ) from None
-
-
-def _looks_like_path(model: str) -> bool:
-    return (model.startswith((".", "/", "~", "\\")) or model.count("/") > 1
-            or (os.sep != "/" and os.sep in model))
-
-
-def _hub_reachable(timeout: float = 2.0) -> bool:
-    """Whether trying the Hugging Face hub makes sense (fails fast instead of retrying)."""
-    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or \
-            os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0"):
-        return False
-    if os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy"):
-        return True  # the proxy decides; let huggingface_hub try
-    import socket
-
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://")[-1].split("/")[0]
-    try:
-        socket.create_connection((endpoint, 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
-class _quiet_transformers:
-    """Silence transformers' per-load progress bar and info logging for the duration."""
-
-    def __enter__(self):
-        from transformers.utils import logging as hf_logging
-
-        self._level = hf_logging.get_verbosity()
-        self._bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        return self
-
-    def __exit__(self, *exc):
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity(self._level)
-        if self._bars:
-            hf_logging.enable_progress_bar()
-        return False

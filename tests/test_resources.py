@@ -298,13 +298,13 @@ def test_a_failure_while_unpacking_leaves_nothing_half_written(tiny, monkeypatch
         assert (folder / "model.safetensors").is_file()  # unpacked, not yet published
         raise OSError(28, "No space left on device")
 
-    check = resources._check_model_folder
-    monkeypatch.setattr(resources, "_check_model_folder", disk_full)
+    check = resources.check_model_folder
+    monkeypatch.setattr(resources, "check_model_folder", disk_full)
     with pytest.raises(OSError, match="No space left"):
         resource_path("tiny")
     assert not tiny.folder.exists() and tiny.leftovers() == []
     assert len(list((tiny.home / "wheels").glob("*.whl"))) == PARTS  # a retry needs no download
-    monkeypatch.setattr(resources, "_check_model_folder", check)
+    monkeypatch.setattr(resources, "check_model_folder", check)
     shutil.rmtree(tiny.index)  # nothing to download: the cached parts serve the retry
     assert (resource_path("tiny") / "vocab.txt").is_file()
 

@@ -10,8 +10,9 @@ from torch import nn
 
 from .._params import Sizes, as_sizes, positive_int
 from ..base import store_params
-from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._base import NeuralHead
 from ._data import HeadInput
+from ._tasks import NeuralClassifierMixin, NeuralRegressorMixin
 from ._torch import (
     ACTIVATIONS,
     ARCHITECTURE,

@@ -11,8 +11,9 @@ from torch.nn import functional as F
 
 from .._params import Sizes, StrOptions, as_sizes, positive_int
 from ..base import store_params
-from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._base import NeuralHead
 from ._data import HeadInput
+from ._tasks import NeuralClassifierMixin, NeuralRegressorMixin
 from ._torch import ACTIVATIONS, ARCHITECTURE, SequenceInput, masked_pool, mlp
 
 __all__ = ["ConvClassifier", "ConvRegressor"]

@@ -11,8 +11,9 @@ from torch import nn
 
 from .._params import StrOptions
 from ..base import store_params
-from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._base import NeuralHead
 from ._data import HeadInput
+from ._tasks import NeuralClassifierMixin, NeuralRegressorMixin
 from ._torch import ARCHITECTURE, SequenceInput, masked_pool, mlp
 
 __all__ = ["MLPClassifier", "MLPRegressor"]

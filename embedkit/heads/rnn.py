@@ -12,8 +12,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .._params import Interval, StrOptions, positive_int
 from ..base import store_params
-from ._base import NeuralClassifierMixin, NeuralHead, NeuralRegressorMixin
+from ._base import NeuralHead
 from ._data import HeadInput
+from ._tasks import NeuralClassifierMixin, NeuralRegressorMixin
 from ._torch import (
     ARCHITECTURE,
     AttentionPooling,

@@ -31,8 +31,9 @@ from .._batching import resolve_device, resolve_precision
 from .._params import SEED, Device, Interval, StrOptions, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
 from ..documents import CHARS_PER_TOKEN, validate_documents, within_reach
-from ._base import LEARNING_RATE, ReadsText
+from ._base import LEARNING_RATE
 from ._targets import check_target_rows, encode_class_labels
+from ._tasks import ReadsText
 
 __all__ = ["SetFitClassifier", "contrastive_pairs"]
 
@@ -208,13 +209,8 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         on ``device_``."""
         from sentence_transformers import SentenceTransformer
 
-        from ..resources import (
-            RESOURCES,
-            _check_model_folder,
-            _quiet_transformers,
-            max_tokens,
-            resource_path,
-        )
+        from .._model_folder import check_model_folder, max_tokens, quiet_transformers
+        from ..resources import RESOURCES, resource_path
 
         if source is None:
             model = str(self.model)
@@ -222,7 +218,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                 source = str(resource_path(model))
             elif Path(model).expanduser().is_dir():
                 source = str(Path(model).expanduser().resolve())
-                _check_model_folder(Path(source))
+                check_model_folder(Path(source))
             else:
                 known = ", ".join(k for k, v in RESOURCES.items() if v["kind"] == "transformer")
                 raise ValueError(
@@ -230,7 +226,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
                     "a local model folder. Pass a folder written by SentenceTransformer.save or "
                     "save_pretrained (config.json, *.safetensors, tokenizer files).")
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 encoder = SentenceTransformer(source, device=self.device_, local_files_only=True,
                                               trust_remote_code=False,
                                               model_kwargs={"use_safetensors": True})
@@ -354,9 +350,9 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         check_is_fitted(self, "head_")
         state = dict(self.__getstate__())
         encoder = state.pop("encoder_")
-        from ..resources import _quiet_transformers
+        from .._model_folder import quiet_transformers
 
-        with _quiet_transformers():
+        with quiet_transformers():
             encoder.save(str(folder), safe_serialization=True, create_model_card=False)
         return state
 

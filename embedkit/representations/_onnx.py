@@ -155,9 +155,9 @@ def _eager_copy(encoder, source: str | None, trust_remote_code: bool):
     if encoder is None:
         from transformers import AutoModel
 
-        from ..resources import _quiet_transformers
+        from .._model_folder import quiet_transformers
 
-        with _quiet_transformers():
+        with quiet_transformers():
             model = AutoModel.from_pretrained(source, use_safetensors=True, local_files_only=True,
                                               attn_implementation="eager",
                                               trust_remote_code=trust_remote_code)

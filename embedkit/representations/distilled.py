@@ -197,7 +197,8 @@ class DistilledEmbedder(Representation):
 
     # -- distillation ---------------------------------------------------------------------------
     def _source(self) -> Path:
-        from ..resources import RESOURCES, _check_model_folder, resource_path
+        from .._model_folder import check_model_folder
+        from ..resources import RESOURCES, resource_path
 
         name = os.fspath(self.model)
         if RESOURCES.get(name, {}).get("kind") == "transformer":
@@ -209,7 +210,7 @@ class DistilledEmbedder(Representation):
                              f"({known}) nor an existing model folder. Pass a local "
                              "sentence-transformer folder (config.json, *.safetensors and the "
                              "tokenizer's files); nothing is downloaded.")
-        _check_model_folder(folder)
+        check_model_folder(folder)
         return folder.resolve()
 
     def _raw(self, tmp: Path, source: Path, device: str) -> dict:

@@ -20,10 +20,11 @@ from typing import ClassVar
 import numpy as np
 
 from .._batching import Chunks, chunk_bounds, on_accelerator, resolve_device
+from .._model_folder import max_tokens
 from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
 from ..documents import CHARS_PER_TOKEN
-from ..resources import load_transformer, max_tokens, weights_identity
+from ..resources import load_transformer, weights_identity
 from ..sequences import Sequences, masked_pool
 from . import _onnx
 from ._neural import NeuralEncoder, broadcast_mask_ok, onednn_linears

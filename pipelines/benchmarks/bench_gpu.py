@@ -221,13 +221,13 @@ def _trainer_fit(args, device, train, test, label, bf16: bool):
         TrainingArguments,
     )
 
-    from embedkit.resources import _quiet_transformers
+    from embedkit._model_folder import quiet_transformers
 
     classes = np.unique(train[1])
     codes = {c: i for i, c in enumerate(classes)}
     _sync(device)
     start = time.perf_counter()
-    with _quiet_transformers(), tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
+    with quiet_transformers(), tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
         tokenizer = AutoTokenizer.from_pretrained(args.model)
         model = AutoModelForSequenceClassification.from_pretrained(args.model,
                                                                    num_labels=len(classes))

@@ -28,15 +28,9 @@ from ..._params import Interval, StrOptions, positive_int, validate_params
 from ...base import store_params
 from ...documents import CHARS_PER_TOKEN, validate_documents, within_reach
 from ...sequences import Sequences
-from .._base import (
-    LEARNING_RATE,
-    NeuralClassifierMixin,
-    NeuralHead,
-    NeuralRegressorMixin,
-    ReadsText,
-    _finite_outputs,
-)
+from .._base import LEARNING_RATE, NeuralHead, _finite_outputs
 from .._data import HeadDataset, HeadInput
+from .._tasks import NeuralClassifierMixin, NeuralRegressorMixin, ReadsText
 from ._data import collate_token_ids
 from ._module import FineTuneModule, freeze_encoder
 
@@ -93,7 +87,8 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
     # -- model --------------------------------------------------------------------------------
     def _load(self):
-        from ...resources import load_transformer, max_tokens
+        from ..._model_folder import max_tokens
+        from ...resources import load_transformer
 
         tokenizer, encoder, source = load_transformer(
             self.model, trust_remote_code=self.trust_remote_code)
