@@ -172,29 +172,38 @@ _STAND_IN_PEERS = """\
 #!{python}
 import json, os, sys
 import pandas as pd
+from sklearn.metrics import f1_score
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
 if args["--peer"] == os.environ.get("FAIL_PEER"):
     print("Traceback: the peer broke", file=sys.stderr)
     sys.exit(1)
 train = pd.read_parquet(args["--split"] + "/train.parquet")
 test = pd.read_parquet(args["--split"] + "/test.parquet")
-hits = test["label"] == train["label"].mode()[0]
+pred = [train["label"].mode()[0]] * len(test)
+hits = test["label"] == pred
 row = {{"peer": args["--peer"], "dataset": args["--set"], "budget_s": float(args["--budget"]),
        "seed": int(args["--seed"]), "quick": "--quick" in sys.argv, "n_train": len(train),
        "n_test": len(test), "accuracy": float(hits.mean()),
-       "held_out_right": "".join("1" if h else "0" for h in hits), "wall_s": 1.0,
-       "predict_s": 0.1, "peak_mb": 100.0, "pick": "majority",
-       "hash_seed": os.environ["PYTHONHASHSEED"]}}
+       "f1_macro": float(f1_score(test["label"], pred, average="macro")),
+       "held_out_right": "".join("1" if h else "0" for h in hits), "wall_s": 3.0, "import_s": 1.0,
+       "predict_s": 0.1, "peak_mb": 100.0, "pick": "majority", "details": {{"model": args.get("--model")}},
+       "hash_seed": os.environ["PYTHONHASHSEED"], "threads": os.environ.get("OMP_NUM_THREADS")}}
 with open(args["--result"], "a") as fh:
     fh.write(json.dumps(row) + "\\n")
+print(f"threads={{os.environ.get('OMP_NUM_THREADS')}}")
 """
+
+
+def _stand_in_peers(tmp_path) -> Path:
+    python = tmp_path / "peers-python"
+    python.write_text(_STAND_IN_PEERS.format(python=sys.executable))
+    python.chmod(0o755)
+    return python
 
 
 def test_the_sweep_runs_each_peer_once_keeps_failures_and_pairs_with_tune(tmp_path, monkeypatch,
                                                                            capsys):
-    python = tmp_path / "peers-python"
-    python.write_text(_STAND_IN_PEERS.format(python=sys.executable))
-    python.chmod(0o755)
+    python = _stand_in_peers(tmp_path)
     _, test, _, _ = tune_budget.sides("trec", quick=True)
     majority = tune_budget.sides("trec", quick=True)[0]["label"].mode()[0]
     hits = test["label"].to_numpy() == majority
@@ -230,6 +239,72 @@ def test_the_sweep_runs_each_peer_once_keeps_failures_and_pairs_with_tune(tmp_pa
 def test_the_sweep_without_a_peers_environment_says_how_to_make_it(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"\./run\.sh peers"):
         bench.peers_python(tmp_path / "nowhere" / "python")
+
+
+# -- the few-label benchmark: embedkit's SetFit against SetFit itself ----------------------------
+def test_setfit_itself_fits_the_draw_embedkits_setfit_fits_with_the_same_threads(tmp_path,
+                                                                                 monkeypatch):
+    from pipelines.benchmarks import few_labels
+
+    python = _stand_in_peers(tmp_path)
+    threads_before = os.environ.get("OMP_NUM_THREADS")
+    [row] = few_labels.run_library("sms-spam", 8, 1, 60, 120.0, tmp_path, python=python)
+    split = tmp_path / "library" / "splits" / "sms-spam-8-seed1"
+    train, test = few_labels.data("sms-spam", 60)
+    drawn = few_labels.labelled(train, 8, 1)
+    pd.testing.assert_frame_equal(pd.read_parquet(split / "train.parquet"), drawn[["text", "label"]])
+    pd.testing.assert_frame_equal(pd.read_parquet(split / "test.parquet"), test[["text", "label"]])
+    majority = drawn["label"].mode()[0]  # the stand-in's answer: 8 a class, the smaller label
+    assert row["method"] == few_labels.LIBRARY and (row["n_train"], row["n_test"]) == (16, 60)
+    assert row["accuracy"] == pytest.approx((test["label"] == majority).mean())
+    assert 0 < row["f1_macro"] < row["accuracy"]  # one class never predicted
+    assert row["fit_seconds"] == 2.0 and row["stopped_by_budget"] is False  # import left out
+    import torch
+
+    log = tmp_path / "library" / "logs" / "sms-spam-8-seed1-setfit-120s-seed1.log"
+    assert log.read_text().splitlines() == [f"threads={torch.get_num_threads()}"]
+    assert os.environ.get("OMP_NUM_THREADS") == threads_before  # told the runner, not set here
+    monkeypatch.setenv("FAIL_PEER", "setfit")
+    with pytest.raises(RuntimeError, match=r"sms-spam, 8 per class, seed 1: exit status 1"):
+        few_labels.run_library("sms-spam", 8, 1, 60, 120.0, tmp_path, python=python)
+
+
+def test_embedkits_setfit_is_paired_with_setfit_itself_draw_by_draw(tmp_path):
+    from pipelines.benchmarks import few_labels
+
+    def line(method, seed, acc, f1, n=8, dataset="sms-spam", **more):
+        return {"dataset": dataset, "n_per_class": n, "seed": seed, "method": method,
+                "accuracy": acc, "f1_macro": f1, "fit_seconds": 10.0 * (seed + 1), "n_test": 60,
+                **more}
+
+    ours, lib, frozen = few_labels.OURS, few_labels.LIBRARY, few_labels.FROZEN
+    runs = [line(ours, 0, 0.80, 0.70), line(lib, 0, 0.70, 0.60, stopped_by_budget=False),
+            line(ours, 1, 0.90, 0.80), line(lib, 1, 0.70, 0.60, stopped_by_budget=True),
+            line(ours, 2, 0.50, 0.50),  # SetFit itself failed on this draw: left out
+            line(ours, 0, 0.60, 0.60, n=64), line(lib, 0, 0.75, 0.75, n=64),
+            line(frozen, 0, 0.65, 0.65), line(frozen, 0, 0.70, 0.70, n=64)]
+    table = few_labels.against_library(pd.DataFrame(runs))
+    eight, sixty_four = table.loc[("sms-spam", 8)], table.loc[("sms-spam", 64)]
+    assert eight["accuracy ours"] == pytest.approx(0.85)
+    assert eight["accuracy library"] == pytest.approx(0.70)
+    assert eight["accuracy diff"] == pytest.approx(0.15)
+    assert eight["accuracy se"] == pytest.approx(np.std([0.1, 0.2], ddof=1) / np.sqrt(2))
+    assert eight["f1_macro diff"] == pytest.approx(0.15)
+    assert (eight["draws"], eight["stopped"], eight["fit s ours"]) == (2, 1, 15.0)
+    assert sixty_four["accuracy diff"] == pytest.approx(-0.15)
+    assert np.isnan(sixty_four["accuracy se"]) and sixty_four["draws"] == 1
+    verdict = few_labels.library_verdict(table)
+    assert "* 8 per class: embedkit's SetFit behind SetFit's by more than one standard error on " \
+           "0 of 1 datasets (none)." in verdict
+    assert "* 64 per class" in verdict and "one draw only: sms-spam" in verdict
+    # the report: its own section; the frozen baselines' table never counts these runs' draws
+    (tmp_path / few_labels.RUNS).write_text("".join(json.dumps(r) + "\n" for r in runs))
+    few_labels.report(tmp_path)
+    text = (tmp_path / "few_labels.md").read_text()
+    assert "| sms-spam | 8 | 85.0 | 70.0 | +15.0 ± 5.0 | 75.0 | 60.0 | +15.0 ± 5.0 | 15 | 15 | 2 | 1 |" \
+        in text
+    assert "| sms-spam | 64 | 60.0 | 75.0 | -15.0 |" in text
+    assert "setfit-mpnet" not in text.split("## embedkit's SetFit")[0]
 
 
 # -- ./run.sh peers: its own environment, one line per step --------------------------------------

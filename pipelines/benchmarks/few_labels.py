@@ -5,6 +5,9 @@ fine-tuning (`TransformerClassifier`), with 8, 16, 32 and 64 labelled documents 
     PYTHONPATH=. python pipelines/benchmarks/few_labels.py --datasets trec --sizes 8 16 \\
         --seeds 3 --test-size 500 --workers 2
     PYTHONPATH=. python pipelines/benchmarks/few_labels.py --report-only  # tables + plot again
+    PYTHONPATH=. python pipelines/benchmarks/few_labels.py --sizes 8 64 --seeds 3 \\
+        --large-seeds 3 --methods setfit-mpnet setfit-library --workers 1 --threads 2
+                                                     # embedkit's SetFit against SetFit itself
 
 Protocol
 --------
@@ -24,13 +27,25 @@ Protocol
     by inner 3-fold cross-validation);
   - ``finetune``: the registry's ``finetune`` head (`TransformerClassifier`, full fine-tuning,
     2 epochs, 128 word pieces).
+* Against SetFit itself (issue 47; ``--methods setfit-mpnet setfit-library``), on the same draws
+  and the same body, all-mpnet-base-v2 (SetFit's published setting):
+  - ``setfit-mpnet``: the registry's ``setfit`` head with ``model="all-mpnet-base-v2"``, its other
+    settings as above: what a user of embedkit gets for few labels;
+  - ``setfit-library``: SetFit 1.2's ``Trainer`` with its default training arguments and the seed,
+    run in the peers' own environment (``.venv-peers``, made by ``./run.sh peers``;
+    ``pipelines/peers/run_peers.py``'s ``setfit``), with as many torch threads as the workers
+    of this run; it has no budget of its own, so its pair training stops at
+    ``--library-budget`` (default 30 minutes; the result says whether it did). Its fit seconds
+    leave out importing SetFit, as embedkit's leave out importing embedkit.
+  A draw either side failed on is left out of the pairing and said in the log.
 * Scores: accuracy and macro-F1 on the test sample; fit seconds (wall clock, on a machine shared
   with other jobs: compare them only within a run).
 
 Output (``--output``, default ``pipelines/benchmarks/results``): ``few_labels_runs.jsonl`` (one
 line per finished run; a rerun skips those), ``few_labels.csv`` (the runs), ``few_labels.md``
 (mean and standard deviation over seeds per dataset, size and method, and where SetFit beats
-both peers) and ``few_labels.png`` (the learning curves).
+both peers; where SetFit itself ran, embedkit's SetFit minus SetFit's, paired draw by draw) and
+``few_labels.png`` (the learning curves).
 """
 
 from __future__ import annotations
@@ -55,6 +70,11 @@ DATASETS = ("sms-spam", "vader-tweets", "rotten-tomatoes", "disaster-tweets")
 SIZES = (8, 16, 32, 64)
 SETFIT, FROZEN, FROZEN_CV, FINETUNE = "setfit", "frozen + LR", "frozen + logreg", "finetune"
 METHODS = (SETFIT, FROZEN, FROZEN_CV, FINETUNE)
+#: embedkit's SetFit against SetFit 1.2 itself, both on this body
+BODY = "all-mpnet-base-v2"
+OURS, LIBRARY = "setfit-mpnet", "setfit-library"
+#: the trained methods ``--methods`` chooses from (the frozen baselines always run)
+TRAINED = (SETFIT, FINETUNE, OURS, LIBRARY)
 RUNS = "few_labels_runs.jsonl"
 
 
@@ -111,12 +131,15 @@ def run_frozen(name: str, runs: list[tuple[int, int]], test_size: int) -> list[d
 
 
 def run_tuned(name: str, n: int, seed: int, method: str, test_size: int) -> list[dict]:
-    """The registry's ``setfit`` or ``finetune`` head fitted on one labelled draw."""
+    """The registry's ``setfit`` or ``finetune`` head (``setfit-mpnet``: ``setfit`` on `BODY`)
+    fitted on one labelled draw."""
     from embedkit import registry
 
     train, test = data(name, test_size)
     part = labelled(train, n, seed)
-    model = registry.HEADS[method].factory().set_params(random_state=seed)
+    body = {"model": BODY} if method == OURS else {}
+    model = registry.HEADS[SETFIT if method == OURS else method].factory().set_params(
+        random_state=seed, **body)
     start = time.perf_counter()
     model.fit(part["text"].tolist(), part["label"].to_numpy())
     fit_s = time.perf_counter() - start
@@ -126,16 +149,50 @@ def run_tuned(name: str, n: int, seed: int, method: str, test_size: int) -> list
              "n_test": len(test)}]
 
 
+def run_library(name: str, n: int, seed: int, test_size: int, budget_s: float, out: Path,
+                python: Path | None = None) -> list[dict]:
+    """SetFit 1.2 itself on `BODY`, fitted on the draw `run_tuned` fits on, in the peers'
+    environment (``python``, default ``.venv-peers``), with this worker's torch threads.
+
+    Raises
+    ------
+    RuntimeError
+        The run failed: the message names the draw and the log.
+    """
+    import torch
+
+    from pipelines.benchmarks import peers
+
+    train, test = data(name, test_size)
+    split = out / "library" / "splits" / f"{name}-{n}-seed{seed}"
+    split.mkdir(parents=True, exist_ok=True)
+    for side, frame in (("train", labelled(train, n, seed)), ("test", test)):
+        frame[["text", "label"]].to_parquet(split / f"{side}.parquet", index=False)
+    row = peers.run_peer(peers.peers_python(python), "setfit", split,
+                         {"dataset": name, "protocol": f"{n} per class, seed {seed}"}, budget_s,
+                         seed, out / "library", threads=torch.get_num_threads())  # the pool's
+    if "error" in row:
+        raise RuntimeError(f"SetFit on {name}, {n} per class, seed {seed}: {row['error']} "
+                           f"(log: {row['log']})")
+    return [{"dataset": name, "n_per_class": n, "seed": seed, "method": LIBRARY,
+             "accuracy": row["accuracy"], "f1_macro": row["f1_macro"],
+             "fit_seconds": row["wall_s"] - row.get("import_s", 0.0), "n_train": row["n_train"],
+             "n_test": row["n_test"],
+             "stopped_by_budget": bool(row.get("details", {}).get("stopped_by_budget", False)),
+             "peak_mb": row["peak_mb"]}]
+
+
 def read_runs(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def jobs(datasets, sizes, seeds: int, large_seeds: int, done: set) -> list[tuple]:
+def jobs(datasets, sizes, seeds: int, large_seeds: int, done: set,
+         methods=(SETFIT, FINETUNE)) -> list[tuple]:
     """Every run not yet in ``done``: the frozen baselines first (one job per dataset), then the
-    tuned heads: seed by seed for the sizes up to 16 (8 and 16 per class with seed 0, then with
-    seed 1, ...), then the larger sizes, so an interrupted run has the rows that matter most."""
+    trained ``methods``: seed by seed for the sizes up to 16 (8 and 16 per class with seed 0, then
+    with seed 1, ...), then the larger sizes, so an interrupted run has the rows that matter most."""
     small = [n for n in sizes if n <= 16]
     draws = [(n, s) for s in range(seeds) for n in small]
     draws += [(n, s) for n in sizes if n > 16 for s in range(large_seeds)]
@@ -146,18 +203,19 @@ def jobs(datasets, sizes, seeds: int, large_seeds: int, done: set) -> list[tuple
             out.append((0, "frozen", name, todo))
     for n, s in draws:
         for name in datasets:
-            for method in (SETFIT, FINETUNE):
+            for method in methods:
                 if (name, n, s, method) not in done:
                     out.append((n, method, name, (n, s)))
     return out
 
 
 def run(datasets, sizes, seeds: int, large_seeds: int, test_size: int, workers: int,
-        threads: int, out: Path) -> list[dict]:
+        threads: int, out: Path, methods=(SETFIT, FINETUNE), library_budget: float = 1800.0,
+        python: Path | None = None) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     path = out / RUNS
     done = {(r["dataset"], r["n_per_class"], r["seed"], r["method"]) for r in read_runs(path)}
-    todo = jobs(datasets, sizes, seeds, large_seeds, done)
+    todo = jobs(datasets, sizes, seeds, large_seeds, done, methods)
     print(f"{len(todo)} jobs to run ({len(done)} runs already in {path})", flush=True)
     import multiprocessing
 
@@ -169,11 +227,19 @@ def run(datasets, sizes, seeds: int, large_seeds: int, test_size: int, workers: 
         for _, kind, name, arg in todo:
             if kind == "frozen":
                 futures[pool.submit(run_frozen, name, arg, test_size)] = (kind, name, arg)
+            elif kind == LIBRARY:
+                futures[pool.submit(run_library, name, arg[0], arg[1], test_size, library_budget,
+                                    out, python)] = (kind, name, arg)
             else:
                 futures[pool.submit(run_tuned, name, arg[0], arg[1], kind, test_size)] = \
                     (kind, name, arg)
         for future in as_completed(futures):
-            records = future.result()
+            try:
+                records = future.result()
+            except Exception as err:  # one failed run does not end the others; a rerun retries it
+                kind, name, arg = futures[future]
+                print(f"{name:16s} {kind} {arg}: failed: {err}", flush=True)
+                continue
             with path.open("a") as fh:
                 for record in records:
                     fh.write(json.dumps(record) + "\n")
@@ -247,6 +313,69 @@ def wins(table: pd.DataFrame, sizes=(8, 16)) -> str:
     return "\n".join(lines)
 
 
+def against_library(runs: pd.DataFrame) -> pd.DataFrame:
+    """embedkit's SetFit (``setfit-mpnet``) against SetFit itself (``setfit-library``) per
+    (dataset, size), on the draws both finished: each one's mean accuracy and macro-F1, embedkit's
+    minus SetFit's paired draw by draw (mean and its standard error over the draws; none from one
+    draw), mean fit seconds, the draws, and how many of SetFit's runs the budget stopped."""
+    both = runs[runs.method.isin((OURS, LIBRARY))]
+    if both.empty:
+        return pd.DataFrame()
+    wide = both.pivot_table(index=["dataset", "n_per_class", "seed"], columns="method",
+                            values=["accuracy", "f1_macro", "fit_seconds"]).dropna()
+    stopped = {(r.dataset, r.n_per_class, r.seed) for r in both[both.method == LIBRARY].itertuples()
+               if getattr(r, "stopped_by_budget", False) in (True,)}  # NaN where absent
+    rows = {}
+    for key, part in wide.groupby(level=["dataset", "n_per_class"]):
+        row = {}
+        for metric in ("accuracy", "f1_macro"):
+            diff = part[(metric, OURS)] - part[(metric, LIBRARY)]
+            row[f"{metric} ours"] = part[(metric, OURS)].mean()
+            row[f"{metric} library"] = part[(metric, LIBRARY)].mean()
+            row[f"{metric} diff"] = diff.mean()
+            row[f"{metric} se"] = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan
+        row["fit s ours"] = part[("fit_seconds", OURS)].mean()
+        row["fit s library"] = part[("fit_seconds", LIBRARY)].mean()
+        row["draws"] = len(part)
+        row["stopped"] = sum(key in stopped for key in part.index)
+        rows[key] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.names = ["dataset", "n_per_class"]
+    return table
+
+
+def _library_markdown(table: pd.DataFrame) -> str:
+    head = ["dataset", "n/class", "embedkit acc.", "SetFit acc.", "embedkit − SetFit (points)",
+            "embedkit macro-F1", "SetFit macro-F1", "embedkit − SetFit (points)",
+            "fit s embedkit", "fit s SetFit", "draws", "SetFit stopped by budget"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * 10) + "|"]
+    for (name, n), row in table.iterrows():
+        cells = [name, str(n)]
+        for metric in ("accuracy", "f1_macro"):
+            se = row[f"{metric} se"]
+            cells += [f"{100 * row[f'{metric} ours']:.1f}", f"{100 * row[f'{metric} library']:.1f}",
+                      f"{100 * row[f'{metric} diff']:+.1f}" + ("" if pd.isna(se) else f" ± {100 * se:.1f}")]
+        cells += [f"{row['fit s ours']:.0f}", f"{row['fit s library']:.0f}", str(int(row["draws"])),
+                  str(int(row["stopped"]))]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def library_verdict(table: pd.DataFrame) -> str:
+    """Per size: the cells where embedkit's SetFit is behind SetFit's by more than one standard
+    error of the paired difference, by accuracy (a cell from one draw has no standard error and
+    is named as such)."""
+    lines = []
+    for n in sorted(set(table.index.get_level_values("n_per_class"))):
+        part = table.xs(n, level="n_per_class")
+        behind = part.index[part["accuracy diff"] < -part["accuracy se"]].tolist()
+        single = part.index[part["accuracy se"].isna()].tolist()
+        text = (f"* {n} per class: embedkit's SetFit behind SetFit's by more than one standard error "
+                f"on {len(behind)} of {len(part)} datasets ({', '.join(behind) or 'none'})")
+        lines.append(text + (f"; one draw only: {', '.join(single)}." if single else "."))
+    return "\n".join(lines)
+
+
 def chart(runs: pd.DataFrame, path: Path, metric: str = "accuracy") -> Path:
     import matplotlib
 
@@ -284,6 +413,8 @@ def report(out: Path) -> pd.DataFrame:
         raise SystemExit(f"no runs in {out / RUNS}")
     runs = runs.sort_values(["dataset", "n_per_class", "seed", "method"])
     runs.to_csv(out / "few_labels.csv", index=False)
+    library = against_library(runs)
+    runs = runs[runs.method.isin(METHODS)]
     acc, f1 = summary(paired(runs)), summary(paired(runs), "f1_macro")
     n_test = runs.groupby("dataset").n_test.first()
     text = ["# Few labels: SetFit vs frozen MiniLM + LR vs full fine-tuning", "",
@@ -295,6 +426,13 @@ def report(out: Path) -> pd.DataFrame:
              "## Accuracy", "", _markdown(acc), "", wins(acc), "",
              "## Macro-F1", "", _markdown(f1), "", wins(f1), "",
              "![learning curves](few_labels.png)", ""]
+    if not library.empty:
+        text += [f"## embedkit's SetFit against SetFit itself, both on {BODY}", "",
+                 ("`setfit-mpnet` (the registry's `setfit` head on this body) and SetFit 1.2's "
+                  "`Trainer` with its default arguments, on the same draws and test documents; "
+                  "differences are paired draw by draw (± their standard error over the draws). "
+                  "Fit seconds leave out the imports."), "",
+                 _library_markdown(library), "", library_verdict(library), ""]
     (out / "few_labels.md").write_text("\n".join(text))
     chart(paired(runs), out / "few_labels.png")
     print("\n".join(text))
@@ -310,13 +448,22 @@ def main(argv=None):
     parser.add_argument("--test-size", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    parser.add_argument("--methods", nargs="+", choices=TRAINED, default=[SETFIT, FINETUNE],
+                        help="the trained methods to run (default: setfit finetune); "
+                             "setfit-mpnet setfit-library: embedkit's SetFit against SetFit itself")
+    parser.add_argument("--library-budget", default="30m",
+                        help="where SetFit's own pair training stops (it has no budget of its own)")
+    parser.add_argument("--python", type=Path, default=None,
+                        help="the peers' interpreter for setfit-library (default: .venv-peers)")
     parser.add_argument("--output", default=str(ROOT / "pipelines" / "benchmarks" / "results"))
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
     out = Path(args.output)
     if not args.report_only:
+        from embedkit._budget import parse_budget
+
         run(args.datasets, args.sizes, args.seeds, args.large_seeds, args.test_size, args.workers,
-            args.threads, out)
+            args.threads, out, tuple(args.methods), parse_budget(args.library_budget), args.python)
     report(out)
 
 

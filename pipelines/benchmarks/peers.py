@@ -106,10 +106,12 @@ def peers_python(given: Path | None = None) -> Path:
 
 
 def run_peer(python: Path, peer: str, split: Path, meta: dict, budget_s: float, seed: int,
-             out: Path, quick: bool = False, timeout: float | None = None) -> dict:
+             out: Path, quick: bool = False, timeout: float | None = None,
+             threads: int | None = None) -> dict:
     """Run one peer on one exported split in the peers' environment and return its result line
     (with the split's ``protocol``); a run that fails or times out returns a line with
-    ``error`` and the end of its output, so one peer's failure does not end the sweep."""
+    ``error`` and the end of its output, so one peer's failure does not end the sweep.
+    ``threads``: the peer's OpenMP and MKL threads (default: theirs, every core)."""
     result = out / "pending.jsonl"
     result.unlink(missing_ok=True)
     command = [str(python), str(RUNNER), "--peer", peer, "--split", str(split), "--budget",
@@ -121,6 +123,8 @@ def run_peer(python: Path, peer: str, split: Path, meta: dict, budget_s: float, 
     log = out / "logs" / f"{split.name}-{peer}-{budget_s:g}s-seed{seed}{'-quick' * quick}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    if threads is not None:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     base = {"peer": peer, "dataset": meta["dataset"], "budget_s": budget_s, "seed": seed,
             "quick": quick, "protocol": meta["protocol"]}
     start = time.perf_counter()

@@ -31,7 +31,8 @@ column. The peers, each as a user would call it on that training side:
   default training arguments and the seed; it has no budget of its own, so its contrastive phase
   stops when the budget runs out (the few-label benchmark's peer).
 
-Each run appends one JSON line to ``--result``: the peer, the set, the budget, held-out accuracy,
+Each run appends one JSON line to ``--result``: the peer, the set, the budget, held-out accuracy
+and macro-F1,
 ``held_out_right`` (which test rows it got right, ``"0101..."`` in the test file's row order,
 the tuning benchmark's encoding, so a run pairs row by row with a `tune` run), ``wall_s`` (the
 whole fit: importing the peer, building its features, its search, its refit; ``import_s`` is the
@@ -341,13 +342,19 @@ def run(peer: str, split: Path, budget: float, seed: int = 0, dataset: str = "",
             predict_s = time.perf_counter() - start
         pick, details = describe()  # untimed, outside the memory watch
     hits = pred == test["label"].to_numpy()
+    from sklearn.metrics import f1_score  # every peer's environment has scikit-learn
+
+    # as text on both sides: a peer may give integer labels back as objects, which scikit-learn
+    # will not compare with the integers it was given
+    f1_macro = float(f1_score(test["label"].to_numpy().astype(str), pred.astype(str),
+                              average="macro"))
     mib = 2 ** 20
     # ru_maxrss is in KiB on Linux
     self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"peer": peer, "dataset": dataset or split.name, "budget_s": float(budget),
             "seed": seed, "quick": quick, "n_train": len(train), "n_test": len(test),
-            "accuracy": float(hits.mean()), "held_out_right": bits(hits),
+            "accuracy": float(hits.mean()), "f1_macro": f1_macro, "held_out_right": bits(hits),
             "wall_s": wall, "used_share": wall / budget, "import_s": import_s,
             "predict_s": predict_s,
             "peak_mb": memory.peak / mib, "maxrss_self_mb": self_mb,
