@@ -21,14 +21,17 @@ Examples
 from __future__ import annotations
 
 import math
-import re
 import sys
 import time
 from pathlib import Path
 
 import typer
 
+from ._cli_errors import fail as _fail
+from ._cli_errors import in_flags as _in_flags
+from ._cli_errors import interrupted as _interrupted
 from ._cli_stores import cache_app, resources_app
+from ._cli_words import analogy, neighbors
 from ._stopping import sigterm_stops
 
 app = typer.Typer(
@@ -39,24 +42,6 @@ app = typer.Typer(
 )
 app.add_typer(cache_app, name="cache")
 app.add_typer(resources_app, name="resources")
-
-
-def _in_flags(message: str, ctx: typer.Context | None = None) -> str:
-    """An error message in the running command's terms: ``text_column=`` becomes
-    ``--text-column``, and "(text_column=, ...; on the command line --text-column, ...)" keeps
-    only the command-line part."""
-    message = re.sub(r"\(([^();]*); on the command line ([^()]*)\)", r"(\2)", message)
-    if ctx is None:
-        return message
-    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params
-             if p.param_type_name == "option" and p.name}
-    return re.sub(r"(?<![\w.\-])([a-z][a-z_]*)=(?=\S)",
-                  lambda m: f"{flags[m.group(1)]} " if m.group(1) in flags else m.group(0), message)
-
-
-def _fail(err: Exception, ctx: typer.Context | None = None) -> typer.Exit:
-    typer.secho(f"error: {_in_flags(str(err), ctx)}", fg=typer.colors.RED, err=True)
-    return typer.Exit(2)
 
 
 def _listing() -> None:
@@ -200,11 +185,6 @@ def _notes(data) -> None:
     """What reading the data changed, one ``note:`` line each (`embedkit.load_texts`)."""
     for note in getattr(data, "attrs", {}).get("notes", []):
         typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
-
-
-def _interrupted(what: str) -> typer.Exit:
-    typer.secho(f"interrupted: {what}", fg=typer.colors.YELLOW, err=True)
-    return typer.Exit(130)
 
 
 def _enough(budget: str, seconds: float, spent: float, need: float, data: str = "") -> None:
@@ -444,40 +424,8 @@ def embed(
     typer.echo(f"wrote {info['rows']} x {info['dim']} vectors from {type(rep).__name__} to {output}")
 
 
-def _word_vectors(vectors: str):
-    from . import GloveEmbedder
-
-    return GloveEmbedder(vectors=vectors).fit([])
-
-
-def _print_words(query) -> None:
-    """Run a word-vector query and print its (word, score) pairs, or a clean error."""
-    try:
-        found = query()
-    except (ValueError, FileNotFoundError) as err:
-        raise _fail(err) from None
-    for other, score in found:
-        typer.echo(f"{other:<20} {score:.3f}")
-
-
-_VECTORS_HELP = "Word vectors: a named resource (glove-6b-50d) or a GloVe/word2vec/fastText file."
-
-
-@app.command()
-def neighbors(word: str = typer.Argument(..., help="The word to look up."),
-              topn: int = typer.Option(10, min=1, help="How many neighbours."),
-              vectors: str = typer.Option("glove-6b-50d", help=_VECTORS_HELP)):
-    """Nearest words by cosine similarity."""
-    _print_words(lambda: _word_vectors(vectors).most_similar(word, topn=topn))
-
-
-@app.command()
-def analogy(a: str = typer.Argument(..., help="a, as in a : b :: c : ?"),
-            b: str = typer.Argument(...), c: str = typer.Argument(...),
-            topn: int = typer.Option(5, min=1, help="How many answers."),
-            vectors: str = typer.Option("glove-6b-50d", help=_VECTORS_HELP)):
-    """Solve a : b :: c : ? by b - a + c (e.g. `embedkit analogy man king woman`)."""
-    _print_words(lambda: _word_vectors(vectors).analogy(a, b, c, topn=topn))
+app.command()(neighbors)
+app.command()(analogy)
 
 
 @app.command()
