@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -673,6 +674,26 @@ def test_labels_that_differ_only_by_surrounding_spaces_are_one_class_and_said(tr
         tuner = Tuner(30, pairs=[("tfidf", "logreg")], finetune=False, progress=False).fit(
             train["text"], y)
     assert sorted(tuner.classes_) == sorted(set(train["label"]))
+
+
+def test_scikit_learns_warnings_about_the_searchs_own_slices_stay_out_of_its_output(trec_slice):
+    """A class of 3 documents leaves 2 training rows, fewer than logreg-cv's 3 folds: scikit-learn
+    warns about rows the search chose, which the user cannot act on (it filled tune's output on
+    the WordNet glosses). The same fit outside tune still warns."""
+    from sklearn.linear_model import LogisticRegressionCV
+
+    from embedkit.tuning._tuner import _SLICE_WARNINGS
+
+    train, _ = trec_slice
+    texts = [*train["text"], "rare question one", "rare question two", "rare question three"]
+    y = np.array([*train["label"], "RARE", "RARE", "RARE"], dtype=object)
+    with pytest.warns(UserWarning, match=_SLICE_WARNINGS[0]):  # its 2 training rows of RARE
+        LogisticRegressionCV(cv=3).fit(np.eye(len(y) - 1)[:, :5], y[:-1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tuner = Tuner(30, pairs=[("tfidf", "logreg-cv")], finetune=False, progress=False).fit(texts, y)
+    assert "RARE" in tuner.classes_ and "tfidf + logreg-cv" in set(tuner.leaderboard_["pipeline"])
+    assert [str(w.message) for w in caught if str(w.message).startswith(_SLICE_WARNINGS)] == []
 
 
 def test_the_least_budget_is_the_baseline_on_the_rows_it_starts_on():

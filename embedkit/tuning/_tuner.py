@@ -31,7 +31,9 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -76,6 +78,21 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
            "least_budget", "parse_budget", "pipelines", "tune"]
 
+
+
+#: scikit-learn's warnings about the rows the search itself chose (a class with a single row in a
+#: growth slice under 3-fold CV, many classes among a fine-tuning probe's few rows): the user
+#: cannot act on them; a class too rare in the user's own labels is refused before the search
+_SLICE_WARNINGS = ("The least populated class in y has only",
+                   "The number of unique classes is greater than 50%")
+
+
+@contextmanager
+def _quiet_about_slices():
+    with warnings.catch_warnings():
+        for message in _SLICE_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
 
 
 class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
@@ -306,7 +323,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         # threads set once, by policy, for the search and the finish: torch and the tokenizer
         # get this process's cores (less one that feeds an accelerator), BLAS one
         threads = plan_threads(workers=1, reserve=1 if search.device_lane else 0).block()
-        with threads:
+        with threads, _quiet_about_slices():
             search.run(Schedule({name: (lambda pipe=pipe: clone(pipe))
                                  for name, pipe in baseline_pipelines(
                                      self.cache, self.task_, None if self.roles_ is None
@@ -326,7 +343,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         self.interrupted_ = search.interrupted
         pick = search.best()
         self.pick_ = pick.label
-        with threads:
+        with threads, _quiet_about_slices():
             done = search.finish.run(search, pick, clock, say)
         self.best_estimator_, self.refit_, self.seeds_ = done.estimator, done.refit, done.seeds
         self.refit_members_, self.refit_interrupted_ = done.members, done.interrupted
