@@ -305,6 +305,17 @@ def test_embedkits_setfit_is_paired_with_setfit_itself_draw_by_draw(tmp_path):
         in text
     assert "| sms-spam | 64 | 60.0 | 75.0 | -15.0 |" in text
     assert "setfit-mpnet" not in text.split("## embedkit's SetFit")[0]
+    section = text.split("## embedkit's SetFit")[1]
+    assert f"Command: `{few_labels.LIBRARY_COMMAND}`." in section
+    assert "the same test documents (sms-spam 60 test documents, its `--test-size`)" in section
+    assert "Not measured yet" not in section  # both of the command's sizes ran
+    # a set with only 8 per class: the section names the size still to run
+    (tmp_path / few_labels.RUNS).write_text("".join(
+        json.dumps(r) + "\n" for r in runs + [line(ours, 0, 0.8, 0.8, dataset="trec"),
+                                              line(lib, 0, 0.7, 0.7, dataset="trec")]))
+    few_labels.report(tmp_path)
+    assert "Not measured yet: trec at 64 per class (the command above adds them" \
+        in (tmp_path / "few_labels.md").read_text()
 
 
 # -- ./run.sh peers: its own environment, one line per step --------------------------------------

@@ -6,7 +6,7 @@ fine-tuning (`TransformerClassifier`), with 8, 16, 32 and 64 labelled documents 
         --seeds 3 --test-size 500 --workers 2
     PYTHONPATH=. python pipelines/benchmarks/few_labels.py --report-only  # tables + plot again
     PYTHONPATH=. python pipelines/benchmarks/few_labels.py --sizes 8 64 --seeds 3 \\
-        --large-seeds 3 --methods setfit-mpnet setfit-library --workers 1 --threads 2
+        --large-seeds 1 --methods setfit-mpnet setfit-library --workers 1 --threads 2
                                                      # embedkit's SetFit against SetFit itself
 
 Protocol
@@ -76,6 +76,10 @@ OURS, LIBRARY = "setfit-mpnet", "setfit-library"
 #: the trained methods ``--methods`` chooses from (the frozen baselines always run)
 TRAINED = (SETFIT, FINETUNE, OURS, LIBRARY)
 RUNS = "few_labels_runs.jsonl"
+#: the run of the section that pairs embedkit's SetFit with SetFit's own (the docstring's)
+LIBRARY_COMMAND = ("PYTHONPATH=. python pipelines/benchmarks/few_labels.py --sizes 8 64 --seeds 3 "
+                   "--large-seeds 1 --methods setfit-mpnet setfit-library --workers 1 --threads 2")
+LIBRARY_SIZES = (8, 64)  # that command's --sizes
 
 
 def data(name: str, test_size: int):
@@ -427,12 +431,23 @@ def report(out: Path) -> pd.DataFrame:
              "## Macro-F1", "", _markdown(f1), "", wins(f1), "",
              "![learning curves](few_labels.png)", ""]
     if not library.empty:
+        ran = pd.DataFrame(read_runs(out / RUNS))
+        tested = ran[ran.method.isin((OURS, LIBRARY))].groupby("dataset").n_test.unique()
         text += [f"## embedkit's SetFit against SetFit itself, both on {BODY}", "",
+                 f"Command: `{LIBRARY_COMMAND}`.", "",
                  ("`setfit-mpnet` (the registry's `setfit` head on this body) and SetFit 1.2's "
-                  "`Trainer` with its default arguments, on the same draws and test documents; "
-                  "differences are paired draw by draw (± their standard error over the draws). "
-                  "Fit seconds leave out the imports."), "",
+                  "`Trainer` with its default arguments, on the same draws and the same test documents ("
+                  + ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in tested.items())
+                  + " test documents, its `--test-size`); differences are paired draw by draw "
+                  "(± their standard error over the draws). Fit seconds leave out the imports."),
+                 "",
                  _library_markdown(library), "", library_verdict(library), ""]
+        done = ran[ran.method == LIBRARY].groupby("dataset").n_per_class.unique()
+        missing = [f"{name} at {', '.join(map(str, lack))}" for name, sizes in done.items()
+                   if (lack := sorted(set(LIBRARY_SIZES) - set(sizes)))]
+        if missing:
+            text += [f"Not measured yet: {'; '.join(missing)} per class (the command above adds "
+                     "them; it resumes, skipping the cells its runs file holds).", ""]
     (out / "few_labels.md").write_text("\n".join(text))
     chart(paired(runs), out / "few_labels.png")
     print("\n".join(text))
