@@ -54,25 +54,14 @@ def test_the_exported_split_is_the_tuning_benchmarks_split_row_for_row(tmp_path)
 
 
 def test_the_runners_hits_are_encoded_as_the_tuning_benchmark_encodes_them():
-    runner = _runner()
+    runner = bench.runner_module()
     hits = np.array([True, False, False, True, True])
     assert runner.bits(hits) == tune_budget._bits(hits) == "10011"
     assert runner.bits([]) == ""
 
 
-def _runner():
-    """pipelines/peers/run_peers.py as a module (it is a script of the peers' environment; its
-    top level imports only numpy and pandas)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("run_peers", bench.RUNNER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_runner_reads_a_split_and_names_what_is_missing(tmp_path):
-    runner = _runner()
+    runner = bench.runner_module()
     with pytest.raises(FileNotFoundError, match="export the split"):
         runner.read_split(tmp_path)
     pd.DataFrame({"text": ["a", "b"], "label": [1, 0], "extra": [0, 0]}).to_parquet(

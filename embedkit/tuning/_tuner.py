@@ -80,9 +80,10 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
 
 
 
-#: scikit-learn's warnings about the rows the search itself chose (a class with a single row in a
-#: growth slice under 3-fold CV, many classes among a fine-tuning probe's few rows): the user
-#: cannot act on them; a class too rare in the user's own labels is refused before the search
+#: scikit-learn's warnings about the rows the search itself chose (a class with fewer rows than
+#: logreg-cv's 3 folds in a growth slice, many classes among a fine-tuning probe's few rows):
+#: the user cannot act on them; a class too rare in the user's own labels is refused before the
+#: search
 _SLICE_WARNINGS = ("The least populated class in y has only",
                    "The number of unique classes is greater than 50%")
 

@@ -77,9 +77,10 @@ OURS, LIBRARY = "setfit-mpnet", "setfit-library"
 TRAINED = (SETFIT, FINETUNE, OURS, LIBRARY)
 RUNS = "few_labels_runs.jsonl"
 #: the run of the section that pairs embedkit's SetFit with SetFit's own (the docstring's)
-LIBRARY_COMMAND = ("PYTHONPATH=. python pipelines/benchmarks/few_labels.py --sizes 8 64 --seeds 3 "
-                   "--large-seeds 1 --methods setfit-mpnet setfit-library --workers 1 --threads 2")
-LIBRARY_SIZES = (8, 64)  # that command's --sizes
+LIBRARY_SIZES = (8, 64)
+LIBRARY_COMMAND = ("PYTHONPATH=. python pipelines/benchmarks/few_labels.py --sizes "
+                   + " ".join(map(str, LIBRARY_SIZES)) + " --seeds 3 --large-seeds 1 "
+                   "--methods setfit-mpnet setfit-library --workers 1 --threads 2")
 
 
 def data(name: str, test_size: int):
@@ -415,7 +416,7 @@ def report(out: Path) -> pd.DataFrame:
     runs = pd.DataFrame(read_runs(out / RUNS))
     if runs.empty:
         raise SystemExit(f"no runs in {out / RUNS}")
-    runs = runs.sort_values(["dataset", "n_per_class", "seed", "method"])
+    ran = runs = runs.sort_values(["dataset", "n_per_class", "seed", "method"])
     runs.to_csv(out / "few_labels.csv", index=False)
     library = against_library(runs)
     runs = runs[runs.method.isin(METHODS)]
@@ -431,7 +432,6 @@ def report(out: Path) -> pd.DataFrame:
              "## Macro-F1", "", _markdown(f1), "", wins(f1), "",
              "![learning curves](few_labels.png)", ""]
     if not library.empty:
-        ran = pd.DataFrame(read_runs(out / RUNS))
         tested = ran[ran.method.isin((OURS, LIBRARY))].groupby("dataset").n_test.unique()
         text += [f"## embedkit's SetFit against SetFit itself, both on {BODY}", "",
                  f"Command: `{LIBRARY_COMMAND}`.", "",

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.benchmarks.peers import TUNE_RUNS  # noqa: E402
+from pipelines.benchmarks.peers import TUNE_RUNS, runner_module  # noqa: E402
 from pipelines.benchmarks.tune_budget import paired, sides  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def main(argv=None) -> dict:
 
     train, test, _, _ = sides(args.dataset)
     began = time.perf_counter()
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)  # the runner's
+    vectorizer = TfidfVectorizer(**runner_module().FLAML_FEATURES)
     model = SGDClassifier(loss="modified_huber", penalty="elasticnet", alpha=args.alpha,
                           l1_ratio=args.l1_ratio, learning_rate="optimal", random_state=0)
     model.fit(vectorizer.fit_transform(train["text"]), train["label"])

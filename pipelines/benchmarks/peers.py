@@ -78,6 +78,17 @@ def export(name: str, folder: Path, quick: bool = False, data: Path | None = Non
     return {"dataset": label, "protocol": protocol, "n_train": len(train), "n_test": len(test)}
 
 
+def runner_module():
+    """`RUNNER` as a module, importable here: it is a script of the peers' environment, whose top
+    level imports only numpy and pandas (what reads its constants and helpers from this one)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_peers", RUNNER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def model_folder(peer: str) -> Path | None:
     """The local model folder ``peer`` fine-tunes (fetched once into embedkit's cache), or None."""
     if PEERS[peer] is None:

@@ -212,11 +212,15 @@ def _autogluon_multimodal(train, budget, seed, work, model, quick):
     return (lambda test: predictor.predict(test[["text"]])), describe
 
 
+#: the features FLAML is given: the accuracy suite's plain TF-IDF baseline's vectorizer
+FLAML_FEATURES = {"ngram_range": (1, 2), "min_df": 2, "sublinear_tf": True}
+
+
 def _flaml(train, budget, seed, work, model, quick):
     from flaml import AutoML
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+    vectorizer = TfidfVectorizer(**FLAML_FEATURES)
     X = vectorizer.fit_transform(train["text"])
     # label codes: on sparse features FLAML hands string labels to XGBoost as they are, which
     # rejects them ("Invalid classes inferred from unique values of `y`")
@@ -231,7 +235,8 @@ def _flaml(train, budget, seed, work, model, quick):
                    "best_valid_accuracy": 1.0 - float(automl.best_loss),
                    "trials": len(automl.config_history),
                    "estimators_tried": sorted({e for e, _, _ in automl.config_history.values()}),
-                   "features": "TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)"}
+                   "features": "TfidfVectorizer(" + ", ".join(
+                       f"{k}={v!r}" for k, v in FLAML_FEATURES.items()) + ")"}
         return automl.best_estimator, details
 
     return (lambda test: classes[automl.predict(vectorizer.transform(test["text"]))]), describe
