@@ -37,7 +37,7 @@ def _peer(bits: str, peer="flaml", dataset="trec", budget_s=600.0, **more) -> di
 
 def _tune(bits: str, dataset="trec", budget_s=600.0) -> dict:
     return {"dataset": dataset, "budget_s": budget_s, "held_out_right": bits,
-            "pick": "ensemble of 3 models"}
+            "pick": "ensemble of 3 models", "tfidf_acc": 0.7, "minilm_acc": 0.75}
 
 
 # -- the split ----------------------------------------------------------------------------------
@@ -117,6 +117,7 @@ def test_the_table_reads_each_run_line_and_the_best_peer_of_each_set():
     flaml = table.iloc[0]
     assert (flaml["set"], flaml["budget"], flaml["tune held out"], flaml["peer held out"]) == (
         "trec", "10.0 min", "0.900", "0.800")
+    assert (flaml["plain TF-IDF + LR"], flaml["plain MiniLM + LR"]) == ("0.700", "0.750")
     assert (flaml["wall s (share)"], flaml["peak memory"], flaml["pick"]) == (
         "630 (105%)", "1.5 GB", "sgd")
     assert (flaml["tune − peer (points)"], flaml["standard error (points)"],
@@ -126,6 +127,7 @@ def test_the_table_reads_each_run_line_and_the_best_peer_of_each_set():
     assert table.iloc[2]["wall s (share)"] == "" and table.iloc[2]["tune held out"] == ""
     unpaired = table.iloc[3]
     assert unpaired["tune held out"] == "" and unpaired["McNemar p"] == ""
+    assert unpaired["plain TF-IDF + LR"] == "" and table.iloc[2]["plain MiniLM + LR"] == ""
     assert unpaired["peer held out"] == "0.900" and unpaired["budget"] == "2.0 min"
     best = bench.best_peers(rows)  # the paired sets only: trec's best peer is AutoGluon
     assert list(best["peer"]) == ["autogluon-tabular"] and list(best["set"]) == ["trec"]

@@ -194,7 +194,8 @@ def _tune_run(row: dict, tune_runs: list[dict]) -> dict | None:
 def pair_with_tune(rows: list[dict], tune_runs: list[dict]) -> list[dict]:
     """Each scored peer row with `tune` − peer, paired row by row (`tune_budget.paired`) where
     ``tune_runs`` has the same set at the same budget: ``tune``, ``points`` (tune − peer),
-    ``se_points``, ``p``, ``only_tune``, ``only_peer``; None where there is no such run."""
+    ``se_points``, ``p``, ``only_tune``, ``only_peer``, and the five-line baselines that run scored
+    on the same held-out rows (``tfidf``, ``minilm``); None where there is no such run."""
     out = []
     for row in rows:
         if "error" in row:
@@ -206,6 +207,7 @@ def pair_with_tune(rows: list[dict], tune_runs: list[dict]) -> list[dict]:
             continue
         pair = paired(tune, row)  # tune is the "new" side: its points are tune - peer
         out.append({**row, "tune": pair["new"], "tune_pick": tune.get("pick"),
+                    "tfidf": tune.get("tfidf_acc"), "minilm": tune.get("minilm_acc"),
                     "points": pair["points"], "se_points": pair["se_points"], "p": pair["p"],
                     "only_tune": pair["only_new"], "only_peer": pair["only_old"]})
     return out
@@ -233,6 +235,8 @@ def table(rows: list[dict]) -> pd.DataFrame:
             "set": r["dataset"], "budget": format_seconds(r["budget_s"]), "peer": r["peer"],
             "tune held out": cell(r, "tune", "{:.3f}"),
             "peer held out": f"{r['accuracy']:.3f}" if scored else f"failed: {r['error']}",
+            "plain TF-IDF + LR": cell(r, "tfidf", "{:.3f}"),
+            "plain MiniLM + LR": cell(r, "minilm", "{:.3f}"),
             "wall s (share)": f"{r['wall_s']:.0f} ({r['wall_s'] / r['budget_s']:.0%})" if scored
             else "",
             "peak memory": f"{r['peak_mb'] / 1024:.1f} GB" if scored else "",
@@ -264,7 +268,8 @@ def write(rows: list[dict], out: Path, command: str, tune_runs: Path) -> str:
     where = tune_runs.relative_to(ROOT) if tune_runs.is_relative_to(ROOT) else tune_runs
     text = (f"# `embedkit tune` against the AutoML peers, held out\n\nCommand: `{command}`\n\n"
             f"Machine: {machine()}\n\n`tune`: the kept run of the same set and budget in "
-            f"`{where}`, paired row by row on the same held-out side.\n\n"
+            f"`{where}`, paired row by row on the same held-out side; the plain baselines are that "
+            "run's, on the same held-out rows.\n\n"
             + table(pairs).to_markdown(index=False, disable_numparse=True) + "\n")
     best = best_peers(pairs)
     if not best.empty:
