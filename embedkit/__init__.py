@@ -11,14 +11,14 @@ import importlib
 __version__ = "0.1.0"
 
 # public name -> module that defines it
-_EXPORTS = {
+EXPORTS = {
     "Sequences": "embedkit.sequences",
     "TokenIds": "embedkit.sequences",
-    "Tokenizer": "embedkit.documents",
-    "validate_documents": "embedkit.documents",
-    "load_dataset": "embedkit.datasets",
-    **dict.fromkeys(["load_texts", "load_table"], "embedkit.io"),
-    "list_datasets": "embedkit.datasets",
+    "Tokenizer": "embedkit.data.documents",
+    "validate_documents": "embedkit.data.documents",
+    "load_dataset": "embedkit.data.datasets",
+    **dict.fromkeys(["load_texts", "load_table"], "embedkit.data.reading"),
+    "list_datasets": "embedkit.data.datasets",
     "TfidfEmbedder": "embedkit.representations.tfidf",
     "Doc2VecEmbedder": "embedkit.representations.doc2vec",
     "TokenIndexer": "embedkit.representations.tokens",
@@ -44,21 +44,22 @@ _EXPORTS = {
     "history_chart": "embedkit.plots",
     **dict.fromkeys(["extract_features", "write_parquet", "dask_backend"], "embedkit.distributed"),
     **dict.fromkeys(["embed_file", "predict_file"], "embedkit.streaming"),
-    **dict.fromkeys(["save", "load"], "embedkit.persist"),
+    **dict.fromkeys(["save", "load"], "embedkit.storage.persist"),
     "TransformerClassifier": "embedkit.heads.finetune",
     "TransformerRegressor": "embedkit.heads.finetune",
     "EnsembleClassifier": "embedkit.heads.ensemble",
     "SetFitClassifier": "embedkit.heads.setfit",
     "LogisticRegressionHead": "embedkit.heads.linear",
     **dict.fromkeys(["tune", "Tuner"], "embedkit.tuning"),
-    **dict.fromkeys(["TableEmbedder", "ColumnRoles", "infer_columns"], "embedkit.tables"),
+    **dict.fromkeys(["ColumnRoles", "infer_columns"], "embedkit.data.columns"),
+    "TableEmbedder": "embedkit.representations.table",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(EXPORTS)
 
 
 def __getattr__(name: str):
-    module = _EXPORTS.get(name)
+    module = EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'embedkit' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -1,11 +1,11 @@
-"""The one batching layer: length-sorted batches, padding, device resolution, the encode loop.
+"""The one batching layer: length-sorted batches, padding, the encode loop.
 
 Every place that turns variable-length rows into padded batches (the heads' collate, the
 fine-tuning head, the neural encoders, the embedding cache, `Sequences.from_rows`) calls these
 functions, so padding, ordering and device rules are written once. `run_batches` is the one
 inference loop of every network over token ids: the frozen encoders (`TransformerEmbedder`),
 the distillation of `DistilledEmbedder` and the fine-tuned heads' inference all call it, with
-the device their ``fit`` resolved (`resolve_device`) and stored as ``device_``.
+the device their ``fit`` resolved (`embedkit.machine.resolve_device`) and stored as ``device_``.
 
 Examples
 --------
@@ -23,12 +23,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["DEVICES", "Chunks", "batch_settings", "chunk_bounds", "length_sorted_batches",
-           "on_accelerator", "pad_rows", "resolve_device", "resolve_precision", "run_batches"]
+from .machine import on_accelerator
 
-#: device names accepted wherever a ``device`` parameter exists ("cuda:N" too)
-DEVICES = ("auto", "cpu", "cuda", "mps")
-
+__all__ = ["Chunks", "chunk_bounds", "length_sorted_batches", "pad_rows", "run_batches"]
 
 def pad_rows(rows: Sequence, *, value=0, dtype=None, width: int | None = None):
     """Stack rows of different lengths into one padded array.
@@ -91,107 +88,6 @@ def length_sorted_batches(lengths: np.ndarray, batch_size: int,
         batches.append(order[start:start + size])
         start += size
     return batches
-
-
-def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"``, then ``"mps"``, then ``"cpu"``; an explicit device is checked.
-
-    Raises a ValueError naming the fix when the device does not exist here (e.g. ``"cuda"`` on a
-    machine without a CUDA build of torch), instead of torch's assertion deep in a forward pass.
-
-    Examples
-    --------
-    >>> resolve_device("cpu")
-    'cpu'
-    """
-    import torch
-
-    device = str(device)
-    if device == "auto":
-        if torch.cuda.is_available():
-            return "cuda"
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            return "mps"
-        return "cpu"
-    kind = device.split(":")[0]
-    if kind not in DEVICES[1:] or (kind != "cuda" and ":" in device):
-        raise ValueError(f"device={device!r}; use 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} but torch sees no CUDA GPU here; use device='auto' "
-                         "(it falls back to the CPU) or device='cpu'.")
-    if kind == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError(f"device={device!r} but torch has no MPS backend here; use "
-                             "device='auto' or device='cpu'.")
-    return device
-
-
-#: a training step (forward and backward) of at least this many floating-point operations runs
-#: in bf16 under ``precision="auto"`` on a CUDA GPU: below it the step is bound by kernel
-#: launches, where autocast's extra casts cost more than bf16's faster matrix products save
-#: (``pipelines/benchmarks/results/bench_gpu.md``: MiniLM at batch 32 x 64 tokens, ~3e11 per step)
-BF16_MIN_STEP_FLOPS = 1e12
-
-
-def resolve_precision(precision: str, device: str, step_flops: float | None = None) -> str:
-    """A training ``precision`` for a resolved ``device``: ``"fp32"`` / ``"bf16"`` stay (bf16
-    autocast runs on a CPU too, slowly where it has no bf16 units); ``"auto"`` is ``"bf16"`` on a
-    CUDA GPU with bf16 units (Ampere and later) when a training step is large enough,
-    ``step_flops`` (about 6 x parameters x tokens per batch; None: large) at least
-    `BF16_MIN_STEP_FLOPS`, and ``"fp32"`` otherwise (CPU, MPS, small steps).
-
-    Examples
-    --------
-    >>> resolve_precision("auto", "cpu"), resolve_precision("bf16", "cpu")
-    ('fp32', 'bf16')
-    """
-    if precision != "auto":
-        return precision
-    if str(device).split(":")[0] != "cuda":
-        return "fp32"
-    if step_flops is not None and step_flops < BF16_MIN_STEP_FLOPS:
-        return "fp32"
-    import torch
-
-    try:
-        native = torch.cuda.is_bf16_supported(including_emulation=False)
-    except TypeError:  # pragma: no cover - torch < 2.3
-        native = torch.cuda.is_bf16_supported()
-    return "bf16" if native else "fp32"
-
-
-def on_accelerator(device: str) -> bool:
-    """Whether ``device`` (a resolved torch device) is not the CPU: the encode loop then
-    overlaps preparing batches with the device's work (`run_batches`, `chunk_bounds`)."""
-    return str(device).split(":")[0] != "cpu"
-
-
-def batch_settings(device: str) -> tuple[int, int]:
-    """``(rows, padded tokens)`` per batch that ``"auto"`` batch settings resolve to on ``device``.
-
-    CPU: 32 rows and 2,048 padded tokens (larger batches only add padding there;
-    ``pipelines/benchmarks/results/defaults.md``). CUDA: 512 rows and 2,048 tokens per GiB of
-    the card's memory, rounded down to a power of two between 16,384 and 131,072 (a large batch
-    keeps the card busy between launches; ``pipelines/benchmarks/bench_gpu.py`` measures it).
-    MPS: 256 rows and 16,384 tokens.
-
-    Examples
-    --------
-    >>> batch_settings("cpu")
-    (32, 2048)
-    """
-    kind = str(device).split(":")[0]
-    if kind == "cuda":
-        import torch
-
-        gib = torch.cuda.get_device_properties(torch.device(device)).total_memory / 2**30
-        tokens = 2048 * 2 ** int(np.floor(np.log2(max(gib, 1.0))))
-        return 512, int(min(max(tokens, 16384), 131072))
-    if kind == "mps":
-        return 256, 16384
-    return 32, 2048
 
 
 def chunk_bounds(n: int, device: str, first: int = 256, cap: int = 4096) -> list[tuple[int, int]]:
@@ -341,7 +237,7 @@ def run_batches(items: Sequence[np.ndarray] | Chunks, forward: Callable, *, devi
     `length_sorted_batches` (at most ``batch_size`` rows and ``max_tokens`` padded tokens per
     batch), padded with ``pad_id`` to the batch's longest row, moved to ``device`` and passed to
     ``forward`` under ``torch.inference_mode``, with ``num_threads`` torch CPU threads
-    (a `embedkit._machine.Threads` block) and a tqdm bar when ``progress``.
+    (a `embedkit.machine.Threads` block) and a tqdm bar when ``progress``.
 
     On an accelerator the batches are prepared in a background thread (``overlap``): while the
     device runs one batch, the next chunks of rows are produced (e.g. tokenized, `Chunks`),
@@ -394,7 +290,7 @@ def run_batches(items: Sequence[np.ndarray] | Chunks, forward: Callable, *, devi
     import torch
     from tqdm.auto import tqdm
 
-    from ._machine import Threads
+    from .machine import Threads
 
     chunked = isinstance(items, Chunks)
     total = items.total if chunked else len(items)

@@ -1,13 +1,14 @@
 """What the data asks of a comparison (`embedkit.compare`): the target's kind (a number: every
 head as its regressor; label sets: the indicator target and per-label heads) and a table's
-columns (the steps that read one: `embedkit.tables.on_table`, `embedkit.tables.text_only`)."""
+columns (the steps that read one: `embedkit.representations.table.on_table`,
+`embedkit.representations.table.text_only`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .datasets import is_multilabel
-from .tasks import for_task
+from .data.datasets import is_multilabel
+from .registry import for_task
 
 __all__ = ["as_regression", "multilabel_target", "table_roles"]
 
@@ -15,7 +16,7 @@ __all__ = ["as_regression", "multilabel_target", "table_roles"]
 def multilabel_target(df: pd.DataFrame, heads: dict):
     """For a multi-label dataset (a list of labels per row): the 0/1 indicator matrix of its
     labels (scikit-learn's ``MultiLabelBinarizer``, so every fold and scorer sees one column per
-    label) and ``heads`` as label sets need them (`embedkit.tasks.for_task`: a single-label
+    label) and ``heads`` as label sets need them (`embedkit.registry.for_task`: a single-label
     classifier in ``OneVsRestClassifier``); None where the dataset has one label per row."""
     from sklearn.preprocessing import MultiLabelBinarizer
 
@@ -27,7 +28,7 @@ def multilabel_target(df: pd.DataFrame, heads: dict):
 
 def as_regression(rows_wanted, heads: dict, by_classes=frozenset()):
     """The rows and heads of a numeric target: each head as its regressor
-    (`embedkit.tasks.for_task`), the baselines' named for what they are (the mean, plain Ridge),
+    (`embedkit.registry.for_task`), the baselines' named for what they are (the mean, plain Ridge),
     the heads without a regressor and the representations in ``by_classes`` (they learn from
     classes) left out with a note each."""
     renamed = {"majority-class": "mean-value", "plain-lr": "plain-ridge"}
@@ -48,12 +49,12 @@ def as_regression(rows_wanted, heads: dict, by_classes=frozenset()):
 
 
 def table_roles(df: pd.DataFrame, text_columns, categorical=None, numeric=None):
-    """The roles of a table's columns (`embedkit.tables.infer_columns`: the ones named keep
+    """The roles of a table's columns (`embedkit.data.columns.infer_columns`: the ones named keep
     theirs), or None for a frame of one ``text`` column."""
     features = [c for c in df.columns if c not in ("label", "split")]
     if features == ["text"] and text_columns in (None, ["text"], ("text",)):
         return None
-    from .tables import infer_columns
+    from .data.columns import infer_columns
 
     return infer_columns(df[features], text=text_columns or df.attrs.get("text_columns"),
                          categorical=categorical, numeric=numeric)

@@ -76,7 +76,7 @@ def positive_int(low: int = 1) -> Interval:
 #: a random seed: what numpy, torch and gensim all accept
 SEED = Interval(Integral, 0, 2**32 - 1, closed="both")
 #: a multi-label classifier's ``threshold``: the probability a label must exceed to be predicted,
-#: or "tune" (the value maximising micro-F1 on held-out rows, `embedkit.heads._targets.tune_threshold`)
+#: or "tune" (the value maximising micro-F1 on held-out rows, `embedkit.data.targets.tune_threshold`)
 THRESHOLD = [Interval(Real, 0, 1, closed="neither"), StrOptions({"tune"})]
 
 
@@ -139,7 +139,7 @@ class Layers(_Constraint):
 class Device(_Constraint):
     """A torch device name that exists on this machine: "auto", "cpu", "cuda", "cuda:N" or "mps".
 
-    Availability is part of the check (through `embedkit._batching.resolve_device`), so
+    Availability is part of the check (through `embedkit.machine.resolve_device`), so
     ``device="cuda"`` on a machine without a GPU is reported at the start of ``fit``, with the fix,
     instead of by torch in the first forward pass.
     """
@@ -148,7 +148,7 @@ class Device(_Constraint):
         return isinstance(val, str) and self.explain(val) is None
 
     def explain(self, val) -> str | None:
-        from ._batching import resolve_device
+        from .machine import resolve_device
 
         try:
             resolve_device(val)

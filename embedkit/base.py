@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .documents import MAX_DOCUMENT_CHARS, validate_documents, within_reach
+from .data.documents import MAX_DOCUMENT_CHARS, validate_documents, within_reach
 from .sequences import Sequences
 
 __all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "output_form",
@@ -167,8 +167,8 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
 
     def _reach(self) -> int | None:
         """The most characters of one document this representation reads; a longer one is cut
-        there before any work (`embedkit.documents.within_reach`). By default
-        `embedkit.documents.MAX_DOCUMENT_CHARS`; an encoder that reads ``max_length`` tokens
+        there before any work (`embedkit.data.documents.within_reach`). By default
+        `embedkit.data.documents.MAX_DOCUMENT_CHARS`; an encoder that reads ``max_length`` tokens
         reads no more than ``max_length * CHARS_PER_TOKEN``."""
         return MAX_DOCUMENT_CHARS
 
@@ -238,7 +238,7 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
         return cached_encode(self, docs)
 
     def _checked(self, out):
-        _check_finite(out, type(self).__name__)
+        check_finite(out, type(self).__name__)
         if sp.issparse(out):
             from sklearn.utils._set_output import _get_output_config
 
@@ -304,7 +304,7 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
         return tags
 
 
-def _check_finite(out: Any, name: str) -> None:
+def check_finite(out: Any, name: str) -> None:
     values = out.values if isinstance(out, Sequences) else out.data if sp.issparse(out) else out
     if isinstance(values, np.ndarray) and values.dtype.kind == "f" and not np.isfinite(values).all():
         raise FloatingPointError(

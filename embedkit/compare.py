@@ -7,7 +7,7 @@ plain TF-IDF + LogisticRegression, plain MiniLM + LogisticRegression), scored on
 
 The run uses the whole machine: each (representation, fold) is one job, and ``n_jobs`` of them
 (all cores by default) run at once in worker processes under the thread policy
-(`embedkit._machine.plan_threads`): each worker gets ``cores // n_jobs`` torch and tokenizer
+(`embedkit.machine.plan_threads`): each worker gets ``cores // n_jobs`` torch and tokenizer
 threads and one BLAS thread, so the cores are not oversubscribed. A representation whose vectors
 do not depend on the training fold (a pretrained Transformer) is encoded once, in this process,
 into a run-scoped disk cache that every worker reads; nothing is encoded twice. Scores equal
@@ -30,12 +30,11 @@ import pandas as pd
 
 from . import experiments
 from ._compare_data import as_regression, multilabel_target, table_roles
-from ._machine import PeakRSS, ThreadPlan, Threads, available_cores, largest_process_mb, plan_threads
 from ._suggest import did_you_mean
 from .base import output_form
-from .datasets import is_multilabel
-from .tables import on_table, take, text_only
-from .tasks import (
+from .data.columns import take
+from .data.datasets import is_multilabel
+from .data.targets import (
     DEFAULT_METRICS,
     MULTILABEL_METRICS,
     REGRESSION_METRICS,
@@ -44,6 +43,8 @@ from .tasks import (
     scorers,
     split_label_sets,
 )
+from .machine import PeakRSS, ThreadPlan, Threads, available_cores, largest_process_mb, plan_threads
+from .representations.table import on_table, text_only
 
 
 def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
@@ -56,7 +57,7 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
     representation's ``fit_transform`` plus the head's ``fit``), ``transform_seconds`` the
     representation on the test documents, ``predict_seconds`` the head's predictions on those
     features and their scoring, ``peak_mb`` the growth of peak resident memory over the fold's
-    start. The fold runs under ``plan``'s threads (`embedkit._machine.ThreadPlan`; None: leave
+    start. The fold runs under ``plan``'s threads (`embedkit.machine.ThreadPlan`; None: leave
     them).
     """
     from sklearn.base import clone
@@ -225,8 +226,8 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         TF-IDF + Ridge and plain MiniLM + Ridge.
     text_columns : list of str, optional
         For a table (a DataFrame with feature columns beside ``label`` and ``split``, such as
-        `embedkit.io.load_table` reads): the columns that hold text; the others' kinds are read
-        from the values (`embedkit.tables.infer_columns`). Every representation then reads the
+        `embedkit.data.reading.load_table` reads): the columns that hold text; the others' kinds are read
+        from the values (`embedkit.data.columns.infer_columns`). Every representation then reads the
         whole table (`embedkit.TableEmbedder`: each text column through it, the categorical ones
         one-hot, the numeric ones scaled; a representation of sequences or a head that reads raw
         text gets the columns joined into one text), and the baselines read the first text
@@ -235,10 +236,10 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         For a table: the columns of these roles, where their values would read otherwise (a zip
         code as a category).
     task : {"classification", "regression", "multilabel"}, optional
-        What ``label`` holds; read from its values by default (`embedkit.tasks.infer_task`). On
-        a number every head runs as its regressor (`embedkit.tasks.for_task`; a head without one
+        What ``label`` holds; read from its values by default (`embedkit.data.targets.infer_task`). On
+        a number every head runs as its regressor (`embedkit.registry.for_task`; a head without one
         is left out with a note), the folds are plain shuffled k-fold and the default metrics
-        are `embedkit.tasks.REGRESSION_METRICS` (RMSE, MAE, R²).
+        are `embedkit.data.targets.REGRESSION_METRICS` (RMSE, MAE, R²).
 
     Returns
     -------
@@ -257,7 +258,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
                                           baselines)
     df, dataset_name = _dataset(dataset, dataset_name)
     if quick:
-        from .datasets import stratified_sample
+        from .data.datasets import stratified_sample
 
         df = stratified_sample(df, 300, seed).reset_index(drop=True)
         folds = min(folds, 3)
@@ -382,7 +383,7 @@ def _dataset(dataset, name: str | None) -> tuple[pd.DataFrame, str]:
     """A built-in dataset by name (checked, with did-you-mean), or the caller's frame."""
     if not isinstance(dataset, str):
         return dataset, name or "custom"
-    from .datasets import DATASETS, load_dataset
+    from .data.datasets import DATASETS, load_dataset
 
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}.{did_you_mean(dataset, DATASETS)} "

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .io import atomic_path
+from .storage.files import atomic_path
 from .streaming import encode_frame, keep_columns, output_columns
 
 __all__ = ["dask_backend", "extract_features", "running_client", "write_parquet"]
@@ -90,7 +90,7 @@ def running_client():
     return client
 
 
-def _ship(model, client):
+def ship(model, client):
     """One handle on the model per cluster: a broadcast future, or a single delayed key."""
     import dask
 
@@ -167,7 +167,7 @@ def extract_features(representation, data, column: str = "text", *,
     if as_array and keep:
         raise ValueError("as_array=True returns only the vectors; drop keep= or use the DataFrame.")
     client = _active_client(client)
-    model = _ship(representation, client)
+    model = ship(representation, client)
     float_meta = pd.DataFrame({c: pd.Series([], dtype=np.float32) for c in columns})
 
     if isinstance(data, db.Bag):  # a bag of str becomes a dask Series, partition for partition

@@ -59,8 +59,8 @@ def attention_weights(pipeline, X) -> list[TokenAttention]:
     """
     from sklearn.pipeline import Pipeline
 
-    from .documents import validate_documents
-    from .representations._static import StaticEmbedder
+    from .data.documents import validate_documents
+    from .representations.static import StaticEmbedder
 
     if not isinstance(pipeline, Pipeline) or len(pipeline.steps) < 2:
         raise TypeError("attention_weights needs a fitted sklearn Pipeline of a representation "

@@ -83,7 +83,7 @@ def family_colour(name: str) -> str:
     return FAMILIES[family][1]
 
 
-def _figure(width: float, height: float):
+def figure(width: float, height: float):
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -233,7 +233,7 @@ def score_chart(results, path=None, title: str = "", metric: str = "accuracy"):
     means = data[f"{metric}_mean"].to_numpy(dtype=float)
     stds = np.nan_to_num(data[f"{metric}_std"].to_numpy(dtype=float))
     splits = data["n_splits"] if "n_splits" in data else [None] * len(data)
-    fig = _figure(8, 0.4 * len(data) + 2.2)
+    fig = figure(8, 0.4 * len(data) + 2.2)
     ax = fig.add_subplot()
     y = np.arange(len(data))
     one_split = "n_splits" in data and (data["n_splits"] == 1).all()  # no spread to show
@@ -297,7 +297,7 @@ def time_chart(results, path=None, title: str = "", metric: str = "accuracy",
     means = data[f"{metric}_mean"].to_numpy(dtype=float)
     stds = np.nan_to_num(data[f"{metric}_std"].to_numpy(dtype=float))
     colours = [family_colour(r) for r in data.representation]
-    fig = _figure(8, 5.5 + 0.12 * max(0, len(data) - 10))
+    fig = figure(8, 5.5 + 0.12 * max(0, len(data) - 10))
     ax = fig.add_subplot()
     ax.vlines(x, means - stds, means + stds, colors=colours, linewidth=1.2, alpha=0.7)
     for i, xi, yi, c in zip(rows, x, means, colours, strict=True):

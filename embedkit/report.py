@@ -226,8 +226,8 @@ def _svg(fig, salt: str, tooltips: Mapping[str, str] | None = None) -> str:
 def _dataset_summary(df: pd.DataFrame | None) -> dict | None:
     if df is None:
         return None
-    from .datasets import is_multilabel
-    from .documents import DEFAULT_TOKEN_PATTERN
+    from .data.datasets import is_multilabel
+    from .data.documents import DEFAULT_TOKEN_PATTERN
 
     words = df["text"].astype(str).str.count(DEFAULT_TOKEN_PATTERN)
     quantiles = words.quantile([0.0, 0.25, 0.5, 0.75, 0.9, 1.0]).round().astype(int)
@@ -252,9 +252,9 @@ def _dataset_summary(df: pd.DataFrame | None) -> dict | None:
 
 
 def _length_histogram(words: pd.Series):
-    from .plots import _figure
+    from .plots import figure
 
-    fig = _figure(8, 2.8)
+    fig = figure(8, 2.8)
     ax = fig.add_subplot()
     # a long tail would squeeze the bulk into a few bins: the longest 1% share the last bin
     top = float(words.quantile(0.99))

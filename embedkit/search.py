@@ -74,7 +74,7 @@ def make_search(dataset="bbc-news", representations=None, heads=None, cv=5, scor
     from sklearn.model_selection import GridSearchCV, PredefinedSplit, StratifiedKFold
     from sklearn.pipeline import Pipeline
 
-    from .datasets import load_dataset
+    from .data.datasets import load_dataset
 
     df = load_dataset(dataset) if isinstance(dataset, str) else dataset
     if "split" in df and set(df["split"]) >= {"train", "test"}:

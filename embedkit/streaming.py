@@ -1,14 +1,15 @@
 """Chunked, bounded-memory feature extraction to files, on one machine (no Dask needed).
 
 `embed_file` streams a CSV/TSV/JSONL/parquet file larger than memory through a fitted
-representation, ``chunk_size`` rows at a time (read by `embedkit.io.read_chunks`), appending
+representation, ``chunk_size`` rows at a time (read by `embedkit.data.reading.read_chunks`), appending
 parquet row groups; peak memory depends on ``chunk_size``, not on the file. It is the engine
 behind ``embedkit embed``. It needs pandas and pyarrow only. `predict_file` is its twin for
 predictions: a saved model over a file, chunk by chunk, behind ``embedkit predict``.
 
 The pieces it shares with `embedkit.distributed` live here: `output_columns` (checks a
 representation is fitted and pooled, names its output columns), `encode_frame` (one chunk or
-partition to a float32 frame); `embedkit.io.atomic_path` makes every file appear whole or not at all.
+partition to a float32 frame); `embedkit.storage.files.atomic_path` makes every file appear
+whole or not at all.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .io import atomic_path, read_chunks
+from .data.reading import read_chunks
+from .storage.files import atomic_path
 
 __all__ = ["FrameWriter", "embed_file", "encode_frame", "keep_columns", "output_columns",
            "parquet_to_npy", "predict_file"]
@@ -41,7 +43,7 @@ class FrameWriter:
     ----------
     path : str or Path
     kind : {"csv", "tsv", "jsonl", "parquet"}, optional
-        Defaults to the format of ``path``'s name (`embedkit.io.file_format`).
+        Defaults to the format of ``path``'s name (`embedkit.storage.files.file_format`).
 
     Examples
     --------
@@ -55,7 +57,7 @@ class FrameWriter:
     """
 
     def __init__(self, path, kind: str | None = None):
-        from .io import file_format
+        from .storage.files import file_format
 
         self.path = Path(path)
         self.kind = kind or file_format(self.path)
@@ -191,7 +193,7 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
                densify: bool = False, progress: bool = False) -> dict:
     """Stream a text file through a fitted representation into parquet, in bounded memory.
 
-    Reads ``chunk_size`` rows at a time with `embedkit.io.read_chunks` (CSV/TSV/JSONL with
+    Reads ``chunk_size`` rows at a time with `embedkit.data.reading.read_chunks` (CSV/TSV/JSONL with
     pandas' chunked readers, parquet by record batch), encodes each chunk and appends it as
     one parquet row group, so peak memory depends on ``chunk_size`` and the model, not on the
     file's length. The output is written to a hidden temporary file next to ``out_path`` and
@@ -222,7 +224,7 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
 
     Notes
     -----
-    Texts are read as `embedkit.io` documents: verbatim (an empty CSV cell is an empty
+    Texts are read as `embedkit.data.reading` documents: verbatim (an empty CSV cell is an empty
     document, ``"NA"`` is text), and a missing text (a JSON or parquet null) is an error that
     names its rows; nothing is written then.
 
@@ -286,7 +288,7 @@ def _label_set_threshold(model) -> float | None:
 
 def _label_sets(decisions: np.ndarray, classes) -> list[str]:
     """Each row's predicted labels, joined by ``|`` as a label-set cell is read."""
-    from .io import LABEL_SEPARATOR
+    from .data.reading import LABEL_SEPARATOR
 
     names = np.asarray(classes).astype(str)
     return [LABEL_SEPARATOR.join(names[row]) for row in decisions]
@@ -298,13 +300,13 @@ def predict_file(model_dir, input, output, text_column: str = "text",
                  overwrite: bool = False) -> dict:
     """Predict every row of a CSV/TSV/JSONL/parquet file with a saved model, in bounded memory.
 
-    The input is read ``chunksize`` rows at a time (`embedkit.io.read_chunks`, the same reader
+    The input is read ``chunksize`` rows at a time (`embedkit.data.reading.read_chunks`, the same reader
     as ``embedkit embed``); each chunk's predictions are appended to ``output``, so memory
     depends on ``chunksize`` and the model, not on the file. Each output row holds the id (when
     ``id_column`` is given), the predicted ``label`` and, for a classifier with
     ``predict_proba``, one ``proba_<class>`` column per class. The output is written under a
     temporary name and renamed at the end: an interrupted run leaves no partial file. Before
-    anything is read, ``output`` is checked (`embedkit.outputs.check_predictions_file`): it may
+    anything is read, ``output`` is checked (`embedkit.storage.outputs.check_predictions_file`): it may
     not be the input or a folder, and an existing file is replaced only when it is one predict
     wrote (its columns say so) or when ``overwrite``.
 
@@ -362,9 +364,9 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     """
     from tqdm.auto import tqdm
 
-    from .io import file_format
-    from .outputs import check_predictions_file
-    from .persist import load
+    from .storage.files import file_format
+    from .storage.outputs import check_predictions_file
+    from .storage.persist import load
 
     check_predictions_file(output, input, overwrite=overwrite)
     model = load(model_dir) if isinstance(model_dir, (str, os.PathLike)) else model_dir
@@ -415,7 +417,7 @@ def predict_file(model_dir, input, output, text_column: str = "text",
 def parquet_to_npy(source: Path, output: Path, id_column: str | None, rows: int, dim: int) -> None:
     """Copy `embed_file`'s parquet output to an .npy of vectors and a .ids.txt, row group by row
     group. Both appear whole or not at all (`atomic_path`), and are written with plain writes,
-    not a memory map, so a full disk is an error (`embedkit.io.WriteError`), not a crash."""
+    not a memory map, so a full disk is an error (`embedkit.storage.files.WriteError`), not a crash."""
     import pyarrow.parquet as pq
 
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,

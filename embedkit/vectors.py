@@ -7,7 +7,7 @@
   done by a ``KeyedVectors`` view over the same arrays).
 * `load_word_vectors` reads a named resource or a file (GloVe / word2vec text, plain or
   compressed; word2vec and fastText binaries; ``.npy`` + vocabulary folders; gensim files you
-  saved yourself; the readers live in ``embedkit._vector_files``). Loaded stores are kept in a
+  saved yourself; the readers live in ``embedkit.storage.vector_files``). Loaded stores are kept in a
   small process-wide `functools.lru_cache` keyed by the file and its modification time, so
   clones, folds and grid-search candidates share one matrix; a store that came from a file
   pickles as "where it came from" and reloads (from the cache when possible).
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._vector_files import FORMATS, PICKLE_SUFFIXES, first_duplicate, read_vectors
+from .storage.vector_files import FORMATS, PICKLE_SUFFIXES, first_duplicate, read_vectors
 
 __all__ = ["FORMATS", "SIMILARITY_SETS", "WordVectors", "evaluate_analogies", "evaluate_similarity",
            "gensim_test_file", "load_word_vectors", "vector_resources"]
@@ -242,7 +242,7 @@ class WordVectors:
     def _to_state(self, folder) -> dict:
         """State for `embedkit.save`: a named resource by its name (loaded again at `load`, never
         copied), any other store by value (words, vectors, n-gram vectors)."""
-        from .resources import RESOURCES
+        from .storage.resources import RESOURCES
 
         if self.source is not None and str(self.source[0]) in RESOURCES:
             return {"resource": str(self.source[0]), "format": self.source[1]}
@@ -272,7 +272,7 @@ class WordVectors:
 
 def vector_resources() -> list[str]:
     """Named resources that hold word vectors."""
-    from .resources import RESOURCES
+    from .storage.resources import RESOURCES
 
     out = []
     for name, info in RESOURCES.items():
@@ -284,7 +284,7 @@ def vector_resources() -> list[str]:
 
 def _resolve_spec(spec) -> tuple[Path, str | None]:
     """(path, resource name or None) for a resource name or a path."""
-    from .resources import RESOURCES, resource_path
+    from .storage.resources import RESOURCES, resource_path
 
     spec_s = os.fspath(spec)
     if spec_s in RESOURCES:

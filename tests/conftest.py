@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pandas as pd
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -69,7 +70,7 @@ def sentences():
 
 @pytest.fixture(scope="session")
 def bbc():
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     return load_dataset("bbc-news")
 
@@ -102,7 +103,7 @@ def tweets():
     """A stratified slice of vader-tweets: 600 training and 300 test tweets."""
     from sklearn.model_selection import train_test_split
 
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     df = load_dataset("vader-tweets")
     train, rest = train_test_split(df, train_size=600, stratify=df["label"], random_state=0)
@@ -209,3 +210,22 @@ def browser(tmp_path_factory):
     driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
     yield driver
     driver.quit()
+
+
+@pytest.fixture
+def reviews() -> pd.DataFrame:
+    """A review export: two text columns, a categorical and a numeric one, with missing values,
+    beside the label and a split column."""
+    return pd.DataFrame({
+        "title": ["Lovely dress", "Poor fit", "Great colour", None, "Too small",
+                  "Soft and warm", "Cheap zip", "Perfect"],
+        "body": ["fits well and looks great on me", "the seams came apart after one wash",
+                 "bright and soft fabric, very happy", "returned it the same day it came",
+                 "runs two sizes small, order up", "lovely for the cold mornings",
+                 "the zip broke within the week", ""],
+        "department": ["Dresses", "Tops", "Dresses", "Tops", None, "Knits", "Tops", " "],
+        "age": [34, 51, None, 28, 45, 62, 39, 30],
+        "stars": ["5", "2", "4", "1", "2", "5", "1", "5"],
+        "label": [1, 0, 1, 0, 0, 1, 0, 1],
+        "split": ["train"] * 6 + ["test"] * 2,
+    })

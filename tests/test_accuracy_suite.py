@@ -11,7 +11,7 @@ from pipelines.benchmarks import accuracy_suite as suite
 
 
 def test_split_is_official_where_defined_else_stratified_80_20():
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     train, test, protocol = suite.split(load_dataset("trec"))
     assert (len(train), len(test)) == (5452, 500) and protocol == "official split"
@@ -55,7 +55,7 @@ def test_run_scores_writes_the_report_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(suite, "selected_pairs", lambda *a, **k: [("tfidf", "logreg")])
     results = suite.run(["sms-spam"], quick=True, output=tmp_path, progress=False)
     assert list(results["pipeline"]) == [suite.TFIDF, suite.MINILM, "tfidf + logreg"]
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     _, test, _ = suite.split(load_dataset("sms-spam"), quick=True)
     majority = results.set_index("pipeline").loc[suite.MINILM, "accuracy"]

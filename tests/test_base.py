@@ -45,7 +45,7 @@ def test_a_document_beyond_a_representations_reach_is_read_to_its_reach(sentence
     ``max_length`` tokens to ``max_length * CHARS_PER_TOKEN`` characters: what is beyond never
     changes the vector, and is never tokenized (a 50 MB text took a minute and 7.8 GB)."""
     from embedkit import TfidfEmbedder, TransformerEmbedder
-    from embedkit.documents import CHARS_PER_TOKEN, MAX_DOCUMENT_CHARS, within_reach
+    from embedkit.data.documents import CHARS_PER_TOKEN, MAX_DOCUMENT_CHARS, within_reach
 
     words = " ".join(sentences)
     long = (words + " ") * (MAX_DOCUMENT_CHARS // len(words) + 40)  # past the reach

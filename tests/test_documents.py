@@ -1,4 +1,4 @@
-"""embedkit.documents: input validation and the word tokenizer's interface (the vectorized
+"""embedkit.data.documents: input validation and the word tokenizer's interface (the vectorized
 tokenizer's equivalence with the regex is in `test_tokenizer.py`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embedkit.documents import Tokenizer, validate_documents
+from embedkit.data.documents import Tokenizer, validate_documents
 
 
 def test_validate_documents_forms():

@@ -77,7 +77,7 @@ def test_fine_tuning_learns_and_changes_predictions(fitted, untrained):
 
 def test_frozen_encoder_features_equal_plain_minilm(untrained):
     """fine_tune='none' leaves MiniLM untouched: transform == masked mean of its token vectors."""
-    from embedkit.resources import load_transformer
+    from embedkit.storage.resources import load_transformer
 
     tokenizer, encoder, _ = load_transformer("all-minilm-l6-v2")
     batch = tokenizer(TEST_DOCS, padding=True, truncation=True, max_length=32, return_tensors="pt")
@@ -114,7 +114,7 @@ def test_transform_features_and_sequences(fitted, untrained):
 
 
 def test_last_k_keeps_lower_layers_bit_identical(last_k_pair):
-    from embedkit.resources import load_transformer
+    from embedkit.storage.resources import load_transformer
 
     _, original, _ = load_transformer("all-minilm-l6-v2")
     before = original.state_dict()
@@ -320,7 +320,7 @@ def test_a_model_pickled_before_device_was_stored_still_predicts(fitted):
 
 def test_loading_a_folder_resolves_the_device_on_this_machine(fitted, tmp_path):
     from embedkit import load, save
-    from embedkit._batching import resolve_device
+    from embedkit.machine import resolve_device
 
     clf = pickle.loads(pickle.dumps(fitted.named_steps["head"]))
     clf.device_ = "cuda"  # as if fitted on a GPU machine: not this one's device

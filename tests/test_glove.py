@@ -41,7 +41,7 @@ def test_end_to_end_bbc_news_pipeline():
     from sklearn.model_selection import train_test_split
     from sklearn.pipeline import make_pipeline
 
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     df = load_dataset("bbc-news").sample(400, random_state=0)
     tr, te = train_test_split(df, test_size=0.25, stratify=df["label"], random_state=0)

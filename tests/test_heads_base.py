@@ -103,24 +103,24 @@ def test_progress_bars_only_on_a_terminal_or_when_asked(verbose, tty, bar, capsy
 
 
 def test_the_device_is_resolved_once_at_fit_and_again_when_a_folder_loads(tmp_path, monkeypatch):
-    from embedkit import _batching, load, save
+    from embedkit import load, machine, save
     from embedkit.heads import _base
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 3)).astype(np.float32), np.arange(40) % 2
     asked = []
-    monkeypatch.setattr(_base, "resolve_device", lambda d: asked.append(d) or _batching.resolve_device(d))
+    monkeypatch.setattr(_base, "resolve_device", lambda d: asked.append(d) or machine.resolve_device(d))
     clf = MLPClassifier(epochs=2, device="auto").fit(X, y)
-    assert clf.device_ == _batching.resolve_device("auto") and asked == ["auto"]
+    assert clf.device_ == machine.resolve_device("auto") and asked == ["auto"]
     proba = clf.predict_proba(X)
     clf.predict(X)
     assert asked == ["auto"]  # prediction runs where fit put the net
     # a model from before device_ existed (an old pickle) still predicts
     del clf.device_
     np.testing.assert_array_equal(clf.predict_proba(X), proba)
-    assert clf._device() == _batching.resolve_device("auto") and "device_" not in vars(clf)
+    assert clf._device() == machine.resolve_device("auto") and "device_" not in vars(clf)
     # a model folder written on a GPU machine loads on this one: the device is resolved here
     clf.device_ = "cuda"
     back = load(save(clf, tmp_path / "model"))
-    assert back.device_ == _batching.resolve_device("auto")
+    assert back.device_ == machine.resolve_device("auto")
     np.testing.assert_array_equal(back.predict_proba(X), proba)

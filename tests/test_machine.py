@@ -1,4 +1,4 @@
-"""The thread policy (embedkit._machine): the plan's arithmetic, the block's restore, the worker
+"""The thread policy (embedkit.machine): the plan's arithmetic, the block's restore, the worker
 start inside a real loky worker, and the process measurements."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from embedkit._machine import (
+from embedkit.machine import (
     POOL_VARIABLES,
     ThreadPlan,
     Threads,

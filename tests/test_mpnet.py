@@ -67,7 +67,7 @@ def test_an_unknown_model_name_lists_both_named_models(cls):
 
 @pytest.fixture(scope="module")
 def folder():
-    from embedkit.resources import resource_path
+    from embedkit.storage.resources import resource_path
 
     return resource_path(MPNET)  # fetched once (404 MB) into $EMBEDKIT_HOME if missing
 
@@ -114,7 +114,7 @@ def test_registry_pipeline_saves_the_model_by_name(folder, questions, tmp_path):
     pipe = Pipeline([("features", REPRESENTATIONS["mpnet"].factory()),
                      ("head", HEADS["logreg"].factory())]).fit(X, y)
     saved = embedkit.save(pipe, tmp_path / "model")
-    assert embedkit.persist.folder_size(saved) < 2_000_000  # named, not a copy of 438 MB
+    assert embedkit.storage.persist.folder_size(saved) < 2_000_000  # named, not a copy of 438 MB
     assert f'"{MPNET}"' in (saved / "manifest.json").read_text()
     loaded = embedkit.load(saved)
     np.testing.assert_array_equal(loaded.predict_proba(docs), pipe.predict_proba(docs))
@@ -144,7 +144,7 @@ def test_setfit_by_name(folder, questions):
 
 @pytest.mark.large_download
 def test_distilled_static_table_by_name(folder, questions):
-    from embedkit.resources import weights_identity
+    from embedkit.storage.resources import weights_identity
 
     emb = embedkit.DistilledEmbedder(model=MPNET, max_vocabulary=2100, pca_dims=32)
     vectors = emb.fit(questions[0]).transform(questions[2])

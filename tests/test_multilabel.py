@@ -26,7 +26,7 @@ from embedkit import (
     TfidfEmbedder,
     TransformerClassifier,
 )
-from embedkit.datasets import MOVIE_GENRES, load_dataset
+from embedkit.data.datasets import MOVIE_GENRES, load_dataset
 from embedkit.heads import LogisticRegressionHead
 
 GENRES = sorted(MOVIE_GENRES)
@@ -111,7 +111,7 @@ def test_finetuned_transformer_multilabel_and_its_model_folder(small, tmp_path):
 def test_threshold_tune_picks_the_best_validation_f1(small, movies):
     from sklearn.metrics import f1_score
 
-    from embedkit.heads._targets import tune_threshold
+    from embedkit.data.targets import tune_threshold
 
     clf = MLPClassifier(epochs=5, threshold="tune", validation_fraction=0.25)
     clf.fit(small["tfidf"], small["lists"])

@@ -199,7 +199,7 @@ def test_runner_exports_a_loaded_encoder_by_content():
     """The fine-tuning head's path: an encoder module in memory (e.g. trained), not a folder."""
     import torch
 
-    from embedkit.resources import load_transformer
+    from embedkit.storage.resources import load_transformer
 
     _, encoder, _ = load_transformer("all-minilm-l6-v2")
     before = encoder.config._attn_implementation

@@ -1,4 +1,4 @@
-"""What the user owns stays theirs (issue 36): `embedkit.outputs`, and the user's mistakes at
+"""What the user owns stays theirs (issue 36): `embedkit.storage.outputs`, and the user's mistakes at
 ``embedkit tune`` and ``embedkit predict``, each against the real command or `Tuner`.
 
 The issue's nine cases, with a checksum of every file of the user's before and after:
@@ -43,7 +43,7 @@ from typer.testing import CliRunner
 import embedkit
 from embedkit import Tuner, load, save
 from embedkit.cli import app
-from embedkit.outputs import (
+from embedkit.storage.outputs import (
     MARK,
     TUNE_ENTRIES,
     _digest,
@@ -214,7 +214,7 @@ def test_predict_refuses_its_input_a_folder_a_file_it_did_not_write_and_the_mode
     (tmp_path / "out.csv").mkdir()
     (tmp_path / "scores.csv").write_text("student,score\nann,3\n")
     before = sums(tmp_path)
-    monkeypatch.setattr("embedkit.persist.load", lambda *a, **k: pytest.fail("loaded the model"))
+    monkeypatch.setattr("embedkit.storage.persist.load", lambda *a, **k: pytest.fail("loaded the model"))
     cases = {mine: "is the input file: the predictions would replace your documents",
              tmp_path / "out.csv": "is a folder; predict writes one file",
              tmp_path / "scores.csv": "exists and is not a predictions file",
@@ -610,7 +610,7 @@ def test_a_file_size_limit_while_writing_says_what_happened_and_leaves_the_old_r
 
 SIGNALLED = """
 import os, signal, sys
-import embedkit._writing, embedkit.tuning._finish
+import embedkit.storage.files, embedkit.tuning._finish
 where = sys.argv[1]
 if where == "refit":
     refit = embedkit.tuning._finish.Finish.refit
@@ -619,12 +619,12 @@ if where == "refit":
         return refit(*args)
     embedkit.tuning._finish.Finish.refit = staticmethod(hooked)
 else:
-    exchange = embedkit._writing._exchange
+    exchange = embedkit.storage.files._exchange
     def hooked(a, b):
         done = exchange(a, b)
         os.kill(os.getpid(), signal.SIGTERM)  # just after the swap
         return done
-    embedkit._writing._exchange = hooked
+    embedkit.storage.files._exchange = hooked
 from embedkit.cli import app
 app(sys.argv[2:])
 """

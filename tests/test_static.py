@@ -1,4 +1,4 @@
-"""`StaticEmbedder` (embedkit/representations/_static.py), the representation behind Word2Vec,
+"""`StaticEmbedder` (embedkit/representations/static.py), the representation behind Word2Vec,
 FastText and GloVe: pooling values, OOV policies, sequence and id outputs, word queries and the
 shared bundled store, checked through GloveEmbedder; values, not shapes. Each embedder's own
 training is in `test_word2vec.py`, `test_fasttext.py` and `test_glove.py`."""
@@ -13,8 +13,8 @@ from _float32 import assert_float32_sums_close, mean_terms
 from sklearn.base import clone
 
 from embedkit import GloveEmbedder
-from embedkit.resources import resource_path
 from embedkit.sequences import Sequences, TokenIds
+from embedkit.storage.resources import resource_path
 
 DOCS = [
     "The cat sat on the mat.",

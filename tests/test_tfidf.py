@@ -11,7 +11,7 @@ from sklearn.metrics import accuracy_score
 
 from embedkit import TfidfEmbedder
 from embedkit.configure import make_pipeline
-from embedkit.documents import Tokenizer
+from embedkit.data.documents import Tokenizer
 
 
 def test_tfidf_matches_scikit_learn(sentences):

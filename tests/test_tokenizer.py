@@ -14,9 +14,9 @@ import re
 import numpy as np
 import pytest
 
-from embedkit import documents
-from embedkit.datasets import DATASETS, load_dataset
-from embedkit.documents import DEFAULT_TOKEN_PATTERN, TokenizedDocuments, Tokenizer
+from embedkit.data import documents
+from embedkit.data.datasets import DATASETS, load_dataset
+from embedkit.data.documents import DEFAULT_TOKEN_PATTERN, TokenizedDocuments, Tokenizer
 
 _REGEX = re.compile(DEFAULT_TOKEN_PATTERN)
 

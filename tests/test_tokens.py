@@ -18,7 +18,7 @@ from embedkit import (
     Word2VecEmbedder,
     load_dataset,
 )
-from embedkit.documents import Tokenizer
+from embedkit.data.documents import Tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from sklearn.base import clone
 
 from embedkit import TransformerEmbedder
-from embedkit.resources import ResourceNotFound, resource_path
+from embedkit.storage.resources import ResourceNotFound, resource_path
 
 SENTENCES = ["A man is playing a guitar.", "The stock market fell sharply today.",
              "Cats sleep most of the day.", "¿Dónde está la biblioteca?"]
@@ -135,7 +135,7 @@ def test_cpu_model_runs_its_linear_layers_through_onednn(minilm, monkeypatch):
     import torch
 
     from embedkit.representations._neural import onednn_linears
-    from embedkit.resources import load_transformer
+    from embedkit.storage.resources import load_transformer
 
     network = minilm._network
     if not torch.backends.mkldnn.is_available():  # pragma: no cover - every x86/ARM CPU wheel has it
@@ -237,22 +237,22 @@ def _count_resolutions(monkeypatch, *modules):
     """Wrap ``resolve_device`` where each module looks it up; returns the list of devices asked."""
     import importlib
 
-    from embedkit import _batching
+    from embedkit import machine
 
     asked = []
-    real = _batching.resolve_device
+    real = machine.resolve_device
 
     def counted(device):
         asked.append(device)
         return real(device)
 
-    for name in ("embedkit._batching", *modules):
+    for name in ("embedkit.machine", *modules):
         monkeypatch.setattr(importlib.import_module(name), "resolve_device", counted)
     return asked
 
 
 def test_the_device_is_resolved_once_at_fit_not_at_transform(minilm, monkeypatch):
-    from embedkit._batching import resolve_device
+    from embedkit.machine import resolve_device
 
     assert minilm.device_ == resolve_device("auto")
     asked = _count_resolutions(monkeypatch, "embedkit.representations.transformer")
@@ -279,7 +279,7 @@ def test_a_pickle_from_before_device_was_stored_still_encodes(minilm):
 
 
 def test_auto_batch_settings_resolve_for_the_device(minilm):
-    from embedkit._batching import batch_settings
+    from embedkit.machine import batch_settings
 
     assert minilm.batch_size == "auto" and minilm.max_tokens_per_batch == "auto"
     assert (minilm.batch_size_, minilm.max_tokens_per_batch_) == batch_settings(minilm.device_)

@@ -36,7 +36,7 @@ def test_a_run_from_before_the_rows_were_kept_answers_with_its_saved_model(tmp_p
     from sklearn.pipeline import Pipeline
 
     import embedkit
-    from embedkit.persist import save
+    from embedkit.storage.persist import save
 
     train, test, _, _ = bench.sides("trec", quick=True)
     model = Pipeline([("features", embedkit.TfidfEmbedder()),

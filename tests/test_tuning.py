@@ -228,8 +228,8 @@ def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(t
 
 
 def test_leaderboard_files_and_the_model_folder(tuned, trec_slice, tmp_path):
-    from embedkit.persist import load, save
     from embedkit.report import write_leaderboard
+    from embedkit.storage.persist import load, save
     from embedkit.tuning import pipelines
 
     tuner, _ = tuned
@@ -343,7 +343,7 @@ def test_the_output_keeps_the_time_to_write_a_fine_tuned_models_weights(finetune
     """Writing the output keeps the report's time and, for each fine-tuned member of the model it
     writes, its network weights at `WRITE_RATE` (a fine-tuned base-size encoder is 438 MB: the
     report's 12 s of a 10-minute budget did not cover it)."""
-    from embedkit.outputs import WRITE_RATE
+    from embedkit.storage.outputs import WRITE_RATE
 
     tuner, _ = finetuned
     plan = next(c for c in tuner.search_.candidates if c.tier == "fine-tuning")
@@ -498,7 +498,7 @@ def test_fine_tuning_reads_a_tables_other_columns_only_where_they_help(trec_slic
     fit is ahead beyond noise; otherwise it reads the text alone, sized on that text."""
     from sklearn.base import clone
 
-    from embedkit.tables import ColumnRoles
+    from embedkit.data.columns import ColumnRoles
     from embedkit.tuning._engine import Search
     from embedkit.tuning._schedule import Schedule
 
@@ -594,7 +594,7 @@ def test_the_command_tunes_saves_and_predicts_in_a_fresh_process(trec_slice, tmp
     from typer.testing import CliRunner
 
     from embedkit.cli import app
-    from embedkit.persist import load
+    from embedkit.storage.persist import load
 
     train, test = trec_slice
     data = tmp_path / "questions.csv"
@@ -711,7 +711,7 @@ def test_the_least_budget_is_the_baseline_on_the_rows_it_starts_on():
 def test_a_document_longer_than_any_model_reads_is_cut_once_and_said(trec_slice):
     """300 rows with one 3 MB text: the least budget counts what models read (before, the mean
     document's length made it demand minutes), and the run says what was cut."""
-    from embedkit.documents import MAX_DOCUMENT_CHARS
+    from embedkit.data.documents import MAX_DOCUMENT_CHARS
 
     train, _ = trec_slice
     docs = train["text"].tolist()

@@ -234,11 +234,11 @@ def _api_index(modules: list[Module]) -> str:
 
 #: how the top level's names are grouped in the reference's index, by the module defining them
 _AREA_OF = {"embedkit.representations": "Representations", "embedkit.heads": "Heads",
-            "embedkit.documents": "Texts, datasets and containers",
+            "embedkit.data.documents": "Texts, datasets and containers",
             "embedkit.sequences": "Texts, datasets and containers",
-            "embedkit.datasets": "Texts, datasets and containers",
-            "embedkit.io": "Texts, datasets and containers", "embedkit.vectors": "Word vectors",
-            "embedkit.persist": "Saving, loading and predicting",
+            "embedkit.data.datasets": "Texts, datasets and containers",
+            "embedkit.data.reading": "Texts, datasets and containers", "embedkit.vectors": "Word vectors",
+            "embedkit.storage.persist": "Saving, loading and predicting",
             "embedkit.streaming": "Saving, loading and predicting", "embedkit.tuning": "Tuning",
             "embedkit.explain": "Explaining and charts", "embedkit.plots": "Explaining and charts",
             "embedkit.distributed": "Dask"}
@@ -320,9 +320,9 @@ def write_cli(path: Path) -> None:
 #: layers own (the layers the search may read, never the reverse)
 SETTINGS = (("embedkit/tuning/_settings.py", None),
             ("embedkit/_budget.py", {"DECIDING"}),
-            ("embedkit/outputs.py", {"WRITE_SECONDS", "WRITE_RATE"}),
-            ("embedkit/documents.py", {"MAX_DOCUMENT_CHARS", "CHARS_PER_TOKEN"}),
-            ("embedkit/heads/finetune/_sizing.py", {"FORWARD_SHARE", "REFERENCE_LENGTH",
+            ("embedkit/storage/outputs.py", {"WRITE_SECONDS", "WRITE_RATE"}),
+            ("embedkit/data/documents.py", {"MAX_DOCUMENT_CHARS", "CHARS_PER_TOKEN"}),
+            ("embedkit/heads/finetune/sizing.py", {"FORWARD_SHARE", "REFERENCE_LENGTH",
                                                     "SHORT_LENGTH", "MIN_ROWS", "WORK_EXPONENT",
                                                     "ROWS_PER_CLASS"}))
 

@@ -26,7 +26,7 @@ DEFAULT_MAX_BYTES = int(os.environ.get("EMBEDKIT_CACHE_MAX_BYTES", 2 * 1024**3))
 
 def default_dir() -> Path:
     """The disk cache folder used for ``cache="disk"``: ``$EMBEDKIT_HOME/embeddings``."""
-    from ..resources import home
+    from ..storage.resources import home
 
     return home() / "embeddings"
 

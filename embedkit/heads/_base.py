@@ -22,7 +22,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._batching import resolve_device
 from .._params import (
     SEED,
     Device,
@@ -33,6 +32,8 @@ from .._params import (
     validate_params,
 )
 from ..base import CheckedKeywords, progress_bars
+from ..data.targets import tune_threshold
+from ..machine import resolve_device
 from ..sequences import Sequences, TokenIds
 from ._data import HeadInput
 from ._targets import (
@@ -40,7 +41,6 @@ from ._targets import (
     encode_regression_targets,
     encode_targets,
     loss_for_targets,
-    tune_threshold,
 )
 
 __all__ = ["NeuralHead"]
@@ -340,7 +340,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
             "features if they hold very large values."
         )
 
-    # -- model folders (embedkit.persist) -------------------------------------------------------
+    # -- model folders (embedkit.storage.persist) -------------------------------------------------------
     def _to_state(self, folder):
         """State for `embedkit.save`: the attributes but the skorch net, whose module's weights
         go to ``folder/module.safetensors`` with what rebuilds it (`HeadInput.spec`)."""
@@ -405,7 +405,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         with torch.inference_mode():
             for part in parts:
                 outs.append(self.net_.forward(HeadDataset(part), training=False))
-        return _finite_outputs(torch.cat(outs)[:n].float().cpu().numpy(), type(self).__name__)
+        return finite_outputs(torch.cat(outs)[:n].float().cpu().numpy(), type(self).__name__)
 
     # -- history ------------------------------------------------------------------------------
     def plot_history(self, path=None, ax=None, title: str | None = None):
@@ -445,7 +445,7 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         return tags
 
 
-def _finite_outputs(out: np.ndarray, name: str) -> np.ndarray:
+def finite_outputs(out: np.ndarray, name: str) -> np.ndarray:
     if not np.isfinite(out).all():
         rows = np.flatnonzero(~np.isfinite(out).all(axis=1))
         raise ValueError(

@@ -1,6 +1,6 @@
 """Targets of the heads: labels checked and encoded by scikit-learn's rules (one label per row,
 a 0/1 indicator matrix, or label lists), regression targets, the loss that fits them (with
-class weights) and the multi-label threshold.
+class weights). The multi-label threshold is the targets' own (`embedkit.data.targets`).
 
 Every classifier of the package (the neural heads, the fine-tuning and SetFit heads, the linear
 head, the ensemble) encodes ``y`` here, so a missing label or a constant label column gets the
@@ -13,9 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import _num_samples
 
-__all__ = ["THRESHOLDS", "check_target_rows", "encode_class_labels", "encode_regression_targets",
-           "encode_targets", "loss_for_targets", "multilabel_decisions",
-           "threshold_scores", "tune_threshold"]
+__all__ = ["check_target_rows", "encode_class_labels", "encode_regression_targets",
+           "encode_targets", "loss_for_targets"]
 
 
 def encode_class_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -189,53 +188,6 @@ def _missing_in(row) -> object:
     import pandas as pd
 
     return None if any(v is None or (not isinstance(v, str) and pd.isna(v)) for v in row) else 0
-
-
-#: the thresholds a label-set decision is chosen among (`tune_threshold`)
-THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.05), 2)
-
-
-def threshold_scores(proba: np.ndarray, y: np.ndarray, average: str = "micro") -> np.ndarray:
-    """F1 of ``proba > t`` against the 0/1 matrix ``y`` for every ``t`` of `THRESHOLDS` at once,
-    averaged as scikit-learn's ``f1_score(average=..., zero_division=0)`` does: ``"micro"`` (the
-    labels' counts pooled), ``"macro"`` (the mean over labels) or ``"samples"`` (the mean over
-    rows). One pass over a (thresholds, rows, labels) array, so a search can score many sets of
-    probabilities where calling scikit-learn per threshold would take seconds.
-
-    Examples
-    --------
-    >>> p, y = np.array([[0.3, 0.2], [0.1, 0.35]]), np.array([[1, 0], [0, 1]])
-    >>> threshold_scores(p, y)[[0, 4, 6]].round(2).tolist()  # t = 0.05, 0.25, 0.35
-    [0.67, 1.0, 0.0]
-    """
-    y = np.asarray(y, dtype=bool)
-    predicted = np.asarray(proba)[None] > THRESHOLDS[:, None, None]
-    over = {"micro": (1, 2), "macro": 1, "samples": 2}[average]  # of (thresholds, rows, labels)
-    true_pos = (predicted & y).sum(axis=over)
-    both = predicted.sum(axis=over) + y.sum(axis=None if average == "micro" else over - 1)
-    f1 = np.divide(2 * true_pos, both, out=np.zeros(true_pos.shape), where=both > 0)
-    return f1 if average == "micro" else f1.mean(axis=1)
-
-
-def tune_threshold(proba: np.ndarray, y: np.ndarray, average: str = "micro") -> float:
-    """The global threshold, among `THRESHOLDS` (0.05, 0.10, ..., 0.95), that maximises F1
-    (micro by default; `threshold_scores`) of ``proba > threshold`` against the 0/1 matrix
-    ``y`` (ties: the one nearest 0.5).
-
-    Examples
-    --------
-    >>> tune_threshold(np.array([[0.3, 0.2], [0.1, 0.35]]), np.array([[1, 0], [0, 1]]))
-    0.25
-    """
-    f1 = threshold_scores(proba, y, average)
-    best = np.flatnonzero(f1 == f1.max())
-    return float(THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - 0.5))]])
-
-
-def multilabel_decisions(proba: np.ndarray, threshold: float) -> np.ndarray:
-    """The int 0/1 indicator matrix of ``proba > threshold`` (scikit-learn's multi-label
-    ``predict`` output)."""
-    return (np.asarray(proba) > threshold).astype(np.int64)
 
 
 def _check_missing_labels(y: np.ndarray, name: str) -> None:

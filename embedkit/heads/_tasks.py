@@ -11,7 +11,7 @@ import inspect
 import numpy as np
 
 from .._params import THRESHOLD
-from ._targets import multilabel_decisions
+from ..data.targets import multilabel_decisions
 
 __all__ = ["NeuralClassifierMixin", "NeuralRegressorMixin", "ReadsText"]
 

@@ -19,8 +19,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._params import SEED, Interval, Rule, StrOptions, validate_params, validate_steps
 from ..base import CheckedKeywords, store_params
-from ..documents import validate_documents
-from ._targets import multilabel_decisions
+from ..data.documents import validate_documents
+from ..data.targets import multilabel_decisions
 
 __all__ = ["EnsembleClassifier"]
 

@@ -58,7 +58,7 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Multi-label targets only: a label is predicted where its probability exceeds this.
         "tune" refits each label's model at its chosen C on the inner folds and keeps the value
         among 0.05, 0.10, ..., 0.95 that maximises micro-F1 of the out-of-fold probabilities
-        (`embedkit.heads._targets.tune_threshold`). Rare labels are why it is the default: a
+        (`embedkit.data.targets.tune_threshold`). Rare labels are why it is the default: a
         fixed 0.5 predicts almost none of a rare label.
 
     Attributes
@@ -176,7 +176,7 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-        from ._targets import tune_threshold
+        from ..data.targets import tune_threshold
 
         X = self._standardise(X) if self.scaled_ else X
         proba = [cross_val_predict(
@@ -211,7 +211,7 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         labels whose probability exceeds ``threshold_``."""
         check_is_fitted(self)
         if self.multilabel_:
-            from ._targets import multilabel_decisions
+            from ..data.targets import multilabel_decisions
 
             return multilabel_decisions(self.predict_proba(X), self.threshold_)
         out = self._apply("predict", X, None)

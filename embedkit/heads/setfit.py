@@ -27,10 +27,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._batching import resolve_device, resolve_precision
 from .._params import SEED, Device, Interval, StrOptions, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
-from ..documents import CHARS_PER_TOKEN, validate_documents, within_reach
+from ..data.documents import CHARS_PER_TOKEN, validate_documents, within_reach
+from ..machine import resolve_device, resolve_precision
 from ._base import LEARNING_RATE
 from ._targets import check_target_rows, encode_class_labels
 from ._tasks import ReadsText
@@ -92,7 +92,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
     Parameters
     ----------
     model : str, default="all-minilm-l6-v2"
-        The packaged MiniLM (a named resource, `embedkit.resources`) or a local
+        The packaged MiniLM (a named resource, `embedkit.storage.resources`) or a local
         sentence-transformers / Hugging Face model folder (safetensors weights). Never
         downloads, never runs code shipped with a model.
     num_iterations : int, default=20
@@ -209,8 +209,8 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         on ``device_``."""
         from sentence_transformers import SentenceTransformer
 
-        from .._model_folder import check_model_folder, max_tokens, quiet_transformers
-        from ..resources import RESOURCES, resource_path
+        from ..storage.hf_folders import check_model_folder, max_tokens, quiet_transformers
+        from ..storage.resources import RESOURCES, resource_path
 
         if source is None:
             model = str(self.model)
@@ -343,14 +343,14 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         proba = self.predict_proba(X)  # before classes_: unfitted is a NotFittedError
         return self.classes_[proba.argmax(axis=1)]
 
-    # -- model folders (embedkit.persist) -------------------------------------------------------
+    # -- model folders (embedkit.storage.persist) -------------------------------------------------------
     def _to_state(self, folder):
         """State for `embedkit.save`: the attributes but the encoder, which is written to
         ``folder`` as a sentence-transformers model folder (safetensors, JSON, vocabulary)."""
         check_is_fitted(self, "head_")
         state = dict(self.__getstate__())
         encoder = state.pop("encoder_")
-        from .._model_folder import quiet_transformers
+        from ..storage.hf_folders import quiet_transformers
 
         with quiet_transformers():
             encoder.save(str(folder), safe_serialization=True, create_model_card=False)

@@ -28,8 +28,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._batching import batch_settings, run_batches
+from .._batching import run_batches
 from ..base import Representation, progress_bars
+from ..machine import batch_settings
 
 __all__ = ["NeuralEncoder", "broadcast_mask_ok", "onednn_linears"]
 
@@ -130,15 +131,15 @@ class NeuralEncoder(Representation):
 
     Subclasses define the parameters ``batch_size``, ``max_tokens_per_batch``, ``device``,
     ``num_threads`` and ``verbose``, store the device resolved at ``_fit`` as ``device_``
-    (`embedkit._batching.resolve_device`) and the batch settings for it as ``batch_size_`` /
-    ``max_tokens_per_batch_`` ("auto" resolved by `embedkit._batching.batch_settings`), and call
+    (`embedkit.machine.resolve_device`) and the batch settings for it as ``batch_size_`` /
+    ``max_tokens_per_batch_`` ("auto" resolved by `embedkit.machine.batch_settings`), and call
     `_run`.
     """
 
     #: set to a ``collections.Counter`` to count network passes per document text
     forward_counts: collections.Counter | None = None
     #: it reads sentences: a table's text columns reach it joined into one text per row, one pass
-    #: instead of one per column (`embedkit.tables.on_table`)
+    #: instead of one per column (`embedkit.representations.table.on_table`)
     joins_fields = True
 
     def _resolve_batches(self) -> None:

@@ -15,7 +15,7 @@ The export happens once per weights and settings:
   otherwise the plain graph is kept, and it must pass the same check;
 * ``dtype="int8"`` adds ONNX Runtime's dynamic quantization (int8 weights) on top.
 
-The result lives in ``embedkit.resources.home() / "onnx" / <key>``, where the key is a digest
+The result lives in ``embedkit.storage.resources.home() / "onnx" / <key>``, where the key is a digest
 of the weights' identity and every export setting (opset, layers, quantization, the recipe's
 version, the torch / transformers / onnxruntime versions). The folder is built under a
 temporary name and published with one ``os.replace``, so a reader never sees half a folder and
@@ -48,8 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._fetch import discard, intact, temporary_sibling
-from ..resources import file_sha256, weights_identity
+from ..storage.fetch import discard, intact, temporary_sibling
+from ..storage.resources import file_sha256, weights_identity
 
 __all__ = [
     "EncoderRunner",
@@ -155,7 +155,7 @@ def _eager_copy(encoder, source: str | None, trust_remote_code: bool):
     if encoder is None:
         from transformers import AutoModel
 
-        from .._model_folder import quiet_transformers
+        from ..storage.hf_folders import quiet_transformers
 
         with quiet_transformers():
             model = AutoModel.from_pretrained(source, use_safetensors=True, local_files_only=True,
@@ -331,7 +331,7 @@ def export(encoder=None, *, source: str | None = None, identity: str | None = No
             identity = weights_identity(source)
     settings = _settings(identity, layers, dtype)
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
-    from ..resources import home
+    from ..storage.resources import home
 
     root = home() / "onnx"
     root.mkdir(parents=True, exist_ok=True)
@@ -433,7 +433,7 @@ def encoder_runner(encoder=None, *, source: str | None = None, identity: str | N
 
     Examples
     --------
-    >>> from embedkit.resources import resource_path
+    >>> from embedkit.storage.resources import resource_path
     >>> run = encoder_runner(source=str(resource_path("all-minilm-l6-v2")))
     >>> run(np.array([[101, 7592, 102]])).shape
     (1, 3, 384)

@@ -15,14 +15,14 @@ The table is written in model2vec's folder format (``model.safetensors`` holding
 ``embeddings``, ``tokenizer.json``, ``config.json``), so ``model2vec.StaticModel.from_pretrained``
 reads it and gives the same vectors (tested).
 
-Caching: two folders under ``embedkit.resources.home() / "distilled"``, each built under a
+Caching: two folders under ``embedkit.storage.resources.home() / "distilled"``, each built under a
 temporary name, published with one ``os.replace`` and checked against the sha256 its
 ``manifest.json`` records (a damaged file is rebuilt):
 
 * ``raw-<key>``: the encoder's token vectors before PCA and weighting (the costly part: one
   encoder pass per vocabulary token; `bench_distill.py` measures it), keyed by a digest of the
   model folder's files
-  (`embedkit.resources.weights_identity`) and ``max_vocabulary``;
+  (`embedkit.storage.resources.weights_identity`) and ``max_vocabulary``;
 * ``<key>``: the finished model2vec folder, keyed by the raw key plus ``pca_dims`` and
   ``sif_coefficient``; so another PCA size or weighting costs seconds, not a new distillation.
 """
@@ -40,11 +40,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._fetch import publish
 from .._params import CacheSpec, Device, Interval, StrOptions, positive_int
 from ..base import Representation, store_params
-from ..documents import CHARS_PER_TOKEN
+from ..data.documents import CHARS_PER_TOKEN
 from ..sequences import Sequences
+from ..storage.fetch import publish
 
 __all__ = ["DistilledEmbedder"]
 
@@ -76,7 +76,7 @@ def _read(folder: str, stamp: tuple):
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
-    from .._machine import size_tokenizer_pool
+    from ..machine import size_tokenizer_pool
 
     size_tokenizer_pool()
     table = load_file(str(Path(folder) / "model.safetensors"))["embeddings"]
@@ -197,8 +197,8 @@ class DistilledEmbedder(Representation):
 
     # -- distillation ---------------------------------------------------------------------------
     def _source(self) -> Path:
-        from .._model_folder import check_model_folder
-        from ..resources import RESOURCES, resource_path
+        from ..storage.hf_folders import check_model_folder
+        from ..storage.resources import RESOURCES, resource_path
 
         name = os.fspath(self.model)
         if RESOURCES.get(name, {}).get("kind") == "transformer":
@@ -292,7 +292,7 @@ class DistilledEmbedder(Representation):
 
     def _table_folder(self, device: str) -> Path:
         """The cached model2vec folder for these settings (distilled on ``device`` if needed)."""
-        from ..resources import home, weights_identity
+        from ..storage.resources import home, weights_identity
 
         source = self._source()
         if weights_identity(str(source)) != self.weights_id_:
@@ -317,7 +317,7 @@ class DistilledEmbedder(Representation):
     def ready(self) -> bool:
         """Whether the costly part of the distillation (the encoder's pass over the vocabulary)
         is cached on disk for these settings, so `fit` takes seconds rather than minutes."""
-        from ..resources import home, weights_identity
+        from ..storage.resources import home, weights_identity
 
         raw_key = _key({"identity": weights_identity(str(self._source())),
                         "max_vocabulary": self.max_vocabulary, "pooling": "mean", "recipe": RECIPE})
@@ -334,8 +334,8 @@ class DistilledEmbedder(Representation):
     def _fit(self, docs, y=None):
         import safetensors
 
-        from .._batching import resolve_device
-        from ..resources import weights_identity
+        from ..machine import resolve_device
+        from ..storage.resources import weights_identity
 
         device = resolve_device(self.device)
         source = self._source()
@@ -364,7 +364,7 @@ class DistilledEmbedder(Representation):
         if model is None:
             folder = Path(self.table_path_)
             if not (folder / "model.safetensors").is_file():  # cache deleted: distil again
-                from .._batching import resolve_device
+                from ..machine import resolve_device
 
                 # possibly unpickled on another machine: a new distillation resolves its device
                 folder = self._table_folder(resolve_device(self.device))

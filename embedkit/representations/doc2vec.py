@@ -13,7 +13,7 @@ import numpy as np
 
 from .._params import SEED, CacheSpec, Interval, Options, StrOptions, positive_int
 from ..base import Representation, store_params
-from ..documents import Tokenizer
+from ..data.documents import Tokenizer
 
 __all__ = ["Doc2VecEmbedder"]
 
@@ -69,7 +69,7 @@ class Doc2VecEmbedder(Representation):
     alpha : float, default=0.025
         Initial learning rate (decays linearly to 0.0001), for training and inference.
     lowercase : bool, default=True
-        Lowercase before tokenizing with the shared `embedkit.documents.Tokenizer`.
+        Lowercase before tokenizing with the shared `embedkit.data.documents.Tokenizer`.
     random_state : int, default=0
         Seeds training and inference.
     workers : int, default=1

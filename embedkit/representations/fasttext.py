@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from .._params import Rule, positive_int
 from ..base import store_params
-from ._static import VECTOR_SOURCE, StaticEmbedder
+from .static import VECTOR_SOURCE, StaticEmbedder
 from .word2vec import GENSIM_RULES, GENSIM_TRAINING, Word2VecEmbedder
 
 __all__ = ["FastTextEmbedder"]

@@ -24,12 +24,12 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from .._machine import Threads
 from .._params import SEED, Interval, Rule, positive_int
 from ..base import store_params
-from ..documents import TokenizedDocuments
+from ..data.documents import TokenizedDocuments
+from ..machine import Threads
 from ..vectors import WordVectors, load_word_vectors
-from ._static import VECTOR_SOURCE, StaticEmbedder
+from .static import VECTOR_SOURCE, StaticEmbedder
 
 __all__ = ["GloveEmbedder", "cooccurrence_matrix", "train_glove"]
 

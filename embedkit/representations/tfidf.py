@@ -20,7 +20,7 @@ from .._params import (
     positive_int,
 )
 from ..base import Representation, store_params
-from ..documents import DEFAULT_TOKEN_PATTERN, Tokenizer
+from ..data.documents import DEFAULT_TOKEN_PATTERN, Tokenizer
 
 __all__ = ["TfidfEmbedder"]
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._params import SEED, CacheSpec, HasMethods, StrOptions, positive_int
 from ..base import Representation, store_params
-from ..documents import CHARS_PER_TOKEN, Tokenizer
+from ..data.documents import CHARS_PER_TOKEN, Tokenizer
 from ..sequences import TokenIds
 
 __all__ = ["TokenIndexer", "PAD", "UNK"]
@@ -46,7 +46,7 @@ class TokenIndexer(Representation):
     max_vocab : int or None, default=None
         Keep at most this many words (the most frequent), besides ``"<pad>"`` and ``"<unk>"``.
     lowercase : bool, default=True
-        Lowercase before tokenizing with the shared `embedkit.documents.Tokenizer`.
+        Lowercase before tokenizing with the shared `embedkit.data.documents.Tokenizer`.
     max_length : int or None, default=None
         Keep the first ``max_length`` tokens of each document; None keeps all.
     pretrained : None, str or representation, default=None

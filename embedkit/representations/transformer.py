@@ -19,13 +19,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._batching import Chunks, chunk_bounds, on_accelerator, resolve_device
-from .._model_folder import max_tokens
+from .._batching import Chunks, chunk_bounds
 from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
-from ..documents import CHARS_PER_TOKEN
-from ..resources import load_transformer, weights_identity
+from ..data.documents import CHARS_PER_TOKEN
+from ..machine import on_accelerator, resolve_device
 from ..sequences import Sequences, masked_pool
+from ..storage.hf_folders import max_tokens
+from ..storage.resources import load_transformer, weights_identity
 from . import _onnx
 from ._neural import NeuralEncoder, broadcast_mask_ok, onednn_linears
 
@@ -37,7 +38,7 @@ __all__ = ["TransformerEmbedder"]
 def load_encoder(model: str, trust_remote_code: bool, device: str, dtype: str):
     """(tokenizer, model, source) for inference with these settings, loaded once per process.
 
-    ``device`` is a resolved device (`embedkit._batching.resolve_device`); ``dtype`` is
+    ``device`` is a resolved device (`embedkit.machine.resolve_device`); ``dtype`` is
     ``"float32"`` or ``"bfloat16"``. A CPU float32 model runs its linear layers through oneDNN
     (`onednn_linears`). The model is shared: never train it in place.
     """
@@ -96,7 +97,7 @@ class TransformerEmbedder(NeuralEncoder):
     batch_size : int or "auto", default="auto"
         Most texts per forward pass. Texts are sorted by token length first, so a batch holds
         texts of about the same length and is padded only to its longest. "auto" resolves at
-        `fit` for the device (`embedkit._batching.batch_settings`): 32 on a CPU, 512 on a CUDA
+        `fit` for the device (`embedkit.machine.batch_settings`): 32 on a CPU, 512 on a CUDA
         GPU, 256 on MPS.
     max_tokens_per_batch : int, None or "auto", default="auto"
         Most padded tokens per forward pass. None: no bound. "auto": 2,048 on a CPU (8 texts of
@@ -119,7 +120,7 @@ class TransformerEmbedder(NeuralEncoder):
         (``pipelines/benchmarks/int8_accuracy.py`` measures both). Outputs are always float32.
     backend : {"auto", "torch", "onnx"}, default="auto"
         Who runs the network. "onnx": ONNX Runtime on the CPU, over a graph exported once from
-        the safetensors weights and cached in ``embedkit.resources.home() / "onnx"`` (see
+        the safetensors weights and cached in ``embedkit.storage.resources.home() / "onnx"`` (see
         `embedkit.representations._onnx`; needs ``pip install 'embedkit[onnx]'``). "torch":
         PyTorch (any device, bfloat16). "auto": ONNX Runtime on CPU in float32 / int8 when it is
         installed, PyTorch otherwise, and PyTorch if the export fails (with a
@@ -231,13 +232,13 @@ class TransformerEmbedder(NeuralEncoder):
 
     def ready(self) -> bool:
         """Whether the model is on this machine (a named resource fetched or installed)."""
-        from ..resources import RESOURCES, present
+        from ..storage.resources import RESOURCES, present
 
         return str(self.model) not in RESOURCES or present(str(self.model))
 
     def prepare(self) -> None:
         """Fetch the model if it is a named resource not fetched yet (once, kept on disk)."""
-        from ..resources import RESOURCES, fetch
+        from ..storage.resources import RESOURCES, fetch
 
         if str(self.model) in RESOURCES:
             fetch(str(self.model))

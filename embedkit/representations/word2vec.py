@@ -12,7 +12,7 @@ import numpy as np
 from .._params import SEED, Interval, Options, Rule, positive_int
 from ..base import store_params
 from ..vectors import WordVectors, load_word_vectors
-from ._static import VECTOR_SOURCE, StaticEmbedder
+from .static import VECTOR_SOURCE, StaticEmbedder
 
 __all__ = ["Word2VecEmbedder"]
 

@@ -65,7 +65,7 @@ class Candidate:
     weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
     where: str = ""  # the Dask worker that fitted it, on a cluster
     task: str = "classification"  # what the target holds: its head as that task needs it
-    roles: Any = None  # a table's column roles (`embedkit.tables.ColumnRoles`): read through them
+    roles: Any = None  # a table's column roles (`embedkit.data.columns.ColumnRoles`): read through them
     alone: str = ""  # the one column it reads of a table whose other columns it leaves out
 
     @property
@@ -142,13 +142,12 @@ class Job:
 def build_pipeline(representation: str, head: str, settings: dict, cache,
                    task: str = "classification", roles=None):
     """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``), its head
-    as ``task`` needs it (`embedkit.tasks.for_task`: a regressor for a number); on a table
-    (``roles``), its representation reading the table (`embedkit.tables.on_table`)."""
+    as ``task`` needs it (`embedkit.registry.for_task`: a regressor for a number); on a table
+    (``roles``), its representation reading the table (`embedkit.representations.table.on_table`)."""
     from sklearn.pipeline import Pipeline
 
-    from ..registry import HEADS, REPRESENTATIONS
-    from ..tables import on_table
-    from ..tasks import for_task
+    from ..registry import HEADS, REPRESENTATIONS, for_task
+    from ..representations.table import on_table
 
     features = REPRESENTATIONS[representation].factory()
     if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
@@ -164,7 +163,7 @@ def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tup
     """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
     ``(model, probabilities (predicted numbers where ``classes`` is None), fit seconds, predict
     seconds)``. What a lane runs."""
-    from ..tables import take
+    from ..data.columns import take
 
     began = time.monotonic()
     model = build().fit(X if rows is None else take(X, rows), y if rows is None else y[rows])

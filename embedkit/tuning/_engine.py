@@ -27,7 +27,8 @@ import numpy as np
 
 from .._budget import DECIDING, Clock, format_seconds
 from .._stopping import DeadlineReached, deadline
-from ..tables import encoded_text, on_table, take
+from ..data.columns import encoded_text, take
+from ..representations.table import on_table
 from . import _lanes, _selection
 from ._candidate import Candidate, Job, fit_and_score
 from ._costs import States, predict_work, work_of
@@ -47,7 +48,7 @@ class Search:
                  device_lane: bool | None = None, client=None, task: str = "classification",
                  roles=None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
-        # a table (`embedkit.tables`): ``docs`` is a DataFrame whose columns have these roles, and
+        # a table (`embedkit.data.columns`): ``docs`` is a DataFrame whose columns have these roles, and
         # ``texts`` the text an encoder reads of each row (what the encoder's pass caches)
         self.roles = roles
         self.texts = docs if roles is None else encoded_text(docs, roles)
@@ -114,7 +115,7 @@ class Search:
     def read_texts(self, rows: np.ndarray, roles=None) -> np.ndarray:
         """The text a head that reads raw text gets for ``rows`` (positions into the training
         rows): the documents, or a table's columns (``roles``, else the search's) joined
-        (`embedkit.tables.on_table`)."""
+        (`embedkit.representations.table.on_table`)."""
         if self.roles is None:
             return self.X_train[rows]
         return on_table("passthrough", roles or self.roles).fit_transform(take(self.X_train, rows))

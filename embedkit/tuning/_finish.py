@@ -13,7 +13,7 @@ import time
 
 from .._budget import DECIDING, Clock, format_seconds
 from .._stopping import DeadlineReached, deadline
-from ..outputs import WRITE_RATE, WRITE_SECONDS
+from ..storage.outputs import WRITE_RATE, WRITE_SECONDS
 from . import _settings
 from ._costs import work_of
 from ._settings import REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS

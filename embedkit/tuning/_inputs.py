@@ -9,10 +9,10 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..documents import MAX_DOCUMENT_CHARS
-from ..io import one_label_per_name
-from ..outputs import WRITE_SECONDS
+from ..data.documents import MAX_DOCUMENT_CHARS
+from ..data.reading import one_label_per_name
 from ..registry import HEADS, REPRESENTATIONS, pair_kind
+from ..storage.outputs import WRITE_SECONDS
 from ._settings import (
     BASELINE_COST,
     DEFAULT_PAIRS,
@@ -41,13 +41,13 @@ def baseline_pipelines(cache="memory", task: str = "classification", column=None
     the search already computed (the registry's ``minilm`` has the same fingerprint). For a
     number (``task="regression"``) both end in a plain ``Ridge`` instead, for label sets in one
     ``LogisticRegression`` per label (``OneVsRestClassifier``), named so. On a table they read
-    its text ``column`` alone, as five lines on one column would (`embedkit.tables.text_only`).
+    its text ``column`` alone, as five lines on one column would (`embedkit.representations.table.text_only`).
     """
     from sklearn.pipeline import Pipeline
 
     from ..experiments import BASELINES
-    from ..tables import text_only
-    from ..tasks import for_task
+    from ..registry import for_task
+    from ..representations.table import text_only
 
     reps, heads = BASELINES.representations, BASELINES.heads
 
@@ -71,10 +71,10 @@ def check_table(X, text=None, categorical=None, numeric=None):
     """``(table, roles)`` where ``X`` is a table (a DataFrame of several columns, or any
     DataFrame whose roles are named): only its columns with a role, their index reset, each text
     column read as str (a missing text is the empty document) and cut where no model reads
-    further; the roles named or read from the values (`embedkit.tables.infer_columns`, which
+    further; the roles named or read from the values (`embedkit.data.columns.infer_columns`, which
     checks them). None where ``X`` is documents."""
-    from ..documents import within_reach
-    from ..tables import infer_columns
+    from ..data.columns import infer_columns
+    from ..data.documents import within_reach
 
     named = any(v is not None for v in (text, categorical, numeric))
     if not isinstance(X, pd.DataFrame) or (X.shape[1] < 2 and not named):
@@ -124,7 +124,7 @@ def chosen_pairs(pairs, representations, heads, finetune) -> list[tuple[str, str
 def beyond_reach(docs: list[str]) -> list[str]:
     """A line saying which documents are longer than any model reads (they are cut there, once),
     or none."""
-    from ..documents import CHARS_PER_TOKEN
+    from ..data.documents import CHARS_PER_TOKEN
 
     long = [len(d) for d in docs if len(d) > MAX_DOCUMENT_CHARS]
     if not long:
@@ -149,9 +149,9 @@ class Target(NamedTuple):
 
 def check_labels(y, n_docs: int, task: str | None = None) -> Target:
     """The labels checked, and what they hold (a class, a number or a set of labels per
-    document, read from the values unless ``task`` names it; `embedkit.tasks.infer_task`)."""
-    from ..datasets import is_multilabel
-    from ..tasks import infer_task, numeric_target
+    document, read from the values unless ``task`` names it; `embedkit.data.targets.infer_task`)."""
+    from ..data.datasets import is_multilabel
+    from ..data.targets import infer_task, numeric_target
 
     if getattr(y, "ndim", 1) == 2 and not isinstance(y, pd.DataFrame):
         raise ValueError("y is a 2-D array; give tune a label set per document as a list (or a "
@@ -190,7 +190,7 @@ def _label_sets(y) -> Target:
     learn: a label on fewer than `MIN_PER_LABEL` documents, or on every one, is left out, said."""
     from sklearn.preprocessing import MultiLabelBinarizer
 
-    from ..tasks import split_label_sets
+    from ..data.targets import split_label_sets
 
     sets = split_label_sets(y.to_numpy(dtype=object) if isinstance(y, pd.Series) else list(y))
     binarizer = MultiLabelBinarizer().fit(sets)
@@ -239,8 +239,7 @@ def pairs_for_task(pairs, task: str) -> tuple[list, list[str]]:
     learn from classes (NBSVM's log-count ratios: one block of columns per distinct value)."""
     if task == "classification":
         return pairs, []
-    from ..registry import HEADS, REPRESENTATIONS
-    from ..tasks import for_task
+    from ..registry import HEADS, REPRESENTATIONS, for_task
 
     by_classes = {r for r, _ in pairs if getattr(REPRESENTATIONS[r].factory(), "needs_classes", False)}
     no_form = {h for _, h in pairs if task == "regression"

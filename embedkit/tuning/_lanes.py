@@ -94,11 +94,11 @@ class Cluster:
 
         import numpy as np
 
-        from ..distributed import _ship
+        from ..distributed import ship
 
         model = copy.copy(encoder)
         model.cache = None
-        handle = _ship(model, self.client)
+        handle = ship(model, self.client)
         chunk = max(32, -(-len(docs) // (4 * self.slots)))
         futures = [self.client.submit(_transform, handle, docs[i:i + chunk], pure=False)
                    for i in range(0, len(docs), chunk)]
@@ -134,6 +134,6 @@ def accelerated() -> bool:
 
     if importlib.util.find_spec("torch") is None:
         return False
-    from .._batching import resolve_device
+    from ..machine import resolve_device
 
     return resolve_device("auto") != "cpu"

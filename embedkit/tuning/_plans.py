@@ -22,8 +22,8 @@ import numpy as np
 from sklearn.base import clone
 
 from .._budget import DECIDING, format_seconds, largest
+from ..data.columns import take
 from ..registry import HEADS, REPRESENTATIONS
-from ..tables import take
 from ._candidate import Candidate
 from ._costs import PairState, work_of
 from ._selection import covering
@@ -258,7 +258,7 @@ class Plans:
                 c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING)):
             if room:  # it waits for the defaults expected to bring more
                 return False
-            from ..heads.finetune._sizing import fewest_rows
+            from ..heads.finetune.sizing import fewest_rows
 
             s.reached(c.tier)
             enough = s.clock.elapsed() + probe + c.estimate + s.reserve()
@@ -329,7 +329,7 @@ class Plans:
         """A cost for ``head`` from the prologue's pass on this device, with no load
         (`rate_from_pass`: it errs cheap, deciding whether a probe is worth its time, never a
         recipe). None before the pass."""
-        from ..heads.finetune._sizing import compute, rate_from_pass
+        from ..heads.finetune.sizing import compute, rate_from_pass
 
         if self.per_doc is None:
             return None

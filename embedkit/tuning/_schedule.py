@@ -129,7 +129,7 @@ class Schedule(Worth):
         s, plans = self.search, self.plans
         plans.per_doc = per_doc
         if "cluster" in s.lanes:  # a worker thread runs one torch thread; this process, all cores
-            from .._machine import available_cores
+            from ..machine import available_cores
 
             per_doc *= available_cores() / s.lanes["cluster"].slots
         cost = MARGIN * per_doc

@@ -21,7 +21,7 @@ __all__ = ["LABEL_SET_SCORERS", "Stored", "aligned", "covering", "label_set_scor
            "strata", "stratified_halves", "stratified_order", "stratified_rows"]
 
 #: the scorers of label sets the search decides by: scikit-learn's names, and the average of
-#: F1 each takes (`embedkit.heads._targets.threshold_scores`)
+#: F1 each takes (`embedkit.data.targets.threshold_scores`)
 LABEL_SET_SCORERS = {"f1_micro": "micro", "f1_macro": "macro", "f1_samples": "samples"}
 
 
@@ -63,7 +63,7 @@ def label_set_score(scoring: str, proba: np.ndarray, y: np.ndarray) -> tuple[flo
     probabilities ``proba`` against the 0/1 matrix ``y`` at the threshold that scores best, and
     that threshold (the nearest 0.5 on a tie). Every model is scored at its own best threshold,
     the baselines too, and the pick predicts with the threshold chosen here."""
-    from ..heads._targets import THRESHOLDS, threshold_scores
+    from ..data.targets import THRESHOLDS, threshold_scores
 
     f1 = threshold_scores(proba, y, LABEL_SET_SCORERS[scoring])
     best = np.flatnonzero(f1 == f1.max())

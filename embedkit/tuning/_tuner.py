@@ -48,8 +48,8 @@ from .._budget import BudgetError, Clock, format_seconds, parse_budget
 from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
-from ..documents import MAX_DOCUMENT_CHARS
-from ..outputs import check_output_folder, publish_folder
+from ..data.documents import MAX_DOCUMENT_CHARS
+from ..storage.outputs import check_output_folder, publish_folder
 from ._engine import Search
 from ._finish import Finish
 from ._inputs import (
@@ -121,10 +121,10 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         perfect, 0 the mean) and micro-F1 for label sets (``f1_macro`` and ``f1_samples`` are
         the others there).
     task : {None, "classification", "regression", "multilabel"}, default=None
-        What ``y`` holds, read from its values by default (`embedkit.tasks.infer_task`: numbers
+        What ``y`` holds, read from its values by default (`embedkit.data.targets.infer_task`: numbers
         with a fraction, or integers of more than 10 values, are a number; a list per document,
         or cells ``"a|b"`` whose labels recombine, a label set). On a number every head is its
-        regressor (`embedkit.tasks.for_task`; the pairs of heads without one are left out, said
+        regressor (`embedkit.registry.for_task`; the pairs of heads without one are left out, said
         in the progress), the baselines are TF-IDF + Ridge and MiniLM + Ridge, the validation
         split is not stratified and an ensemble averages the numbers (scikit-learn's
         ``VotingRegressor``). On label sets every head predicts a probability per label (one
@@ -137,7 +137,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         ``predict`` gives the 0/1 matrix of labels, ``classes_`` their names.
     text_columns, categorical, numeric : str or list of str, optional
         On a table (``X`` a DataFrame of several columns), the columns of each role; the others
-        are read from their values (`embedkit.tables.infer_columns`, said in the progress).
+        are read from their values (`embedkit.data.columns.infer_columns`, said in the progress).
         Every representation then reads the table: a pooled one through
         `embedkit.TableEmbedder` (each text column encoded, the categorical columns one-hot, the
         numeric ones scaled, side by side for the head), a head that reads text (fine-tuning)
@@ -154,7 +154,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     output : str or Path, optional
         A folder: ``leaderboard.csv`` / ``.md`` / ``.png`` and ``report.html`` are written there,
         and the pick is saved to ``output/model/`` with `embedkit.save`, within the budget; all
-        published at once (`embedkit.outputs`). It must be new, empty or an earlier tune's
+        published at once (`embedkit.storage.outputs`). It must be new, empty or an earlier tune's
         output, which `fit` checks before any work.
     overwrite : bool, default=False
         Let ``output`` be a folder of yours: only the files tune writes are replaced there.
@@ -268,7 +268,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
         ``started``: the `time.monotonic` at which the budget began (``embedkit tune`` passes its
         own start, so that reading the file counts); by default, now."""
-        from ..documents import validate_documents, within_reach
+        from ..data.documents import validate_documents, within_reach
 
         validate_params(self)
         clock = Clock(parse_budget(self.budget))  # the one reading of the budget
@@ -319,7 +319,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             say(f"{clock.stamp()} note: {note}")
         from sklearn.base import clone
 
-        from .._machine import plan_threads
+        from ..machine import plan_threads
 
         # threads set once, by policy, for the search and the finish: torch and the tokenizer
         # get this process's cores (less one that feeds an accelerator), BLAS one
@@ -360,8 +360,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         return self
 
     def _write(self, docs, y, clock: Clock, say) -> None:
-        from ..persist import save
         from ..report import write_leaderboard
+        from ..storage.persist import save
 
         title = f"embedkit tune ({len(docs):,} documents, budget {format_seconds(clock.budget)})"
         with interrupts_held():  # what is published and `published_` never disagree

@@ -11,8 +11,8 @@ the search on that column would. Where either was left out, it reads the table.
 
 from __future__ import annotations
 
+from ..data.columns import ColumnRoles
 from ..registry import HEADS, REPRESENTATIONS
-from ..tables import ColumnRoles
 from ._candidate import Candidate
 
 __all__ = ["Twin"]

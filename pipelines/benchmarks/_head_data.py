@@ -1,5 +1,5 @@
 """Inputs for the head benchmarks, built without a representation class: token ids over a
-training-set vocabulary (embedkit.documents.Tokenizer), optionally with GloVe-50d vectors, and
+training-set vocabulary (embedkit.data.documents.Tokenizer), optionally with GloVe-50d vectors, and
 GloVe token Sequences straight from the packaged files."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from embedkit.documents import Tokenizer
-from embedkit.resources import resource_path
+from embedkit.data.documents import Tokenizer
 from embedkit.sequences import Sequences, TokenIds
+from embedkit.storage.resources import resource_path
 
 
 def tokenize(texts, max_length: int | None = None) -> list[list[str]]:

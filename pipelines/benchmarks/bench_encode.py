@@ -80,7 +80,7 @@ def main(argv=None) -> None:
     from sentence_transformers import SentenceTransformer
 
     from embedkit import load_dataset
-    from embedkit.resources import resource_path
+    from embedkit.storage.resources import resource_path
 
     path = str(resource_path("all-minilm-l6-v2"))
     peer = SentenceTransformer(path, device="cpu")

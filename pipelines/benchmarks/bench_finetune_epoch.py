@@ -32,7 +32,7 @@ def main(argv=None):
     import torch
 
     from embedkit import load_dataset
-    from embedkit.datasets import stratified_sample
+    from embedkit.data.datasets import stratified_sample
     from embedkit.heads.finetune import TransformerClassifier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
 def main(argv=None):
     import torch
 
-    from embedkit.resources import load_transformer
+    from embedkit.storage.resources import load_transformer
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=16)

@@ -20,8 +20,8 @@ def main(repeats: int = 3) -> None:
     from gensim.models import FastText, Word2Vec
 
     from embedkit import FastTextEmbedder, Word2VecEmbedder
-    from embedkit.datasets import load_dataset
-    from embedkit.documents import Tokenizer
+    from embedkit.data.datasets import load_dataset
+    from embedkit.data.documents import Tokenizer
 
     docs = load_dataset("bbc-news")["text"].tolist()
     params = dict(vector_size=100, window=5, min_count=2, epochs=2, workers=1)

@@ -61,7 +61,7 @@ def grid_search_memory() -> None:
     from sklearn.pipeline import Pipeline
 
     from embedkit import GloveEmbedder
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     df = load_dataset("bbc-news").sample(300, random_state=0)
     pipe = Pipeline([("features", GloveEmbedder()), ("head", LogisticRegression(max_iter=1000))])
@@ -84,7 +84,7 @@ def grid_search_memory() -> None:
 
 
 def main() -> None:
-    from embedkit.resources import resource_path
+    from embedkit.storage.resources import resource_path
 
     tmp = tempfile.mkdtemp()
     try:

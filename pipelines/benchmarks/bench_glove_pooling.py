@@ -21,7 +21,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from embedkit.documents import DEFAULT_TOKEN_PATTERN, validate_documents
+from embedkit.data.documents import DEFAULT_TOKEN_PATTERN, validate_documents
 
 
 # -- the replaced code path (embedkit before the vectorized tokenizer), default parameters ----------
@@ -117,8 +117,8 @@ def _numpy_loop(wv, docs):
 
 def main(rounds: int = 5) -> None:
     from embedkit import GloveEmbedder, TokenIndexer
-    from embedkit.datasets import load_dataset
-    from embedkit.documents import Tokenizer
+    from embedkit.data.datasets import load_dataset
+    from embedkit.data.documents import Tokenizer
 
     docs = load_dataset("bbc-news")["text"].tolist()
     pooled = GloveEmbedder().fit(docs)

@@ -95,7 +95,8 @@ def _forward_only(tokenizer, network, texts, device):
     padded batches already on the device, at the encode loop's batch settings."""
     import torch
 
-    from embedkit._batching import batch_settings, length_sorted_batches
+    from embedkit._batching import length_sorted_batches
+    from embedkit.machine import batch_settings
 
     ids = tokenizer(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"]
     lengths = np.array([len(x) for x in ids])
@@ -221,7 +222,7 @@ def _trainer_fit(args, device, train, test, label, bf16: bool):
         TrainingArguments,
     )
 
-    from embedkit._model_folder import quiet_transformers
+    from embedkit.storage.hf_folders import quiet_transformers
 
     classes = np.unique(train[1])
     codes = {c: i for i, c in enumerate(classes)}
@@ -418,7 +419,7 @@ def main(argv=None) -> None:
     if args.quick:
         args.rounds = min(args.rounds, 1)
 
-    from embedkit._machine import Threads
+    from embedkit.machine import Threads
 
     with Threads(args.threads):  # restored after: a caller's (a test's) threads stay its own
         _run(args, argv)
@@ -427,10 +428,10 @@ def main(argv=None) -> None:
 def _run(args, argv) -> None:
     import torch
 
-    from embedkit._batching import resolve_device
+    from embedkit.machine import resolve_device
 
     if args.model is None:
-        from embedkit.resources import resource_path
+        from embedkit.storage.resources import resource_path
 
         args.model = str(resource_path("all-minilm-l6-v2"))
     device = resolve_device(args.device)

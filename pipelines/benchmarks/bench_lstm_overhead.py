@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _head_data import token_ids, tokenize, vocabulary  # noqa: E402
 
-from embedkit.datasets import load_dataset  # noqa: E402
+from embedkit.data.datasets import load_dataset  # noqa: E402
 from embedkit.heads import RNNClassifier  # noqa: E402
 
 

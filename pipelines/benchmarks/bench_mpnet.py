@@ -84,7 +84,7 @@ def trainer(head: str, seed: int = 0):
 
     from embedkit.heads.finetune._module import FineTuneModule, freeze_encoder
     from embedkit.registry import HEADS
-    from embedkit.resources import load_transformer
+    from embedkit.storage.resources import load_transformer
 
     est = HEADS[head].factory()
     torch.manual_seed(seed)

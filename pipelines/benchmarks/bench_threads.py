@@ -14,7 +14,7 @@ on TF-IDF, trained on the CPU (``device="cpu"``): the cores are what is measured
 
 Each (cores, setting) runs in a fresh process pinned to that many cores (CPU affinity), so the
 libraries size their pools as they would on a machine of that size. "policy": the fits run
-inside ``embedkit._machine.plan_threads(workers=1).block()`` (torch and the tokenizer at the
+inside ``embedkit.machine.plan_threads(workers=1).block()`` (torch and the tokenizer at the
 cores, BLAS at one thread). "unmanaged": nothing set, the libraries' defaults (they size their
 pools by the affinity; at one core that is the policy's one thread everywhere, so that process
 is not run). ``--emulate N`` adds "pools of N": the unmanaged pools then set to N threads each
@@ -107,7 +107,7 @@ def child(args) -> None:
     import torch
     from threadpoolctl import threadpool_info
 
-    from embedkit._machine import available_cores, plan_threads
+    from embedkit.machine import available_cores, plan_threads
 
     features, y = _inputs(args.data)
     plan = plan_threads(workers=1) if args.child == "policy" else None
@@ -163,7 +163,7 @@ def run_child(setting: str, cores: int, args, timeout: float) -> list[dict]:
 
 
 def machine() -> str:
-    from embedkit._machine import available_cores
+    from embedkit.machine import available_cores
 
     model = platform.processor() or platform.machine()
     try:
@@ -237,7 +237,7 @@ def main(argv=None):
     if args.child:
         return child(args)
 
-    from embedkit._machine import available_cores
+    from embedkit.machine import available_cores
 
     prepare(args.data)
     every = available_cores()

@@ -32,7 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from embedkit import Doc2VecEmbedder, TfidfEmbedder, load_dataset
-from embedkit.documents import Tokenizer
+from embedkit.data.documents import Tokenizer
 
 
 def split(name: str):

@@ -85,7 +85,7 @@ LIBRARY_COMMAND = ("PYTHONPATH=. python pipelines/benchmarks/few_labels.py --siz
 
 def data(name: str, test_size: int):
     """(train side, fixed test sample) of dataset ``name``, as the accuracy suite splits it."""
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     train, test, _ = suite.split(load_dataset(name))
     return train, suite._slice(test, test_size).reset_index(drop=True)

@@ -28,10 +28,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, f1_score
 from sklearn.model_selection import train_test_split
 
-from embedkit.datasets import load_dataset
+from embedkit.data.datasets import load_dataset
 from embedkit.heads.finetune import TransformerClassifier
-from embedkit.resources import load_transformer
 from embedkit.sequences import masked_pool
+from embedkit.storage.resources import load_transformer
 
 
 def frozen_features(docs: list[str], max_length: int, batch_size: int = 64) -> np.ndarray:

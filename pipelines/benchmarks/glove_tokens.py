@@ -37,8 +37,8 @@ VARIANTS = ("default", "words", "tfidf", "sif")
 
 def embedder(variant: str):
     from embedkit import GloveEmbedder
-    from embedkit.documents import Tokenizer
-    from embedkit.representations import _static
+    from embedkit.data.documents import Tokenizer
+    from embedkit.representations import static
 
     if variant in ("tfidf", "sif"):
         return GloveEmbedder(pooling=variant)
@@ -50,7 +50,7 @@ def embedder(variant: str):
 
         def _fit(self, docs, y=None):
             words = functools.partial(Tokenizer, pattern=r"\w+")
-            with mock.patch.object(_static, "Tokenizer", words):
+            with mock.patch.object(static, "Tokenizer", words):
                 return super()._fit(docs, y)
 
     return WordsGlove()

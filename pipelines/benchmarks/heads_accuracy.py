@@ -5,7 +5,7 @@
 
 TREC-6: the official split (5,452 train / 500 test). BBC News: a stratified 80/20 split
 (seed 0), documents cut to their first 256 tokens, at most 8 epochs (to fit a shared CPU). Inputs, built with
-embedkit.documents.Tokenizer over the training vocabulary:
+embedkit.data.documents.Tokenizer over the training vocabulary:
 
 * ``learned``: token ids, each head learns a 100-d embedding from scratch;
 * ``glove``: frozen GloVe-6B-50d token vectors (`Sequences`, built from the packaged
@@ -28,7 +28,7 @@ from sklearn.model_selection import train_test_split
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _head_data import glove_sequences, glove_vectors, token_ids, tokenize, vocabulary  # noqa: E402
 
-from embedkit.datasets import load_dataset  # noqa: E402
+from embedkit.data.datasets import load_dataset  # noqa: E402
 from embedkit.heads import (  # noqa: E402
     AttentionClassifier,
     ConvClassifier,

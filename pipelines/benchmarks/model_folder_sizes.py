@@ -25,8 +25,8 @@ DEFAULT = ("tfidf:logreg", "nbsvm:logreg-cv", "lsa:mlp", "word2vec:logreg", "fas
 def main() -> None:
     from embedkit import load, save
     from embedkit.configure import make_pipeline
-    from embedkit.datasets import load_dataset
-    from embedkit.persist import folder_size
+    from embedkit.data.datasets import load_dataset
+    from embedkit.storage.persist import folder_size
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", nargs="*", default=list(DEFAULT))

@@ -93,7 +93,7 @@ def model_folder(peer: str) -> Path | None:
     """The local model folder ``peer`` fine-tunes (fetched once into embedkit's cache), or None."""
     if PEERS[peer] is None:
         return None
-    from embedkit.resources import fetch
+    from embedkit.storage.resources import fetch
 
     return fetch(PEERS[peer])
 

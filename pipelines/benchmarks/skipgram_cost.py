@@ -26,7 +26,7 @@ def main(argv=None) -> None:
     from sklearn.pipeline import make_pipeline
 
     from embedkit import registry
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
     from pipelines.benchmarks import accuracy_suite as suite
 
     print(f"{'dataset':16s} {'pipeline':28s} {'accuracy':>9s} {'fit s':>7s}")

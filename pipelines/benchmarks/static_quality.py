@@ -23,7 +23,7 @@ import numpy as np
 
 
 def wikitext_docs() -> list[str]:
-    from embedkit.resources import resource_path
+    from embedkit.storage.resources import resource_path
 
     with gzip.open(resource_path("wikitext-2-train"), "rt", encoding="utf-8") as fh:
         lines = [ln.strip() for ln in fh]
@@ -90,7 +90,7 @@ def classify() -> None:
     from sklearn.preprocessing import StandardScaler
 
     from embedkit import FastTextEmbedder, GloveEmbedder, TfidfEmbedder, Word2VecEmbedder
-    from embedkit.datasets import load_dataset
+    from embedkit.data.datasets import load_dataset
 
     bbc = load_dataset("bbc-news")
     b_tr, b_te = train_test_split(bbc, test_size=0.2, stratify=bbc["label"], random_state=0)

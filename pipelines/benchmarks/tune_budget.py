@@ -95,7 +95,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     from sklearn.base import clone
 
     import embedkit
-    from embedkit._machine import PeakRSS
+    from embedkit.machine import PeakRSS
     from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, baseline_pipelines, parse_budget
 
     train, test, protocol, label = sides(name, quick=quick, data=data, sample=sample)
@@ -227,7 +227,7 @@ def _with_hits(run: dict, folder: Path, data: Path | None = None, quick: bool = 
     the run recorded (untimed)."""
     if "held_out_right" in run:
         return run
-    from embedkit.persist import load
+    from embedkit.storage.persist import load
     from embedkit.tuning import parse_budget
 
     name, _, sample = run["dataset"].partition(" (")

@@ -55,7 +55,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False) -> dict:
     from sklearn.model_selection import train_test_split
 
     import embedkit
-    from embedkit._machine import PeakRSS
+    from embedkit.machine import PeakRSS
     from embedkit.tuning import baseline_pipelines, parse_budget
 
     frame = embedkit.load_dataset(name)

@@ -59,7 +59,7 @@ def _split(frame: pd.DataFrame, quick: bool):
 
 def _tune(X, y, budget: str, folder: Path) -> tuple:
     import embedkit
-    from embedkit._machine import PeakRSS
+    from embedkit.machine import PeakRSS
 
     start = time.perf_counter()
     with PeakRSS() as memory:
@@ -81,7 +81,7 @@ def run_label_sets(name: str, budget: str, output: Path, quick: bool) -> list[di
     from sklearn.preprocessing import MultiLabelBinarizer
 
     import embedkit
-    from embedkit.heads._targets import tune_threshold
+    from embedkit.data.targets import tune_threshold
     from embedkit.tuning import baseline_pipelines, parse_budget
 
     train, test = _split(embedkit.load_dataset(name), quick)
@@ -124,7 +124,7 @@ def run_table(name: str, budget: str, output: Path, quick: bool) -> list[dict]:
     from sklearn.base import clone
 
     import embedkit
-    from embedkit.tables import infer_columns
+    from embedkit.data.columns import infer_columns
     from embedkit.tuning import baseline_pipelines, parse_budget
 
     train, test = _split(embedkit.load_dataset(name), quick)

@@ -23,12 +23,13 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..._batching import batch_settings, resolve_precision, run_batches
+from ..._batching import run_batches
 from ..._params import Interval, StrOptions, positive_int, validate_params
 from ...base import store_params
-from ...documents import CHARS_PER_TOKEN, validate_documents, within_reach
+from ...data.documents import CHARS_PER_TOKEN, validate_documents, within_reach
+from ...machine import batch_settings, resolve_precision
 from ...sequences import Sequences
-from .._base import LEARNING_RATE, NeuralHead, _finite_outputs
+from .._base import LEARNING_RATE, NeuralHead, finite_outputs
 from .._data import HeadDataset, HeadInput
 from .._tasks import NeuralClassifierMixin, NeuralRegressorMixin, ReadsText
 from ._data import collate_token_ids
@@ -87,8 +88,8 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
     # -- model --------------------------------------------------------------------------------
     def _load(self):
-        from ..._model_folder import max_tokens
-        from ...resources import load_transformer
+        from ...storage.hf_folders import max_tokens
+        from ...storage.resources import load_transformer
 
         tokenizer, encoder, source = load_transformer(
             self.model, trust_remote_code=self.trust_remote_code)
@@ -227,7 +228,7 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
 
     def _forward(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
-        return _finite_outputs(self._run(self._as_input(X, reset=False).data, "logits"),
+        return finite_outputs(self._run(self._as_input(X, reset=False).data, "logits"),
                                type(self).__name__)
 
     def transform(self, X):
@@ -248,61 +249,61 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         prefix = type(self).__name__.lower()
         return np.asarray([f"{prefix}_dim{i}" for i in range(self.dim_)], dtype=object)
 
-    # -- sizing for a time budget (`._sizing`) -----------------------------------------------
+    # -- sizing for a time budget (`.sizing`) -----------------------------------------------
     def fit_work(self, n_rows: int) -> float:
-        """Units of training work of a fit on ``n_rows`` documents (see `._sizing`)."""
-        from ._sizing import fit_work
+        """Units of training work of a fit on ``n_rows`` documents (see `.sizing`)."""
+        from .sizing import fit_work
 
         return fit_work(self, n_rows)
 
     def predict_work(self, n_rows: int) -> float:
         """Units of work of predicting ``n_rows`` documents."""
-        from ._sizing import predict_work
+        from .sizing import predict_work
 
         return predict_work(self, n_rows)
 
     def ready(self) -> bool:
         """Whether the model is on this machine (a named resource fetched or installed)."""
-        from ...resources import RESOURCES, present
+        from ...storage.resources import RESOURCES, present
 
         return str(self.model) not in RESOURCES or present(str(self.model))
 
     def prepare(self) -> None:
         """Fetch the model if it is a named resource not fetched yet (once, kept on disk)."""
-        from ...resources import RESOURCES, fetch
+        from ...storage.resources import RESOURCES, fetch
 
         if str(self.model) in RESOURCES:
             fetch(str(self.model))
 
     def compute(self) -> float:
         """The encoder's compute per token, up to a constant (blocks x width squared)."""
-        from ._sizing import compute
+        from .sizing import compute
 
         return compute(self)
 
     def length_for(self, docs) -> int:
         """The ``max_length`` that ``docs`` call for (95% of them fit)."""
-        from ._sizing import length_for
+        from .sizing import length_for
 
         return length_for(self, docs)
 
     def sized_for(self, n_rows: int, seconds: float, cost) -> tuple[dict, int] | None:
         """The richest recipe of this head (``(params, rows)``) whose ``cost(work)`` fits in
         ``seconds``; None when none does."""
-        from ._sizing import sized_for
+        from .sizing import sized_for
 
         return sized_for(self, n_rows, seconds, cost)
 
     def gain_share(self, params: dict, rows: int, n_rows: int, classes: int) -> float:
         """The share of this recipe's expected gain that ``params`` on ``rows`` of ``n_rows``
-        keeps (see `._sizing`)."""
-        from ._sizing import gain_share
+        keeps (see `.sizing`)."""
+        from .sizing import gain_share
 
         return gain_share(self, params, rows, n_rows, classes)
 
     def least_work(self, n_rows: int) -> float:
         """Units of work of this head's cheapest recipe on the fewest rows it is cut to."""
-        from ._sizing import least_work
+        from .sizing import least_work
 
         return least_work(self, n_rows)
 
@@ -488,7 +489,7 @@ _THRESHOLD_DOC = """
     threshold : float in (0, 1) or "tune", default="tune"
         Multi-label targets only: the probability above which a label is predicted; "tune"
         holds out ``validation_fraction`` of the rows and picks the value maximising micro-F1
-        on them (`embedkit.heads._targets.tune_threshold`)."""
+        on them (`embedkit.data.targets.tune_threshold`)."""
 TransformerClassifier.__doc__ = TransformerClassifier.__doc__.replace(
     "{params}", _PARAMS_DOC.replace("{threshold}", _THRESHOLD_DOC))
 TransformerRegressor.__doc__ = TransformerRegressor.__doc__.replace(

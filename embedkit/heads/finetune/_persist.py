@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._batching import resolve_device
 from ..._params import validate_params
+from ...machine import resolve_device
 
 __all__ = ["load_pretrained", "save_pretrained"]
 

@@ -11,9 +11,10 @@ from typer.testing import CliRunner
 from embedkit import MLPClassifier, MLPRegressor, load, save
 from embedkit.cli import app
 from embedkit.compare import run_compare
-from embedkit.datasets import load_dataset
+from embedkit.data.datasets import load_dataset
+from embedkit.data.targets import infer_task, numeric_target, split_label_sets
 from embedkit.heads.linear import LogisticRegressionHead
-from embedkit.tasks import for_task, infer_task, numeric_target, split_label_sets
+from embedkit.registry import for_task
 
 
 @pytest.mark.parametrize("labels, kind", [
@@ -214,7 +215,7 @@ def test_threshold_scores_are_scikit_learns_f1_at_every_threshold():
     labels included."""
     from sklearn.metrics import f1_score
 
-    from embedkit.heads._targets import THRESHOLDS, threshold_scores
+    from embedkit.data.targets import THRESHOLDS, threshold_scores
 
     rng = np.random.default_rng(0)
     y = (rng.random((200, 6)) < 0.25).astype(int)

@@ -1,6 +1,5 @@
-"""One reader for the user's files of documents: CSV/TSV, parquet, JSON Lines, class folders;
-and (from `embedkit._writing`) `atomic_path`, through which every file or folder embedkit writes
-appears whole or not at all.
+"""One reader for the user's files of documents: CSV/TSV, parquet, JSON Lines, class folders (the
+format a file's name says is `embedkit.storage.files.file_format`).
 
 Everything that reads a file of documents goes through this module: `load_texts` (the whole
 file, for training and ``embedkit compare --file``), `embedkit.streaming.embed_file` and
@@ -32,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..storage.files import file_format
 from ._file_checks import (
     check_fields,
     not_decodable,
@@ -39,37 +39,13 @@ from ._file_checks import (
     raw_bytes,
     reading_encoding,
 )
-from ._writing import WriteError, atomic_path, temporary_name
 from .documents import MAX_ROWS_SHOWN
 
-__all__ = ["FORMATS", "LABEL_SEPARATOR", "WriteError", "atomic_path", "file_format", "load_table",
-           "load_texts", "one_label_per_name", "read_chunks", "read_folder", "read_table",
-           "temporary_name"]
+__all__ = ["LABEL_SEPARATOR", "load_table", "load_texts", "one_label_per_name", "read_chunks",
+           "read_folder", "read_table"]
 
 #: the separator of a label set written in one cell (``"drama|comedy"``), read and written so
 LABEL_SEPARATOR = "|"
-#: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
-FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
-           ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".ndjson": "jsonl",
-           ".parquet": "parquet", ".pq": "parquet"}
-
-
-def file_format(path) -> str:
-    """The format of ``path`` from its name: ``"csv"``, ``"tsv"``, ``"jsonl"`` or ``"parquet"``.
-
-    Examples
-    --------
-    >>> file_format("reviews.tsv.gz")
-    'tsv'
-    """
-    name = Path(path).name.lower()
-    for ending, kind in FORMATS.items():
-        if name.endswith(ending):
-            return kind
-    raise ValueError(f"{path}: unsupported file type; use .csv, .tsv, .jsonl (optionally .gz) "
-                     "or .parquet.")
-
-
 def _no_column(path: Path, name: str, columns, hint: str = "") -> ValueError:
     return ValueError(
         f"{path} has no column {name!r}; its columns are {list(columns)}. " + (hint or

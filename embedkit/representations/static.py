@@ -4,7 +4,7 @@
 or `TokenIds` over a `embedkit.vectors.WordVectors` store, with one OOV policy. Pooling is a
 sparse document-term matrix times the embedding matrix (``numpy.maximum.reduceat`` over gathered
 rows for max). The tokenizer hands over a batch as flat ids over its distinct words
-(`embedkit.documents.TokenizedDocuments`), so the vector table and the OOV policy are consulted
+(`embedkit.data.documents.TokenizedDocuments`), so the vector table and the OOV policy are consulted
 once per distinct word, and every per-token step is a numpy or scipy kernel. Word queries
 (`~StaticEmbedder.most_similar`, ``analogy``, ``similarity``, ``lookup``) apply the embedder's
 lowercasing and OOV policy, then ask the store.
@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from .._params import CacheSpec, Interval, StrOptions, positive_int
 from ..base import Representation
-from ..documents import TokenizedDocuments, Tokenizer
+from ..data.documents import TokenizedDocuments, Tokenizer
 from ..sequences import Sequences, TokenIds
 from ..vectors import FORMATS, WordVectors
 

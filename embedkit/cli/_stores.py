@@ -12,7 +12,7 @@ __all__ = ["cache_app", "resources_app"]
 
 
 def _store(directory: str | None):
-    from .cache import DiskCache, default_dir
+    from ..cache import DiskCache, default_dir
 
     return DiskCache(default_dir() if directory in (None, "disk") else directory)
 
@@ -75,7 +75,7 @@ def resources(ctx: typer.Context) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from .resources import list_resources
+    from ..storage.resources import list_resources
 
     for row in list_resources():
         size = "?" if row["size"] is None else f"{row['size'] / 1e6:.1f} MB"
@@ -93,7 +93,7 @@ def resources_fetch(
     Once: later uses (and calls) read the cache. The bar is drawn on a terminal; in a log,
     plain lines say what is fetched and when it is done.
     """
-    from .resources import ResourceNotFound, fetch
+    from ..storage.resources import ResourceNotFound, fetch
 
     try:
         path = fetch(name, progress=None)

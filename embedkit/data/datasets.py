@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .io import load_texts
-from .resources import file_sha256, package_dir, tar_member, wheel_file
+from ..storage.resources import file_sha256, package_dir, tar_member, wheel_file
+from .reading import load_texts
 
 __all__ = ["DATASETS", "is_multilabel", "list_datasets", "load_dataset", "load_texts"]
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...documents import CHARS_PER_TOKEN, within_reach
+from ...data.documents import CHARS_PER_TOKEN, within_reach
 
 __all__ = ["FORWARD_SHARE", "compute", "fewest_rows", "fit_work", "gain_share", "least_work",
            "length_for", "predict_work", "rate_from_pass", "sized_for"]
@@ -61,7 +61,7 @@ def _config(model: str):
 
     from transformers import AutoConfig
 
-    from ...resources import RESOURCES, resource_path
+    from ...storage.resources import RESOURCES, resource_path
 
     if "shape" in RESOURCES.get(model, {}):
         return SimpleNamespace(**RESOURCES[model]["shape"])
@@ -117,7 +117,7 @@ def length_for(head, docs) -> int:
     tokens included), rounded up to a multiple of 8, between 32 and 256."""
     from transformers import AutoTokenizer
 
-    from ...resources import RESOURCES, resource_path
+    from ...storage.resources import RESOURCES, resource_path
 
     source = str(resource_path(head.model)) if head.model in RESOURCES else str(head.model)
     tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from ._cli_errors import fail
+from ._errors import fail
 
 __all__ = ["analogy", "neighbors"]
 
@@ -16,7 +16,7 @@ _VECTORS_HELP = "Word vectors: a named resource (glove-6b-50d) or a GloVe/word2v
 
 
 def _word_vectors(vectors: str):
-    from . import GloveEmbedder
+    from .. import GloveEmbedder
 
     return GloveEmbedder(vectors=vectors).fit([])
 

@@ -1,16 +1,14 @@
-"""Tables in: several text columns beside categorical and numeric ones, as one feature matrix.
+"""`TableEmbedder`: a table (text, categorical and numeric columns) as one feature matrix.
 
-A real file is rarely one text column: a review export has a title, a body, the department and
-the reviewer's age. `infer_columns` gives every column a role (text, categorical or numeric), and
-`TableEmbedder` turns the table into one feature matrix with scikit-learn's
-``ColumnTransformer``: each text column through its own copy of a representation, categorical
-columns one-hot encoded, numeric ones imputed and standardised. Any head or scikit-learn
-estimator can follow it in a ``Pipeline``, and `embedkit.save` stores the whole pipeline.
+Each text column goes through its own copy of a representation, categorical columns are one-hot
+encoded, numeric ones imputed and standardised, all in one scikit-learn ``ColumnTransformer``;
+any head or scikit-learn estimator can follow it in a ``Pipeline``, and `embedkit.save` stores the
+whole pipeline. The columns' roles and values are `embedkit.data.columns`'. `on_table` and
+`text_only` give any representation a table to read, for `compare` and `tune` alike.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from numbers import Integral
 from typing import ClassVar
 
@@ -20,195 +18,20 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._columns import CATEGORY_FLOOR, CATEGORY_SHARE, CATEGORY_WORDS, MISSING
-from ._columns import categories as _categories
-from ._columns import inferred_role as _inferred_role
-from ._columns import joined as _joined
-from ._columns import numbers as _numbers
-from ._columns import texts as _texts
-from ._params import HasMethods, Interval, RealNotInt, StrOptions
-from ._suggest import did_you_mean
-from .base import CheckedKeywords, _check_finite, output_form, store_params
+from .._params import HasMethods, Interval, RealNotInt, StrOptions
+from .._suggest import did_you_mean
+from ..base import CheckedKeywords, check_finite, output_form, store_params
+from ..data.columns import (
+    MISSING,
+    ColumnRoles,
+    distinct_columns,
+    free_name,
+    infer_columns,
+    names_given,
+    prepared_frame,
+)
 
-__all__ = ["CATEGORY_FLOOR", "CATEGORY_SHARE", "CATEGORY_WORDS", "MISSING", "ColumnRoles",
-           "TableEmbedder", "encoded_text", "infer_columns", "named_roles", "on_table", "take",
-           "text_only"]
-
-#: the roles, in the order a table's columns are listed and joined
-ROLES = ("text", "categorical", "numeric")
-#: a column of this name is a dataset's train/test split, never a feature
-SPLIT = "split"
-
-
-@dataclass(frozen=True)
-class ColumnRoles:
-    """The role of every column a table model reads: text, categorical or numeric.
-
-    Parameters
-    ----------
-    text, categorical, numeric : tuple of str, default=()
-        The columns of each role.
-    inferred : tuple of str, default=()
-        The columns whose role was inferred from the data rather than named.
-
-    Examples
-    --------
-    >>> roles = ColumnRoles(text=("title", "review"), categorical=("department",),
-    ...                     numeric=("age",), inferred=("department", "age"))
-    >>> print(roles.describe())
-    columns: text title, review; categorical department; numeric age
-    (inferred; name them with --text-column or --column NAME:categorical|numeric)
-    >>> roles.role("age"), roles.columns
-    ('numeric', ('title', 'review', 'department', 'age'))
-    """
-
-    text: tuple = ()
-    categorical: tuple = ()
-    numeric: tuple = ()
-    inferred: tuple = ()
-
-    @property
-    def columns(self) -> tuple:
-        """Every column with a role: text, then categorical, then numeric."""
-        return (*self.text, *self.categorical, *self.numeric)
-
-    def role(self, column) -> str:
-        """``"text"``, ``"categorical"`` or ``"numeric"``; a `KeyError` for a column without one."""
-        for role in ROLES:
-            if column in getattr(self, role):
-                return role
-        raise KeyError(column)
-
-    def describe(self) -> str:
-        """One line for people: each role and its columns, and whether they were inferred."""
-        parts = [f"{role} {', '.join(map(str, names))}" for role in ROLES
-                 if (names := getattr(self, role))]
-        line = "columns: " + "; ".join(parts)
-        if self.inferred:
-            line += " (inferred; name them with --text-column or --column NAME:categorical|numeric)"
-        return line
-
-
-def _distinct_columns(df: pd.DataFrame) -> list:
-    present = list(df.columns)
-    if len(set(present)) < len(present):
-        twice = sorted({str(c) for c in present if present.count(c) > 1})
-        raise ValueError(f"the table names the columns {twice} more than once; give each column "
-                         "its own name.")
-    return present
-
-
-def _named(value) -> list | None:
-    if value is None:
-        return None
-    return [value] if isinstance(value, str) else list(dict.fromkeys(value))
-
-
-def _absent(column, what: str, present: list) -> str:
-    shown = ", ".join(map(str, present[:30])) + (f" ({len(present)} in all)" if len(present) > 30 else "")
-    return (f"column {column!r} ({what}) is not in the table.{did_you_mean(column, present)} "
-            f"Its columns: {shown}.")
-
-
-def infer_columns(df: pd.DataFrame, target=None, text=None, categorical=None,
-                  numeric=None) -> ColumnRoles:
-    """The role of every column of ``df`` but ``target`` (and a ``split`` column).
-
-    Columns named in ``text``, ``categorical`` or ``numeric`` keep that role; the others are
-    inferred from their values: a numeric dtype (or strings that all parse as numbers) is
-    numeric; strings with few distinct values (at most ``max(20, 5% of the non-missing rows)``,
-    each seen twice on average) and short (a median of at most 3 words) are categorical; other
-    strings are text. Every check happens here, before any fitting.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-    target : str, optional
-        The label column: no role.
-    text, categorical, numeric : list of str or str, optional
-        Columns whose role you name.
-
-    Returns
-    -------
-    ColumnRoles
-
-    Raises
-    ------
-    ValueError
-        A named column that is not in ``df`` (with the columns it has and a did-you-mean), a
-        column given two roles, a numeric column that holds text (naming up to 5 rows and their
-        values), a column of another kind (dates) left to inference, or no text column at all.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"review": ["runs small but lovely", "the seams split", "soft", "ok"],
-    ...                    "size": ["S", "M", "S", "M"], "stars": [5, 2, 4, 3]})
-    >>> infer_columns(df, target="stars")
-    ColumnRoles(text=('review',), categorical=('size',), numeric=(), inferred=('review', 'size'))
-    >>> infer_columns(df, text=["reviw"])
-    Traceback (most recent call last):
-        ...
-    ValueError: column 'reviw' (named as text) is not in the table. Did you mean 'review'? ...
-    """
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"infer_columns takes a pandas DataFrame; got a {type(df).__name__}.")
-    present = _distinct_columns(df)
-    given = {"text": _named(text), "categorical": _named(categorical), "numeric": _named(numeric)}
-    if target is not None and target not in present:
-        raise ValueError(_absent(target, "the target", present))
-    roles: dict = {}
-    for role, names in given.items():
-        for name in names or ():
-            if name not in present:
-                raise ValueError(_absent(name, f"named as {role}", present))
-            if name == target:
-                raise ValueError(f"column {name!r} is the target and is named as {role}; a "
-                                 "column is either the label or a feature.")
-            if roles.get(name, role) != role:
-                raise ValueError(f"column {name!r} is given two roles, {roles[name]} and {role}; "
-                                 "name each column in one role only.")
-            roles[name] = role
-    for name in given["numeric"] or ():
-        _numbers(df[name], name)  # text in a column named numeric: said here, before any fit
-    inferred = []
-    for column in present:
-        if column not in roles and column != target and column != SPLIT:
-            roles[column] = _inferred_role(df[column], column)
-            inferred.append(column)
-    order = [*[n for names in given.values() for n in names or ()], *inferred]
-    by_role = {role: tuple(c for c in order if roles[c] == role) for role in ROLES}
-    if not by_role["text"]:
-        listed = "; ".join(f"{r} {', '.join(map(str, by_role[r]))}" for r in ROLES[1:] if by_role[r])
-        raise ValueError(f"the table has no text column ({listed or 'no columns'}); name the column "
-                         "that holds the text with text=['...'] (on the command line "
-                         "--text-column).")
-    return ColumnRoles(**by_role, inferred=tuple(inferred))
-
-
-def _prepared(frame: pd.DataFrame, roles: ColumnRoles, join: bool, everything: bool) -> pd.DataFrame:
-    """The columns the transformers read, in canonical form, under string names: text as str
-    (missing ""), categories as str (missing `MISSING`), numbers as float64 (missing NaN); with
-    ``join`` the text columns as one text (with ``everything``, every column joined)."""
-    names = [str(c) for c in roles.columns]
-    if len(set(names)) < len(names):
-        raise ValueError(f"the columns {list(roles.columns)} are not distinct as text; rename them.")
-    joined = roles.columns if everything else roles.text
-    texts = {str(c): _texts(frame[c]) for c in (joined if join else roles.text)}
-    data = {_free("text", {str(c) for c in roles.categorical + roles.numeric}): _joined(texts)} \
-        if join else texts
-    if not everything:
-        data.update({str(c): _categories(frame[c]) for c in roles.categorical})
-        data.update({str(c): _numbers(frame[c], c) for c in roles.numeric})
-    return pd.DataFrame(data)
-
-
-def _free(name: str, taken: set) -> str:
-    """``name``, with "_" added until it is not in ``taken`` (where it is then added)."""
-    while name in taken:
-        name += "_"
-    taken.add(name)
-    return name
+__all__ = ["TableEmbedder", "on_table", "text_only"]
 
 
 class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
@@ -317,7 +140,7 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
 
     def _text_step(self):
         """The representation of the text columns, its form checked before any fitting."""
-        from .representations.tfidf import TfidfEmbedder
+        from ..representations.tfidf import TfidfEmbedder
 
         step = TfidfEmbedder() if self.text is None else self.text
         form = output_form(step)
@@ -335,7 +158,7 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
         return step
 
     def _fit(self, X, y):
-        from ._params import validate_pipeline_steps, validate_steps
+        from .._params import validate_pipeline_steps, validate_steps
 
         validate_steps(self)  # this step and its text step, before any work
         validate_pipeline_steps(self)
@@ -343,12 +166,12 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
         frame = _frame(X)
         named = {"text": self.text_columns, "categorical": self.categorical, "numeric": self.numeric}
         if self.remainder == "drop":
-            read = {c for v in named.values() for c in _named(v) or ()}
+            read = {c for v in named.values() for c in names_given(v) or ()}
             if read <= set(frame.columns):  # else the error below names the absent one
                 frame = frame[[c for c in frame.columns if c in read]]
         roles = infer_columns(frame, **named)
         passthrough = isinstance(step, str)
-        prepared = _prepared(frame, roles, self.join_text, passthrough)
+        prepared = prepared_frame(frame, roles, self.join_text, passthrough)
         self.roles_ = roles
         self.feature_names_in_ = np.asarray([str(c) for c in frame.columns], dtype=object)
         self.n_features_in_ = frame.shape[1]
@@ -371,7 +194,7 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
 
         texts = list(prepared.columns[:1] if self.join_text else prepared.columns[:len(roles.text)])
         taken = {"categorical", "numeric", "remainder"}  # a text part is named by its column
-        parts = [(_free(column.replace("__", "_") or "text", taken), clone(step), column)
+        parts = [(free_name(column.replace("__", "_") or "text", taken), clone(step), column)
                  for column in texts]  # a scalar column: the step gets a 1-D Series
         if roles.categorical:
             parts.append(("categorical", OneHotEncoder(
@@ -400,7 +223,7 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
                 f"lacks {absent}.{hints} Add them (a missing value is fine: an empty text, the "
                 f"category {MISSING!r}, the median number) or refit on the columns you have.")
         passthrough = self.column_transformer_ is None
-        prepared = _prepared(frame, self.roles_, self.join_text, passthrough)
+        prepared = prepared_frame(frame, self.roles_, self.join_text, passthrough)
         if passthrough:
             return prepared.iloc[:, 0].to_numpy(dtype=object)
         if not len(prepared):  # scikit-learn's encoders refuse zero rows
@@ -413,7 +236,7 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
             out = sp.csr_matrix(out, dtype=np.float32) if self.sparse_output_ else out.toarray()
         if not sp.issparse(out):
             out = np.ascontiguousarray(out, dtype=np.float32)
-        _check_finite(out, "TableEmbedder")
+        check_finite(out, "TableEmbedder")
         return out
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
@@ -446,40 +269,13 @@ def _frame(X) -> pd.DataFrame:
             f"TableEmbedder takes a pandas DataFrame, one row per document and one column per "
             f"field; got a {type(X).__name__}. For a single text column, give the column to a "
             "representation directly (e.g. TfidfEmbedder().fit(df['text'])).")
-    _distinct_columns(X)
+    distinct_columns(X)
     return X
 
 
 def _gives_sparse(step) -> bool:
     """Whether a fitted text step encodes to a scipy-sparse matrix (asked of one empty text)."""
     return sp.issparse(step.transform(pd.Series([""], dtype=object)))
-
-
-def named_roles(columns) -> tuple[list, dict]:
-    """The command line's ``--column`` values as ``(column names, {"categorical": [...],
-    "numeric": [...]})``: ``name:categorical`` or ``name:numeric`` names a column's role, a
-    plain name (or ``*``) leaves it to its values (`infer_columns`).
-
-    Examples
-    --------
-    >>> named_roles(["zip:categorical", "age", "*"])
-    (['zip', 'age', '*'], {'categorical': ['zip'], 'numeric': []})
-    """
-    names, roles = [], {"categorical": [], "numeric": []}
-    for value in columns:
-        name, _, kind = str(value).rpartition(":")
-        if name and kind in roles:
-            roles[kind].append(name)
-        else:
-            name = str(value)
-        names.append(name)
-    return names, roles
-
-
-def encoded_text(frame: pd.DataFrame, roles: ColumnRoles) -> np.ndarray:
-    """The text a sentence encoder reads of each row of a table (`on_table`): its one text
-    column, or its text columns joined (``"title: ...\\nreview: ..."``)."""
-    return _prepared(frame, roles, len(roles.text) > 1, False).iloc[:, 0].to_numpy(dtype=object)
 
 
 def on_table(step, roles):
@@ -506,6 +302,3 @@ def text_only(step, column):
     return step if isinstance(step, str) else ColumnTransformer([("text", step, column)])
 
 
-def take(X, rows):
-    """Rows ``rows`` (positions) of a table or an array of documents."""
-    return X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]

@@ -1,4 +1,5 @@
-"""This process and its machine: the cores it may use, its peak memory, and the thread policy.
+"""This process and its machine: the cores it may use, its peak memory, the thread policy, and
+the devices models run on.
 
 Threads are set once, by policy: `plan_threads` shares the cores between the fits that run at
 once (``cores // workers`` threads each), `Threads` applies a share to every pool of this
@@ -6,7 +7,9 @@ process for a block (torch's intra-op threads, BLAS and OpenMP through threadpoo
 tokenizer's Rayon pool) and restores it after, and `start_worker` applies it for good in a
 worker process. `embedkit compare` runs its folds under a plan, the encode loop's
 ``num_threads`` is a `Threads` block, and the comparison runner measures each fold with
-`PeakRSS`.
+`PeakRSS`. Devices are resolved here too (`resolve_device`: ``"auto"`` is a CUDA GPU, then MPS,
+then the CPU), with the precision (`resolve_precision`) and batch sizes (`batch_settings`) each
+one takes.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ import os
 import sys
 from dataclasses import dataclass
 
-__all__ = ["POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS", "ThreadPlan", "Threads",
-           "available_cores", "largest_process_mb", "plan_threads", "process_threads",
-           "size_tokenizer_pool", "start_worker"]
+import numpy as np
+
+__all__ = ["BF16_MIN_STEP_FLOPS", "DEVICES", "POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS",
+           "ThreadPlan", "Threads", "available_cores", "batch_settings", "largest_process_mb",
+           "on_accelerator", "plan_threads", "process_threads", "resolve_device",
+           "resolve_precision", "size_tokenizer_pool", "start_worker"]
 
 
 def available_cores() -> int:
@@ -273,3 +279,109 @@ def largest_process_mb() -> float | None:
     scale = 1 if os.uname().sysname == "Darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
     peaks = [resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     return max(peaks) * scale / 2**20
+
+
+# -- devices: which one a model runs on, in what precision, in what batches -----------------------
+#: device names accepted wherever a ``device`` parameter exists ("cuda:N" too)
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"`` -> ``"cuda"``, then ``"mps"``, then ``"cpu"``; an explicit device is checked.
+
+    Raises a ValueError naming the fix when the device does not exist here (e.g. ``"cuda"`` on a
+    machine without a CUDA build of torch), instead of torch's assertion deep in a forward pass.
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    'cpu'
+    """
+    import torch
+
+    device = str(device)
+    if device == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        return "cpu"
+    kind = device.split(":")[0]
+    if kind not in DEVICES[1:] or (kind != "cuda" and ":" in device):
+        raise ValueError(f"device={device!r}; use 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'.")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but torch sees no CUDA GPU here; use device='auto' "
+                         "(it falls back to the CPU) or device='cpu'.")
+    if kind == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device={device!r} but torch has no MPS backend here; use "
+                             "device='auto' or device='cpu'.")
+    return device
+
+
+#: a training step (forward and backward) of at least this many floating-point operations runs
+#: in bf16 under ``precision="auto"`` on a CUDA GPU: below it the step is bound by kernel
+#: launches, where autocast's extra casts cost more than bf16's faster matrix products save
+#: (``pipelines/benchmarks/results/bench_gpu.md``: MiniLM at batch 32 x 64 tokens, ~3e11 per step)
+BF16_MIN_STEP_FLOPS = 1e12
+
+
+def resolve_precision(precision: str, device: str, step_flops: float | None = None) -> str:
+    """A training ``precision`` for a resolved ``device``: ``"fp32"`` / ``"bf16"`` stay (bf16
+    autocast runs on a CPU too, slowly where it has no bf16 units); ``"auto"`` is ``"bf16"`` on a
+    CUDA GPU with bf16 units (Ampere and later) when a training step is large enough,
+    ``step_flops`` (about 6 x parameters x tokens per batch; None: large) at least
+    `BF16_MIN_STEP_FLOPS`, and ``"fp32"`` otherwise (CPU, MPS, small steps).
+
+    Examples
+    --------
+    >>> resolve_precision("auto", "cpu"), resolve_precision("bf16", "cpu")
+    ('fp32', 'bf16')
+    """
+    if precision != "auto":
+        return precision
+    if str(device).split(":")[0] != "cuda":
+        return "fp32"
+    if step_flops is not None and step_flops < BF16_MIN_STEP_FLOPS:
+        return "fp32"
+    import torch
+
+    try:
+        native = torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # pragma: no cover - torch < 2.3
+        native = torch.cuda.is_bf16_supported()
+    return "bf16" if native else "fp32"
+
+
+def on_accelerator(device: str) -> bool:
+    """Whether ``device`` (a resolved torch device) is not the CPU: the encode loop then
+    overlaps preparing batches with the device's work (`run_batches`, `chunk_bounds`)."""
+    return str(device).split(":")[0] != "cpu"
+
+
+def batch_settings(device: str) -> tuple[int, int]:
+    """``(rows, padded tokens)`` per batch that ``"auto"`` batch settings resolve to on ``device``.
+
+    CPU: 32 rows and 2,048 padded tokens (larger batches only add padding there;
+    ``pipelines/benchmarks/results/defaults.md``). CUDA: 512 rows and 2,048 tokens per GiB of
+    the card's memory, rounded down to a power of two between 16,384 and 131,072 (a large batch
+    keeps the card busy between launches; ``pipelines/benchmarks/bench_gpu.py`` measures it).
+    MPS: 256 rows and 16,384 tokens.
+
+    Examples
+    --------
+    >>> batch_settings("cpu")
+    (32, 2048)
+    """
+    kind = str(device).split(":")[0]
+    if kind == "cuda":
+        import torch
+
+        gib = torch.cuda.get_device_properties(torch.device(device)).total_memory / 2**30
+        tokens = 2048 * 2 ** int(np.floor(np.log2(max(gib, 1.0))))
+        return 512, int(min(max(tokens, 16384), 131072))
+    if kind == "mps":
+        return 256, 16384
+    return 32, 2048

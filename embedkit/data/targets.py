@@ -1,12 +1,6 @@
 """What a target asks for: a class per row, a number, or a set of labels; the kind read from the
-values (or named), checked before any work, and the steps and metrics each kind takes.
-
-One mechanism serves every head: a classifier step becomes its regressor counterpart
-(`for_task`): an embedkit head ``XClassifier`` its ``XRegressor`` with the same parameters, the
-`LogisticRegressionHead` (C by inner cross-validation) scikit-learn's `RidgeCV` (alpha by inner
-3-fold cross-validation), a plain ``LogisticRegression`` a plain ``Ridge`` and the majority class
-the mean. A step with no counterpart (an ensemble of classifiers, SetFit) is None, and the caller
-leaves its pair out and says so.
+values (or named), checked before any work, and the metrics each kind takes. The head each kind
+takes is the catalog's (`embedkit.registry.for_task`).
 """
 
 from __future__ import annotations
@@ -14,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._suggest import did_you_mean
-from .io import LABEL_SEPARATOR
+from .._suggest import did_you_mean
+from .reading import LABEL_SEPARATOR
 
-__all__ = ["DEFAULT_METRICS", "MULTILABEL_METRICS", "REGRESSION_METRICS", "TASKS", "for_task",
-           "infer_task", "numeric_target", "scorers", "split_label_sets"]
+__all__ = ["DEFAULT_METRICS", "MULTILABEL_METRICS", "REGRESSION_METRICS", "TASKS", "THRESHOLDS",
+           "infer_task", "multilabel_decisions", "numeric_target", "scorers", "split_label_sets",
+           "threshold_scores", "tune_threshold"]
 
 #: the kinds of target: one class per row, a number per row, a set of labels per row
 TASKS = ("classification", "regression", "multilabel")
@@ -168,65 +163,51 @@ def infer_task(labels, task: str | None = None, column: str = "label") -> str:
     return "classification"
 
 
-def _regressor_of(step):
-    """The regression counterpart of one classifier step, or None (see the module's docstring)."""
-    from sklearn.base import is_classifier
-    from sklearn.dummy import DummyClassifier, DummyRegressor
-    from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, Ridge, RidgeCV
-
-    import embedkit
-
-    if not is_classifier(step):
-        return step
-    name = type(step).__name__
-    if isinstance(step, DummyClassifier):
-        return DummyRegressor(strategy="mean")
-    if isinstance(step, LogisticRegressionCV) or name == "LogisticRegressionHead":
-        # alpha by inner 3-fold CV, as the head chooses C: scikit-learn's leave-one-out form
-        # eigendecomposes an n x n (or p x p) matrix, hours on 45,000 rows of sparse TF-IDF
-        return RidgeCV(alphas=np.logspace(-3, 3, 13), cv=3)
-    if isinstance(step, LogisticRegression):
-        return Ridge()
-    ours = type(step).__module__.startswith("embedkit.") and name.endswith("Classifier")
-    counterpart = getattr(embedkit, name.replace("Classifier", "Regressor"), None) if ours else None
-    if counterpart is None:
-        return None
-    params = step.get_params(deep=False)
-    keep = counterpart().get_params(deep=False)
-    return counterpart(**{k: v for k, v in params.items() if k in keep})
+#: the thresholds a label-set decision is chosen among (`tune_threshold`)
+THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.05), 2)
 
 
-def _multilabel_of(step):
-    """``step`` where it takes label sets (its tags say so), else in scikit-learn's
-    ``OneVsRestClassifier`` (the plain LogisticRegression, the majority class)."""
-    from sklearn.multiclass import OneVsRestClassifier
-    from sklearn.utils import get_tags
-
-    return step if get_tags(step).classifier_tags.multi_label else OneVsRestClassifier(step)
-
-
-def for_task(step, task: str):
-    """``step`` (a head, or a `Pipeline` ending in one) as ``task`` needs it: itself for a class,
-    its regression counterpart for a number (None where it has none), for a label set itself
-    where it takes them, else one of it per label (``OneVsRestClassifier``).
+def threshold_scores(proba: np.ndarray, y: np.ndarray, average: str = "micro") -> np.ndarray:
+    """F1 of ``proba > t`` against the 0/1 matrix ``y`` for every ``t`` of `THRESHOLDS` at once,
+    averaged as scikit-learn's ``f1_score(average=..., zero_division=0)`` does: ``"micro"`` (the
+    labels' counts pooled), ``"macro"`` (the mean over labels) or ``"samples"`` (the mean over
+    rows). One pass over a (thresholds, rows, labels) array, so a search can score many sets of
+    probabilities where calling scikit-learn per threshold would take seconds.
 
     Examples
     --------
-    >>> from embedkit import MLPClassifier
-    >>> for_task(MLPClassifier(epochs=3), "regression")
-    MLPRegressor(epochs=3)
+    >>> p, y = np.array([[0.3, 0.2], [0.1, 0.35]]), np.array([[1, 0], [0, 1]])
+    >>> threshold_scores(p, y)[[0, 4, 6]].round(2).tolist()  # t = 0.05, 0.25, 0.35
+    [0.67, 1.0, 0.0]
     """
-    if task == "classification" or isinstance(step, str):
-        return step
-    from sklearn.pipeline import Pipeline
+    y = np.asarray(y, dtype=bool)
+    predicted = np.asarray(proba)[None] > THRESHOLDS[:, None, None]
+    over = {"micro": (1, 2), "macro": 1, "samples": 2}[average]  # of (thresholds, rows, labels)
+    true_pos = (predicted & y).sum(axis=over)
+    both = predicted.sum(axis=over) + y.sum(axis=None if average == "micro" else over - 1)
+    f1 = np.divide(2 * true_pos, both, out=np.zeros(true_pos.shape), where=both > 0)
+    return f1 if average == "micro" else f1.mean(axis=1)
 
-    form = _regressor_of if task == "regression" else _multilabel_of
-    if isinstance(step, Pipeline):
-        last = form(step.steps[-1][1])
-        if last is None:
-            return None
-        return Pipeline([*step.steps[:-1], (step.steps[-1][0], last)])
-    return form(step)
+
+def tune_threshold(proba: np.ndarray, y: np.ndarray, average: str = "micro") -> float:
+    """The global threshold, among `THRESHOLDS` (0.05, 0.10, ..., 0.95), that maximises F1
+    (micro by default; `threshold_scores`) of ``proba > threshold`` against the 0/1 matrix
+    ``y`` (ties: the one nearest 0.5).
+
+    Examples
+    --------
+    >>> tune_threshold(np.array([[0.3, 0.2], [0.1, 0.35]]), np.array([[1, 0], [0, 1]]))
+    0.25
+    """
+    f1 = threshold_scores(proba, y, average)
+    best = np.flatnonzero(f1 == f1.max())
+    return float(THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - 0.5))]])
+
+
+def multilabel_decisions(proba: np.ndarray, threshold: float) -> np.ndarray:
+    """The int 0/1 indicator matrix of ``proba > threshold`` (scikit-learn's multi-label
+    ``predict`` output)."""
+    return (np.asarray(proba) > threshold).astype(np.int64)
 
 
 def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from embedkit.io import atomic_path, file_format, load_texts, read_chunks, read_folder, read_table
+from embedkit.data.reading import load_texts, read_chunks, read_folder, read_table
+from embedkit.storage.files import file_format
 
 #: texts pandas would read as missing, or mangle, with its default CSV settings
 TEXTS = ["good film", "NA", "null", "", "None", 'a "quoted", line', "n/a"]
@@ -165,33 +165,6 @@ def test_a_column_named_as_text_and_label_is_named(tmp_path):
         load_texts(path, "text", "text")
 
 
-def test_atomic_path_keeps_the_old_file_on_error(tmp_path):
-    target = tmp_path / "out.txt"
-    target.write_text("old")
-    with pytest.raises(KeyError), atomic_path(target) as tmp:
-        tmp.write_text("half")
-        raise KeyError("crash")
-    assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
-    with atomic_path(target) as tmp:
-        tmp.write_text("new")
-    assert target.read_text() == "new" and os.listdir(tmp_path) == ["out.txt"]
-
-
-def test_atomic_path_swaps_a_folder_and_shows_the_old_one_before_removing_it(tmp_path):
-    target = tmp_path / "out"
-    target.mkdir()
-    (target / "old.txt").write_text("old")
-    seen = []
-    with atomic_path(target, on_replaced=lambda old, new: seen.append(
-            (sorted(os.listdir(old)), sorted(os.listdir(new))))) as tmp:
-        assert tmp.name.startswith(f".out.{os.getpid()}-") and tmp.name.endswith(".tmp")
-        tmp.mkdir()
-        (tmp / "new.txt").write_text("new")
-    assert seen == [(["old.txt"], ["new.txt"])]
-    assert os.listdir(target) == ["new.txt"] and os.listdir(tmp_path) == ["out"]
-
-
-# -- rows that do not match the header (issue 49) ----------------------------------------------
 def _one_text_per_line(path, n: int = 50) -> list[int]:
     """A one-column export of ``n`` texts, one per line and unquoted, some holding commas;
     returns the data rows (from 0) that hold one."""

