@@ -1,4 +1,4 @@
-"""The one batching layer: length-sorted batches, padding, the encode loop.
+"""The one batching layer: length-sorted batches, padding and its mask, the encode loop.
 
 Every place that turns variable-length rows into padded batches (the heads' collate, the
 fine-tuning head, the neural encoders, the embedding cache, `Sequences.from_rows`) calls these
@@ -25,7 +25,47 @@ import numpy as np
 
 from .machine import on_accelerator
 
-__all__ = ["Chunks", "chunk_bounds", "length_sorted_batches", "pad_rows", "run_batches"]
+__all__ = ["Chunks", "chunk_bounds", "length_sorted_batches", "pad_rows", "padding_mask",
+           "run_batches"]
+
+
+def padding_mask(lengths, width: int | None = None):
+    """Where rows padded to ``width`` steps hold real steps: True at ``[i, t]`` iff
+    ``t < lengths[i]``.
+
+    The one definition of a padding mask: the containers' ``mask``, the padded batches of the
+    encode loop and of the fine-tuning head, the heads' input layer and the ONNX export's probe
+    batches all take theirs from here.
+
+    Parameters
+    ----------
+    lengths : array-like of int of shape (n,), or a torch tensor
+        Real steps per row.
+    width : int, optional
+        Steps per padded row (default: the longest row).
+
+    Returns
+    -------
+    Boolean array of shape (n, width): a numpy array, or, for a torch tensor of lengths, a
+    torch tensor on the same device.
+
+    Examples
+    --------
+    >>> padding_mask(np.array([2, 0, 3])).tolist()
+    [[True, True, False], [False, False, False], [True, True, True]]
+    """
+    on_torch = not isinstance(lengths, (np.ndarray, list, tuple))
+    lengths = lengths if on_torch else np.asarray(lengths)
+    if width is None:
+        width = int(lengths.max()) if len(lengths) else 0
+    if on_torch:  # the mask is built on the lengths' device
+        import torch
+
+        steps = torch.arange(int(width), device=lengths.device)
+    else:
+        steps = np.arange(int(width))
+    return steps[None, :] < lengths[:, None]
+
 
 def pad_rows(rows: Sequence, *, value=0, dtype=None, width: int | None = None):
     """Stack rows of different lengths into one padded array.
@@ -133,7 +173,7 @@ def _pad_ids(rows: Sequence[np.ndarray], idx: np.ndarray, lengths: np.ndarray, p
     """The rows ``idx`` padded with ``pad_id`` to the longest (at least 1): ``(ids, mask)``."""
     width = max(int(lengths.max()), 1)
     ids = np.full((len(idx), width), pad_id, dtype=np.int64)
-    mask = np.arange(width)[None, :] < lengths[:, None]
+    mask = padding_mask(lengths, width)
     if lengths.any():  # a boolean mask fills row by row: the rows' ids in order
         ids[mask] = np.concatenate([np.asarray(rows[i]).reshape(-1) for i in idx])
     return ids, mask

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ._batching import pad_rows, padding_mask
+
 __all__ = ["Sequences", "TokenIds", "masked_pool", "POOLINGS"]
 
 POOLINGS = ("mean", "max", "sum")
@@ -65,9 +67,8 @@ class _Padded:
 
     @property
     def mask(self) -> np.ndarray:
-        """Boolean ``(n, T)`` array, True at real (non-padding) steps."""
-        width = self.shape[1]
-        return np.arange(width)[None, :] < self.lengths[:, None]
+        """Boolean ``(n, T)`` array, True at real (non-padding) steps (`padding_mask`)."""
+        return padding_mask(self.lengths, self.shape[1])
 
     def _check_lengths(self, width: int):
         self.lengths = np.asarray(self.lengths, dtype=np.int64)
@@ -139,8 +140,6 @@ class Sequences(_Padded):
         >>> Sequences.from_rows([np.ones((2, 3)), np.ones((0, 3))]).lengths.tolist()
         [2, 0]
         """
-        from ._batching import pad_rows
-
         if not len(rows):
             return cls(np.zeros((0, 1, int(dim or 0)), np.float32), np.zeros(0, np.int64),
                        tokens=tokens)

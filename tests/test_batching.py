@@ -8,8 +8,9 @@ import pytest
 import torch
 from _float32 import assert_float32_sums_close, mean_terms
 
-from embedkit._batching import length_sorted_batches, pad_rows, run_batches
+from embedkit._batching import length_sorted_batches, pad_rows, padding_mask, run_batches
 from embedkit.machine import resolve_device
+from embedkit.sequences import Sequences
 
 
 def _rows(*lengths):
@@ -153,3 +154,21 @@ def test_device_settings_chunks_and_precision():
     assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("fp32", "cuda") == "fp32"
     # a small training step (MiniLM, batch 32 x 64 tokens) stays fp32 even on a GPU: launch-bound
     assert resolve_precision("auto", "cuda", step_flops=6 * 22.7e6 * 32 * 64) == "fp32"
+
+
+def test_padding_mask_is_one_definition_for_numpy_and_torch():
+    """Position t of row i is real iff t < lengths[i]: the same mask from numpy and torch
+    lengths, the longest row's width by default, and any width asked for."""
+    lengths = np.array([3, 0, 1])
+    want = [[True, True, True], [False, False, False], [True, False, False]]
+    assert padding_mask(lengths).tolist() == want
+    assert padding_mask([3, 0, 1]).tolist() == want
+    mask = padding_mask(torch.from_numpy(lengths))
+    assert mask.dtype == torch.bool and mask.tolist() == want
+    wide = padding_mask(lengths, 5)
+    assert wide.dtype == bool and wide.shape == (3, 5) and wide.sum(1).tolist() == [3, 0, 1]
+    assert padding_mask(torch.tensor([2]), 4).tolist() == [[True, True, False, False]]
+    assert padding_mask(np.zeros(0, np.int64)).shape == (0, 0)
+    # the containers and the padded batches take theirs from it
+    values, lens = pad_rows([np.ones(2), np.ones(4)])
+    assert (Sequences(values[..., None], lens).mask == padding_mask(lens, 4)).all()

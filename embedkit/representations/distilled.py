@@ -9,7 +9,7 @@ no network at transform time, hundreds of times faster than the encoder.
 
 The recipe is model2vec's (Tulkens & van Dongen, 2024); this module implements it over the
 package's encode loop (`embedkit._batching.run_batches`) and `TransformerEmbedder`'s model
-loading (`embedkit.representations.transformer.load_encoder`) because ``model2vec[distill]``
+loading (`embedkit.representations.encoders.load_encoder`) because ``model2vec[distill]``
 pins ``transformers<5.4``.
 The table is written in model2vec's folder format (``model.safetensors`` holding
 ``embeddings``, ``tokenizer.json``, ``config.json``), so ``model2vec.StaticModel.from_pretrained``
@@ -223,7 +223,7 @@ class DistilledEmbedder(Representation):
         from .._batching import run_batches
         from ..base import progress_bars
         from ..sequences import masked_pool
-        from .transformer import load_encoder, special_tokens
+        from .encoders import load_encoder, special_tokens
 
         tokenizer, network, _ = load_encoder(str(source), False, device, "float32")
         vocab = tokenizer.get_vocab()

@@ -2,65 +2,34 @@
 
 Document vectors (cls / mean / max pooling over the last layer or a mean of chosen layers) or
 token-level vectors as `Sequences` (word pieces, or pooled to words). Long documents are
-truncated or split into overlapping windows. Batching, sorting by length, dynamic padding,
-``torch.inference_mode``, device, threads and the progress bar live in the one encode loop
-(`embedkit._batching.run_batches`, through `NeuralEncoder`). `load_encoder` and
-`special_tokens` serve every encoder of the package that runs these models (the distillation of
-`DistilledEmbedder` too).
+truncated or split into overlapping windows (`embedkit.representations._windows`). Batching,
+sorting by length, dynamic padding, ``torch.inference_mode``, device, threads and the progress
+bar live in the one encode loop (`embedkit._batching.run_batches`, through `NeuralEncoder`); the
+model is loaded once per process (`embedkit.representations.encoders`); on the CPU an ONNX
+Runtime graph may run it (`embedkit.representations._onnx`).
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
 import os
 import warnings
 from typing import ClassVar
 
 import numpy as np
 
-from .._batching import Chunks, chunk_bounds
+from .._batching import chunk_bounds
 from .._params import CacheSpec, Device, Layers, Rule, StrOptions, positive_int
 from ..base import store_params
 from ..data.documents import CHARS_PER_TOKEN
 from ..machine import on_accelerator, resolve_device
 from ..sequences import Sequences, masked_pool
 from ..storage.hf_folders import max_tokens
-from ..storage.resources import load_transformer, weights_identity
-from . import _onnx
-from ._neural import NeuralEncoder, broadcast_mask_ok, onednn_linears
+from ..storage.resources import weights_identity
+from . import _onnx, encoders
+from ._neural import NeuralEncoder, broadcast_mask_ok
+from ._windows import DocumentWindows
 
 __all__ = ["TransformerEmbedder"]
-
-# Loaded models are shared by every embedder of the process (clones in a grid search, folds):
-# inference only, never trained in place, so sharing is safe; the two most recent stay loaded.
-@functools.lru_cache(maxsize=2)
-def load_encoder(model: str, trust_remote_code: bool, device: str, dtype: str):
-    """(tokenizer, model, source) for inference with these settings, loaded once per process.
-
-    ``device`` is a resolved device (`embedkit.machine.resolve_device`); ``dtype`` is
-    ``"float32"`` or ``"bfloat16"``. A CPU float32 model runs its linear layers through oneDNN
-    (`onednn_linears`). The model is shared: never train it in place.
-    """
-    tokenizer, encoder, source = load_transformer(model, trust_remote_code=trust_remote_code)
-    if dtype == "bfloat16":
-        import torch
-
-        encoder = encoder.to(torch.bfloat16)
-    encoder = encoder.to(device)
-    if device == "cpu" and dtype == "float32":
-        onednn_linears(encoder)
-    return tokenizer, encoder, source
-
-
-def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
-    """Special token ids the tokenizer puts before and after a text (e.g. [CLS] / [SEP])."""
-    plain = list(tokenizer("hello", add_special_tokens=False)["input_ids"])
-    full = list(tokenizer("hello", add_special_tokens=True)["input_ids"])
-    for cut in range(len(full) - len(plain) + 1):
-        if full[cut:cut + len(plain)] == plain:
-            return full[:cut], full[cut + len(plain):]
-    return [], []  # pragma: no cover - a tokenizer that rewrites the text itself
 
 
 class TransformerEmbedder(NeuralEncoder):
@@ -254,8 +223,8 @@ class TransformerEmbedder(NeuralEncoder):
     def _fit(self, docs, y=None):
         device = resolve_device(self.device)
         backend = _onnx.resolve_backend(self.backend, device, self.dtype)
-        tokenizer, network, source = load_encoder(self.model, bool(self.trust_remote_code),
-                                                  device, self._torch_dtype())
+        tokenizer, network, source = encoders.load_encoder(
+            self.model, bool(self.trust_remote_code), device, self._torch_dtype())
         self._tokenizer, self._network = tokenizer, network
         self.device_ = device  # resolved once: every transform runs there
         self._resolve_batches()
@@ -291,8 +260,8 @@ class TransformerEmbedder(NeuralEncoder):
         if getattr(self, "_network", None) is None:
             self.device_ = resolve_device(self.device)
             self._resolve_batches()
-            tokenizer, network, source = load_encoder(self.model, bool(self.trust_remote_code),
-                                                      self.device_, self._torch_dtype())
+            tokenizer, network, source = encoders.load_encoder(
+                self.model, bool(self.trust_remote_code), self.device_, self._torch_dtype())
             found = weights_identity(source, network)
             if found != self.weights_id_:
                 warnings.warn(
@@ -316,97 +285,7 @@ class TransformerEmbedder(NeuralEncoder):
     def _cache_identity(self):
         return {"weights": self.weights_id_, "max_length": self.max_length_}
 
-    # -- tokens -----------------------------------------------------------------------------
-    def _windows(self, n: int, room: int) -> list[tuple[int, int]]:
-        if n <= room or self.long_documents == "truncate":
-            return [(0, min(n, room))]
-        stride = room // 4 if self.stride is None else int(self.stride)
-        if not 0 <= stride < room:
-            raise ValueError(f"stride={self.stride!r} must lie in [0, {room - 1}] (tokens shared "
-                             f"by consecutive windows of {room} text tokens).")
-        step = room - stride
-        count = 1 + -(-(n - room) // step)
-        return [(k * step, min(k * step + room, n)) for k in range(count)]
-
     # -- encoding ---------------------------------------------------------------------------
-    def _tokenized(self, docs, tokenizer, prefix, suffix, store: dict):
-        """`Chunks` of items (token ids of each window, special tokens included), tokenized chunk
-        by chunk (`chunk_bounds`: all at once on the CPU; on an accelerator the encode loop
-        tokenizes the next chunks while the device runs the current one). ``store`` collects,
-        in document order, each item's document and span and each document's ids / encoding."""
-        room = self.max_length_ - len(prefix) - len(suffix)
-        prefix_a = np.asarray(prefix, dtype=np.int64)
-        suffix_a = np.asarray(suffix, dtype=np.int64)
-        n_pre, n_suf = len(prefix), len(suffix)
-        for key in ("owners", "starts", "stops", "ids", "encodings"):
-            store[key] = []
-        store["n_truncated"] = 0
-
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        if not getattr(tokenizer, "is_fast", False) or backend is None:
-            backend = None
-        else:  # the Rust tokenizer itself (what the Python wrapper calls, without its per-text
-            # Python): no padding, no truncation (a saved tokenizer.json may set both)
-            if backend.truncation is not None:
-                backend.no_truncation()
-            if backend.padding is not None:
-                backend.no_padding()
-
-        def encode(texts):
-            if backend is not None:
-                encodings = backend.encode_batch(texts, add_special_tokens=False)
-                return [e.ids for e in encodings], encodings
-            encoded = tokenizer(texts, add_special_tokens=False, truncation=False,
-                                return_attention_mask=False, return_token_type_ids=False,
-                                verbose=False)
-            return encoded["input_ids"], [None] * len(texts)
-
-        def truncated(doc_ids):
-            """One window per document, built for the whole chunk at once (no per-text numpy)."""
-            lens = np.fromiter(map(len, doc_ids), dtype=np.int64, count=len(doc_ids))
-            keep = np.minimum(lens, room)
-            store["n_truncated"] += int((lens > room).sum())
-            flat = np.fromiter(itertools.chain.from_iterable(doc_ids), dtype=np.int64,
-                               count=int(lens.sum()))
-            ends = np.cumsum(keep + n_pre + n_suf)
-            begins = ends - (keep + n_pre + n_suf)
-            out = np.empty(int(ends[-1]), dtype=np.int64)
-            out[begins[:, None] + np.arange(n_pre)] = prefix_a
-            out[(ends - n_suf)[:, None] + np.arange(n_suf)] = suffix_a
-            within = np.arange(int(keep.sum())) - np.repeat(np.cumsum(keep) - keep, keep)
-            out[np.repeat(begins + n_pre, keep) + within] = flat[
-                np.repeat(np.cumsum(lens) - lens, keep) + within]
-            store["starts"].append(np.zeros(len(keep), dtype=np.int64))
-            store["stops"].append(keep)
-            return [out[a:b] for a, b in zip(begins.tolist(), ends.tolist(), strict=True)]
-
-        def windowed(doc_ids, start):
-            items, owners, starts, stops = [], [], [], []
-            for d, ids in enumerate(doc_ids, start=start):
-                ids = np.asarray(ids, dtype=np.int64)
-                for a, b in self._windows(len(ids), room):
-                    items.append(np.concatenate([prefix_a, ids[a:b], suffix_a]))
-                    owners.append(d)
-                    starts.append(a)
-                    stops.append(b)
-            store["owners"][-1] = np.asarray(owners, dtype=np.int64)
-            store["starts"].append(np.asarray(starts, dtype=np.int64))
-            store["stops"].append(np.asarray(stops, dtype=np.int64))
-            return items
-
-        def chunk(start, stop):
-            doc_ids, encodings = encode(docs[start:stop])
-            store["ids"] += doc_ids
-            store["encodings"] += encodings
-            store["owners"].append(np.arange(start, stop, dtype=np.int64))
-            if self.long_documents == "truncate":
-                return truncated(doc_ids)
-            return windowed(doc_ids, start)
-
-        bounds = chunk_bounds(len(docs), self.device_)
-        total = len(docs) if self.long_documents == "truncate" else None
-        return Chunks((chunk(a, b) for a, b in bounds), total=total)
-
     def _transform(self, docs):
         import torch
 
@@ -419,9 +298,12 @@ class TransformerEmbedder(NeuralEncoder):
         if words and not getattr(tokenizer, "is_fast", False):
             raise ValueError("word_pooling needs a fast (Rust) tokenizer to map pieces to words; "
                              "this model has none. Use word_pooling=None.")
-        prefix, suffix = special_tokens(tokenizer)
-        store: dict = {}
-        chunks = self._tokenized(list(docs), tokenizer, prefix, suffix, store)
+        prefix, suffix = encoders.special_tokens(tokenizer)
+        windows = DocumentWindows(list(docs), tokenizer, prefix, suffix,
+                                  max_length=self.max_length_, long_documents=self.long_documents,
+                                  stride=self.stride)
+        # on an accelerator the encode loop tokenizes the next chunks while the device runs
+        chunks = windows.chunks(chunk_bounds(len(docs), self.device_))
         layer_ids = self._layer_indices()
         pooling = self.pooling
         runner = getattr(self, "_runner", None)
@@ -453,95 +335,9 @@ class TransformerEmbedder(NeuralEncoder):
         texts = docs if type(self).forward_counts is not None else None
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         forward = forward_sequence if sequence else forward_pooled
-        def owners():  # complete once the loop has run (chunks are tokenized during it)
-            return np.concatenate(store["owners"])
-
-        batches = self._run(chunks, forward, pad_id, owners=owners, texts=texts)
-        self.n_truncated_ = store["n_truncated"]
-        starts, stops = np.concatenate(store["starts"]), np.concatenate(store["stops"])
-        items_len = stops - starts + len(prefix) + len(suffix)
-        store["spans"] = list(zip(starts.tolist(), stops.tolist(), strict=True))
-        owners = owners()
+        # the windows' owners are complete once the loop has run (it tokenizes them)
+        batches = self._run(chunks, forward, pad_id, owners=windows.owners, texts=texts)
+        self.n_truncated_ = windows.n_truncated
         if not sequence:
-            return self._pool_windows(batches, items_len, owners, len(docs))
-        return self._sequences(batches, items_len, owners, store, docs, prefix, suffix, words)
-
-    def _pool_windows(self, batches, lengths, owners, n_docs):
-        vectors = np.empty((len(lengths), self.dim_), dtype=np.float32)
-        for idx, out in batches:
-            vectors[idx] = out
-        if len(lengths) == n_docs:  # one window per document, in document order
-            pooled = vectors
-        else:
-            pooled = np.zeros((n_docs, self.dim_), dtype=np.float32)
-            if self.pooling == "max":
-                pooled[:] = -np.inf
-                np.maximum.at(pooled, owners, vectors)
-            else:
-                weights = lengths.astype(np.float32)  # window tokens, special ones included
-                if self.pooling == "cls":
-                    weights[:] = 1.0
-                np.add.at(pooled, owners, vectors * weights[:, None])
-                pooled /= np.bincount(owners, weights=weights, minlength=n_docs)[:, None]
-        if self.normalize:
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            pooled = pooled / np.maximum(norms, 1e-12)
-        return np.ascontiguousarray(pooled, dtype=np.float32)
-
-    def _sequences(self, batches, lengths, owners, store, docs, prefix, suffix, words):
-        per_item: list = [None] * len(lengths)
-        for idx, out in batches:
-            for row, i in enumerate(idx):
-                per_item[i] = out[row, : lengths[i]]
-        spans, n_pre, n_suf = store["spans"], len(prefix), len(suffix)
-        special = [str(t) for t in self._tokenizer.convert_ids_to_tokens(list(prefix) + list(suffix))]
-        n_docs = len(docs)
-        first_item = np.searchsorted(owners, np.arange(n_docs))
-        rows, tokens = [], []
-        for d in range(n_docs):
-            start_i = first_item[d]
-            stop_i = first_item[d + 1] if d + 1 < n_docs else len(lengths)
-            parts, last_stop = [], 0
-            for i in range(start_i, stop_i):  # stitch windows: keep each text token once
-                start, stop = spans[i]
-                body = per_item[i][n_pre: n_pre + (stop - start)]
-                parts.append(body[max(last_stop - start, 0):])
-                last_stop = stop
-            content = np.concatenate(parts) if parts else np.zeros((0, self.dim_), np.float32)
-            enc = store["encodings"][d]
-            if words:
-                vecs, toks = self._pool_words(content, enc, docs[d], last_stop)
-            else:
-                first, last = per_item[start_i], per_item[stop_i - 1]
-                vecs = np.concatenate([first[:n_pre], content, last[len(last) - n_suf:]])
-                pieces = enc.tokens[:last_stop] if enc is not None else [
-                    str(t) for t in self._tokenizer.convert_ids_to_tokens(
-                        store["ids"][d][:last_stop])]
-                toks = list(special[:n_pre]) + list(pieces) + list(special[n_pre:])
-            rows.append(vecs)
-            tokens.append(toks)
-        return Sequences.from_rows(rows, tokens=tokens, dim=self.dim_)
-
-    def _pool_words(self, content, enc, text, n_tokens):
-        word_ids = np.array([-1 if w is None else w for w in enc.word_ids[:n_tokens]], dtype=np.int64)
-        keep = word_ids >= 0
-        if not keep.any():
-            return np.zeros((0, self.dim_), np.float32), []
-        _, inverse = np.unique(word_ids[keep], return_inverse=True)
-        vecs = content[keep]
-        n_words = int(inverse.max()) + 1
-        offsets = np.asarray(enc.offsets[:n_tokens], dtype=np.int64)[keep]
-        starts = np.full(n_words, np.iinfo(np.int64).max)
-        ends = np.zeros(n_words, dtype=np.int64)
-        np.minimum.at(starts, inverse, offsets[:, 0])
-        np.maximum.at(ends, inverse, offsets[:, 1])
-        if self.word_pooling == "first":
-            first = np.full(n_words, len(inverse))
-            np.minimum.at(first, inverse, np.arange(len(inverse)))
-            pooled = vecs[first]
-        else:
-            pooled = np.zeros((n_words, self.dim_), dtype=np.float32)
-            np.add.at(pooled, inverse, vecs)
-            pooled /= np.bincount(inverse, minlength=n_words)[:, None].astype(np.float32)
-        return pooled.astype(np.float32), [text[s:e] for s, e in zip(starts, ends, strict=True)]
-
+            return windows.pooled(batches, self.dim_, self.pooling, self.normalize)
+        return windows.sequences(batches, self.dim_, self.word_pooling)

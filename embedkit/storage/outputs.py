@@ -13,18 +13,17 @@
   goes (or a folder where a file goes), the input file itself, a folder of the user's, a model
   folder, a folder that cannot be written. Each error names the path, what is there and the fix.
 * **One commit point.** `publish_folder` writes the whole folder under a temporary sibling name,
-  then swaps it in at once (`embedkit.storage.files.atomic_path`): a kill at any moment leaves the old
+  then swaps it in at once (`embedkit.storage.files.publish`): a kill at any moment leaves the old
   folder or the new one, never a mix. The user's entries in the old folder are carried into the
   new one as hard links (a copy where the file system has none) before the swap, so they stay
   where they were whatever the moment of a kill. Leftovers of a killed run are removed by the
-  next one, unless they hold a file found nowhere else.
+  next one (`embedkit.storage.files.sweep`), unless they hold a file found nowhere else.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -44,6 +43,8 @@ WRITE_SECONDS = 8.0
 #: slower of a cold and a warm save), kept beyond `WRITE_SECONDS` for a fine-tuned model
 WRITE_RATE = 300e6
 _SHOWN = 6
+#: what tune writes into its folder: the leftovers of a killed run are disposable there
+_OURS = frozenset({*TUNE_ENTRIES, MARK})
 
 
 def _refuse(path, what: str, fix: str) -> ValueError:
@@ -160,9 +161,11 @@ def check_output_folder(path, *, overwrite: bool = False, inputs: Iterable = ())
     Traceback (most recent call last):
     ValueError: ... holds files that embedkit tune did not write (notes.txt); nothing was written...
     """
+    from .files import sweep
+
     path = Path(path)
     target = path.resolve()
-    _recover(target)
+    sweep(target, ours=_OURS)  # a folder a killed run left aside is put back first
     for source in inputs:
         source = Path(source).resolve()
         if source == target or (source.is_dir() and source in target.parents):
@@ -245,9 +248,9 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
 
     The folder is checked again (`check_output_folder`: it may have changed during the work),
     written under a temporary name next to ``path``, marked (`MARK`), then swapped in with
-    one rename (`embedkit.storage.files.atomic_path`); the old folder stays until the swap. Entries of the
-    old folder that ``write`` does not replace and the old mark did not write (the user's) are
-    carried into the new one as hard links, so they never leave ``path``.
+    one rename (`embedkit.storage.files.publish`); the old folder stays until the swap. Entries
+    of the old folder that ``write`` does not replace and the old mark did not write (the
+    user's) are carried into the new one as hard links, so they never leave ``path``.
 
     Parameters
     ----------
@@ -270,12 +273,11 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
     >>> sorted(p.name for p in out.iterdir())
     ['embedkit-tune.json', 'leaderboard.md']
     """
-    from .files import atomic_path
+    from .files import publish
 
     path = Path(path)
     check_output_folder(path, overwrite=overwrite, inputs=inputs)
     target = path.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
     mark, owned, changed, foreign = _survey(target) if target.is_dir() else (None, [], [], [])
     dropped = set(owned)
 
@@ -285,11 +287,10 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
             if name != MARK and name not in dropped and not os.path.lexists(new / name):
                 os.replace(old / name, new / name)
 
-    with atomic_path(target, on_replaced=keep_latecomers) as tmp:
-        tmp.mkdir()
+    def build(tmp: Path) -> None:
         write(tmp)
         entries = {name: _digest(tmp / name) for name in sorted(os.listdir(tmp))}
-        dropped |= set(entries) & set(changed + foreign)  # replaced: overwrite=True said so
+        dropped.update(set(entries) & set(changed + foreign))  # replaced: overwrite=True said so
         for name in changed + foreign:
             if name not in entries:
                 _carry(target / name, tmp / name)
@@ -298,64 +299,9 @@ def publish_folder(path, write: Callable[[Path], object], *, overwrite: bool = F
              "entries": {k: v for k, v in entries.items() if v is not None}}, indent=1))
         if target.is_dir():
             shutil.copystat(target, tmp)  # the folder keeps its permissions
-    _sweep(target)
+
+    publish(target, build, ours=_OURS, on_replaced=keep_latecomers)
     return path
-
-
-# -- leftovers of killed runs ----------------------------------------------------------------
-_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]+\.(?P<kind>tmp|old|probe)$")
-
-
-def _leftovers(target: Path) -> list[tuple[Path, str]]:
-    """``(path, kind)`` of the temporary siblings of ``target`` left by runs that are dead."""
-    import psutil
-
-    found = []
-    for sibling in target.parent.glob(f".{target.name}.*"):
-        match = _LEFTOVER.fullmatch(sibling.name)
-        if match and match["name"] == target.name and not psutil.pid_exists(int(match["pid"])):
-            found.append((sibling, match["kind"]))
-    return found
-
-
-def _recover(target: Path) -> None:
-    """Put back an old folder that a run killed between two renames left aside (on systems
-    without an atomic swap)."""
-    if not os.path.lexists(target):
-        old = [p for p, kind in _leftovers(target) if kind == "old" and p.is_dir()]
-        if old:
-            os.replace(max(old, key=lambda p: p.stat().st_mtime), target)
-
-
-def _only_copies(leftover: Path, target: Path) -> bool:
-    """Whether every file in ``leftover`` is tune's own or also in ``target`` (the same file, or
-    the same bytes): then removing it loses nothing."""
-    from .resources import file_sha256
-
-    ours = {*TUNE_ENTRIES, MARK}
-    for file in leftover.rglob("*"):
-        if file.is_dir() and not file.is_symlink():
-            continue
-        rel = file.relative_to(leftover)
-        top = rel.parts[0]
-        if top in ours or re.fullmatch(r"\.model\.\d+-[0-9a-f]+\.tmp", top):
-            continue
-        twin = target / rel
-        if file.is_symlink() or not twin.is_file():
-            return False
-        if not (os.path.samefile(file, twin) or file_sha256(file) == file_sha256(twin)):
-            return False
-    return True
-
-
-def _sweep(target: Path) -> None:
-    """Remove the leftovers of killed runs next to ``target`` that hold nothing found only there."""
-    for leftover, _ in _leftovers(target):
-        if leftover.is_dir() and not leftover.is_symlink():
-            if _only_copies(leftover, target):
-                shutil.rmtree(leftover, ignore_errors=True)
-        elif leftover.is_file():
-            leftover.unlink(missing_ok=True)
 
 
 # -- prediction files ------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _embedders(extra: bool, bf16: bool, batches=()) -> dict:
     from embedkit import TransformerEmbedder
-    from embedkit.representations import transformer
+    from embedkit.representations import encoders
 
     out = {}
     start = time.perf_counter()
@@ -41,7 +41,7 @@ def _embedders(extra: bool, bf16: bool, batches=()) -> dict:
         out["embedkit int8"] = TransformerEmbedder(dtype="int8").fit(["x"])
         before = os.environ.get("EMBEDKIT_ONEDNN")
         os.environ["EMBEDKIT_ONEDNN"] = "0"
-        transformer.load_encoder.cache_clear()  # load a second, plain copy of the weights
+        encoders.load_encoder.cache_clear()  # load a second, plain copy of the weights
         try:
             out["embedkit torch, no oneDNN"] = TransformerEmbedder(backend="torch").fit(["x"])
         finally:

@@ -125,7 +125,7 @@ def encoding(args, texts_by_set: dict, device: str) -> dict:
     from sentence_transformers import SentenceTransformer
 
     from embedkit import TransformerEmbedder
-    from embedkit.representations.transformer import load_encoder
+    from embedkit.representations.encoders import load_encoder
 
     peers = {}
     for precision in ("fp32", "bf16"):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from ..._batching import length_sorted_batches, pad_rows
+from ..._batching import length_sorted_batches, pad_rows, padding_mask
 
 __all__ = ["LengthGroupedBatches", "pad_token_ids"]
 
@@ -19,7 +19,7 @@ def pad_token_ids(rows, pad_id: int, multiple: int = 1) -> dict:
     longest = max((len(r) for r in rows), default=1)
     width = None if multiple == 1 else -(-max(longest, 1) // multiple) * multiple
     ids, lengths = pad_rows(rows, value=pad_id, dtype=np.int64, width=width)
-    mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
+    mask = padding_mask(lengths, ids.shape[1]).astype(np.int64)
     return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
 
 
