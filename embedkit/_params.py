@@ -18,12 +18,11 @@ constraint classes, and our parameters need a few more (`Sizes` for layer widths
 or a tuple, `NgramRange`, `Layers`, `Device`, `CacheSpec`); and its messages list options in set
 order with no suggestion, where ours are sorted and say "did you mean".
 
-When a representation is fitted inside a scikit-learn ``Pipeline`` (directly, or in a grid
-search or cross-validation), it first validates every embedkit step of that Pipeline
-(`validate_pipeline_steps`), so a head's bad parameter is reported before a single document is
-encoded. The Pipeline is found on the call stack (the frame of ``Pipeline.fit`` that is running);
-outside a Pipeline, or if scikit-learn ever fits steps some other way, each step still validates
-at the start of its own ``fit``.
+Where embedkit builds a pipeline (`embedkit.configure.make_pipeline`, ``compare``, ``tune``, an
+ensemble's members) every step is checked before any work (`validate_steps`), so a head's bad
+parameter is reported before a single document is encoded. In a ``Pipeline`` of your own, each
+step checks its parameters at the start of its own ``fit`` (a step is never told which pipeline
+fits it; embedkit does not look for it on the call stack).
 
 `invalid_values` and `edge_values` derive, from a table entry, values just past and exactly at
 the edges of what it allows; the contract and hostile-input suites use them, so a new parameter
@@ -42,8 +41,6 @@ Word2VecEmbedder(window=0): window must be an int in the range [1, inf).
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -65,7 +62,7 @@ from ._suggest import did_you_mean
 __all__ = ["SEED", "CacheSpec", "Device", "HasMethods", "Interval", "InvalidParameterError", "Layers",
            "NgramRange", "Options", "RealNotInt", "Rule", "Sizes", "StrOptions", "as_sizes",
            "edge_values", "invalid_values", "positive_int", "validate_params",
-           "validate_pipeline_steps", "validate_steps"]
+           "validate_steps"]
 
 
 def positive_int(low: int = 1) -> Interval:
@@ -294,29 +291,6 @@ def validate_params(estimator, only: tuple[str, ...] | None = None) -> None:
         if not rule.test(*values):
             given = ", ".join(f"{n}={v!r}" for n, v in zip(rule.names, values, strict=True))
             raise InvalidParameterError(f"{owner}({given}): {rule.need}.")
-
-
-def validate_pipeline_steps(estimator) -> None:
-    """If ``estimator`` is being fitted by a scikit-learn Pipeline, validate its embedkit steps.
-
-    Looks up the call stack for the outermost ``Pipeline`` (or ``FeatureUnion``) whose ``fit`` /
-    ``fit_transform`` / ``fit_predict`` is running and validates every estimator in it (nested
-    Pipelines, FeatureUnions and ColumnTransformers included) that has a parameter table:
-    embedkit's with `validate_params`, scikit-learn's with their own ``_validate_params`` (what
-    their ``fit`` runs first). Costs microseconds; does nothing outside a Pipeline.
-    """
-    pipeline = None
-    frame = sys._getframe(1)
-    for _ in range(60):  # a Pipeline's fit is a few frames up; bounded so deep stacks stay cheap
-        frame = frame.f_back
-        if frame is None:
-            break
-        if frame.f_code.co_filename.endswith(os.path.join("sklearn", "pipeline.py")):
-            owner = frame.f_locals.get("self")  # a Pipeline or a FeatureUnion
-            if hasattr(owner, "steps") or hasattr(owner, "transformer_list"):
-                pipeline = owner  # keep climbing: the outermost one sees every step
-    if pipeline is not None:
-        validate_steps(pipeline, skip=estimator)
 
 
 def validate_steps(model, skip=None) -> None:

@@ -214,12 +214,11 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
         return self._checked(self._training_features(docs))
 
     def _fit_documents(self, X, y) -> list[str]:
-        """Check the parameters (this estimator's, and inside a Pipeline every step's), validate
-        ``X``, fit on it and reset the cached fitted-state digest; returns the documents."""
-        from ._params import validate_params, validate_pipeline_steps
+        """Check the parameters, validate ``X``, fit on it and reset the cached fitted-state
+        digest; returns the documents."""
+        from ._params import validate_params
 
         validate_params(self)
-        validate_pipeline_steps(self)
         docs = within_reach(validate_documents(X), self._reach())
         self._fit(docs, y)
         self._cache_state = None  # fitted state changed: its digest is recomputed when needed

@@ -158,10 +158,9 @@ class TableEmbedder(CheckedKeywords, TransformerMixin, BaseEstimator):
         return step
 
     def _fit(self, X, y):
-        from .._params import validate_pipeline_steps, validate_steps
+        from .._params import validate_steps
 
         validate_steps(self)  # this step and its text step, before any work
-        validate_pipeline_steps(self)
         step = self._text_step()
         frame = _frame(X)
         named = {"text": self.text_columns, "categorical": self.categorical, "numeric": self.numeric}
