@@ -27,8 +27,12 @@ import scipy.sparse as sp
 from .data.reading import read_chunks
 from .storage.files import atomic_path
 
-__all__ = ["FrameWriter", "embed_file", "encode_frame", "keep_columns", "output_columns",
-           "parquet_to_npy", "predict_file"]
+__all__ = ["EMBED_COLUMNS", "FrameWriter", "embed_file", "encode_frame", "keep_columns",
+           "output_columns", "parquet_to_npy", "predict_columns", "predict_file"]
+
+#: where a column `embed_file` reads is missing: the parameters (and flags) that name them
+EMBED_COLUMNS = ("Name existing columns (text_column=, keep=; on the command line --text-column, "
+                 "--id-column).")
 
 
 class FrameWriter:
@@ -252,7 +256,7 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
     rows = chunks = 0
     with (FrameWriter(out_path, "parquet") as writer,
           tqdm(unit="docs", desc=f"embedding {Path(in_path).name}", disable=not progress) as bar):
-        for chunk in read_chunks(in_path, [text_column, *keep], chunk_size):
+        for chunk in read_chunks(in_path, [text_column, *keep], chunk_size, hint=EMBED_COLUMNS):
             writer.write(encode_frame(chunk[text_column], representation, names, densify,
                                       chunk[keep], f"rows {rows}-{rows + len(chunk) - 1}"))
             rows += len(chunk)
@@ -279,6 +283,47 @@ def _table_columns(model) -> list | None:
     return None
 
 
+def predict_columns(model, text_column: str | None = None,
+                    id_column: str | None = None) -> tuple[list[str], str]:
+    """The columns `predict_file` reads with ``model`` (the id column last), and the fix said
+    where the file lacks one. A model of a table reads the columns it was fitted on by name, so
+    a ``text_column`` named for it is refused (it would be ignored); a model of one text column
+    reads ``text_column`` (``"text"`` by default).
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from embedkit import TfidfEmbedder
+    >>> model = make_pipeline(TfidfEmbedder(), LogisticRegression()).fit(["a", "b"], [0, 1])
+    >>> predict_columns(model, id_column="id")[0]
+    ['text', 'id']
+    """
+    table = _table_columns(model)
+    if table is None:
+        text_column = "text" if text_column is None else text_column
+        if id_column == text_column:
+            raise ValueError(f"id_column={id_column!r} is the text column; name another column.")
+        named = ("text_column=, id_column=; on the command line --text-column, --id-column"
+                 if id_column is not None else "text_column=; on the command line --text-column")
+        return [text_column] + ([id_column] if id_column is not None else []), (
+            f"Name the column of documents{' and the id column' if id_column else ''} ({named}).")
+    shown = ", ".join(map(repr, table))
+    if text_column is not None:
+        raise ValueError(
+            f"text_column={text_column!r} names a column of documents, but this model was fitted "
+            f"on a table: it reads the columns it was fitted on by name ({shown}), and would "
+            "ignore that one. Leave it out (text_column=None; on the command line drop "
+            "--text-column); the file needs those columns.")
+    fix = (f"This model was fitted on a table and reads the columns it was fitted on by name "
+           f"({shown}): the file needs each of them under that name (an empty cell is a missing "
+           "value, which the model takes)")
+    if id_column is None:
+        return table, fix + "."
+    return list(dict.fromkeys([*table, id_column])), (
+        fix + "; and the id column to copy (id_column=; on the command line --id-column).")
+
+
 def _label_set_threshold(model) -> float | None:
     """The threshold above which a model of label sets predicts a label (its head's, fitted on
     label sets); None for a model of one class per row."""
@@ -294,7 +339,7 @@ def _label_sets(decisions: np.ndarray, classes) -> list[str]:
     return [LABEL_SEPARATOR.join(names[row]) for row in decisions]
 
 
-def predict_file(model_dir, input, output, text_column: str = "text",
+def predict_file(model_dir, input, output, text_column: str | None = None,
                  id_column: str | None = None, chunksize: int = 10_000,
                  progress: bool = False, *, encoding: str = "utf-8",
                  overwrite: bool = False) -> dict:
@@ -318,10 +363,11 @@ def predict_file(model_dir, input, output, text_column: str = "text",
         ``.csv``, ``.tsv``, ``.jsonl`` (optionally ``.gz``) or ``.parquet``.
     output : str or Path
         ``.csv``, ``.tsv``, ``.jsonl`` or ``.parquet``; its name decides the format.
-    text_column : str, default="text"
-        The column of documents; a model of a table (`embedkit.TableEmbedder` first) reads the
-        columns it was fitted on by name instead, and a file that lacks one is refused before
-        any row is predicted.
+    text_column : str, optional
+        The column of documents (``"text"`` when not given). A model of a table
+        (`embedkit.TableEmbedder` first) reads the columns it was fitted on by name instead: a
+        ``text_column`` given for it is refused, and so is a file that lacks one of its columns,
+        before any row is predicted (`predict_columns`).
     id_column : str, optional
         A column copied to the output, e.g. the row's id.
     chunksize : int, default=10_000
@@ -371,14 +417,9 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     check_predictions_file(output, input, overwrite=overwrite)
     model = load(model_dir) if isinstance(model_dir, (str, os.PathLike)) else model_dir
     kind = file_format(output)
-    table = _table_columns(model)
-    if table is not None:  # a model of a table reads its columns by name
-        read = table
-    else:
-        if id_column == text_column:
-            raise ValueError(f"id_column={id_column!r} is the text column; name another column.")
-        read = [text_column]
-    columns = list(dict.fromkeys(read + ([id_column] if id_column is not None else [])))
+    table = _table_columns(model)  # a model of a table reads its columns by name
+    columns, fix = predict_columns(model, text_column, id_column)
+    text_column = columns[0]
     classes = getattr(model, "classes_", None)
     proba = hasattr(model, "predict_proba") and classes is not None
     names = [f"proba_{c}" for c in classes] if proba else []
@@ -387,7 +428,7 @@ def predict_file(model_dir, input, output, text_column: str = "text",
     output = Path(output)
     with FrameWriter(output, kind) as writer, tqdm(unit="docs", disable=not progress,
                                                    desc=f"predicting {Path(input).name}") as bar:
-        for chunk in read_chunks(input, columns, chunksize, encoding=encoding):
+        for chunk in read_chunks(input, columns, chunksize, encoding=encoding, hint=fix):
             where = f"{input}, rows {rows}-{rows + len(chunk) - 1}"
             texts = chunk[table] if table is not None else chunk[text_column]
             try:

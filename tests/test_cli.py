@@ -235,7 +235,8 @@ def test_embed_fits_on_the_first_chunk_and_streams_the_rest(tmp_path):
     assert bad.exit_code == 2 and "at rows 70 (data rows" in said(bad) and "dropna" in said(bad)
     assert not (tmp_path / "bad.parquet").exists()
     wrong = run("embed", tmp_path / "in.jsonl", tmp_path / "o.parquet", "--text-column", "body")
-    assert wrong.exit_code == 2 and "no column 'body'; its columns are ['id', 'text', 'label']" in said(wrong)
+    assert wrong.exit_code == 2 and "no column 'body'; its columns are ['id', 'text', 'label']. " \
+        "Name existing columns (--text-column, --id-column)." in said(wrong)  # embed's own flags
 
 
 # ---------------------------------------------------------------- word vectors

@@ -690,3 +690,159 @@ def test_tune_says_when_labels_that_differ_only_by_spaces_were_read_as_one(data,
     assert "note: labels that differ only by surrounding spaces were read as one: 'DESC' and " \
         "'DESC ' as 'DESC'; 'ENTY' and 'ENTY ' as 'ENTY'" in said(result)
     assert sorted(load(tmp_path / "out" / "model").classes_) == sorted(set(rows["label"]))
+
+
+# -- issue 63: every message points at the fix -------------------------------------------------
+WEIGHTS_LIMITED = """
+import resource, signal, sys
+import safetensors.torch
+import embedkit.storage.persist as persist
+import embedkit.tuning._engine as engine
+choose, save, save_file = engine.choose, persist.save, safetensors.torch.save_file
+
+def neural(scored, *args, **kwargs):  # the pick: an MLP, whose weights safetensors writes
+    mlp = [c for c in scored if "mlp" in c.label]  # "tfidf + mlp", and its variants
+    return max(mlp, key=lambda c: c.score) if mlp else choose(scored, *args, **kwargs)
+
+def limited(*args, **kwargs):  # the leaderboard files are written: the limit meets the model
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+    return save(*args, **kwargs)
+
+def weights(*args, **kwargs):  # the real writer, which says when it failed
+    try:
+        return save_file(*args, **kwargs)
+    except Exception as err:
+        print(f"weights: {type(err).__name__}", file=sys.stderr)
+        raise
+
+engine.choose, persist.save, safetensors.torch.save_file = neural, limited, weights
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+from embedkit.cli import app
+app(sys.argv[2:])
+"""
+
+
+def test_a_file_size_limit_met_by_the_picks_weights_is_the_same_clear_error(data, models,
+                                                                            tmp_path):
+    """``ulimit -f`` met by the safetensors weights of tune's pick (an MLP): once ~100 lines of
+    traceback ending in SafetensorError (exit 1), now the write error every other file gets
+    (exit 2), and the earlier result in the folder is left as it was."""
+    folder, _ = data
+    out = tmp_path / "tuned"
+    publish_folder(out, lambda f: save(models["two"][0], f / "model"))
+    before = sums(out)
+    done = _child(WEIGHTS_LIMITED, 4096, "tune", "-f", folder / "questions.csv", "-r", "tfidf",
+                  "-H", "mlp", "--finetune", "no", "--budget", "60s", "-o", out, "--no-progress",
+                  cwd=tmp_path)
+    text = " ".join(done.stderr.replace("│", " ").split())
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "weights: SafetensorError" in text, text  # the weights met the limit
+    assert f"error: could not write {out.resolve()}: a file grew past the largest this process " \
+        "may write (the file-size limit, `ulimit -f`, or the file system's own) ([Errno 27] File " \
+        f"too large). Nothing was written: {out.resolve()} was left as it was. Raise the limit " \
+        "(`ulimit -f unlimited`), or write to another file system." in text, text
+    assert sums(out) == before and len(load(out / "model").classes_) == 2
+    assert sorted(os.listdir(tmp_path)) == ["tuned"]  # no temporary folder left
+
+
+@pytest.mark.parametrize("source", ["questions", "articles"])
+def test_the_least_budget_said_holds_when_it_is_followed(tmp_path, monkeypatch, source):
+    """On a 400-row file ``--budget 10s`` was refused before reading with "give at least
+    --budget 11s (more for a large file)", and 11s or 12s then after reading with "at least 13s".
+    Now a budget below the floor is refused at once with a least that says it is a floor; the
+    next least is said once the search is loaded and the file sized (its bytes and lines), before
+    it is read, and holds: followed, the budget passes the check after reading (the search is
+    stopped where it would start). News articles span lines: more lines than rows."""
+    trec = embedkit.load_dataset("trec" if source == "questions" else "bbc-news")
+    rows = trec.sample(400 if source == "questions" else 120, random_state=0)[["text", "label"]]
+    path = tmp_path / "rows.csv"
+    rows.to_csv(path, index=False)
+
+    def started(self, X, y, **kwargs):
+        raise ValueError(f"the search starts here, on {len(X)} rows")
+
+    monkeypatch.setattr(Tuner, "fit", started)
+    args = ["tune", "-f", path, "-r", "tfidf", "-H", "logreg", "-o", tmp_path / "out"]
+    text = refused(run(*args, "--budget", "1s"))
+    floor = re.search(r"--budget 1s cannot score anything here: starting took \d+ s; the plain "
+                      r"TF-IDF baseline and writing the output need at least \d+ s more; give at "
+                      r"least --budget (\d+)s \(a floor: loading the search and the size of the "
+                      r"data come on top; given that much, the command sizes the data and says the "
+                      r"least that holds\)\.", text)
+    assert floor and "more for a large file" not in text, text
+    budget, refusals = f"{floor[1]}s", []
+    while (result := run(*args, "--budget", budget)).exit_code == 2 and \
+            "cannot score anything" in result.output:
+        text = said(result)
+        least = re.search(rf"--budget {budget} cannot score anything here: starting took \d+ s; "
+                          r"reading the file \(\d+ kB, ([\d,]+) documents at most\), the plain "
+                          r"TF-IDF baseline on them and writing the output need about \d+ s more; "
+                          r"give at least --budget (\d+)s\.", text)
+        assert least and not refusals, (refusals, text)  # said once, before reading: it holds
+        assert int(least[1].replace(",", "")) >= len(rows)  # lines: as many as rows, or more
+        refusals.append(text)
+        budget = f"{least[2]}s"
+    assert result.exit_code == 2 and f"the search starts here, on {len(rows)} rows" in said(result)
+    assert refusals or source == "questions", "the file's size raises the floor"
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_command_refuses_a_header_that_names_a_column_twice(data, models, tmp_path):
+    folder, rows = data
+    path = tmp_path / "films.csv"
+    films = rows.assign(title="t", genre="g", genre2="h")[["text", "title", "genre", "genre2", "label"]]
+    path.write_text(films.to_csv(index=False).replace("genre2", "genre"))
+    message = (f"{path}: its header names the column 'genre' twice (columns 3 and 4, counted from "
+               "1), so which one a command means cannot be told. Give each column its own name in "
+               "the file (e.g. genre_2), then name the one to read.")
+    for args in (["tune", "-f", path, "--column", "genre", "--budget", "1m", "-o", tmp_path / "t"],
+                 ["tune", "-f", path, "--column", "*", "--budget", "1m", "-o", tmp_path / "t"],
+                 ["compare", "--file", path, "--column", "genre", "--quick", "-o", tmp_path / "c"],
+                 ["predict", models["six"][1], path, "-o", tmp_path / "p.csv", "--no-progress"],
+                 ["embed", path, tmp_path / "v.npy", "-r", "tfidf", "--no-progress"]):
+        refused(run(*args), message)
+    assert sorted(os.listdir(tmp_path)) == ["films.csv"]
+
+
+def test_predict_refuses_a_text_column_a_table_model_would_ignore(reviews, models, tmp_path):
+    """``--text-column title`` on a model of a table gave the same predictions as without it;
+    it is refused, and a file without a column says which flags predict takes."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from embedkit import TableEmbedder, TfidfEmbedder
+
+    X = reviews.drop(columns=["label", "split", "stars"])
+    model = save(make_pipeline(TableEmbedder(TfidfEmbedder()), LogisticRegression()).fit(
+        X, reviews["label"]), tmp_path / "model")
+    X.to_csv(tmp_path / "table.csv", index=False)
+    out = tmp_path / "p.csv"
+    refused(run("predict", model, tmp_path / "table.csv", "-o", out, "--text-column", "title"),
+            "Invalid value for --text-column: --text-column 'title' names a column of documents, "
+            "but this model was fitted on a table: it reads the columns it was fitted on by name "
+            "('title', 'body', 'department', 'age'), and would ignore that one. Leave it out (drop "
+            "--text-column); the file needs those columns.")
+    assert not out.exists()
+    assert run("predict", model, tmp_path / "table.csv", "-o", out).exit_code == 0
+    assert len(pd.read_csv(out)) == 8
+    text = refused(run("predict", models["six"][1], tmp_path / "table.csv", "-o", tmp_path / "q.csv",
+                       "--id-column", "id"),
+                   "has no column 'text'; its columns are ['title', 'body', 'department', 'age']. "
+                   "Name the column of documents and the id column (--text-column, --id-column).")
+    assert "--label-column" not in text  # predict takes no such flag
+
+
+def test_tune_names_the_cell_of_text_in_a_column_of_numbers(tmp_path):
+    """A target of scores with the word ``high`` in row 17 was read as 400 classes ("classes
+    [...] have fewer than 3 documents"); now the cell is named, with both fixes, before any
+    search."""
+    scores = embedkit.load_dataset("nyt-editorial-scores").sample(400, random_state=0)
+    scores = scores.assign(label=scores["label"].astype(object))[["text", "label"]]
+    scores.iloc[17, 1] = "high"
+    scores.to_csv(tmp_path / "scores.csv", index=False)
+    refused(run("tune", "-f", tmp_path / "scores.csv", "--budget", "1m", "-o", tmp_path / "out"),
+            "the target column 'label' holds numbers but for row 17 ('high') (counted from 0): "
+            "text where a number should be.", "fix that cell or drop that row (the column is then "
+            "read as numbers, as --task regression reads it); to predict classes, pass --task "
+            "classification.")
+    assert not (tmp_path / "out").exists()

@@ -189,6 +189,18 @@ def test_fine_tuned_encoder_round_trips_as_a_hugging_face_folder(finetuned, trec
     assert restored.model == "all-minilm-l6-v2"  # a refit starts from the pretrained model again
 
 
+def test_saving_a_fine_tuned_encoder_prints_no_progress_bar_of_transformers(finetuned, tmp_path, capfd):
+    """transformers' "Writing model shards" bar once landed between tune's own lines."""
+    pipe, _ = finetuned
+    capfd.readouterr()
+    save(pipe, tmp_path / "again")
+    out, err = capfd.readouterr()
+    assert "Writing model shards" not in out + err and "%|" not in err, err[-300:]
+    from transformers.utils import logging as hf_logging
+
+    assert hf_logging.is_progress_bar_enabled()  # the user's own setting is restored
+
+
 def test_scikit_learn_steps_round_trip(sentences, tmp_path):
     """Nested pipelines, a feature union, scalers, SVD, trusted functions, stacking, regressors."""
     from sklearn.decomposition import TruncatedSVD
@@ -552,3 +564,97 @@ def test_every_public_class_is_trusted_under_the_name_it_is_saved_as():
             assert isinstance(_resolve(name), type), name
     for old, new in RENAMED.items():
         assert old in TRUSTED_TYPES and isinstance(_resolve(new), type)
+
+
+# -- issue 63: a write fault in a serializer's own words is a WriteError ------------------------
+LIMITED_SAVE = """
+import json, resource, signal, sys
+from pathlib import Path
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from embedkit import TfidfEmbedder, save
+from embedkit.heads.mlp import MLPClassifier
+from embedkit.storage.files import WriteError
+
+weights = sys.argv[1] == "weights"  # else a vocabulary whose arrays pass the limit first
+n = 40 if weights else 3000
+docs = [f"film {i} was good" if i % 2 else f"plot {i} was bad" for i in range(n)]
+y = [i % 2 for i in range(n)]
+head = MLPClassifier(epochs=2, hidden_layer_sizes=(256,), random_state=0) if weights else \
+    LogisticRegression()
+pipe = make_pipeline(TfidfEmbedder(), head).fit(docs, y)
+old = save(pipe, Path(sys.argv[2]) / "old")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+said = {}
+for name in ("old", "new"):
+    try:
+        save(pipe, Path(sys.argv[2]) / name)
+    except WriteError as err:
+        chain, cause = [], err.__cause__
+        while cause is not None:
+            chain.append(f"{type(cause).__name__}: {cause}")
+            cause = cause.__cause__
+        said[name] = {"errno": err.errno, "message": str(err), "causes": chain}
+print(json.dumps(said))
+"""
+
+
+@pytest.mark.parametrize("what, first_fault", [
+    ("weights", "SafetensorError: Error while serializing: I/O error: File too large (os error 27)"),
+    ("arrays", "requested and"),  # numpy's short write, which carries no errno
+])
+def test_a_file_size_limit_met_by_the_weights_or_an_array_is_a_write_error(tmp_path, what,
+                                                                           first_fault):
+    """A real ``ulimit -f`` (RLIMIT_FSIZE, SIGXFSZ ignored) met by safetensors' weights or by
+    numpy's arrays: the same `WriteError` as any other file (it named neither before, and
+    safetensors' SafetensorError ended ``embedkit tune`` in a traceback); the earlier model
+    folder is left as it was, and no temporary folder is left."""
+    done = subprocess.run([sys.executable, "-c", LIMITED_SAVE, what, str(tmp_path)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    for name in ("old", "new"):
+        path = tmp_path / name
+        assert said[name]["errno"] == 27, said
+        assert said[name]["message"].startswith(
+            f"could not write {path}: a file grew past the largest this process may write (the "
+            "file-size limit, `ulimit -f`, or the file system's own) ([Errno 27] File too large). "
+            f"Nothing was written: {path} was left as it was. Raise the limit"), said
+        assert said[name]["causes"][0] == "OSError: [Errno 27] File too large", said
+        assert first_fault in said[name]["causes"][-1], said
+    before = load(tmp_path / "old")
+    assert before.predict(["film 3 was good"]).tolist() == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]  # nothing half-written
+
+
+def test_a_full_disk_met_by_the_weights_is_a_write_error(tmp_path, monkeypatch):
+    """ENOSPC as safetensors reports it (its own exception, the OS error in its message) is the
+    same `WriteError` a full disk is for every other file."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+    from sklearn.pipeline import make_pipeline
+
+    from embedkit.heads.mlp import MLPClassifier
+    from embedkit.storage.files import WriteError
+
+    docs = [f"film {i} was good" if i % 2 else f"plot {i} was bad" for i in range(40)]
+    pipe = make_pipeline(embedkit.TfidfEmbedder(), MLPClassifier(epochs=2, random_state=0)).fit(
+        docs, [i % 2 for i in range(40)])
+    written = []
+
+    def full(tensors, filename, metadata=None):
+        written.append(Path(filename).name)
+        raise SafetensorError("Error while serializing: I/O error: No space left on device "
+                              "(os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full)
+    with pytest.raises(WriteError) as caught:
+        save(pipe, tmp_path / "model")
+    assert written == ["module.safetensors"] and caught.value.errno == 28
+    assert str(caught.value).startswith(
+        f"could not write {tmp_path / 'model'}: the disk is full (no space left on the device) "
+        f"([Errno 28] No space left on device). Nothing was written: {tmp_path / 'model'} was left "
+        "as it was. Free some space there, or write somewhere else.")
+    assert not list(tmp_path.iterdir())

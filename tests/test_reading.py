@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embedkit.data.reading import load_texts, read_chunks, read_folder, read_table
+from embedkit.data.reading import load_table, load_texts, read_chunks, read_folder, read_table
 from embedkit.storage.files import file_format
 
 #: texts pandas would read as missing, or mangle, with its default CSV settings
@@ -226,3 +226,78 @@ def test_labels_that_differ_only_by_surrounding_spaces_are_read_as_one_and_said(
                                   "' pos', 'pos' and 'pos ' as 'pos'. Strip the spaces to silence "
                                   "this."]
     assert load_texts(path, label_column="n").attrs["notes"] == []  # numbers are left alone
+
+
+# -- issue 63: a header that names a column twice, sizes before reading, empty label sets --------
+@pytest.mark.parametrize("name", ["a.csv", "a.tsv.gz", "a.parquet"])
+def test_a_header_that_names_a_column_twice_is_refused_naming_it(name, tmp_path):
+    """pandas reads the second ``genre`` as ``genre.1``, a name the file does not hold; a
+    header with empty names (trailing separators) is no such case."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / name
+    header, row = ["text", "title", "genre", "genre", "label"], ["a film", "t", "g1", "g2", "pos"]
+    if name.endswith(".parquet"):
+        pq.write_table(pa.table([pa.array([v]) for v in row], names=header), path)
+    else:
+        _write(pd.DataFrame([row, row], columns=["text", "title", "genre", "genre2", "label"]),
+               path)
+        import gzip
+
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "rt") as fh:
+            lines = fh.read().replace("genre2", "genre")
+        with opener(path, "wt") as fh:
+            fh.write(lines)
+    message = (f"{path}: its header names the column 'genre' twice (columns 3 and 4, counted "
+               "from 1), so which one a command means cannot be told. Give each column its own "
+               "name in the file (e.g. genre_2), then name the one to read.")
+    for read in (lambda: load_texts(path), lambda: read_table(path, ["text", "genre"]),
+                 lambda: next(read_chunks(path, ["title"]))):
+        with pytest.raises(ValueError) as caught:
+            read()
+        assert str(caught.value) == message
+    trailing = tmp_path / "trailing.csv"
+    trailing.write_text("text,label,,\na film,pos,,\nanother,neg,,\n")
+    assert load_texts(trailing).label.tolist() == ["pos", "neg"]
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.tsv.gz", "a.jsonl", "a.parquet", "folder"])
+def test_a_files_size_before_reading_bounds_what_reading_finds(name, tmp_path):
+    """`size_file` counts lines and bytes without parsing: never fewer rows than the reader
+    finds (a quoted text spanning lines counts each line), never fewer characters than the
+    texts hold; None where the file cannot be sized, so that reading it says why."""
+    from embedkit.data.datasets import load_dataset
+    from embedkit.data.reading import size_file
+
+    news = load_dataset("bbc-news").sample(60, random_state=0)[["text", "label"]]
+    assert news.text.str.contains("\n").any()  # texts that span lines
+    if name == "folder":
+        path = tmp_path / "folder"
+        for i, (text, label) in enumerate(news.itertuples(index=False)):
+            (path / label).mkdir(parents=True, exist_ok=True)
+            (path / label / f"{i}.txt").write_text(text)
+    else:
+        path = _write(news, tmp_path / name)
+    size = size_file(path)
+    texts = load_texts(path).text
+    assert len(texts) == 60 and size.rows >= 60 and size.characters >= texts.str.len().sum()
+    if name in ("a.jsonl", "a.parquet", "folder"):
+        assert size.rows == 60  # a line (or a file) a row
+    assert 0 < size.seconds < 1
+    assert size_file(tmp_path / "nope.csv") is None and size_file(tmp_path / "a.xlsx") is None
+
+
+def test_a_label_cell_of_only_the_separator_is_said_to_hold_no_label(tmp_path):
+    path = tmp_path / "a.csv"
+    pd.DataFrame({"text": [f"film {i}" for i in range(8)],
+                  "genres": ["drama|comedy", "|", "drama", " | ", "comedy", "drama|", "||",
+                             "comedy"]}).to_csv(path, index=False)
+    got = load_texts(path, label_column="genres")
+    assert got.attrs["notes"][-1] == (
+        "3 cells of the label column 'genres' hold only '|' (rows 1, 3, 6, counted from 0), read "
+        "as a set of no labels. Write the labels there (drama|comedy), or drop those rows.")
+    assert load_table(path, ["text"], "genres", ["*"]).attrs["notes"][-1].startswith("3 cells")
+    path.write_text("text,genres\na,drama|\nb,comedy\n")
+    assert load_texts(path, label_column="genres").attrs["notes"] == []  # a label, and an empty part

@@ -150,3 +150,75 @@ def test_predict_file_names_a_missing_column_or_a_non_model_folder(small_model, 
     assert not (tmp_path / "out.csv").exists()
     with pytest.raises(ValueError, match="is not an embedkit model folder"):
         predict_file(tmp_path, tmp_path / "in.csv", tmp_path / "out.csv", text_column="body")
+
+
+# -- issue 63: what a model of a table reads, said ------------------------------------------------
+@pytest.fixture
+def table_model(reviews, tmp_path):
+    """A saved model of a table: two text columns, a categorical and a numeric one."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from embedkit import TableEmbedder, save
+
+    X = reviews.drop(columns=["label", "split", "stars"])
+    pipe = make_pipeline(TableEmbedder(TfidfEmbedder(), numeric=["age"]),
+                         LogisticRegression()).fit(X, reviews["label"])
+    X.to_csv(tmp_path / "table.csv", index_label="id")
+    return pipe, save(pipe, tmp_path / "model"), tmp_path / "table.csv"
+
+
+def test_a_model_of_a_table_refuses_a_text_column_it_would_ignore(table_model, tmp_path):
+    from embedkit.streaming import predict_columns
+
+    pipe, folder, table = table_model
+    assert predict_columns(pipe, id_column="id")[0] == ["title", "body", "department", "age", "id"]
+    with pytest.raises(ValueError) as caught:
+        predict_file(folder, table, tmp_path / "out.csv", text_column="title")
+    assert str(caught.value) == (
+        "text_column='title' names a column of documents, but this model was fitted on a table: "
+        "it reads the columns it was fitted on by name ('title', 'body', 'department', 'age'), "
+        "and would ignore that one. Leave it out (text_column=None; on the command line drop "
+        "--text-column); the file needs those columns.")
+    assert not (tmp_path / "out.csv").exists()
+    info = predict_file(folder, table, tmp_path / "out.csv", id_column="id")
+    got = pd.read_csv(tmp_path / "out.csv")
+    assert info["rows"] == 8 and got["id"].tolist() == list(range(8))
+    X = pd.read_csv(table).drop(columns="id")
+    np.testing.assert_allclose(got[["proba_0", "proba_1"]].to_numpy(), pipe.predict_proba(X),
+                               atol=1e-12)
+
+
+def test_a_model_of_a_table_names_the_columns_and_values_it_needs(table_model, tmp_path):
+    _, folder, table = table_model
+    X = pd.read_csv(table)
+    X.drop(columns="age").to_csv(tmp_path / "no_age.csv", index=False)
+    with pytest.raises(ValueError) as caught:
+        predict_file(folder, tmp_path / "no_age.csv", tmp_path / "out.csv")
+    assert str(caught.value).endswith(
+        "has no column 'age'; its columns are ['id', 'title', 'body', 'department']. This model "
+        "was fitted on a table and reads the columns it was fitted on by name ('title', 'body', "
+        "'department', 'age'): the file needs each of them under that name (an empty cell is a "
+        "missing value, which the model takes).")
+    X.assign(age=X["age"].astype(object).where(X.index != 3, "n/a")).to_csv(
+        tmp_path / "words.csv", index=False)
+    with pytest.raises(ValueError) as caught:
+        predict_file(folder, tmp_path / "words.csv", tmp_path / "out.csv")
+    said = str(caught.value)
+    assert said.endswith(  # what the saved model reads there, not a role to name: it has one
+        "rows 0-7: column 'age' holds text at rows 3 ('n/a') (positions from 0), where the model "
+        "reads numbers: it was fitted with 'age' as a numeric column. Write a number in those "
+        "cells, or leave them empty (a missing number, which the model fills in with the median "
+        "of the rows it was fitted on)."), said
+    assert "categorical" not in said and not (tmp_path / "out.csv").exists()
+
+
+def test_a_model_of_one_text_column_names_the_flags_predict_takes(small_model, tmp_path):
+    _, folder = small_model
+    pd.DataFrame({"body": ["a cat"]}).to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(ValueError) as caught:
+        predict_file(folder, tmp_path / "in.csv", tmp_path / "out.csv", id_column="qid")
+    assert str(caught.value).endswith(
+        "has no column 'text'; its columns are ['body']. Name the column of documents and the id "
+        "column (text_column=, id_column=; on the command line --text-column, --id-column).")
+    assert "label" not in str(caught.value)

@@ -296,3 +296,90 @@ def test_tune_searches_label_sets_against_one_vs_rest_baselines(genre_sets, tmp_
         Tuner(budget="1m", scoring="accuracy", progress=False).fit(fit["text"], fit["label"])
     with pytest.raises(ValueError, match="empty on every row"):
         Tuner(budget="1m", task="multilabel", progress=False).fit(fit["text"], [""] * len(fit))
+
+
+# -- issue 63: numbers but for a few cells of text ------------------------------------------------
+@pytest.mark.parametrize("word", ["NaN", "high"])
+def test_numbers_with_a_cell_of_text_are_refused_naming_it_not_read_as_classes(scores_slice, word):
+    """A column of scores with one cell of text was read as 400 classes, and the error said
+    "classes [...] have fewer than 3 documents"; now the cell is named, with both fixes."""
+    scores = scores_slice["label"].astype(object).copy()
+    scores[17] = word
+    with pytest.raises(ValueError) as caught:
+        infer_task(scores, column="score")
+    assert str(caught.value) == (
+        f"the target column 'score' holds numbers but for row 17 ({word!r}) (counted from 0): text "
+        f"where a number should be. Read as it is, each of its {scores.nunique():,} distinct "
+        "values would be a class of its own. To predict the numbers, fix that cell or drop that "
+        "row (the column is then read as numbers, as --task regression reads it); to predict "
+        "classes, pass --task classification.")
+    assert infer_task(scores, "classification") == "classification"  # named: as the user says
+    with pytest.raises(ValueError, match=rf"--task regression needs numbers in 'label', but rows "
+                                         rf"17 \('{word}'\)"):
+        infer_task(scores, "regression")
+    assert infer_task(scores.drop(index=17)) == "regression"
+
+
+@pytest.mark.parametrize("labels", [
+    ["1", "2", "3", "other"] * 25,                         # classes, some of them numbers
+    ["404", "500", "200", "timeout"] * 25,                 # status codes and a word
+    [f"{v:.1f}" for v in np.linspace(0, 9, 80)] + ["other"] * 20,  # a fifth of the cells text
+])
+def test_classes_that_happen_to_include_numbers_stay_classes(labels):
+    assert infer_task(labels) == "classification"
+
+
+# -- issue 61: log-loss and expected calibration error -------------------------------------------
+def test_log_loss_is_scikit_learns_for_classes_and_the_mean_over_labels_for_label_sets():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics import log_loss as sk_log_loss
+
+    from embedkit.data.targets import log_loss
+
+    df = load_dataset("sms-spam").iloc[:600]
+    X = TfidfVectorizer().fit_transform(df["text"])
+    model = LogisticRegression(C=10).fit(X[:400], df["label"][:400])
+    proba, truth = model.predict_proba(X[400:]), df["label"].to_numpy()[400:]
+    assert log_loss(truth, proba) == pytest.approx(sk_log_loss(truth, proba), rel=1e-12)
+    assert log_loss(truth, proba[:, 1]) == pytest.approx(sk_log_loss(truth, proba), rel=1e-12)
+    # a class the rows lack is named through classes=, in the columns' order
+    three = np.column_stack([proba * 0.9, np.full(len(proba), 0.1)])
+    assert log_loss(truth, three, ["ham", "spam", "unseen"]) == pytest.approx(
+        sk_log_loss(truth, three, labels=["ham", "spam", "unseen"]), rel=1e-12)
+    Y = np.array([[1, 0], [0, 1], [1, 1]])
+    P = np.array([[0.9, 0.2], [0.4, 0.7], [0.6, 0.5]])
+    per_label = [sk_log_loss(Y[:, j], P[:, j], labels=[0, 1]) for j in range(2)]
+    assert log_loss(Y, P) == pytest.approx(np.mean(per_label), rel=1e-12)
+    with pytest.raises(ValueError, match=r"labels \['other'\] are not among the classes"):
+        log_loss(["ham", "other"], [[0.5, 0.5], [0.5, 0.5]], ["ham", "spam"])
+    with pytest.raises(ValueError, match="one row of probabilities per label"):
+        log_loss(["ham", "spam"], [[0.5, 0.5]])
+
+
+def test_expected_calibration_error_bins_the_top_class_confidence_in_fifteen_widths():
+    from embedkit.data.targets import CALIBRATION_BINS, expected_calibration_error
+
+    assert CALIBRATION_BINS == 15
+    rng = np.random.default_rng(0)
+    # said 0.9, right 7 times in 10: 0.2 on every row
+    y = np.where(np.arange(1000) % 10 < 7, "a", "b")
+    assert expected_calibration_error(y, np.tile([0.9, 0.1], (1000, 1))) == pytest.approx(0.2)
+    # labels drawn from the probabilities themselves: calibrated up to sampling noise
+    p = rng.uniform(0.5, 1.0, 20000)
+    right = rng.random(20000) < p
+    proba = np.column_stack([p, 1 - p])
+    drawn = np.where(right, 0, 1)
+    assert expected_calibration_error(drawn, proba, [0, 1]) < 0.015
+    # 0.52 and 0.53 share the bin [0.4667, 0.5333); 0.54 is in the next; 1.0 in the last
+    y2 = np.array([0, 1, 0, 0])
+    proba2 = np.array([[0.52, 0.48], [0.53, 0.47], [0.54, 0.46], [1.0, 0.0]])
+    expected = (abs(0.5 - 0.525) * 2 + abs(1 - 0.54) + abs(1 - 1.0)) / 4
+    assert expected_calibration_error(y2, proba2, [0, 1]) == pytest.approx(expected)
+    # label sets: each label a two-class decision, the labels' errors averaged
+    Y = np.array([[1, 0], [1, 0], [0, 0], [1, 1]])
+    P = np.array([[0.9, 0.1], [0.9, 0.3], [0.9, 0.2], [0.9, 0.8]])
+    first = abs(0.75 - 0.9)  # 0.9 on every row, right on three
+    second = (abs(1 - 0.9) * 1 + abs(1 - 0.7) + abs(1 - 0.8) * 2) / 4  # confidences 0.9, 0.7, 0.8, 0.8
+    assert expected_calibration_error(Y, P) == pytest.approx((first + second) / 2)
+    with pytest.raises(ValueError, match="no rows"):
+        expected_calibration_error([], np.zeros((0, 2)), [0, 1])

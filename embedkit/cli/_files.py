@@ -22,7 +22,9 @@ def predict(
                                 help="Where to write: .csv, .tsv, .jsonl or .parquet. Not the input, "
                                      "not a folder; an existing file is replaced only when predict "
                                      "wrote it (or with --overwrite)."),
-    text_column: str = typer.Option("text", help="Column holding the documents."),
+    text_column: str | None = typer.Option(
+        None, help="Column holding the documents (default: text). A model fitted on a table reads "
+                   "the columns it was fitted on by name, and refuses this flag."),
     id_column: str | None = typer.Option(None, help="Column copied to the output (e.g. an id)."),
     encoding: str = opt.ENCODING,
     overwrite: bool = typer.Option(False, "--overwrite",
@@ -40,8 +42,9 @@ def predict(
     from ..storage.files import WriteError
     from ..storage.outputs import check_predictions_file
     from ..storage.persist import is_model_folder, load
-    from ..streaming import predict_file
+    from ..streaming import predict_columns, predict_file
 
+    before = _identity(output)
     try:
         with sigterm_stops():
             try:
@@ -55,6 +58,11 @@ def predict(
                         if is_model_folder(model_dir / "model") else "")
                 raise typer.BadParameter(in_flags(str(err), ctx) + hint,
                                          param_hint="MODEL_DIR") from None
+            try:  # the columns the model reads: a table model's own, or --text-column
+                predict_columns(model, text_column, id_column)
+            except ValueError as err:
+                raise typer.BadParameter(in_flags(str(err), ctx), param_hint="--id-column" if str(
+                    err).startswith("id_column=") else "--text-column") from None
             try:
                 info = predict_file(model, input, output, text_column=text_column,
                                     id_column=id_column, chunksize=chunk_size, progress=progress,
@@ -63,9 +71,21 @@ def predict(
                 raise fail(err, ctx) from None
             except (ValueError, OSError) as err:  # OSError: an unreadable input
                 raise typer.BadParameter(in_flags(str(err), ctx), param_hint="INPUT") from None
-    except KeyboardInterrupt:
-        raise interrupted(f"{output} was not written") from None
+    except KeyboardInterrupt:  # the last rename finishes before a Ctrl-C takes effect
+        if _identity(output) not in (before, None):
+            raise interrupted(f"after every row was written: {output} holds this run's "
+                              "predictions") from None
+        raise interrupted(f"{output} was not written (left as it was)") from None
     typer.echo(f"wrote {info['rows']} predictions to {output}")
+
+
+def _identity(path: Path) -> tuple | None:
+    """Which file ``path`` is (its inode and last change), or None where there is none."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
 def embed(
@@ -96,7 +116,7 @@ def embed(
     """
     from ..configure import make_representation, parse_params
     from ..data.reading import read_chunks
-    from ..streaming import embed_file, parquet_to_npy
+    from ..streaming import EMBED_COLUMNS, embed_file, parquet_to_npy
 
     suffix = output.suffix.lower()
     if suffix not in (".parquet", ".npy"):
@@ -113,7 +133,7 @@ def embed(
                                  "-p output=pooled.", param_hint="--param")
     columns = [text_column] + ([id_column] if id_column else [])
     try:  # the first chunk only: checks the columns and gives the documents to fit on
-        first = next(read_chunks(input, columns, max(fit_rows, 1)), None)
+        first = next(read_chunks(input, columns, max(fit_rows, 1), hint=EMBED_COLUMNS), None)
     except (ValueError, FileNotFoundError) as err:
         raise typer.BadParameter(in_flags(str(err), ctx), param_hint="INPUT") from None
     rep.fit([] if first is None or fit_rows == 0 else first[text_column].tolist())

@@ -16,17 +16,32 @@ from ._errors import fail, interrupted
 __all__ = ["tune"]
 
 
-def _enough(budget: str, seconds: float, spent: float, need: float, data: str = "") -> None:
-    """Refuse a budget that cannot score anything, saying the least that can (with the moment
-    until `Tuner.fit` checks it again, `DECIDING`)."""
+#: the least budget said is this much above what the command measured: the next start of the
+#: command is not exactly as quick as this one, and the least said must hold there too
+HEADROOM = 1.1
+
+
+def _enough(budget: str, seconds: float, spent: float, need: float, done: str, left: str,
+            floor: bool = False) -> None:
+    """Refuse a budget that cannot score anything, saying the least that can: ``spent`` seconds
+    on what is ``done``, ``need`` more for what is ``left``, with the moment until `Tuner.fit`
+    checks it again (`DECIDING`) and `HEADROOM`. A ``floor`` (said at once, before the search is
+    loaded and the data sized) says that it is one."""
     from .._budget import DECIDING, BudgetError
 
     need += DECIDING
     if seconds < spent + need:
-        raise BudgetError(f"--budget {budget} cannot score anything here: starting (and reading the "
-                          f"data) took {spent:.0f} s, the plain TF-IDF baseline{data} and writing "
-                          f"the output need about {need:.0f} s more; give at least --budget "
-                          f"{math.ceil(spent + need)}s" + ("." if data else " (more for a large file)."))
+        least = math.ceil(HEADROOM * (spent + need))
+        raise BudgetError(
+            f"--budget {budget} cannot score anything here: {done} took {spent:.0f} s; {left} "
+            f"need {'at least' if floor else 'about'} {need:.0f} s more; give at least --budget "
+            f"{least}s" + (" (a floor: loading the search and the size of the data come on "
+                           "top; given that much, the command sizes the data and says the least "
+                           "that holds)." if floor else "."))
+
+
+def _size_said(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB" if size >= 1e6 else f"{max(size / 1e3, 1):.0f} kB"
 
 
 def _started() -> float:
@@ -87,7 +102,6 @@ def tune(
     """
     began = _started()
     from .._budget import BudgetError, parse_budget
-    from ..storage.outputs import WRITE_SECONDS
 
     choice = {"auto": "auto", "yes": True, "no": False}
     if finetune not in choice:
@@ -99,11 +113,21 @@ def tune(
     try:
         with sigterm_stops():
             seconds = parse_budget(budget)  # the budget, the output and the data before any work
-            _enough(budget, seconds, time.monotonic() - began, 1 + WRITE_SECONDS)
-            from ..data.datasets import load_dataset
-            from ..storage.outputs import check_output_folder
-            from ..tuning import Tuner, least_budget
+            from ..storage.outputs import WRITE_SECONDS
 
+            _enough(budget, seconds, time.monotonic() - began, 1 + WRITE_SECONDS, "starting",
+                    "the plain TF-IDF baseline and writing the output", floor=True)  # at once
+            from ..data.datasets import load_dataset
+            from ..data.reading import size_file
+            from ..storage.outputs import check_output_folder
+            from ..tuning import Tuner, least_budget  # loaded before the check: their time counts
+
+            size = size_file(file) if file is not None else None
+            if size is not None:  # sized, not read: what it says holds once the file is read
+                _enough(budget, seconds, time.monotonic() - began, size.seconds + least_budget(
+                    rows=size.rows, characters=size.characters, output=output), "starting",
+                    f"reading the file ({_size_said(size.characters)}, {size.rows:,} documents at "
+                    "most), the plain TF-IDF baseline on them and writing the output")
             check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
             df, table = (opt.read_file(file, text_column, label_column, column, encoding)
                          if file is not None else (load_dataset(dataset), None))
@@ -115,7 +139,8 @@ def tune(
                     typer.echo(f"tune: the data has an official split; tuning on its {len(df):,} "
                                "train rows", err=True)
             _enough(budget, seconds, time.monotonic() - began, least_budget(df[features[0]], output),
-                    f" on {len(df):,} documents")
+                    "starting and reading the data", f"the plain TF-IDF baseline on {len(df):,} "
+                    "documents and writing the output")
             tuner = Tuner(seconds, validation=validation, random_state=seed,
                           finetune=choice[finetune], progress=progress, task=task,
                           **(table or {}), representations=representations or None, heads=heads or None,

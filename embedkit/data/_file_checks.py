@@ -1,7 +1,8 @@
 """What a delimited file's bytes and fields say before pandas reads it (`embedkit.data.reading` reads every
 file of documents; these are its checks): rows whose number of fields is not the header's, a
 header that holds the other format's separator, and bytes that are not text in the encoding
-given, each said with the file, the rows or line, and the fix.
+given, a header that names a column twice, each said with the file, the rows or line, and the
+fix.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from pathlib import Path
 
 from .documents import MAX_ROWS_SHOWN
 
-__all__ = ["ENCODINGS", "SEPARATORS", "check_fields", "not_decodable", "other_separator",
-           "raw_bytes", "reading_encoding"]
+__all__ = ["ENCODINGS", "SEPARATORS", "check_fields", "check_names", "not_decodable",
+           "other_separator", "raw_bytes", "reading_encoding"]
 
 
 #: what each separator is called, and the file name ending that reads a file with it
@@ -55,6 +56,7 @@ def check_fields(path: Path, sep: str, encoding: str) -> None:
                     continue  # a blank line: pandas skips it too
                 if header is None:
                     header = len(fields)
+                    check_names(path, fields)
                     continue
                 if len(fields) != header:
                     if not bad:
@@ -89,6 +91,23 @@ def check_fields(path: Path, sep: str, encoding: str) -> None:
                      f"({rows_said} {', '.join(map(str, bad))}{more}, counted from 0; the first on "
                      f"line {first_line} of the file), so {'it' if n_bad == 1 else 'they'} cannot "
                      f"be read as written. {fix}")
+
+
+def check_names(path: Path, names) -> None:
+    """Refuse a header that names a column twice (pandas would read the second as ``name.1``,
+    a name the file does not hold), naming it, where, and the fix. Empty names (a header's
+    trailing separators) are no column anyone names, and are let be."""
+    names, seen = [str(n) for n in names], set()
+    for name in names:
+        if name.strip() and name in seen:
+            at = [k + 1 for k, n in enumerate(names) if n == name]
+            raise ValueError(
+                f"{path}: its header names the column {name!r} "
+                f"{'twice' if len(at) == 2 else f'{len(at)} times'} (columns "
+                f"{', '.join(map(str, at[:-1]))} and {at[-1]}, counted from 1), so which one a "
+                f"command means cannot be told. Give each column its own name in the file (e.g. "
+                f"{name}_2), then name the one to read.")
+        seen.add(name)
 
 
 def reading_encoding(encoding: str) -> str:

@@ -50,9 +50,10 @@ def listing(values, more: int = 0) -> str:
     return shown + (f" and {more} more" if more else "")
 
 
-def numbers(s: pd.Series, column) -> np.ndarray:
+def numbers(s: pd.Series, column, fitted: bool = False) -> np.ndarray:
     """The column as float64: missing, blank and infinite values NaN; text is an error naming
-    the rows that hold it."""
+    the rows that hold it, and the fix: a role to name where the table is being learned, what
+    the model reads there where it was ``fitted`` on the column as numbers."""
     if is_number_dtype(s):
         values = s.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
@@ -61,11 +62,17 @@ def numbers(s: pd.Series, column) -> np.ndarray:
         values = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
         bad = np.flatnonzero(~miss & np.isnan(values))
         if len(bad):
-            rows = [(int(i), s.iloc[i]) for i in bad[:SHOWN]]
+            rows = listing([(int(i), s.iloc[i]) for i in bad[:SHOWN]], max(len(bad) - SHOWN, 0))
+            if fitted:
+                raise ValueError(
+                    f"column {column!r} holds text at rows {rows} (positions from 0), where the "
+                    f"model reads numbers: it was fitted with {column!r} as a numeric column. "
+                    "Write a number in those cells, or leave them empty (a missing number, which "
+                    "the model fills in with the median of the rows it was fitted on).")
             raise ValueError(
-                f"column {column!r} is numeric but holds text at rows {listing(rows, len(bad) - len(rows))} "
-                f"(positions from 0). Clean those values, or name {column!r} as a categorical or "
-                "text column instead.")
+                f"column {column!r} is numeric but holds text at rows {rows} (positions from 0). "
+                f"Clean those values, or name {column!r} as a categorical or text column instead "
+                f"(categorical=[{column!r}]; on the command line --column {column}:categorical).")
     values = np.array(values, dtype=np.float64)  # a copy: the caller's table stays as it is
     values[~np.isfinite(values)] = np.nan  # an infinite number counts as missing
     return values
@@ -282,7 +289,8 @@ def prepared_frame(frame: pd.DataFrame, roles: ColumnRoles, join: bool, everythi
             joined(by_column)} if join else by_column
     if not everything:
         data.update({str(c): categories(frame[c]) for c in roles.categorical})
-        data.update({str(c): numbers(frame[c], c) for c in roles.numeric})
+        # roles read from another table (a fitted model's): text there is the new table's
+        data.update({str(c): numbers(frame[c], c, fitted=True) for c in roles.numeric})
     return pd.DataFrame(data)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,7 @@ import pandas as pd
 from ..storage.files import file_format
 from ._file_checks import (
     check_fields,
+    check_names,
     not_decodable,
     other_separator,
     raw_bytes,
@@ -41,21 +43,84 @@ from ._file_checks import (
 )
 from .documents import MAX_ROWS_SHOWN
 
-__all__ = ["LABEL_SEPARATOR", "load_table", "load_texts", "one_label_per_name", "read_chunks",
-           "read_folder", "read_table"]
+__all__ = ["LABEL_SEPARATOR", "READ_COST", "FileSize", "load_table", "load_texts",
+           "one_label_per_name", "read_chunks", "read_folder", "read_table", "size_file"]
 
 #: the separator of a label set written in one cell (``"drama|comedy"``), read and written so
 LABEL_SEPARATOR = "|"
+#: seconds reading a file of documents takes, a byte and a line (pandas' parser, the pass that
+#: checks every row's fields, the checks of the values): 23 MB of news articles (116k lines)
+#: were read in 1.9 s and 5.7 MB of questions (100k lines) in 1.2 s, on two busy cores
+READ_COST = (8e-8, 7e-6)
+
+
+class FileSize(NamedTuple):
+    """What a file of documents holds, at most, before it is read (`size_file`): ``rows`` (its
+    lines but the header: a quoted text may span several), ``characters`` (its bytes, every
+    column's), and the ``seconds`` reading it takes (`READ_COST`)."""
+
+    rows: int
+    characters: int
+    seconds: float
+
+
+def size_file(path) -> FileSize | None:
+    """The size of a file (or a folder per class) of documents without parsing it: one pass
+    counting its lines (a parquet file's metadata; a folder's files), which is cheap beside
+    reading it. None where it cannot be sized (no such file, a type not read): reading it then
+    says why.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.csv")
+    >>> _ = open(path, "w").write("text,label\\na good film,pos\\na dull one,neg\\n")
+    >>> size_file(path)[:2]
+    (2, 42)
+    """
+    path = Path(path)
+    try:
+        if path.is_dir():
+            files = [f for d in path.iterdir() if d.is_dir() and not d.name.startswith(".")
+                     for f in d.iterdir() if f.is_file() and not f.name.startswith(".")]
+            size = sum(f.stat().st_size for f in files)
+            return FileSize(len(files), size, READ_COST[0] * size + READ_COST[1] * len(files))
+        kind = file_format(path)
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            meta = pq.ParquetFile(path).metadata
+            size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            return FileSize(meta.num_rows, size, READ_COST[0] * size + READ_COST[1] * meta.num_rows)
+        lines, size, last = 0, 0, b"\n"
+        with _opened(path) as fh:
+            while block := fh.read(1 << 20):
+                lines, size, last = lines + block.count(b"\n"), size + len(block), block[-1:]
+        lines += last != b"\n"  # a last line without its newline
+        rows = max(lines - (kind != "jsonl"), 0)  # the header is no document
+        return FileSize(rows, size, READ_COST[0] * size + READ_COST[1] * lines)
+    except (OSError, ValueError):  # gone, unreadable, not a type read: reading it says which
+        return None
+
+
+def _opened(path: Path):
+    import gzip
+
+    return (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb")
+
+
+#: what to do where a column is missing, unless the reader's caller says (``hint=``)
+_NAME_COLUMNS = ("Name existing columns (text_column=, label_column=; on the command line "
+                 "--text-column, --label-column).")
+
+
 def _no_column(path: Path, name: str, columns, hint: str = "") -> ValueError:
-    return ValueError(
-        f"{path} has no column {name!r}; its columns are {list(columns)}. " + (hint or
-        "Name existing columns (text_column=, label_column=, keep=; on the command line "
-        "--text-column, --label-column, --id-column).")
-    )
+    return ValueError(f"{path} has no column {name!r}; its columns are {list(columns)}. "
+                      + (hint or _NAME_COLUMNS))
 
 
 def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
-            chunk_size: int | None, encoding: str) -> Iterator[pd.DataFrame]:
+            chunk_size: int | None, encoding: str, hint: str = "") -> Iterator[pd.DataFrame]:
     """Raw frames of ``path`` (one when ``chunk_size`` is None), with the columns that exist."""
     wanted = columns + optional
     if kind == "parquet":
@@ -63,9 +128,10 @@ def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
 
         pf = pq.ParquetFile(path)
         names = pf.schema_arrow.names
+        check_names(path, names)
         missing = [c for c in columns if c not in names]
         if missing:
-            raise _no_column(path, missing[0], names)
+            raise _no_column(path, missing[0], names, hint)
         present = [c for c in wanted if c in names]
         if chunk_size is None:
             yield pf.read(columns=present).to_pandas()
@@ -85,7 +151,7 @@ def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
             return  # an empty file: no rows
         missing = [c for c in columns if c not in header]
         if missing:
-            raise _no_column(path, missing[0], header, other_separator(header, sep))
+            raise _no_column(path, missing[0], header, other_separator(header, sep) or hint)
         check_fields(path, sep, encoding)
         # every cell as written, except that an empty cell is missing outside the text column
         text = columns[0]
@@ -100,7 +166,7 @@ def _frames(path: Path, kind: str, columns: list[str], optional: list[str],
                 continue  # an empty file, or a header without rows
             missing = [c for c in columns if c not in frame.columns]
             if missing:
-                raise _no_column(path, missing[0], frame.columns)
+                raise _no_column(path, missing[0], frame.columns, hint)
             yield frame
 
 
@@ -124,7 +190,8 @@ def _as_texts(values: pd.Series, path: Path, column: str, first_row: int) -> pd.
 
 
 def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *,
-                optional: Sequence[str] = (), encoding: str = "utf-8") -> Iterator[pd.DataFrame]:
+                optional: Sequence[str] = (), encoding: str = "utf-8",
+                hint: str = "") -> Iterator[pd.DataFrame]:
     """Read ``columns`` of a CSV/TSV/JSONL/parquet file, ``chunk_size`` rows at a time.
 
     Memory is bounded by ``chunk_size``, not by the file: CSV/TSV and JSON Lines go through
@@ -145,6 +212,9 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *
     encoding : str, default="utf-8"
         Text encoding of CSV/TSV/JSON Lines files (a UTF-8 byte-order mark is skipped); bytes
         that do not decode are an error naming the line and the encoding to pass.
+    hint : str, default=""
+        The fix said where a column is missing: the parameters (and flags) that named the
+        columns. By default ``text_column=`` and ``label_column=``.
 
     Yields
     ------
@@ -171,7 +241,7 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *
         raise ValueError(f"chunk_size={chunk_size!r}; pass a positive number of rows, e.g. 10000.")
     columns = list(dict.fromkeys(columns))
     optional = [c for c in optional if c not in columns]
-    frames = _frames(path, kind, columns, optional, chunk_size, reading_encoding(encoding))
+    frames = _frames(path, kind, columns, optional, chunk_size, reading_encoding(encoding), hint)
     rows = 0
     while True:
         try:
@@ -188,7 +258,7 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *
 
 
 def read_table(path, columns: Sequence[str], *, optional: Sequence[str] = (),
-               encoding: str = "utf-8") -> pd.DataFrame:
+               encoding: str = "utf-8", hint: str = "") -> pd.DataFrame:
     """Read ``columns`` of a whole CSV/TSV/JSONL/parquet file, as `read_chunks` reads them.
 
     Examples
@@ -199,7 +269,7 @@ def read_table(path, columns: Sequence[str], *, optional: Sequence[str] = (),
     >>> read_table(path, ["text", "label"]).label.tolist()
     [1, 0]
     """
-    frames = list(read_chunks(path, columns, None, optional=optional, encoding=encoding))
+    frames = list(read_chunks(path, columns, None, optional=optional, encoding=encoding, hint=hint))
     if not frames:  # an empty file
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in dict.fromkeys(columns)})
     return frames[0] if len(frames) == 1 else pd.concat(frames)
@@ -294,7 +364,7 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     out = pd.DataFrame({"text": df[text_column].to_numpy(dtype=object)})
     if label_column:
         out["label"], note = one_label_per_name(df[label_column])
-        out.attrs["notes"] = [note] if note else []
+        out.attrs["notes"] = [n for n in (note, _no_label(df[label_column], label_column)) if n]
     if "split" in df.columns:
         out["split"] = df["split"].to_numpy()
     return out
@@ -348,14 +418,16 @@ def load_table(path, text_columns: Sequence[str], label_column: str | None = "la
                             f"a name the reader keeps for the {clash[0]}s")
                          + "; name each column once (rename it in the file if it must be both).")
     wanted = features + ([label_column] if label_column else [])
-    df = read_table(path, wanted, optional=["split"], encoding=encoding)
+    df = read_table(path, wanted, optional=["split"], encoding=encoding, hint=(
+        "Name existing columns (text_columns=, label_column=, columns=; on the command line "
+        "--text-column, --label-column, --column)."))
     if df.empty:
         raise ValueError(f"{path} has no rows; pass the file that holds your table.")
     _check_usable(df[text_columns[0]], path, text_columns[0])
     out = df[features].reset_index(drop=True)
     if label_column:
         out["label"], note = one_label_per_name(df[label_column])
-        out.attrs["notes"] = [note] if note else []
+        out.attrs["notes"] = [n for n in (note, _no_label(df[label_column], label_column)) if n]
     if "split" in df.columns:
         out["split"] = df["split"].to_numpy()
     out.attrs["text_columns"] = text_columns
@@ -388,6 +460,23 @@ def one_label_per_name(labels: pd.Series) -> tuple[np.ndarray, str]:
                     + "; ".join(groups[:MAX_ROWS_SHOWN])
                     + (f" and {len(groups) - MAX_ROWS_SHOWN} more" if len(groups) > MAX_ROWS_SHOWN
                        else "") + ". Strip the spaces to silence this.")
+
+
+def _no_label(labels: pd.Series, column: str) -> str:
+    """A line naming the rows whose label cell holds only ``|`` (and spaces), which a set of
+    labels reads as no label at all, or ``""``."""
+    only = labels.map(lambda v: isinstance(v, str) and LABEL_SEPARATOR in v
+                      and not v.replace(LABEL_SEPARATOR, "").strip())
+    rows = np.flatnonzero(only.to_numpy(dtype=bool))
+    if not len(rows):
+        return ""
+    more = f" and {len(rows) - MAX_ROWS_SHOWN} more" if len(rows) > MAX_ROWS_SHOWN else ""
+    many = len(rows) > 1
+    return (f"{len(rows)} cell{'s' if many else ''} of the label column {column!r} "
+            f"hold{'' if many else 's'} only '{LABEL_SEPARATOR}' (row{'s' if many else ''} "
+            f"{', '.join(map(str, rows[:MAX_ROWS_SHOWN]))}{more}, counted from 0), read as a set "
+            f"of no labels. Write the labels there (drama{LABEL_SEPARATOR}comedy), or drop "
+            f"{'those rows' if many else 'that row'}.")
 
 
 def _check_usable(texts: pd.Series, path: Path, column: str) -> None:

@@ -11,8 +11,9 @@ import pandas as pd
 from .._suggest import did_you_mean
 from .reading import LABEL_SEPARATOR
 
-__all__ = ["DEFAULT_METRICS", "MULTILABEL_METRICS", "REGRESSION_METRICS", "TASKS", "THRESHOLDS",
-           "infer_task", "multilabel_decisions", "numeric_target", "scorers", "split_label_sets",
+__all__ = ["CALIBRATION_BINS", "DEFAULT_METRICS", "MULTILABEL_METRICS", "REGRESSION_METRICS", "TASKS",
+           "THRESHOLDS", "expected_calibration_error", "infer_task", "log_loss",
+           "multilabel_decisions", "numeric_target", "scorers", "split_label_sets",
            "threshold_scores", "tune_threshold"]
 
 #: the kinds of target: one class per row, a number per row, a set of labels per row
@@ -41,6 +42,10 @@ REGRESSION_METRICS = ("neg_root_mean_squared_error", "neg_mean_absolute_error", 
 #: integer targets with at most this many distinct values are read as classes (a star rating);
 #: more, or any fraction, as numbers. ``task=`` overrides the reading.
 MAX_INTEGER_CLASSES = 10
+#: a target of numbers but for at most this share of its cells (a ``NaN`` or ``high`` typed in a
+#: column of scores) is refused with those cells named, not read as one class per distinct value
+#: (a choice: a column of classes whose names are numbers holds few distinct numbers, no fraction)
+STRAY_TEXT_SHARE = 0.05
 
 
 def _rows(positions, values=None) -> str:
@@ -75,6 +80,27 @@ def numeric_target(values, column: str = "label") -> np.ndarray | None:
         raise ValueError(f"the target column {column!r} holds infinity on "
                          f"{_rows(np.flatnonzero(~np.isfinite(out)))}; drop those rows.")
     return out
+
+
+def _numbers_but_a_few(series: pd.Series, column: str) -> None:
+    """Refuse a target read as classes only because a few of its cells hold text, where its
+    other cells read as numbers (`STRAY_TEXT_SHARE`; fractions, or more than
+    `MAX_INTEGER_CLASSES` values): every distinct number would be a class of its own."""
+    number = pd.to_numeric(series, errors="coerce")
+    text = np.flatnonzero(number.isna().to_numpy())
+    values = number.dropna().to_numpy(dtype=np.float64)
+    if not len(text) or len(text) > max(1, STRAY_TEXT_SHARE * len(series)) or not (
+            np.any(values != np.round(values)) or len(np.unique(values)) > MAX_INTEGER_CLASSES):
+        return
+    where, many = _rows(text, series.to_numpy()[text]), len(text) > 1
+    raise ValueError(
+        f"the target column {column!r} holds numbers but for {where if many else 'row' + where[4:]}"
+        f" (counted from 0): text where a number should be. Read as it is, each of its "
+        f"{series.nunique():,} distinct values would be a class of its own. To predict the "
+        f"numbers, fix {'those cells' if many else 'that cell'} or drop "
+        f"{'those rows' if many else 'that row'} (the column is then read as numbers, as --task "
+        "regression reads it); to predict classes, "
+        "pass --task classification.")
 
 
 def split_label_sets(values, column: str = "label") -> list[list]:
@@ -124,7 +150,8 @@ def infer_task(labels, task: str | None = None, column: str = "label") -> str:
     ------
     ValueError
         An unknown ``task``; a target with one value on every row; ``task="regression"`` on
-        values that are not numbers (the rows named); empty target cells.
+        values that are not numbers (the rows named); empty target cells; numbers but for a few
+        cells of text (`STRAY_TEXT_SHARE`; the cells named), unless ``task`` is named.
 
     Examples
     --------
@@ -140,6 +167,8 @@ def infer_task(labels, task: str | None = None, column: str = "label") -> str:
         split_label_sets(series, column)
         return "multilabel"
     number = numeric_target(series, column)
+    if task is None and number is None:
+        _numbers_but_a_few(series, column)
     if task == "regression":
         if number is None:
             text = pd.to_numeric(series, errors="coerce").isna().to_numpy()
@@ -291,3 +320,92 @@ def scorers(metrics=DEFAULT_METRICS, y=None, pos_label=None,
         else:
             out[m] = skm.get_scorer(m)
     return out, positive
+
+
+# -- how far probabilities can be trusted: log-loss and expected calibration error ------------
+#: the bins of `expected_calibration_error`: equal widths of the top-class confidence
+CALIBRATION_BINS = 15
+
+
+def _as_codes(y, proba, classes) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(codes, proba, multilabel)``: ``y`` as column indices of ``proba`` (``classes`` names
+    the columns; by default the sorted distinct labels of ``y``), or a 0/1 label matrix."""
+    proba = np.asarray(proba, dtype=np.float64)
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] > 1 or y.ndim == 2 and proba.ndim == 2 and proba.shape == y.shape:
+        if y.shape != proba.shape:
+            raise ValueError(f"y is a {y.shape} label matrix but the probabilities are "
+                             f"{proba.shape}; give one probability per row and label.")
+        return (y > 0).astype(np.int64), proba, True
+    y = y.ravel()
+    if proba.ndim == 1:  # the second class's probability of a two-class target
+        proba = np.column_stack([1.0 - proba, proba])
+    classes = np.unique(y) if classes is None else np.asarray(classes)
+    if len(y) != len(proba) or len(classes) != proba.shape[1]:
+        raise ValueError(f"{len(y)} labels and {proba.shape} probabilities: give one row of "
+                         f"probabilities per label and one column per class ({len(classes)} "
+                         "classes; pass classes= in the columns' order where y lacks some).")
+    order = np.argsort(classes, kind="stable")
+    at = np.clip(np.searchsorted(classes[order], y), 0, len(classes) - 1)
+    unknown = classes[order][at] != y
+    if unknown.any():
+        raise ValueError(f"labels {sorted(set(y[unknown].tolist()))[:5]} are not among the "
+                         f"classes {classes.tolist()}; pass classes= naming every column.")
+    return order[at], proba, False
+
+
+def log_loss(y, proba, classes=None) -> float:
+    """Mean negative log-probability of the true class (probabilities clipped to ``[1e-15,
+    1]``); for label sets (``y`` a 0/1 matrix) each label's two-class log-loss, averaged over
+    the labels.
+
+    Parameters
+    ----------
+    y : array-like of labels, or (n, n_labels) 0/1 matrix
+    proba : (n, n_classes) array, columns ordered as ``classes``; (n,) for the second of two
+        classes; (n, n_labels) for label sets
+    classes : array-like, optional
+        The columns' classes; by default the sorted distinct labels of ``y``.
+
+    Examples
+    --------
+    >>> round(log_loss(["a", "b"], [[0.8, 0.2], [0.4, 0.6]]), 4)
+    0.367
+    """
+    codes, proba, multilabel = _as_codes(y, proba, classes)
+    p = np.clip(proba, 1e-15, 1.0)
+    if multilabel:
+        q = np.clip(1.0 - proba, 1e-15, 1.0)
+        return float(np.mean(-np.where(codes > 0, np.log(p), np.log(q)).mean(axis=0)))
+    return float(np.mean(-np.log(p[np.arange(len(codes)), codes])))
+
+
+def _binned_gap(confidence: np.ndarray, right: np.ndarray, bins: int) -> float:
+    which = np.minimum((confidence * bins).astype(np.int64), bins - 1)
+    count = np.bincount(which, minlength=bins)
+    gap = np.abs(np.bincount(which, right, bins) - np.bincount(which, confidence, bins))
+    return float(gap.sum() / max(count.sum(), 1))
+
+
+def expected_calibration_error(y, proba, classes=None, bins: int = CALIBRATION_BINS) -> float:
+    """Expected calibration error (Guo et al., 2017): the rows binned by their top-class
+    confidence into ``bins`` equal widths of [0, 1], and the gap between each bin's accuracy
+    and its mean confidence averaged with the bins' shares of the rows. 0 is perfect; a model
+    that says 0.9 and is right 70 times in 100 adds 0.2 for those rows. For label sets each
+    label is a two-class decision (its confidence ``max(p, 1 - p)``), and the labels' errors
+    are averaged. Arguments as `log_loss`.
+
+    Examples
+    --------
+    >>> y, proba = [0, 0, 1, 1], [[0.9, 0.1], [0.9, 0.1], [0.9, 0.1], [0.2, 0.8]]
+    >>> round(expected_calibration_error(y, proba), 3)  # 0.9 said, 2 of 3 right; 0.8, 1 of 1
+    0.225
+    """
+    codes, proba, multilabel = _as_codes(y, proba, classes)
+    if len(codes) == 0:
+        raise ValueError("no rows to measure calibration on.")
+    if multilabel:
+        return float(np.mean([_binned_gap(np.maximum(p, 1 - p), ((p > 0.5) == (c > 0)).astype(float),
+                                          bins) for p, c in zip(proba.T, codes.T, strict=True)]))
+    right = (proba.argmax(axis=1) == codes).astype(np.float64)
+    return _binned_gap(proba.max(axis=1), right, bins)

@@ -149,7 +149,9 @@ def save(pipeline, path, *, trusted: Iterable[str] = ()) -> Path:
     folders. Packaged resources (the bundled GloVe vectors, the bundled MiniLM) are stored by
     name, not copied. The folder is written next to ``path`` under a temporary name and renamed
     at the end, so an interrupted save leaves no half-written model; an existing model folder at
-    ``path`` is replaced.
+    ``path`` is replaced. A full disk or a file-size limit met by any file of it (the weights
+    included) is a `embedkit.storage.files.WriteError` naming ``path`` and the fix, and leaves
+    ``path`` as it was.
 
     Parameters
     ----------
@@ -182,7 +184,7 @@ def save(pipeline, path, *, trusted: Iterable[str] = ()) -> Path:
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted
 
-    from .files import atomic_path
+    from .files import atomic_path, serializer_faults
 
     try:
         check_is_fitted(pipeline)
@@ -202,7 +204,7 @@ def save(pipeline, path, *, trusted: Iterable[str] = ()) -> Path:
                                   "is a model folder).")
     path.parent.mkdir(parents=True, exist_ok=True)
     trusted = TRUSTED_TYPES | TRUSTED_FUNCTIONS | frozenset(trusted)
-    with atomic_path(path) as tmp:
+    with atomic_path(path) as tmp, serializer_faults(tmp):  # safetensors' own errors too
         tmp.mkdir()
         writer = Writer(tmp, trusted)
         root = writer.encode(pipeline, type(pipeline).__name__)

@@ -90,15 +90,22 @@ def check_table(X, text=None, categorical=None, numeric=None):
     return table, roles
 
 
-def least_budget(docs, output=None) -> float:
-    """Seconds below which a budget cannot score anything on ``docs``: the search's own work a
-    document (`PER_DOC_SECONDS`: checks, the split, the report), the plain TF-IDF baseline on the
-    rows it starts on (`BASELINE_COST` for `MIN_ROWS` and the validation rows, with the margin)
-    and writing ``output`` (`WRITE_SECONDS`)."""
-    chars = float(np.mean([min(len(d), MAX_DOCUMENT_CHARS) for d in docs])) if len(docs) else 0.0
-    rows = min(len(docs), MIN_ROWS + VALID_ROWS)
-    fit = MARGIN * rows / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
-    return 1.0 + PER_DOC_SECONDS * len(docs) + fit + (WRITE_SECONDS if output is not None else 0.0)
+def least_budget(docs=(), output=None, *, rows: int | None = None,
+                 characters: int | None = None) -> float:
+    """Seconds below which a budget cannot score anything on ``docs`` (or, before a file is
+    read, on ``rows`` documents of ``characters`` in all: `embedkit.data.reading.size_file`'s
+    bounds, which give as much or more): the search's own work a document (`PER_DOC_SECONDS`:
+    checks, the split, the report), the plain TF-IDF baseline on the rows it starts on
+    (`BASELINE_COST` for `MIN_ROWS` and the validation rows, with the margin) and writing
+    ``output`` (`WRITE_SECONDS`)."""
+    if rows is None:
+        rows = len(docs)
+        chars = float(np.mean([min(len(d), MAX_DOCUMENT_CHARS) for d in docs])) if rows else 0.0
+    else:
+        chars = min(characters / rows, MAX_DOCUMENT_CHARS) if rows else 0.0
+    used = min(rows, MIN_ROWS + VALID_ROWS)
+    fit = MARGIN * used / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
+    return 1.0 + PER_DOC_SECONDS * rows + fit + (WRITE_SECONDS if output is not None else 0.0)
 
 
 def chosen_pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:

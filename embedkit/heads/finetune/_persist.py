@@ -21,10 +21,13 @@ def save_pretrained(est, path) -> Path:
     """Write ``est`` (fitted) to the folder ``path``; see `TransformerClassifier.save_pretrained`."""
     from safetensors.torch import save_file
 
+    from ...storage.hf_folders import quiet_transformers
+
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    est.module_.encoder.save_pretrained(path)
-    est.tokenizer_.save_pretrained(path)
+    with quiet_transformers():  # its "Writing model shards" bar is not the user's business
+        est.module_.encoder.save_pretrained(path)
+        est.tokenizer_.save_pretrained(path)
     head = {k: v.detach().cpu().contiguous() for k, v in est.module_.state_dict().items()
             if not k.startswith("encoder.")}
     save_file(head, str(path / _HEAD_WEIGHTS))
