@@ -263,17 +263,27 @@ def test_setfit_itself_fits_the_draw_embedkits_setfit_fits_with_the_same_threads
 def test_embedkits_setfit_is_paired_with_setfit_itself_draw_by_draw(tmp_path):
     from pipelines.benchmarks import few_labels
 
+    ours, lib, frozen = few_labels.OURS, few_labels.LIBRARY, few_labels.FROZEN
+
     def line(method, seed, acc, f1, n=8, dataset="sms-spam", **more):
+        ran = {"settings": few_labels.settings(ours)} if method == ours else {}
         return {"dataset": dataset, "n_per_class": n, "seed": seed, "method": method,
                 "accuracy": acc, "f1_macro": f1, "fit_seconds": 10.0 * (seed + 1), "n_test": 60,
-                **more}
+                **ran, **more}
 
-    ours, lib, frozen = few_labels.OURS, few_labels.LIBRARY, few_labels.FROZEN
-    runs = [line(ours, 0, 0.80, 0.70), line(lib, 0, 0.70, 0.60, stopped_by_budget=False),
+    old = line(ours, 0, 0.99, 0.99)
+    del old["settings"]  # written before records kept their settings: SetFit's 20 rounds then
+    runs = [old, line(ours, 0, 0.80, 0.70), line(lib, 0, 0.70, 0.60, stopped_by_budget=False),
             line(ours, 1, 0.90, 0.80), line(lib, 1, 0.70, 0.60, stopped_by_budget=True),
             line(ours, 2, 0.50, 0.50),  # SetFit itself failed on this draw: left out
-            line(ours, 0, 0.60, 0.60, n=64), line(lib, 0, 0.75, 0.75, n=64),
+            line(ours, 0, 0.60, 0.60, n=64, fit_seconds=30.0), line(lib, 0, 0.75, 0.75, n=64),
             line(frozen, 0, 0.65, 0.65), line(frozen, 0, 0.70, 0.70, n=64)]
+    assert few_labels.settings(ours)["num_iterations"] is None  # SetFit's own pairs
+    assert old not in few_labels.current(runs) and len(few_labels.current(runs)) == len(runs) - 1
+    done = {(r["dataset"], r["n_per_class"], r["seed"], r["method"])
+            for r in few_labels.current([old])}
+    assert (8, ours, "sms-spam", (8, 0)) in few_labels.jobs(["sms-spam"], [8], 1, 0, done, [ours])
+    runs = few_labels.current(runs)
     table = few_labels.against_library(pd.DataFrame(runs))
     eight, sixty_four = table.loc[("sms-spam", 8)], table.loc[("sms-spam", 64)]
     assert eight["accuracy ours"] == pytest.approx(0.85)
@@ -281,20 +291,23 @@ def test_embedkits_setfit_is_paired_with_setfit_itself_draw_by_draw(tmp_path):
     assert eight["accuracy diff"] == pytest.approx(0.15)
     assert eight["accuracy se"] == pytest.approx(np.std([0.1, 0.2], ddof=1) / np.sqrt(2))
     assert eight["f1_macro diff"] == pytest.approx(0.15)
-    assert (eight["draws"], eight["stopped"], eight["fit s ours"]) == (2, 1, 15.0)
-    assert sixty_four["accuracy diff"] == pytest.approx(-0.15)
+    assert (eight["draws"], eight["stopped"], eight["fit s ours"], eight["fit ratio"]) == (2, 1, 15.0, 1.0)
+    assert sixty_four["accuracy diff"] == pytest.approx(-0.15) and sixty_four["fit ratio"] == 3.0
     assert np.isnan(sixty_four["accuracy se"]) and sixty_four["draws"] == 1
     verdict = few_labels.library_verdict(table)
     assert "* 8 per class: embedkit's SetFit behind SetFit's by more than one standard error on " \
-           "0 of 1 datasets (none)." in verdict
-    assert "* 64 per class" in verdict and "one draw only: sms-spam" in verdict
+           "0 of 1 datasets (none); fit time within 1.25x of SetFit's on 1 of 1 (over it: none)." \
+           in verdict
+    assert "* 64 per class" in verdict and "one draw only: sms-spam; fit time within 1.25x of " \
+           "SetFit's on 0 of 1 (over it: sms-spam)." in verdict
     # the report: its own section; the frozen baselines' table never counts these runs' draws
-    (tmp_path / few_labels.RUNS).write_text("".join(json.dumps(r) + "\n" for r in runs))
+    (tmp_path / few_labels.RUNS).write_text("".join(json.dumps(r) + "\n" for r in [old, *runs]))
     few_labels.report(tmp_path)
     text = (tmp_path / "few_labels.md").read_text()
-    assert "| sms-spam | 8 | 85.0 | 70.0 | +15.0 ± 5.0 | 75.0 | 60.0 | +15.0 ± 5.0 | 15 | 15 | 2 | 1 |" \
-        in text
-    assert "| sms-spam | 64 | 60.0 | 75.0 | -15.0 |" in text
+    assert "| sms-spam | 8 | 85.0 | 70.0 | +15.0 ± 5.0 | 75.0 | 60.0 | +15.0 ± 5.0 | 15 | 15 | 1.00x " \
+           "| 2 | 1 |" in text  # the record of the earlier settings (0.99) is left out, and said
+    assert "1 of the 10 records in `few_labels_runs.jsonl` are runs redone since" in text
+    assert "| sms-spam | 64 | 60.0 | 75.0 | -15.0 |" in text and "| 30 | 10 | 3.00x |" in text
     assert "setfit-mpnet" not in text.split("## embedkit's SetFit")[0]
     section = text.split("## embedkit's SetFit")[1]
     assert f"Command: `{few_labels.LIBRARY_COMMAND}`." in section

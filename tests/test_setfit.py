@@ -1,7 +1,8 @@
 """SetFitClassifier: the packaged MiniLM tuned on pairs of a real SMS slice, then LR.
 
-One small fit per session (8 SMS per class, 1 pair round: 32 pairs, two steps) is shared; the
-determinism test fits once more. The contract and hostile-input suites cover the parameter table.
+One small fit per session (8 SMS per class, SetFit's default pairs: 128, eight steps) is shared;
+the determinism test fits once more, the others briefly (one or four steps). The contract and
+hostile-input suites cover the parameter table.
 """
 
 from __future__ import annotations
@@ -16,49 +17,98 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
 
 from embedkit import load, save
-from embedkit.heads.setfit import SetFitClassifier, contrastive_pairs
+from embedkit.heads.setfit import SetFitClassifier, contrastive_pairs, count_pairs
 
-PARAMS = {"num_iterations": 1, "max_length": 32, "random_state": 3}
+PARAMS = {"max_length": 32, "random_state": 3}
 
 
-@pytest.fixture(scope="session")
-def sms():
-    """8 SMS per class to train on, and a held-out slice of 30 per class."""
+def _sms(held_out: int) -> tuple:
+    """8 SMS per class to train on, and ``held_out`` per class of the others."""
     from embedkit.data.datasets import load_dataset
 
     df = load_dataset("sms-spam")
     train = df.groupby("label").sample(8, random_state=0)
-    test = df.drop(train.index).groupby("label").sample(30, random_state=0)
+    test = df.drop(train.index).groupby("label").sample(held_out, random_state=0)
     return (train.text.tolist(), train.label.to_numpy(), test.text.tolist(),
             test.label.to_numpy())
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
+def sms():
+    """8 SMS per class to train on, and a held-out slice of 30 per class."""
+    return _sms(30)
+
+
+@pytest.fixture(scope="module")
 def fitted(sms):
     X, y, _, _ = sms
     return SetFitClassifier(**PARAMS).fit(X, y)
 
 
-def test_pairs_follow_the_labels_and_the_seed():
-    codes = np.array([0, 0, 0, 1, 1, 2])
-    first, second, target = contrastive_pairs(codes, 4, np.random.default_rng(0))
-    assert len(first) == 2 * 4 * len(codes)
-    np.testing.assert_array_equal(codes[first] == codes[second], target == 1.0)
-    # every row anchors one positive and one negative pair per round
-    np.testing.assert_array_equal(np.bincount(first), [8] * len(codes))
-    again = contrastive_pairs(codes, 4, np.random.default_rng(0))
+def _drawn(first, second, target, positive: bool) -> dict:
+    """How many times each unordered pair was drawn on one side."""
+    keep = (target == 1.0) == positive
+    pairs = np.sort(np.stack([first[keep], second[keep]], axis=1), axis=1)
+    found, times = np.unique(pairs, axis=0, return_counts=True)
+    return dict(zip(map(tuple, found.tolist()), times.tolist(), strict=True))
+
+
+#: three classes of 3, 2 and 1 rows: same-class pairs (0,1) (0,2) (1,2) (3,4) and the lone row 5
+#: with itself; 11 pairs across classes
+CODES = np.array([0, 0, 0, 1, 1, 2])
+SAME = {(0, 1), (0, 2), (1, 2), (3, 4), (5, 5)}
+ACROSS = {(i, j) for i in range(6) for j in range(i + 1, 6) if CODES[i] != CODES[j]}
+
+
+def test_pairs_are_setfits_distinct_pairs_with_the_smaller_side_repeated():
+    first, second, target = contrastive_pairs(CODES, None, np.random.default_rng(0))
+    assert len(ACROSS) == 11 and count_pairs([3, 2, 1]) == 22 == len(first)
+    np.testing.assert_array_equal(CODES[first] == CODES[second], target == 1.0)
+    np.testing.assert_array_equal(target, [1.0, 0.0] * 11)
+    # every pair across classes once; the 5 same-class pairs twice, one of them a third time
+    assert _drawn(first, second, target, False) == dict.fromkeys(ACROSS, 1)
+    same = _drawn(first, second, target, True)
+    assert set(same) == SAME and sorted(same.values()) == [2, 2, 2, 2, 3]
+    again = contrastive_pairs(CODES, None, np.random.default_rng(0))
     assert all(np.array_equal(a, b) for a, b in zip((first, second, target), again, strict=True))
-    other = contrastive_pairs(codes, 4, np.random.default_rng(1))
+    other = contrastive_pairs(CODES, None, np.random.default_rng(1))
     assert not np.array_equal(second, other[1])
 
 
-def test_beats_a_dummy_on_held_out_sms(sms, fitted):
+def test_num_iterations_and_max_pairs_set_the_count_distinct_pairs_first():
+    first, second, target = contrastive_pairs(CODES, 4, np.random.default_rng(0))
+    assert len(first) == count_pairs([3, 2, 1], num_iterations=4) == 2 * 4 * 6
+    # 24 a side: each same-class pair 4 or 5 times, each pair across classes 2 or 3 times
+    assert set(_drawn(first, second, target, True).values()) == {4, 5}
+    assert set(_drawn(first, second, target, False).values()) == {2, 3}
+    first, second, target = contrastive_pairs(CODES, None, np.random.default_rng(0), max_pairs=9)
+    assert len(first) == count_pairs([3, 2, 1], max_pairs=9) == 10  # 5 a side, none repeated
+    assert _drawn(first, second, target, True) == dict.fromkeys(SAME, 1)
+    assert len(_drawn(first, second, target, False)) == 5
+    # SetFit's counts, against the 20 rounds this head drew before (640 and 5,120)
+    assert (count_pairs([8, 8]), count_pairs([64, 64]), count_pairs([8] * 6)) == (128, 8192, 1920)
+    assert count_pairs([8, 8], num_iterations=20) == 640
+    codes = np.repeat([0, 1], 64)
+    first, second, _ = contrastive_pairs(codes, None, np.random.default_rng(0), max_pairs=6400)
+    assert len(np.unique(np.sort(np.stack([first, second], axis=1), axis=1), axis=0)) == 6400
+
+
+def test_beats_frozen_minilm_and_a_dummy_on_held_out_sms(sms, fitted):
+    from sklearn.linear_model import LogisticRegression
+
+    from embedkit import TransformerEmbedder
+
     X, y, X_test, y_test = sms
     dummy = DummyClassifier(strategy="most_frequent").fit(X, y).score(X_test, y_test)
     assert dummy == 0.5
     assert fitted.score(X_test, y_test) >= dummy + 0.2  # 46 of 60 here, the dummy 30
-    assert fitted.n_pairs_ == 32 and fitted.dim_ == 384
-    assert [e["step"] for e in fitted.history_][-1] == 2  # 32 pairs in batches of 16
+    # the encoder it starts from, frozen, + logistic regression, on 200 other SMS per class
+    _, _, X_wide, y_wide = _sms(200)
+    frozen = TransformerEmbedder(max_length=32).fit(X)
+    plain = LogisticRegression(max_iter=3000).fit(frozen.transform(X), y)
+    assert fitted.score(X_wide, y_wide) > plain.score(frozen.transform(X_wide), y_wide)  # 328, 321
+    assert fitted.n_pairs_ == count_pairs([8, 8]) == 128 and fitted.dim_ == 384
+    assert [e["step"] for e in fitted.history_][-1] == 8  # 128 pairs in batches of 16
     proba = fitted.predict_proba(X_test)
     assert proba.shape == (60, 2) and np.isfinite(proba).all()
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
@@ -132,13 +182,13 @@ def test_bad_input_errors(sms, fitted):
     assert fitted.predict_proba([]).shape == (0, 2)
 
 
-def test_max_steps_caps_the_steps_and_epochs_repeat_the_pairs(sms):
+def test_max_steps_draws_only_the_pairs_it_trains_on_and_epochs_repeat_the_pairs(sms):
     X, y, _, _ = sms
     capped = SetFitClassifier(**PARAMS, epochs=3, max_steps=1).fit(X, y)
-    assert [e["step"] for e in capped.history_][-1] == 1
-    assert [e["epoch"] for e in capped.history_][-1] < 1
-    longer = SetFitClassifier(**PARAMS, epochs=2).fit(X, y)  # 2 epochs of 2 steps
-    assert [e["step"] for e in longer.history_][-1] == 4
+    assert capped.n_pairs_ == 16 and [e["step"] for e in capped.history_][-1] == 1
+    longer = SetFitClassifier(**PARAMS, num_iterations=1, epochs=2).fit(X, y)  # 2 epochs of 2 steps
+    assert longer.n_pairs_ == 2 * 16 and [e["step"] for e in longer.history_][-1] == 4
+    assert [e["epoch"] for e in longer.history_][-1] == 2
 
 
 def test_the_device_is_resolved_at_fit_and_when_a_folder_loads(sms, fitted, tmp_path, monkeypatch):

@@ -1,13 +1,14 @@
 """Few-label classification the SetFit way: tune the sentence encoder on pairs, then fit a
 logistic regression on the tuned sentence vectors.
 
-`SetFitClassifier` takes raw documents. ``fit`` draws pairs of training documents (for each
-document, in each of ``num_iterations`` rounds, one partner of its own class, target cosine 1,
-and one of another class, target 0), tunes the encoder on them with sentence-transformers'
-``SentenceTransformerTrainer`` and ``CosineSimilarityLoss``, then fits scikit-learn's
-``LogisticRegression`` on the tuned encoder's vectors of the training documents. The training
-loop, its schedule and its batching are sentence-transformers' (Hugging Face's ``Trainer``);
-only the pair sampling is written here.
+`SetFitClassifier` takes raw documents. ``fit`` draws pairs of training documents as SetFit 1.x
+does by default (`contrastive_pairs`: distinct pairs of one class, target cosine 1, and of two
+classes, target 0, as many of each, the smaller side's repeated), tunes the encoder on them with
+sentence-transformers' ``SentenceTransformerTrainer`` and ``CosineSimilarityLoss``, then fits
+scikit-learn's ``LogisticRegression`` on the tuned encoder's vectors of the training documents.
+The training loop, its schedule and its batching are sentence-transformers' (Hugging Face's
+``Trainer``); only the pair sampling is written here. `count_pairs` says how many pairs a
+labelling makes, before any fit: the work of a fit is proportional to them.
 
 Why not the ``setfit`` package itself: its trainer does not take a device (it trains on the
 GPU whenever one exists), orders its pairs with a fixed seed whatever the run's seed, and
@@ -35,50 +36,107 @@ from ._base import LEARNING_RATE
 from ._targets import check_target_rows, encode_class_labels
 from ._tasks import ReadsText
 
-__all__ = ["SetFitClassifier", "contrastive_pairs"]
+__all__ = ["SetFitClassifier", "contrastive_pairs", "count_pairs"]
 
 
-def contrastive_pairs(codes: np.ndarray, num_iterations: int,
-                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """SetFit's pairs: in each of ``num_iterations`` rounds, every row is paired once with a
-    random row of its own class (target 1.0; possibly itself when its class has one row) and
-    once with a random row of another class (target 0.0).
+def contrastive_pairs(codes: np.ndarray, num_iterations: int | None, rng: np.random.Generator,
+                      max_pairs: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SetFit's pairs: distinct pairs of rows of one class (target 1.0) and of two classes
+    (target 0.0), as many of each, in random order.
+
+    Each side draws its distinct pairs without replacement and repeats one only once all of
+    that side's pairs are drawn. A row alone in its class has no partner of its class: its
+    positive pair is the row with itself.
 
     Parameters
     ----------
     codes : int array of shape (n,)
         Class index of each row (at least two classes).
-    num_iterations : int
+    num_iterations : int or None
+        None: each side gets as many pairs as the larger side has distinct pairs (SetFit's
+        "oversampling": every distinct pair once, the smaller side's repeated). An int:
+        ``num_iterations * n`` pairs a side.
     rng : numpy Generator
+    max_pairs : int or None, default=None
+        At most this many pairs in all (half a side, rounded up), distinct ones first.
 
     Returns
     -------
     (first, second, target): row indices of each pair and its target cosine similarity;
-    ``2 * n * num_iterations`` pairs, positives and negatives alternating.
+    `count_pairs` of them, positives and negatives alternating.
 
     Examples
     --------
-    >>> first, second, target = contrastive_pairs(np.array([0, 0, 1]), 2, np.random.default_rng(0))
-    >>> len(first), target[:2].tolist()
+    >>> codes = np.array([0, 0, 0, 1, 1])
+    >>> first, second, target = contrastive_pairs(codes, None, np.random.default_rng(0))
+    >>> len(first), target[:2].tolist()  # 3 + 1 same-class pairs, 6 across: 6 a side
     (12, [1.0, 0.0])
-    >>> bool(((np.array([0, 0, 1])[first] == np.array([0, 0, 1])[second]) == (target == 1)).all())
+    >>> bool(((codes[first] == codes[second]) == (target == 1)).all())
     True
     """
     codes = np.asarray(codes, dtype=np.int64)
-    n = len(codes)
-    order = np.argsort(codes, kind="stable")  # rows grouped by class
-    counts = np.bincount(codes)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    anchors = np.concatenate([rng.permutation(n) for _ in range(num_iterations)])
-    cls = codes[anchors]
-    same = order[starts[cls] + rng.integers(0, counts[cls])]
-    # a uniform draw among the rows of the other classes: skip over the anchor's own block
-    r = rng.integers(0, n - counts[cls])
-    other = order[np.where(r < starts[cls], r, r + counts[cls])]
-    first = np.repeat(anchors, 2)
-    second = np.stack([same, other], axis=1).ravel()
-    target = np.tile(np.array([1.0, 0.0]), len(anchors))
-    return first, second, target
+    sides = _sides(codes)
+    per_side = count_pairs(np.bincount(codes), num_iterations, max_pairs) // 2
+    first, second = [], []
+    for partner, count in sides:
+        total = int(count.sum())
+        cycles, rest = divmod(per_side, total)
+        k = np.concatenate([*(rng.permutation(total) for _ in range(cycles)),
+                            rng.choice(total, size=rest, replace=False)]).astype(np.int64)
+        ends = np.cumsum(count)  # the pairs of sorted position p are ends[p]-count[p] ... ends[p]-1
+        p = np.searchsorted(ends, k, side="right")
+        first.append(p)
+        second.append(partner[p] + k - (ends[p] - count[p]))
+    order = np.argsort(codes, kind="stable")
+    return (order[np.stack(first, axis=1).ravel()], order[np.stack(second, axis=1).ravel()],
+            np.tile(np.array([1.0, 0.0]), per_side))
+
+
+def _sides(codes: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The distinct positive and negative pairs of rows sorted by class, each as (first partner,
+    partner count) per sorted position: position p pairs with positions ``first[p]`` to
+    ``first[p] + count[p] - 1``, each unordered pair once."""
+    n, counts = len(codes), np.bincount(codes)
+    sorted_codes = np.sort(codes)
+    end = np.cumsum(counts)[sorted_codes]  # one past the last position of p's class
+    p = np.arange(n)
+    own = p + (counts[sorted_codes] > 1)  # a row alone in its class pairs with itself
+    return [(own, end - own), (end, n - end)]
+
+
+def count_pairs(class_counts, num_iterations: int | None = None,
+                max_pairs: int | None = None) -> int:
+    """The number of pairs `contrastive_pairs` draws for classes of ``class_counts`` rows.
+
+    Parameters
+    ----------
+    class_counts : sequence of int
+        Rows per class (two classes or more).
+    num_iterations, max_pairs : as `contrastive_pairs`.
+
+    Returns
+    -------
+    int : twice the pairs a side, where a side holds ``max(P, N)`` pairs for ``P`` distinct
+    same-class pairs (a row alone in its class counting one, with itself) and ``N`` distinct
+    pairs across classes, or ``num_iterations * n`` with ``n`` the rows; at most
+    ``max_pairs`` rounded up to even.
+
+    Examples
+    --------
+    >>> count_pairs([8, 8])  # 2 x 28 same-class pairs, 64 across: 64 a side
+    128
+    >>> count_pairs([64, 64]), count_pairs([8] * 6), count_pairs([8, 8], num_iterations=20)
+    (8192, 1920, 640)
+    """
+    counts = np.asarray(class_counts, dtype=np.int64)
+    counts = counts[counts > 0]
+    n = int(counts.sum())
+    same = int(np.where(counts > 1, counts * (counts - 1) // 2, 1).sum())
+    across = (n * n - int((counts * counts).sum())) // 2
+    side = max(same, across) if num_iterations is None else int(num_iterations) * n
+    if max_pairs is not None:
+        side = min(side, -(-int(max_pairs) // 2))
+    return 2 * side
 
 
 class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierMixin, BaseEstimator):
@@ -95,15 +153,20 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         The packaged MiniLM (a named resource, `embedkit.storage.resources`) or a local
         sentence-transformers / Hugging Face model folder (safetensors weights). Never
         downloads, never runs code shipped with a model.
-    num_iterations : int, default=20
-        Rounds of pair sampling: each round pairs every training document once with a document
-        of its class and once with one of another class, so an epoch holds
-        ``2 * num_iterations * n_documents`` pairs.
+    num_iterations : int or None, default=None
+        How many pairs an epoch holds. None: SetFit's default ("oversampling"): every distinct
+        pair of documents of one class (target 1) and of two classes (target 0) once, and pairs
+        of the smaller of the two sides again until both are as large (two classes of 8
+        documents: 56 same-class pairs, 64 cross-class, 2 x 64 = 128 in all). An int:
+        ``num_iterations * n_documents`` pairs a side, ``2 * num_iterations * n_documents`` in
+        all (SetFit's ``num_iterations``), distinct pairs before repeated ones.
     epochs : int, default=1
         Passes over the pairs.
     max_steps : int or None, default=None
         At most this many optimizer steps (batches of pairs, shuffled), whatever the epochs:
-        bounds the cost on large training sets, where SetFit's pairs grow with the documents.
+        bounds the cost on large training sets, where the pairs grow with the square of the
+        documents. Where it cuts an epoch short, only the pairs it trains on are drawn
+        (``max_steps * batch_size``, distinct ones first).
     batch_size : int, default=16
         Pairs per step.
     lr : float in (0, 1], default=2e-5
@@ -139,7 +202,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
     dim_ : int
         Width of the sentence vectors.
     n_pairs_ : int
-        Pairs drawn per epoch.
+        Pairs drawn per epoch (`count_pairs` of the class sizes).
     history_ : list of dict
         The trainer's log: ``loss`` with its ``step``, and the run's totals.
     device_ : str
@@ -150,18 +213,19 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
 
     Notes
     -----
-    The cost grows with the pairs, ``2 * num_iterations * n_documents`` per epoch: SetFit is for
-    tens of labelled documents per class; on thousands, set ``max_steps`` or fine-tune
-    (`TransformerClassifier`). Pickling a fitted estimator stores the tuned weights in the
-    pickle; `embedkit.save` writes them as a sentence-transformers folder (safetensors) and the
-    logistic regression as ``.npy`` / JSON.
+    The cost grows with the pairs, by default about ``(1 - 1/k) * n_documents ** 2`` per epoch on
+    ``k`` balanced classes (`count_pairs`; SetFit's own): SetFit is for tens of labelled
+    documents per class; on hundreds, set ``max_steps`` (or ``num_iterations``: pairs linear in
+    the documents) or fine-tune (`TransformerClassifier`). Pickling a fitted estimator stores
+    the tuned weights in the pickle; `embedkit.save` writes them as a sentence-transformers
+    folder (safetensors) and the logistic regression as ``.npy`` / JSON.
 
     Examples
     --------
     >>> from sklearn.pipeline import Pipeline
     >>> docs = ["a great film", "loved it", "awful plot", "boring and bad"] * 2
     >>> y = ["pos", "pos", "neg", "neg"] * 2
-    >>> clf = SetFitClassifier(num_iterations=2, max_length=16)
+    >>> clf = SetFitClassifier(max_length=16)  # 32 pairs: 2 x 6 same-label, 16 across
     >>> pipe = Pipeline([("features", "passthrough"), ("head", clf)]).fit(docs, y)
     >>> pipe.predict(["what a great film", "so boring"]).tolist()
     ['pos', 'neg']
@@ -172,7 +236,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
     _accepts = ("text",)
     _parameter_constraints: ClassVar[dict] = {
         "model": [str, os.PathLike],
-        "num_iterations": [positive_int()],
+        "num_iterations": [None, positive_int()],
         "epochs": [positive_int()],
         "max_steps": [None, positive_int()],
         "batch_size": [positive_int(2)],  # a batch of one pair has no spread to learn from
@@ -185,7 +249,7 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         "precision": [StrOptions({"auto", "fp32", "bf16"})],
     }
 
-    def __init__(self, model: str = "all-minilm-l6-v2", num_iterations: int = 20,
+    def __init__(self, model: str = "all-minilm-l6-v2", num_iterations: int | None = None,
                  epochs: int = 1, max_steps: int | None = None, batch_size: int = 16,
                  lr: float = 2e-5, max_length: int = 128, C: float = 1.0,
                  random_state: int | None = 0, device: str = "auto", verbose: int = 0,
@@ -296,8 +360,10 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
         from datasets import Dataset
         from sentence_transformers import SentenceTransformerTrainingArguments, losses
 
+        # where max_steps ends the first epoch early, only the pairs it trains on are drawn
+        most = None if self.max_steps is None else int(self.max_steps) * self.batch_size
         first, second, target = contrastive_pairs(codes, self.num_iterations,
-                                                  np.random.default_rng(seed))
+                                                  np.random.default_rng(seed), max_pairs=most)
         text = np.asarray(docs, dtype=object)
         pairs = Dataset.from_dict({"sentence_1": text[first].tolist(),
                                    "sentence_2": text[second].tolist(),
