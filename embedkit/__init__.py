@@ -50,6 +50,8 @@ EXPORTS = {
     "EnsembleClassifier": "embedkit.heads.ensemble",
     "SetFitClassifier": "embedkit.heads.setfit",
     "LogisticRegressionHead": "embedkit.heads.linear",
+    **dict.fromkeys(["LinearSGDClassifier", "LinearSGDRegressor"], "embedkit.heads.sgd"),
+    "TemperatureScaled": "embedkit.heads.calibration",
     **dict.fromkeys(["tune", "Tuner"], "embedkit.tuning"),
     **dict.fromkeys(["ColumnRoles", "infer_columns"], "embedkit.data.columns"),
     "TableEmbedder": "embedkit.representations.table",

@@ -21,6 +21,7 @@ __all__ = [
     "family_colour",
     "metric_name",
     "reference_rows",
+    "reliability_diagram",
     "representation_family",
     "score_chart",
     "time_chart",
@@ -515,3 +516,34 @@ def history_chart(history, path=None, ax=None, *, title: str = ""):
 
 
 __all__ += ["history_chart"]
+
+
+def reliability_diagram(y_true, proba, classes=None, path=None, *, bins: int = 15, title: str = ""):
+    """The rows binned by their top-class confidence (``bins`` equal widths; each cell of a 0/1
+    label matrix is a two-class decision), each bin's accuracy as a bar beside the diagonal of
+    perfect calibration and its share of the rows in grey. ``proba``'s columns are ``classes``
+    (by default the sorted labels), as `embedkit.data.targets.expected_calibration_error` reads.
+
+    >>> fig = reliability_diagram([0, 0, 1, 1], [[0.9, 0.1], [0.8, 0.2], [0.9, 0.1], [0.4, 0.6]])
+    >>> [(round(float(b.get_x()), 2), float(b.get_height())) for b in fig.axes[0].patches[:3]]
+    [(0.6, 1.0), (0.8, 1.0), (0.87, 0.5)]
+    """
+    y, proba = np.asarray(y_true), np.asarray(proba, dtype=np.float64)
+    if y.ndim == 2:
+        confidence, right = np.maximum(proba, 1 - proba).ravel(), ((proba > 0.5) == (y > 0)).ravel()
+    else:
+        classes = np.unique(y) if classes is None else np.asarray(classes)
+        confidence, right = proba.max(axis=1), classes[proba.argmax(axis=1)] == y
+    which = np.minimum((confidence * bins).astype(np.int64), bins - 1)
+    count = np.bincount(which, minlength=bins)
+    seen = np.flatnonzero(count)
+    fig = figure(5, 4.5)
+    ax = fig.add_subplot()
+    ax.bar(seen / bins, np.bincount(which, right, bins)[seen] / count[seen], 1 / bins, align="edge",
+           color=FAMILIES["sparse"][1], edgecolor="white", label="accuracy")
+    ax.bar(seen / bins, count[seen] / count.sum(), 1 / bins, align="edge", color="0.6", alpha=0.6,
+           label="share of the rows")
+    ax.plot([0, 1], [0, 1], "k--", lw=1, label="calibrated")
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence", ylabel="accuracy", title=title)
+    ax.legend(loc="upper left", fontsize=8)
+    return _finish(fig, path)

@@ -214,6 +214,12 @@ HEADS: dict[str, Entry] = {
     "logreg": Entry(step("LogisticRegressionHead"),
                     "logistic regression, C and scaling of dense input chosen by inner 3-fold CV "
                     "(LogisticRegressionHead)", cost=2),
+    # SGD: a few passes, whatever the number of classes (issue 60); alpha by its own held-out
+    # slice; the space tries FLAML's loss on wordnet-glosses (decided: bench_linear.md)
+    "sgd": Entry(step("LinearSGDClassifier"),
+                 "linear model trained by SGD (log-loss, L2), alpha and the probabilities' "
+                 "temperature chosen on a held-out slice: fast on many rows and classes "
+                 "(LinearSGDClassifier)", {"loss": ["log_loss", "modified_huber"]}, cost=0.5),
     "conv": Entry(step("ConvClassifier", kernel_sizes=(2, 3, 4), filters=64, epochs=10),
                   "Conv1D, kernels 2/3/4 x 64 filters, max over time", {"filters": [64, 128]},
                   cost=20),
@@ -236,11 +242,12 @@ HEADS: dict[str, Entry] = {
                             "MiniLM fine-tuned for short texts: 2 epochs, batch 32, lr 1e-4, "
                             "its six blocks trained, word embeddings frozen",
                             {"lr": [5e-5, 1e-4], "epochs": [2, 3]}, cost=40, kind="finetune"),
-    # few labels: SetFit's 20 pair rounds (5 were too few; results/defaults.md) over 64 word
-    # pieces; max_steps bounds large sets
-    "setfit": Entry(step("SetFitClassifier", num_iterations=20, max_length=64, max_steps=400),
+    # few labels: SetFit's own pairs (each distinct pair once, the smaller side repeated; 20
+    # rounds cost 3-4x SetFit's time: results/defaults.md) over 64 word pieces; max_steps bounds
+    # large sets; the space grows the pairs to 20 rounds
+    "setfit": Entry(step("SetFitClassifier", max_length=64, max_steps=400),
                     "SetFit: MiniLM tuned on same/other-label pairs, then LR (few labels; "
-                    "slow on CPU beyond a few hundred texts)", {"num_iterations": [5, 20]},
+                    "slow on CPU beyond a few hundred texts)", {"num_iterations": [None, 20]},
                     cost=400, kind="finetune"),
     "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling", cost=2),
     "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
@@ -425,7 +432,19 @@ def _regressor_of(step):
         return None
     params = step.get_params(deep=False)
     keep = counterpart().get_params(deep=False)
-    return counterpart(**{k: v for k, v in params.items() if k in keep})
+    # a value the regressor does not take (a classifier's loss) keeps the regressor's default
+    return counterpart(**{k: v for k, v in params.items() if k in keep and _takes(counterpart, k, v)})
+
+
+def _takes(cls, name: str, value) -> bool:
+    """Whether ``cls``'s parameter table allows ``value`` for ``name``."""
+    from ._params import validate_params
+
+    try:
+        validate_params(cls(**{name: value}), only=(name,))
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _multilabel_of(step):

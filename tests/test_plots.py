@@ -145,3 +145,40 @@ def test_time_chart_draws_a_majority_class_inside_the_range_as_a_horizontal_line
     assert line.get_ydata()[0] == pytest.approx(0.56)
     assert line.get_gid() == f"pipeline-{close.index[close['head'] == 'majority-class'][0]}"
     assert ax.get_xlim()[0] >= 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# the reliability diagram (issue 61): each bin's accuracy against the diagonal, its share of rows
+# ----------------------------------------------------------------------------------------------
+
+def test_reliability_diagram_draws_each_bins_accuracy_and_share(tmp_path):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from embedkit import load_dataset
+    from embedkit.plots import reliability_diagram
+
+    df = load_dataset("sms-spam").iloc[:1500]
+    X = TfidfVectorizer().fit_transform(df["text"])
+    model = LogisticRegression().fit(X[:1000], df["label"][:1000])
+    proba, truth = model.predict_proba(X[1000:]), df["label"].to_numpy()[1000:]
+    path = tmp_path / "reliability.png"
+    fig = reliability_diagram(truth, proba, model.classes_, path, title="sms-spam")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ax = fig.axes[0]
+    bars = ax.patches
+    accuracy, share = bars[: len(bars) // 2], bars[len(bars) // 2:]
+    confidence = proba.max(axis=1)
+    right = model.classes_[proba.argmax(axis=1)] == truth
+    which = np.minimum((confidence * 15).astype(int), 14)
+    for bar in accuracy:  # each bar is its bin's accuracy, at the bin's left edge
+        rows = which == round(bar.get_x() * 15)
+        assert bar.get_height() == pytest.approx(right[rows].mean())
+        assert bar.get_width() == pytest.approx(1 / 15)
+    assert sum(b.get_height() for b in share) == pytest.approx(1.0)
+    assert min(b.get_x() for b in accuracy) >= 7 / 15  # two classes: the top one is >= 0.5
+    assert ax.lines[0].get_xydata().tolist() == [[0, 0], [1, 1]] and ax.get_title() == "sms-spam"
+    # label sets: every (row, label) cell is one two-class decision
+    cells = reliability_diagram(np.array([[1, 0], [0, 0]]), np.array([[0.9, 0.2], [0.7, 0.1]]))
+    heights = {round(float(b.get_x()), 4): float(b.get_height()) for b in cells.axes[0].patches[:3]}
+    assert heights == {0.6667: 0.0, 0.8: 1.0, 0.8667: 1.0}

@@ -9,8 +9,10 @@ from .mlp import MLPClassifier, MLPRegressor
 from .rnn import RNNClassifier, RNNRegressor
 from .selfattention import SelfAttentionClassifier, SelfAttentionRegressor
 from .setfit import SetFitClassifier
+from .sgd import LinearSGDClassifier, LinearSGDRegressor
 
 __all__ = ["MLPClassifier", "MLPRegressor", "ConvClassifier", "ConvRegressor", "RNNClassifier",
            "RNNRegressor", "AttentionClassifier", "AttentionRegressor", "SelfAttentionClassifier",
            "SelfAttentionRegressor", "TransformerClassifier", "TransformerRegressor",
-           "EnsembleClassifier", "SetFitClassifier", "LogisticRegressionHead"]
+           "EnsembleClassifier", "SetFitClassifier", "LogisticRegressionHead",
+           "LinearSGDClassifier", "LinearSGDRegressor"]

@@ -1,0 +1,240 @@
+"""Temperature scaling: probabilities that mean what they say, fitted on rows the model did not
+fit on. `fit_temperature` and `tempered` are the one mechanism, used by `TemperatureScaled` (a
+fitted classifier or pipeline, calibrated afterwards) and by the linear SGD head (its decision
+values made into probabilities, `embedkit.heads.sgd`).
+
+Temperature scaling (Guo et al., 2017) divides a model's scores by one number ``T`` before the
+softmax: ``T > 1`` softens over-confident probabilities, ``T < 1`` sharpens timid ones. ``T`` is
+the value that minimises the log-loss on held-out rows; the order of the scores in each row is
+unchanged, so the predicted class, and the accuracy, are the model's own.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils.validation import check_is_fitted
+
+from ..base import CheckedKeywords, store_params
+
+__all__ = ["EPS", "LOG_TEMPERATURE_BOUNDS", "TemperatureScaled", "fit_temperature", "tempered"]
+
+#: the temperatures searched: exp(-7) to exp(7), wide enough for decision values of any scale
+LOG_TEMPERATURE_BOUNDS = (-7.0, 7.0)
+#: probabilities are clipped to [EPS, 1] before their logarithm (a model may say exactly 0)
+EPS = 1e-12
+
+
+def _columns(scores) -> np.ndarray:
+    """Scores as one column per class: a two-class decision value ``d`` becomes ``[-d/2, d/2]``
+    (its softmax is the sigmoid of ``d``)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return np.column_stack([-scores / 2, scores / 2]) if scores.ndim == 1 else scores
+
+
+def tempered(scores, temperature: float, multilabel: bool = False) -> np.ndarray:
+    """Probabilities of ``scores / temperature``: the softmax of each row (rows sum to one;
+    1-D scores are a two-class decision value, giving two columns), or for label sets each
+    score's sigmoid.
+
+    Examples
+    --------
+    >>> tempered(np.array([[2.0, 0.0]]), 2.0).round(3).tolist()
+    [[0.731, 0.269]]
+    """
+    from scipy.special import expit, softmax
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.nan_to_num(_columns(scores) / temperature, nan=0.0, posinf=1e30, neginf=-1e30)
+    return expit(z) if multilabel else softmax(z, axis=1)
+
+
+def _nll(z: np.ndarray, y: np.ndarray, multilabel: bool, smooth: float) -> float:
+    """Log-loss of the scores ``z`` against targets moved towards uniform by ``smooth``."""
+    from scipy.special import logsumexp
+
+    if multilabel:  # each (row, label) a two-class decision
+        target = np.where(y > 0, 1.0 - smooth / 2, smooth / 2)
+        return float(np.mean(np.logaddexp(0.0, z) - target * z))
+    true = z[np.arange(len(z)), y]
+    return float(np.mean(logsumexp(z, axis=1) - (1 - smooth) * true - smooth * z.mean(axis=1)))
+
+
+def fit_temperature(scores, y, multilabel: bool = False) -> float:
+    """The temperature ``T`` that minimises the log-loss of ``tempered(scores, T)`` against
+    ``y`` (class indices into the columns; for label sets a 0/1 matrix of the scores' shape).
+
+    As in Platt scaling, each row's target is moved towards uniform by ``k / (n + k)`` (``k``
+    classes, or 2 for a label, ``n`` rows): a few held-out rows that happen to be all right
+    cannot push the probabilities to exactly 0 and 1, and many rows are barely moved. The
+    log-loss is convex in ``1 / T``; the minimum is searched (bounded Brent) over ``log T`` in
+    `LOG_TEMPERATURE_BOUNDS`. No rows give ``T = 1``.
+
+    Examples
+    --------
+    >>> scores = np.array([[4.0, 0.0], [4.0, 0.0], [0.0, 4.0], [4.0, 0.0]])
+    >>> round(fit_temperature(scores, np.array([0, 1, 1, 0])), 2)  # one in four wrong: softened
+    5.77
+    """
+    from scipy.optimize import minimize_scalar
+
+    z = _columns(scores)
+    y = np.asarray(y)
+    if len(z) == 0:
+        return 1.0
+    if not multilabel:
+        y = y.astype(np.int64)
+    k = 2 if multilabel else z.shape[1]
+    smooth = k / (len(z) + k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.nan_to_num(z, nan=0.0, posinf=1e30, neginf=-1e30)
+        found = minimize_scalar(lambda log_t: _nll(z / np.exp(log_t), y, multilabel, smooth),
+                                bounds=LOG_TEMPERATURE_BOUNDS, method="bounded",
+                                options={"xatol": 1e-4})
+    return float(np.exp(found.x))
+
+
+def _log_scores(proba: np.ndarray, multilabel: bool) -> np.ndarray:
+    """The scores whose `tempered` form at ``T = 1`` is ``proba``: log-probabilities, or each
+    label's log-odds."""
+    p = np.clip(np.asarray(proba, dtype=np.float64), EPS, 1.0)
+    if multilabel:
+        return np.log(p) - np.log(np.clip(1.0 - p, EPS, 1.0))
+    return np.log(p)
+
+
+class TemperatureScaled(CheckedKeywords, MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """A fitted classifier (or a whole fitted pipeline) whose probabilities are divided, as
+    log-probabilities, by one temperature fitted on rows it did not fit on.
+
+    ``fit(X, y)`` does not refit ``estimator``: it reads its probabilities on the rows given and
+    keeps the temperature that minimises their log-loss (`fit_temperature`); `predict_proba`
+    applies it to the estimator's probabilities, and `predict` is the estimator's own, so every
+    decision, and the accuracy, are unchanged. The fitted state is that one float, so a model
+    folder (`embedkit.save`) keeps it as a number beside the estimator.
+
+    Two classes and more: ``softmax(log p / T)``. Label sets (the estimator gives each label's
+    probability): ``sigmoid(logit p / T)`` with one temperature shared by every label, for two
+    reasons: a rare label has too few positive rows among the held-out ones to fit a scale of
+    its own, and one monotone map for every label keeps the order of all the label
+    probabilities, so a global decision threshold picks the same labels before and after.
+
+    Parameters
+    ----------
+    estimator : fitted classifier or Pipeline
+        Anything with ``predict_proba``, ``predict`` and ``classes_``, already fitted on other
+        rows.
+
+    Attributes
+    ----------
+    temperature_ : float
+        Above 1 where the estimator was over-confident on the held-out rows, below 1 where it
+        was timid.
+    multilabel_ : bool
+        Whether ``y`` was a label set per row.
+    log_loss_before_, log_loss_after_ : float
+        The log-loss of the held-out rows with the estimator's probabilities and with the
+        tempered ones; never higher after (where the fitted temperature would not lower it,
+        ``T = 1`` is kept).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 20)); y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+    >>> model = LogisticRegression(C=100).fit(X[:100], y[:100])  # 20 columns, 100 rows: sure
+    >>> calibrated = TemperatureScaled(model).fit(X[100:400], y[100:400])
+    >>> round(calibrated.temperature_, 1), round(calibrated.log_loss_after_, 2)
+    (4.7, 0.59)
+    >>> bool((calibrated.predict(X[400:]) == model.predict(X[400:])).all())
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "estimator": [HasMethods(["predict_proba", "predict"]), None],
+    }
+
+    def __init__(self, estimator=None):
+        store_params(self, locals())
+
+    @property
+    def classes_(self):
+        """The estimator's classes (or label names)."""
+        return self.estimator.classes_
+
+    def _target(self, y, n_rows: int) -> np.ndarray:
+        """``y`` as class indices into ``classes_`` (or a 0/1 label matrix); unknown labels are
+        named."""
+        from ._targets import check_target_rows, encode_targets
+
+        name = type(self).__name__
+        check_target_rows(y, n_rows, name)
+        labels, encoded, self.multilabel_ = encode_targets(y, name)
+        if self.multilabel_:
+            if len(labels) != len(self.classes_) or not np.array_equal(
+                    np.asarray(labels, dtype=object), np.asarray(self.classes_, dtype=object)):
+                raise ValueError(f"{name}: y's labels {np.asarray(labels).tolist()} are not the "
+                                 f"estimator's {np.asarray(self.classes_).tolist()}; calibrate on "
+                                 "rows of the same labels.")
+            return encoded
+        classes = np.asarray(self.classes_)
+        known = np.isin(labels, classes)
+        if not known.all():
+            raise ValueError(f"{name}: y holds {labels[~known].tolist()}, which the estimator never "
+                             f"learnt (its classes are {list(classes)}); calibrate on rows of its "
+                             "classes.")
+        order = np.argsort(classes)
+        return order[np.searchsorted(classes[order], labels)][encoded]
+
+    def fit(self, X, y):
+        """Fit the temperature on ``(X, y)``: rows the estimator did not fit on."""
+        from sklearn.exceptions import NotFittedError
+
+        from .._params import validate_params
+        from ..data.targets import log_loss
+
+        validate_params(self)
+        if self.estimator is None:
+            raise ValueError("TemperatureScaled(estimator=None): pass the fitted classifier or "
+                             "pipeline to calibrate, e.g. TemperatureScaled(model).fit(X_held_out, "
+                             "y_held_out).")
+        try:
+            check_is_fitted(self.estimator)
+        except NotFittedError:
+            raise ValueError(f"TemperatureScaled: the {type(self.estimator).__name__} is not "
+                             "fitted; fit it on training rows first, then calibrate it on rows it "
+                             "did not fit on.") from None
+        proba = np.asarray(self.estimator.predict_proba(X), dtype=np.float64)
+        target = self._target(y, len(proba))
+        scores = _log_scores(proba, self.multilabel_)
+        self.temperature_ = fit_temperature(scores, target, self.multilabel_)
+        labels = np.arange(proba.shape[1])
+        self.log_loss_before_ = log_loss(target, proba, labels)
+        self.log_loss_after_ = log_loss(target, tempered(scores, self.temperature_, self.multilabel_),
+                                        labels)
+        if self.log_loss_after_ > self.log_loss_before_:  # the search's end point missed T = 1
+            self.temperature_, self.log_loss_after_ = 1.0, self.log_loss_before_
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """The estimator's probabilities at the fitted temperature, columns as ``classes_``."""
+        check_is_fitted(self, "temperature_")
+        proba = np.asarray(self.estimator.predict_proba(X), dtype=np.float64)
+        if len(proba) == 0:
+            return proba
+        return tempered(_log_scores(proba, self.multilabel_), self.temperature_, self.multilabel_)
+
+    def predict(self, X):
+        """The estimator's own predictions (a temperature changes no decision)."""
+        check_is_fitted(self, "temperature_")
+        return self.estimator.predict(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        tags.input_tags.sparse = True
+        return tags
