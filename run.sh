@@ -113,7 +113,8 @@ case "$job" in
     # `./run.sh test -k NAME` (any argument) runs just that part in one process, which starts faster
     parallel=()
     if [ $# -eq 0 ]; then
-      parallel=(-n auto --dist loadgroup)
+      # and ends with the 25 slowest steps, so a test that grew costly shows where it is
+      parallel=(-n auto --dist loadgroup --durations=25)
       # the whole suite checks the manual as built here, once, every warning an error
       if [ -z "${EMBEDKIT_DOCS_HTML:-}" ]; then
         "$py" -m sphinx -b html -E -W --keep-going -q docs "$root/docs/_build/html" || exit 1

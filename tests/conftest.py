@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 
 import numpy as np
@@ -185,12 +186,33 @@ def _torch_threads():
     yield
 
 
-def pytest_terminal_summary(terminalreporter):
-    """The hostile-input suite's counts per estimator, when it ran."""
+def _hostile_stats() -> dict:
+    """``test_hostile.STATS`` where this process ran that file, else an empty dict."""
     import sys
 
     hostile = sys.modules.get("test_hostile") or sys.modules.get("tests.test_hostile")
-    stats = getattr(hostile, "STATS", None)
+    return getattr(hostile, "STATS", None) or {}
+
+
+#: the hostile-input counts the pytest-xdist workers sent back (`pytest_testnodedown`)
+_GATHERED: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its hostile-input counts to the controller."""
+    if hasattr(session.config, "workeroutput") and _hostile_stats():
+        session.config.workeroutput["hostile"] = {k: dict(v) for k, v in _hostile_stats().items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for name, counts in getattr(node, "workeroutput", {}).get("hostile", {}).items():
+        _GATHERED[name].update(counts)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The hostile-input suite's counts per estimator, when it ran (here or in the workers)."""
+    stats = _hostile_stats() or _GATHERED
     if not stats:
         return
     keys = ("cases", "finite outputs", "clear errors", "unexpected")

@@ -28,9 +28,9 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-import embedkit.data.columns
 import embedkit.heads
 import embedkit.representations
+import embedkit.representations.table
 from embedkit._params import InvalidParameterError, invalid_values, validate_params
 from embedkit.base import Representation
 from embedkit.sequences import Sequences, TokenIds
@@ -38,8 +38,9 @@ from embedkit.sequences import Sequences, TokenIds
 REPRESENTATIONS = [getattr(embedkit.representations, n) for n in embedkit.representations.__all__]
 HEADS = [getattr(embedkit.heads, n) for n in embedkit.heads.__all__]
 #: steps that read a table (a DataFrame of text, categorical and numeric columns)
-TABLES = [obj for n in embedkit.data.columns.__all__
-          if isinstance(obj := getattr(embedkit.data.columns, n), type) and hasattr(obj, "fit")]
+TABLES = [obj for n in embedkit.representations.table.__all__
+          if isinstance(obj := getattr(embedkit.representations.table, n), type) and hasattr(obj, "fit")]
+assert TABLES, "no table step found"
 
 #: constructor arguments that keep a component cheap in these checks (defaults otherwise)
 FAST_PARAMS: dict[str, dict] = {

@@ -277,8 +277,9 @@ def _alone(clf, docs):
 def test_inference_runs_the_shared_encode_loop_on_the_fit_device(fitted, monkeypatch):
     """Predictions, features and sequences come from `run_batches` (length-sorted, padded
     batches) on ``device_``: the values of each document run alone, and no device is resolved."""
-    from embedkit import _batching
+    from embedkit import _batching, machine
     from embedkit.heads import _base
+    from embedkit.heads.finetune import _persist
 
     clf = fitted.named_steps["head"]
     assert clf.device_ == "cpu"
@@ -290,8 +291,9 @@ def test_inference_runs_the_shared_encode_loop_on_the_fit_device(fitted, monkeyp
 
     calls = []
     real = _batching.run_batches
-    monkeypatch.setattr(_batching, "resolve_device", refuse)
+    monkeypatch.setattr(machine, "resolve_device", refuse)
     monkeypatch.setattr(_base, "resolve_device", refuse)
+    monkeypatch.setattr(_persist, "resolve_device", refuse)
     monkeypatch.setattr("embedkit.heads.finetune._estimator.run_batches",
                         lambda *a, **k: calls.append(k["device"]) or real(*a, **k))
     logits = np.log(clf.predict_proba(docs))

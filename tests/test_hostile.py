@@ -16,8 +16,11 @@ error such as an ``IndexError`` in embedkit's own code).
 * every parameter at the edges of what its table entry allows (`embedkit._params.edge_values`):
   the value just past them is the contract suite's (``test_contract.py``).
 
-Fitted models are shared per module and the budgets are small. The counts of each estimator's
-cases, clear errors and finite outputs are printed at the end of the test session.
+Fitted models are shared per module and the budgets are small. Each test's tally is checked when
+it ends (`tally`), so the check holds however pytest-xdist spreads the tests over its workers:
+every case ended in a finite output or a clear error, and the class the test exercises had cases.
+The counts of each estimator's cases, clear errors and finite outputs are printed at the end of
+the test session (conftest.py gathers them from the workers).
 
 The hostile user at the commands (a folder of theirs as ``--output``, ``predict -o`` its input,
 a kill while writing, Ctrl-C inside an epoch, tiny budgets, files that cannot be read) is in
@@ -60,11 +63,11 @@ CHEAP = {
     "TransformerClassifier": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
     "TransformerRegressor": {"max_length": 16, "fine_tune": "none", "epochs": 1, "batch_size": 16},
     "EnsembleClassifier": {"members": ("tfidf:logreg", "bow:logreg"), "cv": 2},
-    "SetFitClassifier": {"num_iterations": 1, "max_length": 16},
+    "SetFitClassifier": {"num_iterations": 1, "max_length": 16, "max_steps": 1, "batch_size": 4},
 }
 HEAD_BUDGET = {"epochs": 2, "batch_size": 8}
 
-#: outcomes per estimator, printed by conftest's terminal summary
+#: outcomes per estimator, checked per test by `tally`, printed by conftest's terminal summary
 STATS: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
 
 HYPOTHESIS = settings(max_examples=12, derandomize=True, deadline=None, database=None,
@@ -169,6 +172,25 @@ def outcome(est, call, n_rows: int | None = None, expect_error: bool = False):
         raise
     STATS[name]["finite outputs"] += 1
     return out
+
+
+@pytest.fixture(autouse=True)
+def tally(request):
+    """The cases a test recorded in `STATS`, checked as it ends (where the test itself failed,
+    its own failure says more): each case ended in a finite output or a clear error, none in
+    anything else (an exception `outcome` did not catch leaves a case without an ending), and
+    the class the test is parametrized with had at least one case."""
+    before = {name: collections.Counter(counts) for name, counts in STATS.items()}
+    failed = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed or not hasattr(request.node, "callspec"):
+        return
+    added = {name: counts - before.get(name, collections.Counter()) for name, counts in STATS.items()}
+    for name, counts in added.items():
+        ended = counts["finite outputs"] + counts["clear errors"]
+        assert counts["unexpected"] == 0 and counts["cases"] == ended, (name, dict(counts))
+    name = request.node.callspec.params["cls"].__name__
+    assert added.get(name, collections.Counter())["cases"] > 0, f"{request.node.name}: no case of {name}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -402,3 +424,11 @@ def test_parameter_at_its_edge(cls, name, value):
     X, y = _head_data(cls)
     if outcome(est, lambda: est.fit(X, y)) is not None:
         outcome(est, lambda: est.predict(X), len(y))
+
+
+def test_every_exported_estimator_is_exercised():
+    """Each class of the packages' ``__all__`` is a parameter of the tests of this file (and `tally`
+    checks that each of those tests recorded its cases)."""
+    exercised = ({c for c, _ in REP_OUTPUTS} | set(TEXT_HEADS) | set(NUMERIC_HEADS)
+                 | {c for c, _, _ in EDGES})
+    assert exercised == set(ESTIMATORS) and len(REPRESENTATIONS) > 5 and len(HEADS) > 10

@@ -123,7 +123,10 @@ def test_grid_search_tfidf_mlp_n_jobs_2(bbc):
 
 @pytest.mark.slow
 def test_tfidf_mlp_reaches_95_percent_on_bbc_news(bbc_split):
+    """Trained on 100 articles per topic of the training split (500 of its 1,780), scored on all
+    445 held-out articles: 98.2% here."""
     train, test = bbc_split
+    train = train.groupby("label").head(100)
     pipe = Pipeline([("features", TfidfEmbedder(sublinear_tf=True, min_df=2)),
                      ("head", MLPClassifier(epochs=10))])
     pipe.fit(train.text, train.label)

@@ -230,6 +230,8 @@ def test_precision_resolves_for_the_device_and_bf16_reaches_the_trainer(sms, fit
 
     monkeypatch.setattr(setfit, "_cardless_trainer", lambda: Recording)
     X, y, X_test, _ = sms
-    half = SetFitClassifier(**{**PARAMS, "device": "cpu"}, max_steps=1, precision="bf16").fit(X, y)
+    # one step of two pairs of 16 word pieces: bfloat16 is emulated, slowly, on most CPUs
+    half = SetFitClassifier(**{**PARAMS, "device": "cpu", "max_length": 16}, max_steps=1, batch_size=2,
+                            precision="bf16").fit(X, y)
     assert half.precision_ == "bf16" and seen == [True]
-    assert np.isfinite(half.predict_proba(X_test)).all()
+    assert np.isfinite(half.predict_proba(X_test[:4])).all()

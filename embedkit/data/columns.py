@@ -34,6 +34,7 @@ SHOWN = 5
 
 
 def is_number_dtype(s: pd.Series) -> bool:
+    """Whether ``s`` holds numbers (booleans too) and is not a categorical column."""
     return pd.api.types.is_numeric_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype)
 
 
@@ -46,6 +47,8 @@ def missing(s: pd.Series) -> np.ndarray:
 
 
 def listing(values, more: int = 0) -> str:
+    """``(row, value)`` pairs as an error names them: ``17 ('NaN'), 40 ('high')``, then how many
+    ``more`` were not shown."""
     shown = ", ".join(f"{i} ({v!r})" for i, v in values)
     return shown + (f" and {more} more" if more else "")
 
@@ -104,6 +107,9 @@ def joined(texts: dict) -> np.ndarray:
 
 
 def inferred_role(s: pd.Series, column) -> str:
+    """The role a column not named gets: categorical for a categorical dtype or a few short
+    distinct values, numeric for numbers (or strings that all parse as numbers), text otherwise;
+    a dtype with no role (dates, for one) is an error saying how to name or convert it."""
     if isinstance(s.dtype, pd.CategoricalDtype):
         return "categorical"
     if is_number_dtype(s):  # bools too
@@ -179,6 +185,8 @@ class ColumnRoles:
 
 
 def distinct_columns(df: pd.DataFrame) -> list:
+    """The table's column names, refused where one names two columns (which one a role means
+    could not be told)."""
     present = list(df.columns)
     if len(set(present)) < len(present):
         twice = sorted({str(c) for c in present if present.count(c) > 1})
@@ -188,6 +196,7 @@ def distinct_columns(df: pd.DataFrame) -> list:
 
 
 def names_given(value) -> list | None:
+    """Column names as given (one name or several) as a list without repeats; None stays None."""
     if value is None:
         return None
     return [value] if isinstance(value, str) else list(dict.fromkeys(value))

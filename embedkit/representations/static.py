@@ -51,11 +51,11 @@ def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 class StaticEmbedder(Representation):
     """Base of the static word-vector representations: one vector per word, pooled or not.
 
-    Subclasses store their arguments in ``__init__`` (including the common ones below) and
-    implement ``_build_vectors(tokens, counts) -> WordVectors``.
+    Subclasses store their arguments in ``__init__`` (including the common ones below, which
+    every subclass takes) and implement ``_build_vectors(tokens, counts) -> WordVectors``.
 
-    Common parameters
-    -----------------
+    Parameters
+    ----------
     output : {"pooled", "sequence", "ids"}
         ``"pooled"``: one float32 vector per document. ``"sequence"``: `Sequences` of word
         vectors (first ``max_length`` tokens, tokens attached). ``"ids"``: `TokenIds` over the

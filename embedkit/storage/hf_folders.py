@@ -84,6 +84,8 @@ def check_model_folder(folder: Path) -> None:
 
 
 def looks_like_path(model: str) -> bool:
+    """Whether ``model`` names a folder on disk (``./x``, ``/x``, ``~/x``, ``a/b/c``) rather than
+    a hub name such as ``sentence-transformers/all-MiniLM-L6-v2``."""
     return (model.startswith((".", "/", "~", "\\")) or model.count("/") > 1
             or (os.sep != "/" and os.sep in model))
 
