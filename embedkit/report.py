@@ -361,7 +361,8 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     if "vs_baseline" in shown:  # the paired difference, in points, with its standard error
         shown["vs baseline"] = [f"{d:+.1f} ± {e:.1f}" if d == d else "" for d, e in
                                 zip(shown["vs_baseline"], shown["vs_baseline_se"], strict=True)]
-    also = [c for c in ("rmse", "f1_micro", "f1_macro", "threshold") if c != metric]  # by task
+    also = [c for c in ("rmse", "f1_micro", "f1_macro", "threshold", "log_loss", "ece")
+            if c != metric]  # by task
     columns = ["rank", "pipeline", "kind", "tier", "documents", metric, *also, "vs baseline",
                "fit_seconds", "predict_s_per_1000", "pick"]
     table = shown[[c for c in columns if c in shown]].to_markdown(index=False, floatfmt=".3f")
@@ -381,7 +382,10 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
               f"difference to {meta.get('baseline') or 'the better baseline'} on the same rows, in "
               "points, ± its standard error (the pick beats the baseline by more than that, or is "
               "the baseline); *fit_seconds*: its fit and its predictions on the validation rows, "
-              "wall clock; *predict_s_per_1000*: seconds to predict 1,000 documents.", "", table, ""]
+              "wall clock; *predict_s_per_1000*: seconds to predict 1,000 documents"
+              + ("; *log_loss*, *ece*: the log-loss and expected calibration error (15 bins) of "
+                 "its probabilities on the validation rows" if "ece" in shown else "")
+              + ".", "", table, ""]
     if len(rest):
         lines += ["## Left out, failed or interrupted", "",
                   rest[["pipeline", "tier", "status", "note"]].to_markdown(index=False), ""]

@@ -30,6 +30,41 @@ def test_two_runs_are_compared_by_the_rows_only_one_of_them_got_right():
         bench.paired(_run("101"), _run("1011"))
 
 
+def test_the_spread_over_seeds_is_the_mean_and_standard_deviation_of_each_sets_runs(tmp_path):
+    """Three seeds of a set (the split fixed) give its mean held-out accuracy and the standard
+    deviation over them beside the per-run rows; a set run once has no spread; a run's seed
+    pairs it with the other run of the same seed."""
+    def run(dataset, seed, acc, used=0.9):
+        return {"dataset": dataset, "seed": seed, "budget_s": 600.0, "wall_s": 600 * used,
+                "used_share": used, "pick": "p", "pick_tier": "t", "refit": True, "seeds": 1,
+                "fitted_rows": 80, "n_train": 100, "pick_acc": acc, "tfidf_acc": 0.80,
+                "minilm_acc": 0.82, "vs_better_points": 100 * (acc - 0.82), "tiers": ["baselines"],
+                "left_out": [], "peak_mb": 1024.0, "held_out_right": "1" * int(100 * acc)
+                + "0" * (100 - int(100 * acc))}
+
+    rows = [run("trec", 0, 0.90), run("trec", 1, 0.92), run("trec", 2, 0.94, used=0.97),
+            run("bbc-news", 0, 0.98)]
+    over = bench.spread(rows)
+    trec = over.set_index("dataset").loc["trec"]
+    assert (trec["runs"], trec["seeds"], trec["set"]) == (3, "0, 1, 2", "decides")
+    assert trec["pick held out (mean)"] == pytest.approx(0.92)
+    assert trec["standard deviation"] == pytest.approx(np.std([0.90, 0.92, 0.94], ddof=1))
+    assert (trec["lowest"], trec["highest"], trec["most budget used"]) == (0.90, 0.94, 0.97)
+    assert trec["vs better baseline (mean points)"] == pytest.approx(10.0)
+    assert np.isnan(over.set_index("dataset").loc["bbc-news", "standard deviation"])
+    shown = bench.spread_table(over)
+    assert list(shown["standard deviation"]) == ["2.0 points", ""]
+    table = bench.table(rows)
+    assert list(table["seed"]) == [0, 1, 2, 0] and list(table["set"])[:1] == ["decides"]
+    page = bench.write(rows, tmp_path, "python pipelines/benchmarks/tune_budget.py --seeds 0 1 2")
+    text = (tmp_path / "results.md").read_text()
+    assert "## Over seeds: the mean and the spread" in text and "## Each run" in text
+    assert len(page) == 4 and (tmp_path / "spread.csv").exists()
+    (tmp_path / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    paired = bench.compare_runs([run("trec", 1, 0.93)], tmp_path / "runs.jsonl")
+    assert list(paired["old"]) == [0.92]  # seed 1 against seed 1
+
+
 def test_a_run_from_before_the_rows_were_kept_answers_with_its_saved_model(tmp_path):
     """An older run's pick predicts the same held-out side again from its saved model, checked
     against the accuracy the run recorded."""

@@ -24,8 +24,10 @@ def leaderboard(tuner) -> pd.DataFrame:
     (seconds to predict 1,000 documents, from the validation rows), ``grown_from`` (the smaller
     fit of the same model it grew from), ``status`` (scored / left out / failed / interrupted),
     ``note`` (why, the budget that would include a left-out model, a recipe cut shorter than
-    the documents) and ``pick``; a number's rows add ``rmse``, label sets' the other F1 and the
-    ``threshold`` each model scored best at. ``attrs`` holds the split, the tiers reached and the budget.
+    the documents) and ``pick``; a number's rows add ``rmse``; classes and label sets
+    ``log_loss`` and ``ece`` (expected calibration error, 15 bins) of the validation
+    probabilities; label sets the other F1 and the ``threshold`` each model scored best at.
+    ``attrs`` holds the split, the tiers reached and the budget.
     """
     search = tuner.search_
     name = tuner.scoring_
@@ -88,17 +90,23 @@ def pipelines(tuner) -> dict:
 
 
 def _also(c, search, chosen_by: str) -> dict:
-    """What a row shows besides the score chosen by: a number's RMSE; for label sets micro- and
-    macro-F1 (each at its best threshold) and the threshold chosen by ``chosen_by``; NaN where
-    the row has no stored outputs."""
+    """What a row shows besides the score chosen by: a number's RMSE; for classes and label sets
+    the log-loss and the expected calibration error (15 bins; label sets: per label, averaged)
+    of its validation probabilities; for label sets also micro- and macro-F1 (each at its best
+    threshold) and the threshold chosen by ``chosen_by``; NaN where the row has no stored
+    outputs."""
+    from ..data.targets import expected_calibration_error, log_loss
     from ._selection import label_set_score
 
     if search.task == "regression":
         return {"rmse": math.nan if c.proba is None else float(
             np.sqrt(np.mean((np.asarray(c.proba)[:, 0] - search.y_valid) ** 2)))}
+    calibration = {"log_loss": math.nan, "ece": math.nan} if c.proba is None else {
+        "log_loss": log_loss(search.y_valid, c.proba, search.classes),
+        "ece": expected_calibration_error(search.y_valid, c.proba, search.classes)}
     if search.task != "multilabel":
-        return {}
+        return calibration
     out = {m: math.nan if c.proba is None else label_set_score(m, c.proba, search.y_valid)[0]
            for m in ("f1_micro", "f1_macro") if m != chosen_by}
-    return {**out, "threshold": math.nan if c.proba is None
+    return {**out, **calibration, "threshold": math.nan if c.proba is None
             else label_set_score(chosen_by, c.proba, search.y_valid)[1]}

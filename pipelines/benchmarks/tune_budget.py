@@ -9,6 +9,7 @@ suite's best row, held out.
     python pipelines/benchmarks/tune_budget.py --budget 3m --datasets trec --data DIR   # no packages
     python pipelines/benchmarks/tune_budget.py --budget 10m --datasets imdb-reviews --sample 20000
     python pipelines/benchmarks/tune_budget.py --report-only --output NEW --against OLD   # paired
+    python pipelines/benchmarks/tune_budget.py --budget 10m --seeds 0 1 2   # the spread over seeds
 
 Protocol (that of `accuracy_suite.py`): each dataset's official split where it has one, else a
 stratified 80/20 split with seed 0. The timed part is exactly what `embedkit tune` does: the
@@ -19,10 +20,13 @@ two plain baselines (`embedkit.tuning.baseline_pipelines`: scikit-learn TF-IDF +
 are fitted on the same training side and scored on the same held-out side. The suite's best row
 per dataset is read from ``pipelines/benchmarks/results/accuracy_suite.csv``.
 
-Output (``--output``, default ``tune-budget``): ``runs.jsonl`` (one line per dataset and budget;
-a rerun skips finished ones; each keeps which held-out rows the pick and both baselines got
-right) and ``results.md`` / ``results.csv`` (the table). Seconds are wall clock on whatever
-machine runs it; the results file records the machine.
+Output (``--output``, default ``tune-budget``): ``runs.jsonl`` (one line per dataset, budget and
+seed; a rerun skips finished ones; each keeps which held-out rows the pick and both baselines got
+right) and ``results.md`` / ``results.csv`` (the table, a row per run) beside ``spread.csv``
+(`spread`: per set and budget, the mean held-out accuracy of the pick over its seeds and its
+standard deviation, which ``results.md`` shows first). ``--seeds`` runs the search with each
+``random_state`` on the same fixed split: the spread is the search's own, not the split's.
+Seconds are wall clock on whatever machine runs it; the results file records the machine.
 
 Two runs of a set differ by more than one held-out accuracy's standard error shows: ``--against
 OLD`` (a ``runs.jsonl``, such as ``pipelines/benchmarks/results/tune_budget_runs.jsonl``, or an
@@ -91,7 +95,7 @@ def sides(name: str, quick: bool = False, data: Path | None = None, sample: int 
 
 
 def run_one(name: str, budget: str, output: Path, quick: bool = False,
-            data: Path | None = None, sample: int | None = None) -> dict:
+            data: Path | None = None, sample: int | None = None, seed: int = 0) -> dict:
     from sklearn.base import clone
 
     import embedkit
@@ -102,15 +106,17 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     X_train, y_train = train["text"], train["label"].to_numpy()
     X_test, y_test = test["text"], test["label"].to_numpy()
     folder = output / f"{name}-{budget}" if sample is None else output / f"{name}-{sample}-{budget}"
+    folder = folder if seed == 0 else folder.with_name(f"{folder.name}-seed{seed}")
     start = time.perf_counter()
     with PeakRSS() as memory:
-        tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True).fit(X_train, y_train)
+        tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True,
+                               random_state=seed).fit(X_train, y_train)
     wall = time.perf_counter() - start
     right = np.asarray(tuner.predict(X_test)) == y_test  # per held-out row, for paired comparisons
     board = tuner.leaderboard_
     pick = board[board["pick"]].iloc[0]
     seconds = parse_budget(budget)
-    row = {"dataset": label, "protocol": protocol, "n_train": len(train), "n_test": len(test),
+    row = {"dataset": label, "seed": seed, "protocol": protocol, "n_train": len(train), "n_test": len(test),
            "budget_s": seconds, "wall_s": wall, "used_share": wall / seconds,
            "peak_mb": memory.peak / 2**20,
            "pick": tuner.pick_, "pick_kind": pick["kind"], "pick_tier": pick["tier"],
@@ -122,7 +128,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
                                                    board.loc[board["status"] == "left out", "note"],
                                                    strict=True)],
            "failed": int((board["status"] == "failed").sum()), "interrupted": tuner.interrupted_}
-    print(f"{name} {budget}: pick {row['pick']} {row['pick_acc']:.3f} held out ({wall:.0f} s of "
+    print(f"{name} {budget} seed {seed}: pick {row['pick']} {row['pick_acc']:.3f} held out ({wall:.0f} s of "
           f"{seconds:.0f} s)", file=sys.stderr, flush=True)
     for base, pipe in baseline_pipelines("memory").items():
         model = clone(pipe).fit(X_train, y_train)
@@ -144,9 +150,9 @@ def table(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     out = pd.DataFrame({
         "dataset": df["dataset"],
-        "set": df["dataset"].map(lambda d: "decides" if d.split(" ")[0] in DECISION_SETS
-                                 else "reported"),
+        "set": df["dataset"].map(_role),
         "budget": df["budget_s"].map(format_seconds),
+        "seed": _seeds(df),
         "wall s (share)": [f"{w:.0f} ({u:.0%})" for w, u in zip(df["wall_s"], df["used_share"],
                                                                 strict=True)],
         "pick": df["pick"], "tier": df["pick_tier"],
@@ -168,6 +174,50 @@ def table(rows: list[dict]) -> pd.DataFrame:
         out["peak memory"] = df["peak_mb"].map(lambda v: "" if pd.isna(v) else f"{v / 1024:.1f} GB")
     out["left out"] = df["left_out"].map(len)
     return out
+
+
+def _role(dataset: str) -> str:
+    return "decides" if dataset.split(" ")[0] in DECISION_SETS else "reported"
+
+
+def _seeds(df: pd.DataFrame) -> pd.Series:
+    """Each run's seed (0 for a run from before seeds were kept)."""
+    return (df["seed"] if "seed" in df else pd.Series(0, index=df.index)).fillna(0).astype(int)
+
+
+def spread(rows: list[dict]) -> pd.DataFrame:
+    """Per set and budget, over the runs of its seeds (the split fixed): how many runs, the mean
+    held-out accuracy of the pick and its standard deviation over the seeds (``ddof=1``; empty for
+    one run), the lowest and the highest, the better plain baseline (the same on every seed) and
+    the mean points over it, and the most of the budget a run used."""
+    from embedkit._budget import format_seconds
+
+    df = pd.DataFrame(rows).assign(seed=lambda d: _seeds(d))
+    df["better"] = df[["tfidf_acc", "minilm_acc"]].max(axis=1)
+    out = []
+    for (dataset, budget), runs in df.groupby(["dataset", "budget_s"], sort=False):
+        acc = runs["pick_acc"]
+        out.append({"dataset": dataset, "set": _role(dataset), "budget": format_seconds(budget),
+                    "seeds": ", ".join(map(str, sorted(runs["seed"]))), "runs": len(runs),
+                    "pick held out (mean)": acc.mean(),
+                    "standard deviation": acc.std(ddof=1) if len(runs) > 1 else np.nan,
+                    "lowest": acc.min(), "highest": acc.max(),
+                    "better baseline": runs["better"].mean(),
+                    "vs better baseline (mean points)": 100 * (acc - runs["better"]).mean(),
+                    "most budget used": runs["used_share"].max()})
+    return pd.DataFrame(out)
+
+
+def spread_table(df: pd.DataFrame) -> pd.DataFrame:
+    """`spread` as the results page prints it."""
+    shown = df.copy()
+    for column in ("pick held out (mean)", "lowest", "highest", "better baseline"):
+        shown[column] = shown[column].map("{:.3f}".format)
+    shown["standard deviation"] = df["standard deviation"].map(
+        lambda v: "" if pd.isna(v) else f"{100 * v:.1f} points")
+    shown["vs better baseline (mean points)"] = df["vs better baseline (mean points)"].map("{:+.1f}".format)
+    shown["most budget used"] = df["most budget used"].map("{:.0%}".format)
+    return shown
 
 
 def _final(refit: bool, seeds, share: float) -> str:
@@ -234,7 +284,7 @@ def _with_hits(run: dict, folder: Path, data: Path | None = None, quick: bool = 
     sample = int(sample.rstrip(")").replace(",", "")) if sample else None
     prefix = name if sample is None else f"{name}-{sample}"  # run_one's folder: PREFIX-BUDGET
     found = [d for d in folder.glob(f"{prefix}-*") if (d / "model").is_dir()
-             and d.name.rsplit("-", 1)[0] == prefix
+             and "-seed" not in d.name and d.name.rsplit("-", 1)[0] == prefix
              and parse_budget(d.name.rsplit("-", 1)[1]) == run["budget_s"]]
     if not found:
         raise FileNotFoundError(f"{run['dataset']}: neither held-out hits in the run nor its saved "
@@ -259,7 +309,9 @@ def compare_runs(rows: list[dict], against: Path, data: Path | None = None,
     out = []
     for new in rows:
         same = [r for r in old if r["dataset"] == new["dataset"]]
-        match = [r for r in same if r["budget_s"] == new["budget_s"]] or same[:len(same) == 1]
+        budget = [r for r in same if r["budget_s"] == new["budget_s"]]
+        match = ([r for r in budget if r.get("seed", 0) == new.get("seed", 0)] or budget[:1]
+                 or same[:len(same) == 1])
         out += [paired(new, _with_hits(match[0], folder, data, quick))] if match else []
     return pd.DataFrame(out)
 
@@ -280,11 +332,14 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write(rows: list[dict], out: Path, command: str) -> pd.DataFrame:
-    result = table(rows)
+    result, over = table(rows), spread(rows)
     result.to_csv(out / "results.csv", index=False)
+    over.to_csv(out / "spread.csv", index=False)
     (out / "results.md").write_text(
         f"# `embedkit tune` within a budget, held out\n\nCommand: `{command}`\n\nMachine: "
-        f"{machine()}\n\n" + result.to_markdown(index=False) + "\n")
+        f"{machine()}\n\n## Over seeds: the mean and the spread\n\n"
+        + spread_table(over).to_markdown(index=False) + "\n\n## Each run\n\n"
+        + result.to_markdown(index=False) + "\n")
     return result
 
 
@@ -300,6 +355,9 @@ def main(argv=None):
     parser.add_argument("--sample", type=int, default=None,
                         help="a stratified slice of this many documents of each set (seed 0), "
                              "before its 80/20 split")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0],
+                        help="the search's random_state, one run each (the split stays fixed): "
+                             "the spread of the held-out score over seeds")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the table from runs.jsonl without running anything")
     parser.add_argument("--against", type=Path, default=None,
@@ -315,15 +373,19 @@ def main(argv=None):
     runs = out / "runs.jsonl"
     done = [json.loads(line) for line in runs.read_text().splitlines()] if runs.exists() else []
     command = "python pipelines/benchmarks/tune_budget.py " + " ".join(argv or sys.argv[1:])
-    for name in [] if args.report_only else args.datasets:
+    todo = [] if args.report_only else [(n, s) for s in args.seeds for n in args.datasets]
+    for name, seed in todo:
         label = name if args.sample is None else f"{name} ({args.sample:,})"
-        if any(r["dataset"] == label and r["budget_s"] == seconds for r in done) and not args.quick:
+        if any(r["dataset"] == label and r["budget_s"] == seconds and r.get("seed", 0) == seed
+               for r in done) and not args.quick:
             continue
-        row = run_one(name, args.budget, out, quick=args.quick, data=args.data, sample=args.sample)
+        row = run_one(name, args.budget, out, quick=args.quick, data=args.data, sample=args.sample,
+                      seed=seed)
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done.append(row)
     print(write(done, out, command).to_markdown(index=False))
+    print(spread_table(spread(done)).to_markdown(index=False))
     if args.against is not None:
         pairs = paired_table(compare_runs(done, args.against, args.data, args.quick))
         (out / "paired.md").write_text(
