@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pipelines.benchmarks import device_check
 
 
@@ -20,6 +22,10 @@ def test_the_plan_names_every_cell_with_a_script_that_exists(capsys, tmp_path):
     assert sum(c[3] for c in device_check.CELLS[:3]) <= 8 * 60  # the claims fit 8 device minutes
     quick = dict((name, command) for name, command, _ in device_check.commands(tmp_path, quick=True))
     assert "cpu" in quick["bench-gpu"] and "--quick" in quick["tune-trec-3m"]
+    rerun = device_check.commands(tmp_path, quick=False, cells=["bench-gpu", "tune-trec-3m"])
+    assert [name for name, _, _ in rerun] == ["tune-trec-3m", "bench-gpu"]  # in the plan's order
+    with pytest.raises(SystemExit, match="no cell \\['bench-cpu'\\]; the cells are tune-trec-3m"):
+        device_check.main(["--dry-run", "--cells", "bench-cpu"])
 
 
 def test_cells_run_in_order_within_the_limit_and_each_is_recorded_as_it_ends(tmp_path, monkeypatch):

