@@ -70,7 +70,7 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
                       representations: Mapping[str, Any] | None = None,
                       heads: Mapping[str, Any] | None = None,
                       pipelines: Mapping[str, Any] | None = None, metric: str | None = None,
-                      title: str | None = None) -> Path:
+                      title: str | None = None, figures: Mapping[str, Any] | None = None) -> Path:
     """Write one self-contained ``report.html`` for a comparison's results.
 
     Parameters
@@ -100,6 +100,9 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
         first scored column.
     title : str, optional
         The page heading; by default from ``results.attrs``.
+    figures : mapping of str to matplotlib Figure, optional
+        Further charts after the two of every report, each under its caption (`embedkit tune`:
+        the pick's reliability diagrams).
 
     Returns
     -------
@@ -153,6 +156,8 @@ def write_html_report(results: pd.DataFrame, path, *, dataset: pd.DataFrame | No
         score_svg=_svg(score_chart(results, metric=metric), "score"),
         time_svg=_svg(time_chart(results, metric=metric), "time", tooltips)
         if "fit_seconds" in results else None,
+        figures=[(caption, _svg(fig, f"extra{i}")) for i, (caption, fig)
+                 in enumerate((figures or {}).items())],
         dataset=_dataset_summary(dataset),
         pipelines=[_pipeline(i, label, r, h, representations, heads, pipelines)
                    for i, (label, r, h) in enumerate(zip(labels, results.representation,
@@ -335,16 +340,32 @@ def _final(meta: dict) -> str:
             + (f", its fine-tuned model as the mean of {seeds} seeds" if seeds > 1 else "") + ". ")
 
 
+def _calibrated(meta: dict) -> str:
+    """Whether the pick's probabilities were calibrated, from a tune leaderboard's ``attrs``."""
+    found = meta.get("calibration")
+    if not found:
+        return ""
+    numbers = (f"validation log-loss {found['log_loss']:.3f} as fitted, "
+               f"{found['log_loss_calibrated']:.3f} tempered (each fold of the validation rows at "
+               "the temperature fitted on the others); calibration error "
+               f"{found['ece']:.3f}, {found['ece_calibrated']:.3f}")
+    if found["applied"]:
+        return (f"Its probabilities are calibrated (temperature {found['temperature']:.2f}; "
+                f"{numbers}); its predictions are its own. ")
+    return f"Its probabilities are as fitted: a temperature did not lower their log-loss ({numbers}). "
+
+
 def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "embedkit tune",
                       top: int = 20, dataset: pd.DataFrame | None = None,
-                      pipelines: dict | None = None) -> list[Path]:
+                      pipelines: dict | None = None, figures: dict | None = None) -> list[Path]:
     """Write a tuning search's ``leaderboard.csv`` (every row), ``leaderboard.md`` (the scored
     rows, then what was left out, failed or interrupted and why; first, where a Ctrl-C or SIGTERM
     ended the search, that it did), ``leaderboard.png`` (the ``top`` scored rows as bars,
     `embedkit.plots.score_chart`) and ``report.html`` (`write_html_report`: the scored rows,
     sortable, the score-versus-time chart, the ``dataset`` summary and each row's parameters
-    from ``pipelines``, keyed by the ``pipeline`` column) into the folder ``output``; returns
-    their paths. ``board`` is `embedkit.tuning.leaderboard`'s frame."""
+    from ``pipelines``, keyed by the ``pipeline`` column, then the charts of ``figures`` by
+    caption) into the folder ``output``; returns their paths. ``board`` is
+    `embedkit.tuning.leaderboard`'s frame."""
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     meta = board.attrs
@@ -377,7 +398,7 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     lines += [f"{metric} on {meta.get('protocol', 'the validation rows')}. "
               f"Tiers reached: {', '.join(meta.get('tiers_reached', [])) or 'none'}"
               + ("; the search was interrupted" if meta.get("interrupted") else "") + ". "
-              + _final(meta)
+              + _final(meta) + _calibrated(meta)
               + "*documents*: the training rows a model fitted on; *vs baseline*: its paired "
               f"difference to {meta.get('baseline') or 'the better baseline'} on the same rows, in "
               "points, ± its standard error (the pick beats the baseline by more than that, or is "
@@ -396,7 +417,7 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     results.attrs.update(meta)
     score_chart(results.head(top), png_path, title=title, metric=metric)
     html_path = write_html_report(
-        results, out / "report.html", dataset=dataset, metric=metric, title=title,
+        results, out / "report.html", dataset=dataset, metric=metric, title=title, figures=figures,
         pipelines={shown_as: pipelines[label] for label, shown_as
                    in zip(scored["pipeline"], results["pipeline"], strict=True)
                    if pipelines and label in pipelines})

@@ -138,7 +138,7 @@ def _prologue(search, schedule, tfidf: int, minilm: int, per_doc: float = 0.004)
     schedule.tell(base, _scored(search, base, tfidf))
     load = schedule.ask("cores")
     assert isinstance(load, Job) and load.kind == "load"
-    schedule.tell(load, (per_doc, None))
+    schedule.tell(load, (per_doc, None, per_doc))
     encode = schedule.ask("cores")
     assert isinstance(encode, Job) and encode.kind == "encode"
     schedule.tell(encode, _encoded(schedule))
@@ -264,9 +264,11 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     load = schedule.ask("cores")
     assert isinstance(load, Job) and (load.kind, load.about, load.estimate) == (
         "load", "minilm", ENCODER_LOAD)
-    per_doc, sample = load.run()  # the packaged MiniLM, loaded and timed
+    per_doc, sample, fresh = load.run()  # the packaged MiniLM, loaded and timed
     assert 0 < per_doc < 0.5 and len(sample) == 64
-    schedule.tell(load, (per_doc, sample))
+    assert fresh > 0  # timed again without the cache: what a new document costs
+    schedule.tell(load, (per_doc, sample, fresh))
+    assert search.encode_rates["minilm"] == fresh
 
     encode = schedule.ask("cores")
     assert isinstance(encode, Job) and (encode.kind, encode.about) == ("encode", "minilm")
@@ -304,7 +306,7 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     schedule.tell(base, _scored(search, base, 800))
     load = schedule.ask("cores")
     # 0.035 s a document (0.04375 with the margin): all 5,452 need 239 s, over 100 s
-    schedule.tell(load, (0.035, None))
+    schedule.tell(load, (0.035, None, 0.035))
     m = int(START_SHARE * 1000 / (MARGIN * 0.035)) - len(search.valid)
     assert m == 1195 and len(search.valid) == 1090
     encode = schedule.ask("cores")
@@ -334,7 +336,7 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     search, schedule = _begin(trec, 1000, pairs)
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 800))
-    schedule.tell(schedule.ask("cores"), (0.05, None))
+    schedule.tell(schedule.ask("cores"), (0.05, None, 0.05))
     encode = schedule.ask("cores")
     assert encode.label == f"minilm: encoding {1090 + MIN_ROWS:,} documents"
     assert len(_default(schedule, ("minilm", "logreg-cv")).rows) == MIN_ROWS
@@ -363,7 +365,7 @@ def test_the_minilm_baseline_and_the_frozen_pairs_are_left_out_when_no_least_pas
     search, schedule = _begin(trec, 1000, pairs, lines)
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 800))
-    schedule.tell(schedule.ask("cores"), (1.0, None))  # 1 s a document: 1,290 need 27 min
+    schedule.tell(schedule.ask("cores"), (1.0, None, 1.0))  # 1 s a document: 1,290 need 27 min
     chosen = schedule.ask("cores")
     assert chosen.pair == ("tfidf", "logreg")
     left = [c for c in search.candidates if c.status == "left out"]
@@ -383,7 +385,7 @@ def test_on_a_small_set_a_pass_longer_than_the_time_left_is_not_asked(questions)
     search, schedule = _begin(questions, 300, [("tfidf", "logreg"), ("minilm", "logreg-cv")])
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 40))
-    schedule.tell(schedule.ask("cores"), (2.0, None))
+    schedule.tell(schedule.ask("cores"), (2.0, None, 2.0))
     asked = schedule.ask("cores")
     assert not (isinstance(asked, Job) and asked.estimate > search.left())  # today: 750 s
 
@@ -397,7 +399,7 @@ def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models
     search, schedule = _begin(questions, 300, pairs, lines)
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 40))
-    schedule.tell(schedule.ask("cores"), (0.004, None))
+    schedule.tell(schedule.ask("cores"), (0.004, None, 0.004))
     encode = schedule.ask("cores")
     schedule.tell(encode, _encoded(schedule, done=100, per_doc=0.5))  # 50 s for 100
     assert any("minilm: 100 of 300 documents encoded once in 50 s (cached for every model that "

@@ -165,7 +165,11 @@ def test_a_candidate_that_loses_to_the_baselines_is_no_part_of_the_pick(trec_sli
     """GloVe means trail TF-IDF by 20 points on TREC questions: the pick is made of the plain
     baselines alone (here their vote, which beats the better one on the validation rows), refit
     on every row, and predicts as those baselines fitted by hand and averaged; the search's vote
-    has weights summing to one over models it scored, its probabilities their weighted mean."""
+    has weights summing to one over models it scored, and its probabilities, score and paired
+    difference are cross-fitted: each half of the validation rows voted by the weights selected
+    on the other half."""
+    from embedkit.tuning._selection import select, stratified_halves
+
     train, test = trec_slice
     tuner = tune(train["text"], train["label"], budget="2m", pairs=[("glove", "logreg")],
                  progress=False)
@@ -176,7 +180,17 @@ def test_a_candidate_that_loses_to_the_baselines_is_no_part_of_the_pick(trec_sli
     members = {m.name: w for m, w in pick.weights.items()}
     assert set(members) == {"plain TF-IDF + LR", "plain MiniLM + LR"}, members
     assert abs(sum(members.values()) - 1) < 1e-12 and all(m in search.candidates for m in pick.weights)
-    np.testing.assert_allclose(pick.proba, sum(w * m.proba for m, w in pick.weights.items()))
+    scored = [c for c in search.scored() if c.kind != "ensemble"]
+    weights, crossed = select([c.proba for c in scored], [c.fit_seconds for c in scored],
+                              search.y_valid, search.classes, search.scoring, search.seed)
+    assert {scored[i]: w for i, w in weights.items()} == pick.weights
+    np.testing.assert_allclose(pick.proba, crossed)
+    for half in stratified_halves(search.y_valid, search.seed):  # each half: a vote of the members
+        assert np.allclose(pick.proba[half].sum(axis=1), 1.0)
+    right = search.classes[pick.proba.argmax(axis=1)] == search.y_valid
+    assert pick.score == pytest.approx(right.mean())  # the score and the paired difference: one
+    base = max((c for c in scored if c.kind == "baseline"), key=lambda c: c.score)
+    assert board.loc[tuner.pick_, "vs_baseline"] == pytest.approx(100 * (pick.score - base.score))
     assert board.loc[tuner.pick_, "accuracy"] > board.loc["glove + logreg", "accuracy"] + 0.1
     docs = test["text"][:50]
     fitted = {name: baseline_pipelines()[name].fit(train["text"], train["label"]) for name in members}
@@ -268,6 +282,63 @@ def test_leaderboard_files_and_the_model_folder(tuned, trec_slice, tmp_path):
     assert list(load(folder).predict(docs)) == list(tuner.predict(docs))
 
 
+def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_was_not_fitted_on(
+        tuned, trec_slice, tmp_path):
+    """The finish's calibration, on the search the `tuned` fixture ran: its own pick as the
+    search stored it, the same pick made over-confident (its probabilities to the fourth power),
+    and one that says nothing (uniform): calibrated, calibrated with T > 1, kept."""
+    import copy
+
+    from embedkit.heads.calibration import TemperatureScaled
+    from embedkit.report import write_leaderboard
+    from embedkit.storage.persist import load, save
+    from embedkit.tuning._finish import Finish
+    from embedkit.tuning._leaderboard import calibration_figures
+
+    tuner, lines = tuned
+    _, test = trec_slice
+    search, docs = tuner.search_, test["text"][:60]
+    found = tuner.calibration_  # the run's own, said in its log and on its leaderboard
+    assert any(found["said"] in line for line in lines)
+    assert found["log_loss"] == pytest.approx(log_loss(search.y_valid, found["proba"], search.classes))
+    assert found["applied"] == (found["log_loss_calibrated"] < found["log_loss"])
+    pick = search.best()
+    model = pick.model  # as fitted on the training rows: its validation probabilities are pick.proba
+
+    sure = copy.copy(pick)
+    sure.proba = pick.proba ** 4 / (pick.proba ** 4).sum(axis=1, keepdims=True)
+    calibrated, out = Finish.calibrate(search, sure, model)
+    assert out["applied"] and out["temperature"] > 1.5 and out["log_loss_calibrated"] < out["log_loss"]
+    scaled = calibrated.steps[-1][1]
+    assert isinstance(scaled, TemperatureScaled) and scaled.estimator is model.steps[-1][1]
+    assert calibrated.steps[:-1] == model.steps[:-1] and model.steps[-1][1] is not scaled  # a copy
+    assert list(calibrated.predict(docs)) == list(model.predict(docs))  # its decisions, unchanged
+    proba = calibrated.predict_proba(docs)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert (proba.max(axis=1) < model.predict_proba(docs).max(axis=1) + 1e-12).all()  # softened
+    folder = save(calibrated, tmp_path / "model")  # the folder keeps the temperature
+    np.testing.assert_allclose(load(folder).predict_proba(docs), proba)
+
+    flat = copy.copy(pick)
+    flat.proba = np.full_like(pick.proba, 1 / pick.proba.shape[1])
+    kept, out = Finish.calibrate(search, flat, model)
+    assert kept is model and not out["applied"] and out["temperature"] == 1.0
+    assert out["said"].startswith("kept the pick's probabilities as they are")
+
+    tuner = copy.copy(tuner)
+    tuner.calibration_ = Finish.calibrate(search, sure, model)[1]
+    figures = calibration_figures(tuner)
+    assert [t.split(":")[0] for t in figures] == [
+        "The pick's probabilities as fitted",
+        f"The pick's probabilities calibrated, temperature {tuner.calibration_['temperature']:.2f}"]
+    board = tuner.leaderboard_.copy()
+    board.attrs["calibration"] = {k: v for k, v in tuner.calibration_.items() if "proba" not in k}
+    paths = write_leaderboard(board, tmp_path / "board", figures=figures)
+    assert "Its probabilities are calibrated (temperature" in paths[1].read_text()
+    page = paths[3].read_text()
+    assert page.count('<figure class="extra-chart">') == 2 and "ECE" in page
+
+
 @pytest.fixture(scope="session")
 def finetuned(trec_slice):
     """A budget that pays for fine-tuning on a small slice: the plan is sized, run and scored."""
@@ -326,6 +397,7 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
     +2, ...) while the time left pays for them, up to MAX_SEEDS; the seeds share the weight."""
     from embedkit._budget import Clock
     from embedkit.heads import EnsembleClassifier
+    from embedkit.heads.calibration import TemperatureScaled
     from embedkit.tuning import _settings
 
     tuner, _ = finetuned
@@ -337,6 +409,9 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
     pipe = done.estimator
     assert done.refit and done.seeds == 2
     head = pipe.named_steps["head"]
+    if done.calibration["applied"]:  # the seeds' vote, its probabilities tempered
+        assert isinstance(head, TemperatureScaled)
+        head = head.estimator
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.5, 0.5]
     states = [m.estimator.get_params()["head__random_state"] for _, m in head.members]
     assert states == [0, 1]
@@ -590,6 +665,59 @@ def test_a_budget_too_small_leaves_models_out_and_says_what_would_include_them(t
     assert tuner.pick_ in set(board.loc[board["status"] == "scored", "pipeline"])
 
 
+def test_a_predict_limit_picks_and_ensembles_only_models_that_predict_within_it(trec_slice):
+    """MiniLM models cost its encoder's pass a row (milliseconds on a CPU), TF-IDF ones tens of
+    microseconds: a limit of half a millisecond a row keeps every MiniLM model out of the pick
+    and of the ensemble, scored and said; a limit nothing meets picks the cheapest, said."""
+    train, test = trec_slice
+    lines = []
+    limit = 5e-4
+    tuner = tune(train["text"], train["label"], budget="60s", progress=lines.append,
+                 pairs=[("tfidf", "logreg"), ("minilm", "logreg-cv")], predict_limit=limit)
+    search, board = tuner.search_, tuner.leaderboard_.set_index("pipeline")
+    scored = {c.label: c for c in search.scored()}
+    minilm = [c for c in scored.values() if c.encoder == "minilm" and c.kind != "ensemble"]
+    assert minilm and search.encode_rates["minilm"] > limit  # measured: the pass a document
+    for c in minilm:  # the encoder's pass counted: its cost a row is at least the pass's
+        assert c.row_seconds >= search.encode_rates["minilm"] > limit
+        assert board.loc[c.label, "predict_s_per_1000"] == pytest.approx(1000 * c.row_seconds)
+        assert "over the predict limit" in board.loc[c.label, "note"]
+    pick = scored[tuner.pick_]
+    assert pick.row_seconds <= limit and pick.encoder != "minilm"
+    assert all(m.row_seconds <= limit for m in pick.weights)  # an ensemble: of cheap members
+    for c in scored.values():
+        if c.kind == "ensemble":
+            assert sum(m.row_seconds for m in c.weights) <= limit and c.row_seconds <= limit
+    assert accuracy_score(test["label"], tuner.predict(test["text"])) > 0.6
+
+    lines = []
+    tuner = tune(train["text"], train["label"], budget="20s", progress=lines.append,
+                 pairs=[("tfidf", "logreg")], predict_limit=1e-9)
+    costs = {c.label: c.row_seconds for c in tuner.search_.scored()}
+    assert costs[tuner.pick_] == min(costs.values())
+    assert any("no model predicts within the limit of 0.00 ms a row" in line for line in lines)
+
+
+def test_the_ensemble_selection_keeps_its_members_summed_predict_cost_within_a_limit():
+    from embedkit.tuning._selection import select
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 600)
+    classes = np.arange(3)
+    probas = []
+    for right in (0.7, 0.7, 0.7):  # three independent models, each right on 70% of the rows
+        said = np.where(rng.random(600) < right, y, rng.integers(0, 3, 600))
+        probas.append(np.eye(3)[said] * 0.6 + 0.4 / 3)
+    free, _ = select(probas, [1.0] * 3, y, classes, "accuracy", 0)
+    assert len(free) == 3  # all three vote: each corrects the others
+    kept, _ = select(probas, [1.0] * 3, y, classes, "accuracy", 0, row_seconds=[1.0, 1.0, 5.0],
+                     limit=2.0)
+    assert set(kept) == {0, 1}  # the dear third would take the members past the limit
+    none, crossed = select(probas, [1.0] * 3, y, classes, "accuracy", 0, row_seconds=[3.0] * 3,
+                           limit=2.0)
+    assert none == {} and crossed is None  # no model fits alone: no ensemble
+
+
 def test_a_model_this_machine_lacks_and_cannot_fetch_is_left_out_and_the_search_goes_on(
         trec_slice, tmp_path, monkeypatch):
     """Offline, mpnet never fetched (the lent GPU machine, 2026-12-04): tune crashed in its
@@ -801,7 +929,8 @@ def _scored(name, hits, y, classes, kind="candidate", predict=1.0):
     pred = np.where(hits, np.searchsorted(classes, y), wrong)
     proba = np.eye(len(classes))[pred]
     return Candidate(name=name, kind=kind, status="scored", score=float(np.mean(hits)),
-                     proba=proba, fit_seconds=1.0, predict_seconds=predict)
+                     proba=proba, fit_seconds=1.0, predict_seconds=predict,
+                     row_seconds=predict / len(y))
 
 
 def test_the_pick_is_the_better_baseline_unless_a_model_beats_it_beyond_its_noise():

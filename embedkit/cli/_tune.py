@@ -76,6 +76,10 @@ def tune(
                                         "tune writes there and keep every other file."),
     validation: float = typer.Option(0.2, min=0.01, max=0.5,
                                      help="Share of the documents every model is scored on."),
+    predict_limit: float | None = typer.Option(
+        None, "--predict-limit", min=0.0,
+        help="Seconds a row the pick may take to predict new rows on this machine, e.g. 0.002: "
+             "models above it are scored but not picked (the leaderboard says so)."),
     seed: int = opt.SEED,
     finetune: str = typer.Option("auto", help="Fine-tuning: auto (when the time left pays for it) "
                                               "or no."),
@@ -142,6 +146,7 @@ def tune(
                     "starting and reading the data", f"the plain TF-IDF baseline on {len(df):,} "
                     "documents and writing the output")
             tuner = Tuner(seconds, validation=validation, random_state=seed,
+                          predict_limit=predict_limit,
                           finetune=choice[finetune], progress=progress, task=task,
                           **(table or {}), representations=representations or None, heads=heads or None,
                           output=output, overwrite=overwrite,

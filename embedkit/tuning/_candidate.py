@@ -59,6 +59,9 @@ class Candidate:
     score: float = math.nan
     fit_seconds: float = math.nan
     predict_seconds: float = math.nan
+    # seconds to predict one new document: its predictions on the validation rows a row, plus
+    # the pass of the frozen encoder whose cache it read (an ensemble: its members' sum)
+    row_seconds: float = math.nan
     model: Any = None
     proba: Any = None
     note: str = ""
@@ -113,8 +116,8 @@ class Candidate:
     def but(self, **changes) -> Candidate:
         """A new, unrun candidate like this one with ``changes``."""
         fresh = dict(status="waiting", started=math.nan, estimate=math.nan, score=math.nan,
-                     fit_seconds=math.nan, predict_seconds=math.nan, model=None, proba=None,
-                     note="")
+                     fit_seconds=math.nan, predict_seconds=math.nan, row_seconds=math.nan,
+                     model=None, proba=None, note="")
         return dataclasses.replace(self, **{**fresh, **changes})
 
     def line(self) -> Candidate:

@@ -46,7 +46,7 @@ class Search:
                  validation: float, finetune, cache, random_state: int,
                  say: Callable[[str], None], finish: Finish | None = None,
                  device_lane: bool | None = None, client=None, task: str = "classification",
-                 roles=None):
+                 roles=None, predict_limit: float | None = None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
         # a table (`embedkit.data.columns`): ``docs`` is a DataFrame whose columns have these roles, and
         # ``texts`` the text an encoder reads of each row (what the encoder's pass caches)
@@ -61,6 +61,10 @@ class Search:
         self.candidates: list[Candidate] = []
         self.tiers_reached: list[str] = []
         self.costs, self.encoder_seconds, self.interrupted = States(), math.nan, False
+        # seconds a document of each frozen encoder's pass, as measured (the schedule records it)
+        self.encode_rates: dict[str, float] = {}
+        # seconds a row a model may take to predict (None: any); one above it is never picked
+        self.predict_limit = predict_limit
         self.filling = False  # True once every tier's defaults are done (the schedule says so)
         self.reserved_seeds = 0  # how many of the finish's seeds the fill keeps time for
         self.device_lane, self.client = device_lane, client  # client: a Dask cluster's
@@ -146,8 +150,10 @@ class Search:
         beat it beyond their noise on the validation rows."""
         scored = self.scored()
         if self._pick[0] != len(scored) or self._pick[1] not in scored:
-            self._pick = (len(scored), choose(scored, self.y_valid, self.classes, self.scoring,
-                                              self.seed))
+            within = [c for c in scored if self.within_limit(c)]
+            self._pick = (len(scored), choose(within, self.y_valid, self.classes, self.scoring,
+                                              self.seed) if within else
+                          min(scored, key=lambda c: (c.row_seconds, -c.score)))
         return self._pick[1]
 
     # -- estimates ------------------------------------------------------------------------------
@@ -238,7 +244,11 @@ class Search:
         if c.lane == "cluster":
             outcome, c.where = outcome
         c.model, c.proba, c.fit_seconds, c.predict_seconds = outcome
+        c.row_seconds = (c.predict_seconds / max(len(self.valid), 1)
+                         + (self.encode_rates.get(c.encoder, 0.0) if c.encoder else 0.0))
         c.score, c.status = self.score_proba(c.proba), "scored"
+        if not self.within_limit(c):
+            c.note = "; ".join(n for n in (c.note, self.over_limit(c)) if n)
         state = self.costs[c.pair]
         state.observe(work_of(c.model, self.n_rows(c)), c.fit_seconds)
         state.observe_predict(len(self.valid), c.predict_seconds)
@@ -303,23 +313,32 @@ class Search:
                                              "best model so far"))
 
     # -- ensembles --------------------------------------------------------------------------------
+    def within_limit(self, c: Candidate) -> bool:
+        """Whether ``c`` predicts within the predict limit (always, without one)."""
+        return self.predict_limit is None or c.row_seconds <= self.predict_limit
+
+    def over_limit(self, c: Candidate) -> str:
+        return (f"over the predict limit: {1000 * c.row_seconds:.2f} ms a row, the limit "
+                f"{1000 * self.predict_limit:.2f} ms; not picked")
+
     def _update_ensemble(self) -> None:
         self.candidates = [c for c in self.candidates if c.kind != "ensemble"]
-        scored = self.scored()
+        scored = [c for c in self.scored() if self.within_limit(c)]
         if len(scored) < 2:
             return
-        weights, score = _selection.select([c.proba for c in scored],
-                                           [c.fit_seconds for c in scored], self.y_valid,
-                                           self.classes, self.scoring, self.seed)
+        weights, proba = _selection.select(
+            [c.proba for c in scored], [c.fit_seconds for c in scored], self.y_valid,
+            self.classes, self.scoring, self.seed, row_seconds=[c.row_seconds for c in scored],
+            limit=self.predict_limit)
         if not weights:
             return
         members = {scored[i]: w for i, w in weights.items()}
         self.candidates.append(Candidate(
             name=f"ensemble of {len(members)} models", tier="ensembles", kind="ensemble",
             task=self.task, roles=self.roles,
-            status="scored", score=score,
-            proba=sum(w * c.proba for c, w in members.items()),
+            status="scored", score=self.score_proba(proba), proba=proba,  # cross-fitted
             note="; ".join(f"{c.label}: {w:.2f}" for c, w in members.items()),
             fit_seconds=sum(c.fit_seconds for c in members),
-            predict_seconds=sum(c.predict_seconds for c in members), weights=members))
+            predict_seconds=sum(c.predict_seconds for c in members),
+            row_seconds=sum(c.row_seconds for c in members), weights=members))
         self.reached("ensembles")

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ._candidate import describe
 
-__all__ = ["leaderboard", "pipelines"]
+__all__ = ["calibration_figures", "leaderboard", "pipelines"]
 
 
 def leaderboard(tuner) -> pd.DataFrame:
@@ -21,7 +21,8 @@ def leaderboard(tuner) -> pd.DataFrame:
     ``<scoring>`` (on the validation rows), ``vs_baseline`` and ``vs_baseline_se`` (its paired
     difference to the better baseline on the same rows, in points, and that difference's
     standard error), ``fit_seconds`` (fit and validation predictions), ``predict_s_per_1000``
-    (seconds to predict 1,000 documents, from the validation rows), ``grown_from`` (the smaller
+    (seconds to predict 1,000 new documents: its predictions on the validation rows, and the
+    pass of the frozen encoder it read from the cache), ``grown_from`` (the smaller
     fit of the same model it grew from), ``status`` (scored / left out / failed / interrupted),
     ``note`` (why, the budget that would include a left-out model, a recipe cut shorter than
     the documents) and ``pick``; a number's rows add ``rmse``; classes and label sets
@@ -49,7 +50,7 @@ def leaderboard(tuner) -> pd.DataFrame:
                      "vs_baseline_se": math.nan if vs is None else 100 * vs.se,
                      "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
                                                      else c.predict_seconds),
-                     "predict_s_per_1000": 1000 * c.predict_seconds / max(len(search.valid), 1),
+                     "predict_s_per_1000": 1000 * c.row_seconds,
                      **_also(c, search, name),
                      "grown_from": "" if c.grown_from is None else c.grown_from.label,
                      "status": c.status, "note": note, "pick": c.label == tuner.pick_})
@@ -71,8 +72,27 @@ def leaderboard(tuner) -> pd.DataFrame:
         refit_interrupted=getattr(tuner, "refit_interrupted_", False),
         notes=list(getattr(tuner, "notes_", [])),
         encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_,
-        refit_members=getattr(tuner, "refit_members_", (int(tuner.refit_), 1)))
+        refit_members=getattr(tuner, "refit_members_", (int(tuner.refit_), 1)),
+        calibration={k: v for k, v in (getattr(tuner, "calibration_", None) or {}).items()
+                     if not k.startswith("proba")})
     return board
+
+
+def calibration_figures(tuner) -> dict:
+    """The pick's reliability diagrams on the validation rows, as fitted and calibrated (each
+    fold at the temperature of the others), by title; none for numbers and label sets."""
+    from ..plots import reliability_diagram
+
+    found = getattr(tuner, "calibration_", None)
+    if not found:
+        return {}
+    search = tuner.search_
+    shown = {"as fitted": (found["proba"], found["ece"])}
+    if found["applied"]:
+        shown[f"calibrated, temperature {found['temperature']:.2f}"] = (
+            found["proba_calibrated"], found["ece_calibrated"])
+    return {f"The pick's probabilities {name}: ECE {ece:.3f}": reliability_diagram(
+        search.y_valid, proba, search.classes) for name, (proba, ece) in shown.items()}
 
 
 def pipelines(tuner) -> dict:

@@ -63,7 +63,7 @@ def versus(a, b, y: np.ndarray, classes: np.ndarray, scoring: str, seed: int = 0
 
 
 def _predict_cost(c) -> float:
-    return c.predict_seconds if not math.isnan(c.predict_seconds) else math.inf
+    return c.row_seconds if not math.isnan(c.row_seconds) else math.inf
 
 
 def choose(scored: Sequence, y: np.ndarray, classes: np.ndarray, scoring: str, seed: int = 0):

@@ -306,7 +306,7 @@ class Schedule(Worth):
             if failed:
                 s.say(f"{s.clock.stamp()} frozen encoder: {ENCODER}: failed ({outcome})"[:300])
                 return
-            per_doc, self.sample = outcome
+            per_doc, self.sample, s.encode_rates[ENCODER] = outcome
             job = self._first_pass(per_doc)
             if job is not None:
                 self.queue[:0] = [job, "minilm"]
@@ -337,6 +337,11 @@ class Schedule(Worth):
             plans.per_doc = seconds / done
         elif rep != ENCODER:
             plans.rates[rep] = seconds / max(done, 1)
+        if done:  # what a new document costs a model that reads this cache: where the pass
+            # found its documents cached already, at least the fresh encoder's measured rate
+            # (the prologue's, scaled by the registry's cost ratio for another encoder)
+            fresh = s.encode_rates.get(ENCODER, 0.0) * encoder_ratio(rep)
+            s.encode_rates[rep] = max(seconds / done, fresh)
         s.encoder_seconds = (0 if math.isnan(s.encoder_seconds) else s.encoder_seconds) + seconds
         what = f"{done:,} of {len(index):,} documents" if done < len(index) else f"{done:,} documents"
         where = f" on the cluster's {len(s.client.nthreads())} workers" if "cluster" in s.lanes else ""

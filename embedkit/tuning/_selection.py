@@ -100,15 +100,21 @@ def aligned(model, X, classes: np.ndarray | None) -> np.ndarray:
 
 
 def _greedy(probas: Sequence[np.ndarray], costs: Sequence[float], rows: np.ndarray, y, classes,
-            scoring: str, rounds: int = 12) -> dict[int, int]:
+            scoring: str, rounds: int = 12, row_seconds: Sequence[float] | None = None,
+            limit: float | None = None) -> dict[int, int]:
     """Caruana's selection on ``rows``: add (with replacement) the model that most improves the
-    mean's score, the cheaper on a tie; stop when nothing improves it. ``{model index: count}``."""
+    mean's score, the cheaper on a tie, never one that takes the members' summed
+    ``row_seconds`` past ``limit``; stop when nothing improves it. ``{model index: count}``."""
     counts: dict[int, int] = {}
     total, best = None, -math.inf
     for _ in range(rounds):
         n = sum(counts.values()) + 1
+        spent = sum(row_seconds[i] for i in counts) if limit is not None else 0.0
         trial = [(score(scoring, (p[rows] if total is None else total + p[rows]) / n, y[rows],
-                        classes), -costs[i], -i) for i, p in enumerate(probas)]
+                        classes), -costs[i], -i) for i, p in enumerate(probas)
+                 if limit is None or i in counts or spent + row_seconds[i] <= limit]
+        if not trial:
+            break
         value, _, pick = max(trial)  # the first model on a tie of score and cost
         pick = -pick
         if value <= best:
@@ -120,22 +126,29 @@ def _greedy(probas: Sequence[np.ndarray], costs: Sequence[float], rows: np.ndarr
 
 
 def select(probas: Sequence[np.ndarray], costs: Sequence[float], y: np.ndarray,
-           classes: np.ndarray, scoring: str, seed: int) -> tuple[dict[int, float], float]:
+           classes: np.ndarray, scoring: str, seed: int, row_seconds: Sequence[float] | None = None,
+           limit: float | None = None) -> tuple[dict[int, float], np.ndarray | None]:
     """The ensemble of the models whose validation probabilities are ``probas``: ``({index:
-    weight}, cross-fitted score)``, weights summing to one; an empty dict when the selection
-    keeps fewer than two models."""
-    halves = stratified_halves(y, seed)
-    parts = []
-    for choose, judge in (halves, halves[::-1]):
-        counts = _greedy(probas, costs, choose, y, classes, scoring)
-        proba = sum(w * probas[i][judge] for i, w in counts.items()) / sum(counts.values())
-        parts.append((len(judge), score(scoring, proba, y[judge], classes)))
-    counts = _greedy(probas, costs, np.arange(len(y)), y, classes, scoring)
+    weight}, its cross-fitted probabilities)``, weights summing to one, its members'
+    ``row_seconds`` (seconds to predict a row) summing to at most ``limit`` where one is given;
+    ``({}, None)`` when the selection keeps fewer than two models.
+
+    The weights are selected on every validation row; the probabilities are not theirs: each
+    half of the rows (stratified) gets the vote of the weights selected on the other half. A
+    selection flatters the rows it was made on, so its score, its paired difference to another
+    model and its calibration are all read from these, the same rows and the same
+    probabilities."""
+    within = {"row_seconds": row_seconds, "limit": limit}
+    counts = _greedy(probas, costs, np.arange(len(y)), y, classes, scoring, **within)
     if len(counts) < 2:
-        return {}, math.nan
+        return {}, None
+    crossed = np.empty_like(np.asarray(probas[0], dtype=np.float64))
+    halves = stratified_halves(y, seed)
+    for choose, judge in (halves, halves[::-1]):
+        chosen = _greedy(probas, costs, choose, y, classes, scoring, **within)
+        crossed[judge] = sum(w * probas[i][judge] for i, w in chosen.items()) / sum(chosen.values())
     total = sum(counts.values())
-    return ({i: n / total for i, n in counts.items()},
-            sum(k * s for k, s in parts) / sum(k for k, _ in parts))
+    return {i: n / total for i, n in counts.items()}, crossed
 
 
 def strata(y: np.ndarray) -> np.ndarray:

@@ -66,7 +66,7 @@ from ._inputs import (
     pairs_for_task,
 )
 from ._lanes import accelerated
-from ._leaderboard import leaderboard, pipelines
+from ._leaderboard import calibration_figures, leaderboard, pipelines
 from ._schedule import TIERS, Schedule
 from ._settings import (
     DEFAULT_PAIRS,
@@ -143,6 +143,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         numeric ones scaled, side by side for the head), a head that reads text (fine-tuning)
         the columns joined as ``name: value`` lines; the baselines read the first text column
         alone, as five lines on one column would. The pick reads the same columns by name.
+    predict_limit : float, optional
+        Seconds a row the pick may take to predict new documents on this machine (AutoGluon's
+        ``infer_limit``): a model, or an ensemble whose members together, above it is scored
+        and shown but not picked (the leaderboard says so), and an ensemble is built only of
+        members that fit it together. The cost is measured as the leaderboard's
+        ``predict_s_per_1000``: the model's predictions on the validation rows, plus the pass
+        of the frozen encoder whose cache it read. Where no model fits it, the cheapest to
+        predict is the pick (said). None (default): any cost.
     finetune : {"auto", True, False}, default="auto"
         Fine-tuning pairs join when the time left pays for them ("auto"; True is the same, kept
         for the command line's ``--finetune yes``); False leaves them out.
@@ -172,7 +180,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     ----------
     best_estimator_ : Pipeline
         The pick: a registry pair's pipeline, a baseline, or an ensemble of scored models
-        (``Pipeline([("features", "passthrough"), ("head", EnsembleClassifier(...))])``).
+        (``Pipeline([("features", "passthrough"), ("head", EnsembleClassifier(...))])``); where
+        calibrating lowered its validation log-loss (classes only), its last step is a
+        `TemperatureScaled` of itself.
+    calibration_ : dict or None
+        Classes only: whether the pick's probabilities were calibrated (``applied``), at what
+        ``temperature``, and the validation rows' ``log_loss`` and ``ece`` as fitted and
+        calibrated (``log_loss_calibrated``, ``ece_calibrated``: each fold of the validation
+        rows at the temperature fitted on the others).
     pick_ : str
         The leaderboard name of the pick.
     refit_ : bool
@@ -234,6 +249,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "representations": [list, tuple, None],
         "heads": [list, tuple, None],
         "validation": [Interval(Real, 0, 0.5, closed="neither")],
+        "predict_limit": [None, Interval(Real, 0, None, closed="neither")],
         "scoring": [None, StrOptions(set(get_scorer_names()))],
         "task": [None, StrOptions({"classification", "regression", "multilabel"})],
         "text_columns": [None, str, list, tuple],
@@ -249,7 +265,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     }
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
-                 heads=None, validation: float = 0.2, scoring: str | None = None,
+                 heads=None, validation: float = 0.2, predict_limit: float | None = None,
+                 scoring: str | None = None,
                  task: str | None = None, text_columns=None, categorical=None, numeric=None,
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
                  output=None, overwrite: bool = False,
@@ -311,7 +328,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                         random_state=self.random_state, say=say,
                         finish=Finish(self.output, clock.budget, target.names), device_lane=accelerated(),
                         client=running_client() if self.backend == "dask" else None,
-                        roles=self.roles_)
+                        roles=self.roles_, predict_limit=self.predict_limit)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         self.notes_ += without
@@ -344,10 +361,15 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         self.interrupted_ = search.interrupted
         pick = search.best()
         self.pick_ = pick.label
+        if not search.within_limit(pick):
+            say(f"{clock.stamp()} no model predicts within the limit of "
+                f"{1000 * self.predict_limit:.2f} ms a row: the pick is the cheapest to predict "
+                f"({1000 * pick.row_seconds:.2f} ms a row)")
         with threads, _quiet_about_slices():
             done = search.finish.run(search, pick, clock, say)
         self.best_estimator_, self.refit_, self.seeds_ = done.estimator, done.refit, done.seeds
         self.refit_members_, self.refit_interrupted_ = done.members, done.interrupted
+        self.calibration_ = done.calibration
         if self.task_ != "regression":  # label sets: the names the finish fitted the pick with
             self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
@@ -367,7 +389,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         with interrupts_held():  # what is published and `published_` never disagree
             out = publish_folder(self.output, lambda folder: (
                 write_leaderboard(self.leaderboard_, folder, title=title, pipelines=pipelines(self),
-                                  dataset=pd.DataFrame({"text": docs, "label": self._labels(y)})),
+                                  dataset=pd.DataFrame({"text": docs, "label": self._labels(y)}),
+                                  figures=calibration_figures(self)),
                 save(self.best_estimator_, folder / "model")), overwrite=self.overwrite)
             self.published_ = True
         say(f"{clock.stamp()} wrote the leaderboard files, report.html and the model {out / 'model'}")

@@ -10,6 +10,7 @@ suite's best row, held out.
     python pipelines/benchmarks/tune_budget.py --budget 10m --datasets imdb-reviews --sample 20000
     python pipelines/benchmarks/tune_budget.py --report-only --output NEW --against OLD   # paired
     python pipelines/benchmarks/tune_budget.py --budget 10m --seeds 0 1 2   # the spread over seeds
+    python pipelines/benchmarks/tune_budget.py --budget 5m --predict-limit 0.002 --output LIMITED
 
 Protocol (that of `accuracy_suite.py`): each dataset's official split where it has one, else a
 stratified 80/20 split with seed 0. The timed part is exactly what `embedkit tune` does: the
@@ -95,7 +96,8 @@ def sides(name: str, quick: bool = False, data: Path | None = None, sample: int 
 
 
 def run_one(name: str, budget: str, output: Path, quick: bool = False,
-            data: Path | None = None, sample: int | None = None, seed: int = 0) -> dict:
+            data: Path | None = None, sample: int | None = None, seed: int = 0,
+            predict_limit: float | None = None) -> dict:
     from sklearn.base import clone
 
     import embedkit
@@ -107,12 +109,15 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     X_test, y_test = test["text"], test["label"].to_numpy()
     folder = output / f"{name}-{budget}" if sample is None else output / f"{name}-{sample}-{budget}"
     folder = folder if seed == 0 else folder.with_name(f"{folder.name}-seed{seed}")
+    folder = folder if predict_limit is None else folder.with_name(f"{folder.name}-limit{predict_limit:g}")
     start = time.perf_counter()
     with PeakRSS() as memory:
-        tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True,
-                               random_state=seed).fit(X_train, y_train)
+        tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True, random_state=seed,
+                               predict_limit=predict_limit).fit(X_train, y_train)
     wall = time.perf_counter() - start
+    began = time.perf_counter()
     right = np.asarray(tuner.predict(X_test)) == y_test  # per held-out row, for paired comparisons
+    predict_row_s = (time.perf_counter() - began) / max(len(X_test), 1)
     board = tuner.leaderboard_
     pick = board[board["pick"]].iloc[0]
     seconds = parse_budget(budget)
@@ -123,11 +128,14 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
            "pick_valid": float(pick["accuracy"]), "refit": bool(tuner.refit_),
            "seeds": int(tuner.seeds_), "fitted_rows": len(tuner.search_.train),
            "pick_acc": float(right.mean()), "held_out_right": _bits(right),
+           "predict_limit": predict_limit, "predict_row_s": predict_row_s,
+           "pick_row_s_valid": float(pick["predict_s_per_1000"]) / 1000,
            "tiers": tuner.tiers_reached_, "scored": int((board["status"] == "scored").sum()),
            "left_out": [f"{p}: {n}" for p, n in zip(board.loc[board["status"] == "left out", "pipeline"],
                                                    board.loc[board["status"] == "left out", "note"],
                                                    strict=True)],
            "failed": int((board["status"] == "failed").sum()), "interrupted": tuner.interrupted_}
+    row.update(held_out_calibration(tuner, X_test, y_test))
     print(f"{name} {budget} seed {seed}: pick {row['pick']} {row['pick_acc']:.3f} held out ({wall:.0f} s of "
           f"{seconds:.0f} s)", file=sys.stderr, flush=True)
     for base, pipe in baseline_pipelines("memory").items():
@@ -142,6 +150,33 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
         row["suite_best"], row["suite_best_acc"] = best
         row["vs_suite_best_points"] = 100 * (row["pick_acc"] - best[1])
     return row
+
+
+def held_out_calibration(tuner, X_test, y_test) -> dict:
+    """The pick's held-out log-loss and calibration error as saved (``pick_log_loss``,
+    ``pick_ece``) and with its last step's temperature taken off (``raw_*``: the pick as
+    fitted), and the ``temperature`` the finish applied (1.0: none); test rows of a class the
+    search never saw are not counted. Numbers and label sets: empty."""
+    from sklearn.pipeline import Pipeline
+
+    from embedkit import TemperatureScaled
+    from embedkit.data.targets import expected_calibration_error, log_loss
+
+    if tuner.calibration_ is None:
+        return {}
+    model, classes = tuner.best_estimator_, np.asarray(tuner.classes_)
+    raw = model
+    if isinstance(model, Pipeline) and isinstance(model.steps[-1][1], TemperatureScaled):
+        raw = Pipeline([*model.steps[:-1], (model.steps[-1][0], model.steps[-1][1].estimator)])
+    seen = np.isin(y_test, classes)
+    X, y = X_test[seen], y_test[seen]
+    out = {"temperature": float(tuner.calibration_["temperature"]) if tuner.calibration_["applied"]
+           else 1.0}
+    for key, m in (("pick", model), ("raw", raw)):
+        proba = m.predict_proba(X)
+        out[f"{key}_log_loss"] = log_loss(y, proba, classes)
+        out[f"{key}_ece"] = expected_calibration_error(y, proba, classes)
+    return out
 
 
 def table(rows: list[dict]) -> pd.DataFrame:
@@ -169,6 +204,18 @@ def table(rows: list[dict]) -> pd.DataFrame:
                              zip(df["suite_best"], df["suite_best_acc"], strict=True)]
         out["vs suite best"] = df["vs_suite_best_points"].map(
             lambda v: "" if pd.isna(v) else f"{v:+.1f}")
+    if "predict_limit" in df and df["predict_limit"].notna().any():  # the pick's cost, held out
+        out["predict limit ms/row"] = df["predict_limit"].map(
+            lambda v: "" if pd.isna(v) else f"{1000 * v:.2f}")
+        out["pick held out ms/row (validation)"] = [
+            f"{1000 * h:.2f} ({1000 * v:.2f})" for h, v in zip(
+                df["predict_row_s"], df["pick_row_s_valid"], strict=True)]
+    if "pick_ece" in df:  # the pick's probabilities held out, as saved (as fitted)
+        out["temperature"] = df["temperature"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+        for key, name in (("log_loss", "log-loss"), ("ece", "ECE")):
+            out[f"held-out {name} (as fitted)"] = [
+                "" if pd.isna(a) else f"{a:.3f} ({b:.3f})"
+                for a, b in zip(df[f"pick_{key}"], df[f"raw_{key}"], strict=True)]
     out["tiers reached"] = df["tiers"].map(lambda t: ", ".join(t))
     if "peak_mb" in df:
         out["peak memory"] = df["peak_mb"].map(lambda v: "" if pd.isna(v) else f"{v / 1024:.1f} GB")
@@ -204,7 +251,12 @@ def spread(rows: list[dict]) -> pd.DataFrame:
                     "lowest": acc.min(), "highest": acc.max(),
                     "better baseline": runs["better"].mean(),
                     "vs better baseline (mean points)": 100 * (acc - runs["better"]).mean(),
-                    "most budget used": runs["used_share"].max()})
+                    "most budget used": runs["used_share"].max(),
+                    **({"held-out ECE (mean, as fitted)": f"{runs['pick_ece'].mean():.3f} "
+                        f"({runs['raw_ece'].mean():.3f})",
+                        "held-out log-loss (mean, as fitted)": f"{runs['pick_log_loss'].mean():.3f} "
+                        f"({runs['raw_log_loss'].mean():.3f})"}
+                       if "pick_ece" in runs and runs["pick_ece"].notna().all() else {})})
     return pd.DataFrame(out)
 
 
@@ -358,6 +410,9 @@ def main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int, default=[0],
                         help="the search's random_state, one run each (the split stays fixed): "
                              "the spread of the held-out score over seeds")
+    parser.add_argument("--predict-limit", type=float, default=None,
+                        help="Tuner(predict_limit=): seconds a row the pick may take to predict; "
+                             "the table then shows the pick's held-out seconds a row against it")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the table from runs.jsonl without running anything")
     parser.add_argument("--against", type=Path, default=None,
@@ -377,10 +432,10 @@ def main(argv=None):
     for name, seed in todo:
         label = name if args.sample is None else f"{name} ({args.sample:,})"
         if any(r["dataset"] == label and r["budget_s"] == seconds and r.get("seed", 0) == seed
-               for r in done) and not args.quick:
+               and r.get("predict_limit") == args.predict_limit for r in done) and not args.quick:
             continue
         row = run_one(name, args.budget, out, quick=args.quick, data=args.data, sample=args.sample,
-                      seed=seed)
+                      seed=seed, predict_limit=args.predict_limit)
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done.append(row)

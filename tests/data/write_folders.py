@@ -1,6 +1,7 @@
 """Write the model folders that every later release must load (`tests/test_persist.py`).
 
     python tests/data/write_folders.py RELEASE      # e.g. c21f6d8: writes tests/data/RELEASE-*/
+    python tests/data/write_folders.py RELEASE calibrated sgd   # only the kinds named
 
 Each folder is a small fitted pipeline of a kind `embedkit tune` saves (a sparse pipeline, a
 table, a neural head with safetensors weights, a vote of frozen members), written by the release
@@ -53,14 +54,21 @@ def folders():
         embedkit.TfidfEmbedder(), text_columns=["text"], categorical=["shop"], numeric=["price"])),
         ("head", embedkit.LogisticRegressionHead())]).fit(table, LABELS)
     rows = pd.DataFrame({"text": DOCS, "shop": ["north", "east", "west"], "price": [1.0, 5.0, 50.0]})
+    # the shape of a calibrated tune pick: the head wrapped, its temperature fitted on other rows
+    calibrated = Pipeline([("features", text.steps[0][1]), ("head", embedkit.TemperatureScaled(
+        text.steps[1][1]).fit(text.steps[0][1].transform(DOCS * 2), ["pets", "money", "sport"] * 2))])
+    sgd = Pipeline([("features", embedkit.TfidfEmbedder()),
+                    ("head", embedkit.LinearSGDClassifier(random_state=0))]).fit(TEXTS, LABELS)
     return {"tfidf-logreg": (text, DOCS), "tokens-mlp": (neural, DOCS), "vote": (vote, DOCS),
-            "table-logreg": (tab, rows)}
+            "table-logreg": (tab, rows), "calibrated": (calibrated, DOCS), "sgd": (sgd, DOCS)}
 
 
-def main(release: str) -> None:
+def main(release: str, names=()) -> None:
     import embedkit
 
     for name, (model, X) in folders().items():
+        if names and name not in names:
+            continue
         folder = HERE / f"model-folder-{release}-{name}"
         if folder.exists():
             raise SystemExit(f"{folder} exists: a committed folder is never rewritten")
@@ -73,4 +81,4 @@ def main(release: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])
