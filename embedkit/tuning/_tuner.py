@@ -355,7 +355,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                 raise ValueError("no model could be scored: " + "; ".join(failed[:3]) + ". Check "
                                  "that the documents hold words (not only empty texts or numbers).")
             raise BudgetError(f"the budget of {format_seconds(clock.budget)} ran out before even the "
-                              "plain TF-IDF baseline was scored; give a larger budget (e.g. 2m).")
+                              "plain TF-IDF baseline was scored; give a larger budget (at least "
+                              f"{format_seconds(max(2 * clock.budget, 120))}).")
         order = ["baselines", *(t.name for t in TIERS), "ensembles"]
         self.tiers_reached_ = [t for t in order if t in search.tiers_reached]
         self.interrupted_ = search.interrupted
