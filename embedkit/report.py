@@ -378,7 +378,8 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     scored[f"{metric}_std"] = (np.sqrt(scored[metric] * (1 - scored[metric]) / n_valid)
                                if metric == "accuracy" and n_valid else np.nan)
     shown = scored.head(top).copy()
-    shown["pick"] = np.where(shown["pick"], "**pick**", "")
+    over = shown["note"].fillna("").str.contains("over the predict limit")
+    shown["pick"] = np.where(shown["pick"], "**pick**", np.where(over, "over the predict limit", ""))
     if "vs_baseline" in shown:  # the paired difference, in points, with its standard error
         shown["vs baseline"] = [f"{d:+.1f} ± {e:.1f}" if d == d else "" for d, e in
                                 zip(shown["vs_baseline"], shown["vs_baseline_se"], strict=True)]

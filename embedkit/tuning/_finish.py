@@ -16,7 +16,7 @@ from .._stopping import DeadlineReached, deadline
 from ..storage.outputs import WRITE_RATE, WRITE_SECONDS
 from . import _settings
 from ._costs import work_of
-from ._settings import REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS
+from ._settings import PICK_Z, REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS
 
 __all__ = ["Finish", "Finished"]
 
@@ -153,7 +153,9 @@ class Finish:
     def calibrate(search, pick, estimator) -> tuple[object, dict]:
         """The pick with its probabilities calibrated by temperature scaling, where that lowers
         the log-loss of the validation rows each at a temperature fitted on other validation
-        rows (`embedkit.heads.calibration.cross_tempered`, five folds); else as it is. The
+        rows (`embedkit.heads.calibration.cross_tempered`, five folds) by more than `PICK_Z`
+        standard errors of the rows' paired differences, the rule a model beats the baseline
+        by; else as it is (a near-perfect model's few errors move nothing measurable). The
         temperature is fitted on the probabilities the pick gave on the validation rows while
         it was fitted on the training rows, and applied to the estimator as refit: its last
         step becomes a `TemperatureScaled` of itself, so every prediction, and the accuracy,
@@ -168,11 +170,15 @@ class Finish:
         from sklearn.pipeline import Pipeline
 
         from ..data.targets import expected_calibration_error, log_loss
-        from ..heads.calibration import TemperatureScaled, cross_tempered
+        from ..heads.calibration import EPS, TemperatureScaled, cross_tempered
 
         proba, y, classes = np.asarray(pick.proba), search.y_valid, search.classes
         codes = np.searchsorted(classes, y)  # classes: the sorted labels of every row
         tempered = cross_tempered(proba, codes, random_state=search.seed)
+        rows = np.arange(len(codes))
+        gain = (np.log(np.clip(tempered[rows, codes], EPS, 1.0))
+                - np.log(np.clip(proba[rows, codes], EPS, 1.0)))  # each row's lower log-loss
+        noise = gain.std(ddof=1) / np.sqrt(len(gain)) if len(gain) > 1 else np.inf
         out = {"log_loss": log_loss(y, proba, classes),
                "ece": expected_calibration_error(y, proba, classes),
                "log_loss_calibrated": log_loss(y, tempered, classes),
@@ -180,11 +186,12 @@ class Finish:
                "temperature": 1.0, "applied": False, "proba": proba, "proba_calibrated": tempered}
         last = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
         same = list(np.asarray(last.classes_)) == list(classes)
-        if not same or not out["log_loss_calibrated"] < out["log_loss"]:
+        if not same or not gain.mean() > PICK_Z * noise:
             out["said"] = ("kept the pick's probabilities as they are: " + (
                 "it was fitted on rows that lack a class" if not same else
                 "a temperature fitted on other validation rows does not lower their log-loss "
-                f"({out['log_loss']:.3f} as fitted, {out['log_loss_calibrated']:.3f} tempered)"))
+                f"beyond its noise ({out['log_loss']:.3f} as fitted, "
+                f"{out['log_loss_calibrated']:.3f} tempered, ± {noise:.3f})"))
             return estimator, out
         scaled = TemperatureScaled(last).fit_held_out(proba, y)
         out.update(temperature=scaled.temperature_, applied=True)
