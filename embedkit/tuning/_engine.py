@@ -61,7 +61,8 @@ class Search:
         self.candidates: list[Candidate] = []
         self.tiers_reached: list[str] = []
         self.costs, self.encoder_seconds, self.interrupted = States(), math.nan, False
-        # seconds a document of each frozen encoder's pass, as measured (the schedule records it)
+        # seconds to encode a document not cached yet, by frozen encoder: what a model reading
+        # that encoder's cache adds to its predictions on new documents (the schedule measures it)
         self.encode_rates: dict[str, float] = {}
         # seconds a row a model may take to predict (None: any); one above it is never picked
         self.predict_limit = predict_limit
