@@ -47,7 +47,7 @@ def load_encoder(s, representation: str, estimate: float) -> Job:
         began = time.monotonic()
         encoder.transform(s.texts[sample])
         cached = (time.monotonic() - began) / len(sample)
-        if "cache" not in encoder.get_params() or encoder.get_params()["cache"] is None:
+        if encoder.get_params().get("cache") is None:  # every pass was a fresh one
             return cached, sample, cached
         began = time.monotonic()
         encoder.set_params(cache=None).transform(s.texts[sample])
