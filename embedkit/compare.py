@@ -43,7 +43,15 @@ from .data.targets import (
     scorers,
     split_label_sets,
 )
-from .machine import PeakRSS, ThreadPlan, Threads, available_cores, largest_process_mb, plan_threads
+from .machine import (
+    PeakRSS,
+    ThreadPlan,
+    Threads,
+    available_cores,
+    collecting_new_objects,
+    largest_process_mb,
+    plan_threads,
+)
 from .representations.table import on_table, text_only
 
 
@@ -64,7 +72,7 @@ def _score_fold(representation, heads: dict, X_train, y_train, X_test, y_test,
     from sklearn.metrics import check_scoring
 
     scoring = scoring or scorers()[0]
-    with plan.block() if plan is not None else Threads(None):
+    with plan.block() if plan is not None else Threads(None), collecting_new_objects():
         with PeakRSS() as rep_mem:
             start = time.perf_counter()
             if isinstance(representation, str) and representation == "passthrough":
@@ -448,10 +456,11 @@ def _run_tasks(tasks: list, jobs: int, plan: ThreadPlan | None, arguments, recor
 
     bar = tqdm(total=len(tasks), disable=None if progress else True, unit="fold")  # a terminal only
     if 0 < jobs <= 1:
-        for n, t in enumerate(tasks):
-            bar.set_description(f"{t[0]} + {', '.join(t[3])}")
-            record(n, _score_fold(*arguments(t)))
-            bar.update(1)
+        with collecting_new_objects():  # one full collection for the run, not one per fold
+            for n, t in enumerate(tasks):
+                bar.set_description(f"{t[0]} + {', '.join(t[3])}")
+                record(n, _score_fold(*arguments(t)))
+                bar.update(1)
     elif tasks:
         import contextlib
 

@@ -7,23 +7,45 @@ process for a block (torch's intra-op threads, BLAS and OpenMP through threadpoo
 tokenizer's Rayon pool) and restores it after, and `start_worker` applies it for good in a
 worker process. `embedkit compare` runs its folds under a plan, the encode loop's
 ``num_threads`` is a `Threads` block, and the comparison runner measures each fold with
-`PeakRSS`. Devices are resolved here too (`resolve_device`: ``"auto"`` is a CUDA GPU, then MPS,
-then the CPU), with the precision (`resolve_precision`) and batch sizes (`batch_settings`) each
-one takes.
+`PeakRSS` inside `collecting_new_objects` (so its garbage collections scan only what the fold
+made). Devices are resolved here too (`resolve_device`: ``"auto"`` is a CUDA GPU, then MPS, then
+the CPU), with the precision (`resolve_precision`) and batch sizes (`batch_settings`) each one
+takes.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["BF16_MIN_STEP_FLOPS", "DEVICES", "POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS",
-           "ThreadPlan", "Threads", "available_cores", "batch_settings", "largest_process_mb",
-           "on_accelerator", "plan_threads", "process_threads", "resolve_device",
-           "resolve_precision", "size_tokenizer_pool", "start_worker"]
+           "ThreadPlan", "Threads", "available_cores", "batch_settings", "collecting_new_objects",
+           "largest_process_mb", "on_accelerator", "plan_threads", "process_threads",
+           "resolve_device", "resolve_precision", "size_tokenizer_pool", "start_worker"]
+
+
+@contextmanager
+def collecting_new_objects():
+    """For a block that measures memory again and again (each `PeakRSS` collects garbage): the
+    garbage of what lives at its start is collected once, and those objects are then set aside
+    from the collector until the block ends (`gc.freeze`), so each later collection scans only
+    the objects the block made rather than the whole heap of torch and transformers. Inside
+    another such block (or any other freeze), it leaves the freeze as it is."""
+    import gc
+
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def available_cores() -> int:
@@ -39,7 +61,8 @@ class PeakRSS:
     """Peak resident memory of this process while the block runs (sampled every 10 ms).
 
     On entry, garbage is collected and (glibc) freed heap handed back to the system, so the
-    start reflects live memory rather than what earlier pipelines freed.
+    start reflects live memory rather than what earlier pipelines freed. Inside
+    `collecting_new_objects` that collection scans only what the block made.
     """
 
     def __enter__(self):
