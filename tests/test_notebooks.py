@@ -1,12 +1,18 @@
-"""The committed notebooks are what `notebooks/build.py` writes, executed, and show their figures.
+"""The committed notebooks are what `notebooks/build.py` writes, executed, and show their figures;
+executed again here, top to bottom, they still run and show them.
 
-This reads the saved .ipynb files only (no kernel, well under a second); executing them is
-`notebooks/test_notebooks.py`, the second stage of `./run.sh test`.
+The first test reads the saved .ipynb files only (no kernel, well under a second). The second
+executes each notebook in a fresh kernel on small data slices (``EMBEDKIT_QUICK=1``, unless the
+environment sets it otherwise), so they never rot: it fails when a cell raises, when a cell
+tagged ``figure`` shows no ``image/png`` output, a cell tagged ``table`` no HTML table, or when
+an output carries a warning, stderr text or a machine path. The executed copies are not
+written; `python notebooks/build.py` re-writes the committed ones.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import nbformat
@@ -30,6 +36,12 @@ def test_saved_notebook_matches_build_py_and_shows_its_figures(name):
     assert all(c.execution_count for c in code), "saved without executing every cell"
     assert build.problems(saved) == []
     assert any(c.metadata.get("tags") == [build.FIGURE] for c in code), "a course notebook without a figure"
+
+
+@pytest.mark.parametrize("name", list(build.NOTEBOOKS))
+def test_notebook_runs_and_shows_its_figures(name, monkeypatch):
+    monkeypatch.setenv("EMBEDKIT_QUICK", os.environ.get("EMBEDKIT_QUICK", "1"))  # read by the kernel
+    assert build.problems(build.execute(build.notebook(name))) == []
 
 
 def test_the_check_finds_a_missing_figure_a_warning_and_a_machine_path():

@@ -146,7 +146,7 @@ def test_tune_searches_a_number_with_regressors_against_the_regression_baselines
     path = tmp_path / "scores.csv"
     data.to_csv(path, index=False)
     runner = CliRunner()
-    done = runner.invoke(app, ["tune", "-f", str(path), "--label-column", "score", "--budget", "90s",
+    done = runner.invoke(app, ["tune", "-f", str(path), "--label-column", "score", "--budget", "30s",
                                "-r", "tfidf", "-r", "minilm", "-r", "nbsvm", "-H", "logreg", "-H", "mlp",
                                "-H", "stack", "--finetune", "no", "-o", str(tmp_path / "out"),
                                "--no-progress"])
@@ -262,7 +262,7 @@ def test_tune_searches_label_sets_against_one_vs_rest_baselines(genre_sets, tmp_
     fit.loc[[0, 1], "label"] = "Western|Drama"  # a label on two documents: left out, said
     path = tmp_path / "films.csv"
     fit.to_csv(path, index=False)
-    done = CliRunner().invoke(app, ["tune", "-f", str(path), "--budget", "75s", "-r", "tfidf",
+    done = CliRunner().invoke(app, ["tune", "-f", str(path), "--budget", "40s", "-r", "tfidf",
                                     "-r", "minilm", "-H", "logreg", "-H", "mlp", "--finetune", "no",
                                     "-o", str(tmp_path / "out"), "--no-progress"])
     assert done.exit_code == 0, done.output
