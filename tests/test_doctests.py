@@ -70,7 +70,7 @@ EXAMPLES = _examples()
 
 
 def test_the_examples_are_found():
-    assert {"embedkit.plots.score_chart", "embedkit.representations.glove.GloveEmbedder",
+    assert {"embedkit.plots._results.score_chart", "embedkit.representations.glove.GloveEmbedder",
             "embedkit.vectors.WordVectors.most_similar"} <= set(EXAMPLES)
 
 
