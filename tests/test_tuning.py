@@ -728,6 +728,28 @@ def test_the_ensemble_selection_keeps_its_members_summed_predict_cost_within_a_l
     assert none == {} and crossed is None  # no model fits alone: no ensemble
 
 
+@pytest.mark.parametrize("classes", [np.array(["DESC", "HUM", "LOC"]), np.array([0, 1, 2])])
+def test_accuracy_read_directly_equals_scikit_learns_scorer_ties_included(classes):
+    """The selection scores thousands of mixtures by the default accuracy, which is read off the
+    probabilities directly; every other scorer goes through scikit-learn's. Both agree, on ties
+    of probability (the first class wins, as `Stored.predict` says) and on labels that are
+    strings or numbers."""
+    from sklearn.metrics import get_scorer
+
+    from embedkit.tuning._selection import Stored, score
+
+    rng = np.random.default_rng(0)
+    proba = rng.dirichlet(np.ones(3), 400)
+    proba[:40] = 1 / 3  # three-way ties
+    proba[40:80, :2] = 0.45  # two-way ties
+    y = classes[rng.integers(0, 3, 400)]
+    expected = get_scorer("accuracy")(Stored(proba, classes), np.arange(400), y)
+    assert score("accuracy", proba, y, classes) == pytest.approx(expected, abs=0)
+    assert 0.2 < expected < 0.5
+    assert score("balanced_accuracy", proba, y, classes) == get_scorer("balanced_accuracy")(
+        Stored(proba, classes), np.arange(400), y)
+
+
 def test_a_budget_the_first_baseline_cannot_finish_in_asks_for_a_larger_one(trec_slice, monkeypatch):
     """A machine far slower than the estimates (wordnet-glosses' 92,127 glosses in 45 classes at
     2 minutes: its plain TF-IDF baseline took more than 110 s): the search ends at its deadline

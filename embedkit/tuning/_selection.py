@@ -3,7 +3,8 @@
 Every model of the search (`embedkit.tuning._engine`) keeps its probabilities on the one set of
 validation rows (predicted numbers for a numeric target, one probability per label for label
 sets); any scikit-learn scorer scores them through `Stored` (label sets: F1 at the threshold
-that scores best, `label_set_score`), and the ensemble is
+that scores best, `label_set_score`; accuracy, the default, directly, to the same value without
+the scorer's checks, since a selection scores thousands of mixtures), and the ensemble is
 Caruana's greedy selection (with replacement) over them, its score cross-fitted: chosen on one
 half of the validation rows and scored on the other, and back, so the selection does not
 flatter it.
@@ -79,6 +80,8 @@ def score(scoring: str, proba: np.ndarray, y: np.ndarray, classes: np.ndarray | 
 
     if np.ndim(y) == 2:
         return label_set_score(scoring, proba, y)[0]
+    if scoring == "accuracy" and classes is not None:  # the default, scored thousands of times
+        return float(np.mean(classes[proba.argmax(axis=1)] == y))  # by a selection: no checks
     stored = StoredValues(proba) if classes is None else Stored(proba, classes)
     return float(get_scorer(scoring)(stored, np.arange(len(y)), y))
 
