@@ -113,10 +113,9 @@ case "$job" in
     # `./run.sh test -k NAME` (any argument) runs just that part in one process, which starts faster
     parallel=()
     if [ $# -eq 0 ]; then
-      # (the notebooks' execution among them) and ends with the 25 slowest steps, so a test
-      # that grew costly shows where it is
-      # (tests/test_docs.py builds the manual, every warning an error, on the worker that then
-      # opens it in the browser, while the other workers go on)
+      # the notebooks' execution and the manual's build (every warning an error, by the worker
+      # that then opens it in the browser) among the tests; the 25 slowest steps at the end, so
+      # a test that grew costly shows where it is
       parallel=(-n auto --dist loadgroup --durations=25)
     fi
     "$py" -m pytest -q -p no:cacheprovider "${parallel[@]}" "$@"
