@@ -282,9 +282,10 @@ def test_predict_reads_a_table_models_columns_by_name_and_refuses_a_file_without
 
 def test_tune_searches_a_table_with_a_numeric_target_in_one_command(tmp_path):
     """`embedkit tune` on a table of two text columns (real tweets cut in two), a categorical and
-    a numeric column, and a number to predict: every model reads the table, the baselines the
-    first text column; the pick explains what the text alone cannot (the channel moves the
-    score by 2), and the saved model predicts from the columns by name, in any order."""
+    a numeric column, and a number to predict: every head as its regressor (NBSVM and the stack,
+    which have none, left out), the baselines Ridge on the first text column, R² and
+    RMSE; the pick explains what the text alone cannot (the channel moves the score by 2), and
+    the saved model predicts numbers from the columns by name, in any order."""
     from sklearn.metrics import r2_score
     from typer.testing import CliRunner
 
@@ -306,14 +307,19 @@ def test_tune_searches_a_table_with_a_numeric_target_in_one_command(tmp_path):
     runner = CliRunner()
     done = runner.invoke(app, ["tune", "-f", str(path), "--text-column", "opening",
                                "--text-column", "rest", "--column", "*", "--label-column", "score",
-                               "--budget", "45s", "-r", "tfidf", "-r", "minilm", "-H", "logreg",
-                               "-H", "mlp", "--finetune", "no", "-o", str(tmp_path / "out"),
-                               "--no-progress"])
+                               "--budget", "45s", "-r", "tfidf", "-r", "minilm", "-r", "nbsvm",
+                               "-H", "logreg", "-H", "mlp", "-H", "stack", "--finetune", "no",
+                               "-o", str(tmp_path / "out"), "--no-progress"])
     assert done.exit_code == 0, done.output
     report = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "columns: text opening, rest; categorical channel; numeric followers" in report
+    # every head as its regressor; what cannot learn a number is left out before any work, said
+    assert "nbsvm: learns from classes; its pairs are left out on a number" in report
     board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert not board["pipeline"].str.contains("nbsvm|stack").any()
+    assert {"r2", "rmse"} <= set(board.columns)
     scored = board[board["status"] == "scored"].set_index("pipeline")
+    assert scored["r2"].notna().all() and (scored["rmse"] > 0).all()
     # both plain baselines scored (MiniLM's maybe on a subsample first, on a busy machine)
     baselines = scored[scored["kind"] == "baseline"]
     assert {n.split(" (")[0] for n in baselines.index} == {"plain TF-IDF + Ridge", "plain MiniLM + Ridge"}
@@ -324,7 +330,9 @@ def test_tune_searches_a_table_with_a_numeric_target_in_one_command(tmp_path):
     assert scored.loc["tfidf + logreg", "r2"] > scored.loc["tfidf + logreg (opening alone)", "r2"] + 0.2
     model = embedkit.load(tmp_path / "out" / "model")
     shuffled = held[["followers", "rest", "channel", "opening"]]  # columns in another order
-    assert r2_score(held["score"], model.predict(shuffled)) > baseline + 0.2
+    predicted = model.predict(shuffled)
+    assert predicted.dtype.kind == "f" and np.isfinite(predicted).all()
+    assert r2_score(held["score"], predicted) > baseline + 0.2
     shuffled.to_csv(tmp_path / "new.csv", index=False)
     wrote = runner.invoke(app, ["predict", str(tmp_path / "out" / "model"), str(tmp_path / "new.csv"),
                                 "-o", str(tmp_path / "p.csv"), "--no-progress"])

@@ -134,41 +134,14 @@ def test_the_command_line_compares_a_number_and_refuses_a_class_metric(scores_sl
     assert as_number.exit_code == 0 and "regression" in as_number.output, as_number.output
 
 
-def test_tune_searches_a_number_with_regressors_against_the_regression_baselines(scores_slice, tmp_path):
-    """A numeric target end to end through `embedkit tune`: every head as its regressor, the
-    baselines TF-IDF + Ridge and MiniLM + Ridge, R² on an unstratified split, a saved model that
-    `predict` writes numbers with."""
-    from typer.testing import CliRunner
-
+def test_a_class_metric_on_numbers_is_refused_before_any_work(scores_slice):
+    """Tuning a number end to end (every head as its regressor, the Ridge baselines, NBSVM and
+    the stack left out) is tests/test_table.py's numeric tune; here, the refusal."""
     from embedkit import Tuner
 
-    data = scores_slice.rename(columns={"label": "score"})
-    path = tmp_path / "scores.csv"
-    data.to_csv(path, index=False)
-    runner = CliRunner()
-    done = runner.invoke(app, ["tune", "-f", str(path), "--label-column", "score", "--budget", "30s",
-                               "-r", "tfidf", "-r", "minilm", "-r", "nbsvm", "-H", "logreg", "-H", "mlp",
-                               "-H", "stack", "--finetune", "no", "-o", str(tmp_path / "out"),
-                               "--no-progress"])
-    assert done.exit_code == 0, done.output
-    assert "nbsvm: learns from classes; its pairs are left out on a number" in (
-        tmp_path / "out" / "leaderboard.md").read_text()
-    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
-    assert not board["pipeline"].str.contains("nbsvm").any()  # one block per distinct value
-    assert {"r2", "rmse"} <= set(board.columns)
-    names = set(board["pipeline"])
-    assert {"plain TF-IDF + Ridge", "plain MiniLM + Ridge", "tfidf + logreg"} <= names
-    scored = board[board["status"] == "scored"]
-    assert scored["r2"].notna().all() and (scored["rmse"] > 0).all()
-    minilm = scored.set_index("pipeline").loc["plain MiniLM + Ridge"]
-    assert minilm["r2"] > 0.1  # sentiment scores: MiniLM explains some of the variance
-    assert not board["pipeline"].str.contains("stack").any()  # no regression form: left out
-    model = load(tmp_path / "out" / "model")
-    predicted = model.predict(data["text"].head(20))
-    assert predicted.dtype.kind == "f" and np.isfinite(predicted).all() and predicted.std() > 0
     wrong = Tuner(budget="1m", task="regression", scoring="accuracy", progress=False)
     with pytest.raises(ValueError, match="scoring='accuracy' scores classes; y holds numbers"):
-        wrong.fit(data["text"], data["score"])
+        wrong.fit(scores_slice["text"], scores_slice["label"])
 
 
 def test_representations_that_learn_from_classes_are_left_out_of_numbers_and_label_sets():
