@@ -110,11 +110,12 @@ def _greedy(probas: Sequence[np.ndarray], costs: Sequence[float], rows: np.ndarr
     ``row_seconds`` past ``limit``; stop when nothing improves it. ``{model index: count}``."""
     counts: dict[int, int] = {}
     total, best = None, -math.inf
+    probas, truth = [p[rows] for p in probas], y[rows]  # sliced once, not in every trial
     for _ in range(rounds):
         n = sum(counts.values()) + 1
         spent = sum(row_seconds[i] for i in counts) if limit is not None else 0.0
-        trial = [(score(scoring, (p[rows] if total is None else total + p[rows]) / n, y[rows],
-                        classes), -costs[i], -i) for i, p in enumerate(probas)
+        trial = [(score(scoring, (p if total is None else total + p) / n, truth, classes),
+                  -costs[i], -i) for i, p in enumerate(probas)
                  if limit is None or i in counts or spent + row_seconds[i] <= limit]
         if not trial:
             break
@@ -124,7 +125,7 @@ def _greedy(probas: Sequence[np.ndarray], costs: Sequence[float], rows: np.ndarr
             break
         best = value
         counts[pick] = counts.get(pick, 0) + 1
-        total = probas[pick][rows] if total is None else total + probas[pick][rows]
+        total = probas[pick] if total is None else total + probas[pick]
     return counts
 
 
