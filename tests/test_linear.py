@@ -28,6 +28,25 @@ def test_logreg_head_never_scales_sparse_input_and_picks_C():
     np.testing.assert_allclose(head.predict_proba(X).sum(axis=1), 1.0, rtol=1e-6)
 
 
+def test_the_default_log_loss_scores_the_folds_exactly_as_scikit_learns_scorer():
+    """The inner CV's log-loss is read off the probabilities directly: the same scores per fold
+    and C as scikit-learn's ``neg_log_loss`` (class labels of any kind, a fold without a class,
+    three classes), so the same C is chosen."""
+    from sklearn.linear_model import LogisticRegressionCV
+
+    rng = np.random.default_rng(0)
+    for labels in (np.array(["no", "yes"]), np.array([-1, 0, 7])):
+        X = rng.normal(size=(90, 5)) * 3
+        y = labels[rng.integers(0, len(labels) - 1, 90)]
+        y[:2] = labels[-1]  # the last class on two rows: a fold scores without it
+        head = LogisticRegressionHead(scale=False).fit(X, y)
+        plain = LogisticRegressionCV(Cs=list(head.Cs), cv=3, scoring="neg_log_loss",
+                                     l1_ratios=(0.0,), max_iter=3000,
+                                     use_legacy_attributes=False).fit(X, y)
+        np.testing.assert_array_equal(head.model_.scores_, plain.scores_)
+        assert head.model_.C_ == plain.C_ and head.model_.scoring == "neg_log_loss"
+
+
 def test_logreg_head_scales_dense_input_where_it_helps():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 8))
