@@ -29,18 +29,21 @@ __all__ = ["BF16_MIN_STEP_FLOPS", "DEVICES", "POOL_VARIABLES", "WORKER_MEMORY_GR
 
 
 @contextmanager
-def collecting_new_objects():
-    """For a block that measures memory again and again (each `PeakRSS` collects garbage): the
-    garbage of what lives at its start is collected once, and those objects are then set aside
-    from the collector until the block ends (`gc.freeze`), so each later collection scans only
-    the objects the block made rather than the whole heap of torch and transformers. Inside
-    another such block (or any other freeze), it leaves the freeze as it is."""
+def collecting_new_objects(collect: bool = True):
+    """For a block that collects garbage again and again (each `PeakRSS` does; so does the end of
+    a transformers ``Trainer``): the objects alive at its start are set aside from the collector
+    until the block ends (`gc.freeze`), so each collection inside scans only the objects the
+    block made rather than the whole heap of torch and transformers. With ``collect`` their
+    garbage is collected once first (what measures memory needs); without it, that garbage
+    waits for the first collection after the block. Inside another such block (or any other
+    freeze), it leaves the freeze as it is."""
     import gc
 
     if gc.get_freeze_count():
         yield
         return
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.freeze()
     try:
         yield

@@ -185,7 +185,8 @@ def test_memory_measured_inside_a_run_collects_only_what_the_run_made():
     """A full collection scans every object of torch and transformers (a quarter second a fold,
     three times a fold in `compare`); inside `collecting_new_objects` the objects alive at its
     start are set aside, a cycle made inside is still freed by `PeakRSS`, and the collector is
-    left as it was found, also after an error and when nested."""
+    left as it was found, also after an error and when nested; without its first collection,
+    the garbage from before waits for the first collection after the block."""
     import gc
     import weakref
 
@@ -216,3 +217,12 @@ def _collect_inside_a_run(gc, weakref, Node) -> None:
             assert gone() is None  # freed on entry, though the heap at the start was set aside
         assert memory.peak >= memory.start > 0
         raise RuntimeError("inside the block")
+    old = Node()
+    old.me = old
+    before = weakref.ref(old)
+    del old
+    with collecting_new_objects(collect=False):  # a block that collects itself (a Trainer's end)
+        gc.collect()
+        assert before() is not None  # garbage from before the block: set aside, not scanned
+    gc.collect()
+    assert before() is None  # the first collection after the block frees it

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._params import SEED, Device, Interval, StrOptions, positive_int, validate_params
 from ..base import CheckedKeywords, store_params
 from ..data.documents import CHARS_PER_TOKEN, validate_documents, within_reach
-from ..machine import resolve_device, resolve_precision
+from ..machine import collecting_new_objects, resolve_device, resolve_precision
 from ._base import LEARNING_RATE
 from ._targets import check_target_rows, encode_class_labels
 from ._tasks import ReadsText
@@ -381,7 +381,8 @@ class SetFitClassifier(CheckedKeywords, ReadsText, TransformerMixin, ClassifierM
             trainer = _cardless_trainer()(model=encoder, args=args, train_dataset=pairs,
                                          loss=losses.CosineSimilarityLoss(encoder))
             _quiet(trainer, keep_progress=bool(self.verbose))
-            trainer.train()
+            with collecting_new_objects(collect=False):  # its end collects: only what it made
+                trainer.train()
             history = [{k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
                        for entry in trainer.state.log_history]
         loss = [e["loss"] for e in history if "loss" in e]
