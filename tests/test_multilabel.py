@@ -187,8 +187,9 @@ def test_grid_search_with_f1_samples_and_clone(small):
 
 
 @pytest.mark.parametrize("head", [MLPClassifier(epochs=3, threshold=0.3),
-                                  LogisticRegressionHead(Cs=(1.0,), threshold=0.3)],
-                         ids=["MLPClassifier", "LogisticRegressionHead"])
+                                  LogisticRegressionHead(Cs=(1.0,), threshold=0.3),
+                                  LogisticRegressionHead(Cs=(1.0,), threshold=0.3, scoring="f1")],
+                         ids=["MLPClassifier", "LogisticRegressionHead", "LogisticRegressionHead-f1"])
 def test_save_and_load_give_identical_predictions(head, small, tmp_path):
     from sklearn.pipeline import make_pipeline
 

@@ -157,8 +157,8 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
                 model = OneVsRestClassifier(model)
             model.fit(self._standardise(X) if scaled else X, y)
             per_label = model.estimators_ if self.multilabel_ else [model]
-            for m in per_label:  # the scorer is used by fit only; the saved model names it
-                m.scoring = self.scoring
+            for m in per_label + ([model.estimator] if self.multilabel_ else []):
+                m.scoring = self.scoring  # the scorer is used by fit only; the saved model names it
             score = np.mean([m.scores_.mean(axis=0).max() for m in per_label])
             fitted[scaled] = (model, float(score))
         self.scaled_ = max(fitted, key=lambda c: (fitted[c][1], not c))  # ties: no scaling
