@@ -53,6 +53,7 @@ EXPORTS = {
     **dict.fromkeys(["LinearSGDClassifier", "LinearSGDRegressor"], "embedkit.heads.sgd"),
     "TemperatureScaled": "embedkit.heads.calibration",
     **dict.fromkeys(["tune", "Tuner"], "embedkit.tuning"),
+    "TargetSet": "embedkit.tuning.targets",
     **dict.fromkeys(["ColumnRoles", "infer_columns"], "embedkit.data.columns"),
     "TableEmbedder": "embedkit.representations.table",
 }

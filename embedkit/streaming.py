@@ -268,11 +268,21 @@ def embed_file(representation, in_path, out_path, *, text_column: str = "text",
     return {"path": str(out_path), "rows": rows, "chunks": chunks, "dim": len(names)}
 
 
+def _targets(model) -> list | None:
+    """``(target, model)`` for each target of a model of several (`embedkit.TargetSet`: its
+    class names them, ``targets_``, and holds a fitted model each); None for another model."""
+    return list(model.estimators_) if hasattr(type(model), "targets_") else None
+
+
 def _table_columns(model) -> list | None:
     """The columns a model of a table reads by name: the ``feature_names_in_`` scikit-learn
     keeps of a DataFrame fitted on, asked of the model, else of its pipeline's first step that
-    is not ``"passthrough"`` (an ensemble of table models after one); None for a model of one
-    text column."""
+    is not ``"passthrough"`` (an ensemble of table models after one; each target's model of a
+    `embedkit.TargetSet`); None for a model of one text column."""
+    several = _targets(model)
+    if several is not None:
+        found = [c for _, m in several for c in (_table_columns(m) or [])]
+        return list(dict.fromkeys(found)) or None
     first = next((s for _, s in getattr(model, "steps", []) if not isinstance(s, str)), None)
     for step in (model, first):
         try:
@@ -349,7 +359,8 @@ def predict_file(model_dir, input, output, text_column: str | None = None,
     as ``embedkit embed``); each chunk's predictions are appended to ``output``, so memory
     depends on ``chunksize`` and the model, not on the file. Each output row holds the id (when
     ``id_column`` is given), the predicted ``label`` and, for a classifier with
-    ``predict_proba``, one ``proba_<class>`` column per class. The output is written under a
+    ``predict_proba``, one ``proba_<class>`` column per class (for a `embedkit.TargetSet`, each
+    target's under its name: ``<target>``, ``<target>_proba_<class>``). The output is written under a
     temporary name and renamed at the end: an interrupted run leaves no partial file. Before
     anything is read, ``output`` is checked (`embedkit.storage.outputs.check_predictions_file`): it may
     not be the input or a folder, and an existing file is replaced only when it is one predict
@@ -420,10 +431,7 @@ def predict_file(model_dir, input, output, text_column: str | None = None,
     table = _table_columns(model)  # a model of a table reads its columns by name
     columns, fix = predict_columns(model, text_column, id_column)
     text_column = columns[0]
-    classes = getattr(model, "classes_", None)
-    proba = hasattr(model, "predict_proba") and classes is not None
-    names = [f"proba_{c}" for c in classes] if proba else []
-    threshold = _label_set_threshold(model)
+    targets = _targets(model) or [("", model)]  # several targets: each one's columns, named
     rows = chunks = 0
     output = Path(output)
     with FrameWriter(output, kind) as writer, tqdm(unit="docs", disable=not progress,
@@ -432,13 +440,8 @@ def predict_file(model_dir, input, output, text_column: str | None = None,
             where = f"{input}, rows {rows}-{rows + len(chunk) - 1}"
             texts = chunk[table] if table is not None else chunk[text_column]
             try:
-                if proba:
-                    p = np.asarray(model.predict_proba(texts), dtype=np.float64)
-                    frame = pd.DataFrame(p, columns=names, index=chunk.index)
-                    frame.insert(0, "label", np.asarray(classes)[p.argmax(axis=1)]
-                                 if threshold is None else _label_sets(p > threshold, classes))
-                else:
-                    frame = pd.DataFrame({"prediction": model.predict(texts)}, index=chunk.index)
+                frame = pd.concat([_predicted(m, texts, chunk.index, name) for name, m in targets],
+                                  axis=1)
             except ValueError as err:
                 raise ValueError(f"{where}: {err}") from None
             if id_column is not None:
@@ -449,10 +452,36 @@ def predict_file(model_dir, input, output, text_column: str | None = None,
             bar.update(len(chunk))
         if not rows:
             empty = {**({id_column: []} if id_column else {}),
-                     **({"label": []} if proba else {"prediction": []}), **{name: [] for name in names}}
+                     **{c: [] for name, m in targets for c in _names(m, name)}}
             writer.write(pd.DataFrame(empty))
+    classes = getattr(model, "classes_", None)
     return {"path": str(output), "rows": rows, "chunks": chunks,
             "classes": None if classes is None else np.asarray(classes).tolist()}
+
+
+def _names(model, target: str = "") -> list[str]:
+    """The columns `predict_file` writes for ``model``: ``label`` and ``proba_<class>`` for a
+    model with probabilities, else ``prediction``; for one of several targets, ``<target>``
+    and ``<target>_proba_<class>``."""
+    classes = getattr(model, "classes_", None)
+    if hasattr(model, "predict_proba") and classes is not None:
+        return [target or "label", *(f"{target}_proba_{c}" if target else f"proba_{c}" for c in classes)]
+    return [target or "prediction"]
+
+
+def _predicted(model, texts, index, target: str = "") -> pd.DataFrame:
+    """``model``'s columns (`_names`) for a chunk of rows: the label of highest probability
+    (label sets: those over the threshold, joined by ``|``) and the probabilities, or the
+    prediction."""
+    names = _names(model, target)
+    if len(names) == 1:
+        return pd.DataFrame({names[0]: model.predict(texts)}, index=index)
+    classes, threshold = model.classes_, _label_set_threshold(model)
+    p = np.asarray(model.predict_proba(texts), dtype=np.float64)
+    frame = pd.DataFrame(p, columns=names[1:], index=index)
+    frame.insert(0, names[0], np.asarray(classes)[p.argmax(axis=1)]
+                 if threshold is None else _label_sets(p > threshold, classes))
+    return frame
 
 
 def parquet_to_npy(source: Path, output: Path, id_column: str | None, rows: int, dim: int) -> None:

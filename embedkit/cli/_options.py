@@ -71,17 +71,24 @@ def cluster(scheduler, dask_workers):
     return dask_backend(scheduler, dask_workers)
 
 
-def read_file(file: Path, text_columns, label_column: str, columns, encoding: str = "utf-8"):
+def read_file(file: Path, text_columns, label_column, columns, encoding: str = "utf-8"):
     """``(data, roles)``: a table (`embedkit.data.reading.load_table`) where several text columns or any
     ``--column`` are named, with the roles named (``text_columns``, ``categorical``, ``numeric``;
-    `embedkit.data.columns.named_roles`), else one text column (`embedkit.data.reading.load_texts`; None)."""
+    `embedkit.data.columns.named_roles`), else one text column (`embedkit.data.reading.load_texts`; None).
+    Several label columns (a list, `tune`'s repeated ``--label-column``) are read as the table's
+    last columns under their own names; one, as ``label``."""
     from ..data.columns import named_roles
     from ..data.reading import load_table, load_texts
 
     texts = list(text_columns or ["text"])
-    if columns or len(texts) > 1:
-        names, roles = named_roles(columns or ())
-        return load_table(file, texts, label_column, names, encoding), {"text_columns": texts, **roles}
-    return load_texts(file, texts[0], label_column, encoding), None
+    labels = [label_column] if isinstance(label_column, str) else list(dict.fromkeys(label_column))
+    if not (columns or len(texts) > 1 or len(labels) > 1):
+        return load_texts(file, texts[0], labels[0], encoding), None
+    names, roles = named_roles(columns or ())
+    df = load_table(file, texts, labels[0], [*names, *labels[1:]], encoding)
+    if len(labels) > 1:  # the others were read as columns: they go after the features
+        df = df.rename(columns={"label": labels[0]})
+        df = df[[c for c in df.columns if c not in labels] + labels]
+    return df, ({"text_columns": texts, **roles} if columns or len(texts) > 1 else None)
 
 

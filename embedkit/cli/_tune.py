@@ -60,7 +60,9 @@ def tune(
     dataset: str | None = opt.dataset(None, "; its train rows where it has an official split"),
     file: Path | None = opt.FILE,
     text_column: list[str] | None = opt.TEXT_COLUMNS,
-    label_column: str = opt.LABEL_COLUMN,
+    label_column: list[str] | None = typer.Option(
+        None, help="Label column of --file (default: label); repeat for several targets, each "
+                   "tuned in its own search (a column set per target in `embedkit predict`)."),
     column: list[str] | None = opt.COLUMNS,
     encoding: str = opt.ENCODING,
     representations: list[str] | None = opt.REPRESENTATIONS,
@@ -102,7 +104,9 @@ def tune(
     --scheduler fit the sparse and static tiers on a Dask cluster. The label may be a class, a
     number (regressors, RMSE/R²) or a set of labels written a|b (F1 at each model's best
     threshold); a table (several --text-column, --column NAME or '*') is read by every model.
-    Then `embedkit predict OUTPUT/model new.csv -o predictions.csv`.
+    Several --label-column: one search per target, each with its share of the budget, reading
+    the texts through one cache; one model predicts every target. Then `embedkit predict
+    OUTPUT/model new.csv -o predictions.csv`.
     """
     began = _started()
     from .._budget import BudgetError, parse_budget
@@ -133,9 +137,14 @@ def tune(
                     f"reading the file ({_size_said(size.characters)}, {size.rows:,} documents at "
                     "most), the plain TF-IDF baseline on them and writing the output")
             check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
-            df, table = (opt.read_file(file, text_column, label_column, column, encoding)
+            labels = list(dict.fromkeys(label_column or ["label"]))
+            if len(labels) > 1 and file is None:
+                raise ValueError("several --label-column need --file: a built-in dataset has one "
+                                 "label column.")
+            df, table = (opt.read_file(file, text_column, labels, column, encoding)
                          if file is not None else (load_dataset(dataset), None))
-            features = [c for c in df.columns if c not in ("label", "split")]  # a table: several
+            targets = labels if len(labels) > 1 else ["label"]
+            features = [c for c in df.columns if c not in (*targets, "split")]  # a table: several
             opt.notes(df)
             if "split" in df and set(df["split"]) >= {"train", "test"}:
                 df = df[df["split"] == "train"].reset_index(drop=True)
@@ -152,8 +161,8 @@ def tune(
                           output=output, overwrite=overwrite,
                           backend="dask" if scheduler or dask_workers else None)
             with opt.cluster(scheduler, dask_workers):
-                tuner.fit(df[features] if features != ["text"] else df["text"], df["label"],
-                          started=began)
+                tuner.fit(df[features] if features != ["text"] else df["text"],
+                          df[targets] if len(targets) > 1 else df["label"], started=began)
     except KeyboardInterrupt:
         if tuner is not None and getattr(tuner, "published_", False):
             raise interrupted(f"after the result was written: {output} holds this run's "
@@ -161,6 +170,9 @@ def tune(
         raise interrupted(f"no model was saved; {output} was left as it was") from None
     except (ValueError, OSError, BudgetError) as err:  # OSError: unreadable input, a full disk
         raise fail(err, ctx) from None
+    if len(targets) > 1:
+        _said_targets(tuner, seconds, output)
+        return
     board = tuner.leaderboard_
     metric = board.attrs["metrics"][0]
     scored = board[board["status"] == "scored"]
@@ -180,3 +192,14 @@ def tune(
                f"{output / 'report.html'}; saved the model to {output / 'model'}")
 
 
+def _said_targets(tuner, seconds: float, output: Path) -> None:
+    """What `tune` prints after a run of several targets: each one's pick and score."""
+    from ..tuning.targets import summary
+
+    typer.echo(summary(tuner).to_string(index=False, float_format="{:.3f}".format))
+    if tuner.interrupted_ or tuner.refit_interrupted_:
+        typer.echo("a search or a refit was interrupted (Ctrl-C or SIGTERM): see each target's "
+                   "leaderboard")
+    typer.echo(f"{tuner.budget_used_:.0f} s of {seconds:.0f} s used. Wrote {output / 'leaderboard.md'} "
+               f"and each target's files under {output / 'targets'}; saved the model to "
+               f"{output / 'model'}")

@@ -35,7 +35,10 @@ __all__ = ["MARK", "TUNE_ENTRIES", "WRITE_RATE", "WRITE_SECONDS", "check_output_
 MARK = "embedkit-tune.json"
 FORMAT = "embedkit-tune-output"
 #: what `embedkit.Tuner` writes into its output folder
-TUNE_ENTRIES = ("leaderboard.csv", "leaderboard.md", "leaderboard.png", "report.html", "model")
+#: (the first five for one target; several: the leaderboard files, the model and ``targets/``,
+#: a folder of each target's leaderboard files)
+TUNE_ENTRIES = ("leaderboard.csv", "leaderboard.md", "leaderboard.png", "report.html", "model",
+                "targets")
 #: the least time to keep for writing them: 2-8 s of CPU on 2 cores, most of it laying out the
 #: time chart's labels (this module imports nothing heavy: the command reads it first)
 WRITE_SECONDS = 8.0
@@ -63,7 +66,10 @@ def _listing(names: list[str]) -> str:
 
 def _digest(path: Path) -> dict | None:
     """What `MARK` records of an entry: a file's size and SHA-256, a model folder's manifest
-    SHA-256; None for anything else (a link, another folder): such an entry is never the mark's."""
+    SHA-256, another folder's SHA-256 of its files' paths and SHA-256s (``targets/``); None for
+    a link, or a folder that holds one: such an entry is never the mark's."""
+    import hashlib
+
     from .persist import MANIFEST, is_model_folder
     from .resources import file_sha256
 
@@ -73,7 +79,15 @@ def _digest(path: Path) -> dict | None:
         return {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
     if is_model_folder(path):
         return {"model_manifest_sha256": file_sha256(path / MANIFEST)}
-    return None
+    if not path.is_dir():
+        return None
+    inside = sorted(path.rglob("*"))
+    if any(p.is_symlink() for p in inside):
+        return None
+    tree = hashlib.sha256()
+    for p in inside:
+        tree.update(f"{p.relative_to(path).as_posix()}\0{file_sha256(p) if p.is_file() else ''}\n".encode())
+    return {"tree_sha256": tree.hexdigest()}
 
 
 def _read_mark(folder: Path) -> dict | None:
@@ -93,7 +107,7 @@ def _survey(folder: Path) -> tuple[dict | None, list[str], list[str], list[str]]
     are unchanged, that it names but changed since, and that it does not name."""
     mark = _read_mark(folder)
     names = sorted(os.listdir(folder))
-    if mark is None and set(names) == set(TUNE_ENTRIES) and _digest(folder / "model"):
+    if mark is None and set(names) == set(TUNE_ENTRIES[:5]) and _digest(folder / "model"):
         # what an embedkit tune wrote before folders were marked: its five entries, no other
         mark = {name: _digest(folder / name) for name in names}
     owned, changed, foreign = [], [], []

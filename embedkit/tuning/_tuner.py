@@ -73,6 +73,7 @@ from ._settings import (
     MAX_SEEDS,
     RESERVED_SEEDS,
 )
+from .targets import fit_targets, several_targets
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
@@ -100,7 +101,10 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     """Find the best representation x head x settings for ``(X, y)`` within a time budget.
 
     A scikit-learn classifier: `fit` runs the search and keeps the pick (see the module
-    docstring); `predict`, `predict_proba` and `score` use it.
+    docstring); `predict`, `predict_proba` and `score` use it. With ``y`` a DataFrame of several
+    columns, one search per target (`embedkit.tuning.targets`): the pick is a
+    `embedkit.TargetSet` whose ``predict`` gives a column per target, ``targets_`` holds each
+    target's own fitted `Tuner`, and ``pick_``, ``task_`` and ``scoring_`` are per target.
 
     Parameters
     ----------
@@ -288,6 +292,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from ..data.documents import validate_documents, within_reach
 
         validate_params(self)
+        if several_targets(y):  # a DataFrame of several columns: a search per target
+            return fit_targets(self, X, y, started)
         clock = Clock(parse_budget(self.budget))  # the one reading of the budget
         clock.start = clock.start if started is None else started
         self.budget_, self.published_, self.refit_interrupted_ = clock.budget, False, False
