@@ -28,7 +28,8 @@ from .data.reading import read_chunks
 from .storage.files import atomic_path
 
 __all__ = ["EMBED_COLUMNS", "FrameWriter", "embed_file", "encode_frame", "keep_columns",
-           "output_columns", "parquet_to_npy", "predict_columns", "predict_file"]
+           "output_columns", "parquet_to_npy", "predict_columns", "predict_file",
+           "prediction_columns"]
 
 #: where a column `embed_file` reads is missing: the parameters (and flags) that name them
 EMBED_COLUMNS = ("Name existing columns (text_column=, keep=; on the command line --text-column, "
@@ -427,11 +428,12 @@ def predict_file(model_dir, input, output, text_column: str | None = None,
 
     check_predictions_file(output, input, overwrite=overwrite)
     model = load(model_dir) if isinstance(model_dir, (str, os.PathLike)) else model_dir
+    targets = _targets(model) or [("", model)]  # several targets: each one's columns, named
+    writes = prediction_columns(model, id_column)
     kind = file_format(output)
     table = _table_columns(model)  # a model of a table reads its columns by name
     columns, fix = predict_columns(model, text_column, id_column)
     text_column = columns[0]
-    targets = _targets(model) or [("", model)]  # several targets: each one's columns, named
     rows = chunks = 0
     output = Path(output)
     with FrameWriter(output, kind) as writer, tqdm(unit="docs", disable=not progress,
@@ -451,12 +453,27 @@ def predict_file(model_dir, input, output, text_column: str | None = None,
             chunks += 1
             bar.update(len(chunk))
         if not rows:
-            empty = {**({id_column: []} if id_column else {}),
-                     **{c: [] for name, m in targets for c in _names(m, name)}}
-            writer.write(pd.DataFrame(empty))
+            writer.write(pd.DataFrame({c: [] for c in writes}))
     classes = getattr(model, "classes_", None)
     return {"path": str(output), "rows": rows, "chunks": chunks,
             "classes": None if classes is None else np.asarray(classes).tolist()}
+
+
+def prediction_columns(model, id_column: str | None = None) -> list[str]:
+    """The columns `predict_file` writes with ``model``: the id column (where named), then
+    `_names` of the model, or of each target's model of a `embedkit.TargetSet`.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from embedkit import TfidfEmbedder
+    >>> model = make_pipeline(TfidfEmbedder(), LogisticRegression()).fit(["a", "b"], ["x", "y"])
+    >>> prediction_columns(model, "id")
+    ['id', 'label', 'proba_x', 'proba_y']
+    """
+    targets = _targets(model) or [("", model)]
+    return [*([id_column] if id_column else []), *(c for name, m in targets for c in _names(m, name))]
 
 
 def _names(model, target: str = "") -> list[str]:

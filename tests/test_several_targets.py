@@ -59,6 +59,12 @@ def test_tune_learns_a_class_and_a_number_in_one_run_and_predict_writes_both(pos
     np.testing.assert_allclose(p[["mood_proba_down", "mood_proba_up"]].sum(axis=1), 1, rtol=1e-6)
     np.testing.assert_allclose(p["score"], predicted["score"], rtol=1e-5)
     assert (p["mood"] == predicted["mood"]).all()
+    # its columns are not the one-target ones predict knows as its own: replaced when told so
+    again = runner.invoke(app, ["predict", str(out / "model"), str(tmp_path / "new.csv"),
+                                "-o", str(tmp_path / "p.csv"), "--no-progress"])
+    assert again.exit_code == 2 and "is not a predictions file" in again.output
+    assert runner.invoke(app, ["predict", str(out / "model"), str(tmp_path / "new.csv"), "-o",
+                               str(tmp_path / "p.csv"), "--no-progress", "--overwrite"]).exit_code == 0
     refused = runner.invoke(app, ["tune", "-d", "trec", "--label-column", "a", "--label-column",
                                   "b", "--budget", "30s", "-o", str(tmp_path / "o2")])
     assert refused.exit_code == 2 and "several --label-column need --file" in refused.output

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -73,7 +72,7 @@ from ._settings import (
     MAX_SEEDS,
     RESERVED_SEEDS,
 )
-from .targets import fit_targets, several_targets
+from .targets import fit_targets, progress_printer, several_targets
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
@@ -277,13 +276,6 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                  progress: bool | Callable[[str], None] = True, backend=None):
         store_params(self, locals())
 
-    def _say(self) -> Callable[[str], None]:
-        if callable(self.progress):
-            return self.progress
-        if self.progress:
-            return lambda line: print(line, file=sys.stderr, flush=True)
-        return lambda line: None
-
     def fit(self, X, y, *, started: float | None = None):
         """Search within the budget, then keep (and where time allows refit) the pick.
 
@@ -324,7 +316,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               f"plain TF-IDF baseline on {len(docs):,} documents"
                               + (" and writing the output" if self.output is not None else "")
                               + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
-        say = self._say()
+        say = progress_printer(self.progress)
         pairs = chosen_pairs(self.pairs, self.representations, self.heads, self.finetune)
         pairs, without = pairs_for_task(pairs, self.task_)
         from ..distributed import running_client

@@ -22,19 +22,19 @@ import pandas as pd
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import store_params
+from ..base import CheckedKeywords, store_params
 
-__all__ = ["TargetSet", "fit_targets", "several_targets"]
+__all__ = ["TargetSet", "fit_targets", "progress_printer", "several_targets", "summary"]
 
 
-class TargetSet(BaseEstimator):
+class TargetSet(CheckedKeywords, BaseEstimator):
     """A model for each of several targets of the same rows: ``predict`` gives a DataFrame
     with a column per target (in ``estimators``' order); `embedkit.predict_file` (``embedkit
     predict``) writes each target's columns under its name.
 
     Parameters
     ----------
-    estimators : list of (str, estimator)
+    estimators : list of (str, estimator), default=()
         Each target's name and its model (fitted by `fit`, or already fitted by `embedkit.Tuner`).
 
     Examples
@@ -50,11 +50,13 @@ class TargetSet(BaseEstimator):
     ['liked', 'stars']
     """
 
-    def __init__(self, estimators):
+    def __init__(self, estimators=()):
         store_params(self, locals())
 
     def fit(self, X, y):
         """Fit each target's model on ``X`` and its column of the DataFrame ``y``."""
+        if not len(self.estimators):
+            raise ValueError("TargetSet(estimators=()) has no target: give [(name, estimator), ...].")
         missing = [name for name, _ in self.estimators if name not in getattr(y, "columns", ())]
         if missing:
             raise ValueError(f"y has no column {missing[0]!r}; TargetSet fits each estimator on "
@@ -78,6 +80,17 @@ class TargetSet(BaseEstimator):
                 predicted = [list(np.asarray(classes)[row.astype(bool)]) for row in predicted]
             out[name] = list(predicted) if isinstance(predicted, list) else predicted
         return pd.DataFrame(out)
+
+
+def progress_printer(progress):
+    """Where `Tuner`'s progress lines go: its ``progress`` callable, stderr (True), nowhere."""
+    import sys
+
+    if callable(progress):
+        return progress
+    if progress:
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    return lambda line: None
 
 
 def several_targets(y) -> bool:
@@ -106,15 +119,16 @@ def fit_targets(tuner, X, y: pd.DataFrame, started: float | None = None):
     clock.start = clock.start if started is None else started
     if tuner.output is not None:
         check_output_folder(tuner.output, overwrite=tuner.overwrite)
-    say = tuner._say()
+    say = progress_printer(tuner.progress)
     write = WRITE_SECONDS * len(names) if tuner.output is not None else 0.0
-    texts = X.select_dtypes(exclude="number").astype(str).agg(" ".join, axis=1) \
-        if isinstance(X, pd.DataFrame) else pd.Series(X, dtype=object).astype(str)
-    least = len(names) * least_budget(rows=len(texts), characters=int(texts.str.len().sum())) + write
+    words = X.select_dtypes(exclude="number") if isinstance(X, pd.DataFrame) else pd.DataFrame(
+        {"text": list(X)})  # what the baselines read is at most this much text
+    chars = int(sum(words[c].fillna("").astype(str).str.len().sum() for c in words.columns))
+    least = len(names) * least_budget(rows=len(words), characters=chars) + write
     if clock.left() < least:  # said before any work
         raise BudgetError(
             f"a budget of {format_seconds(clock.left())} cannot score {len(names)} targets: a search "
-            f"each (at least the plain TF-IDF baseline on {len(texts):,} documents)"
+            f"each (at least the plain TF-IDF baseline on {len(words):,} documents)"
             + (" and writing each one's leaderboard" if tuner.output is not None else "")
             + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
     say(f"{clock.stamp()} tune: {len(names)} targets ({', '.join(names)}), one search each, "
