@@ -89,6 +89,10 @@ def test_the_targets_searches_share_one_encoder_pass(posts):
     assert set(tuner.leaderboard_["target"]) == {"mood", "score"}
     assert tuner.leaderboard_.columns[0] == "target" and list(tuner.targets_) == ["mood", "score"]
     assert list(tuner.predict(posts["text"].iloc[300:305]).columns) == ["mood", "score"]
+    with pytest.raises(ValueError, match=r"several targets \(mood, score\); ask each one's own: "
+                                         r"tuner.targets_\[name\].score"):
+        tuner.score(posts["text"].iloc[:5], y.iloc[:5])
+    assert tuner.targets_["mood"].predict_proba(posts["text"].iloc[:2]).shape == (2, 2)
 
 
 def test_a_target_set_fits_predicts_label_sets_by_name_and_round_trips(tmp_path):

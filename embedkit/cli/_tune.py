@@ -196,7 +196,7 @@ def _said_targets(tuner, seconds: float, output: Path) -> None:
     """What `tune` prints after a run of several targets: each one's pick and score."""
     from ..tuning.targets import summary
 
-    typer.echo(summary(tuner).to_string(index=False, float_format="{:.3f}".format))
+    typer.echo(summary(tuner.targets_).to_string(index=False, float_format="{:.3f}".format))
     if tuner.interrupted_ or tuner.refit_interrupted_:
         typer.echo("a search or a refit was interrupted (Ctrl-C or SIGTERM): see each target's "
                    "leaderboard")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -48,7 +49,7 @@ from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
 from ..data.documents import MAX_DOCUMENT_CHARS
-from ..storage.outputs import check_output_folder, publish_folder
+from ..storage.outputs import WRITE_SECONDS, check_output_folder, publish_folder
 from ._engine import Search
 from ._finish import Finish
 from ._inputs import (
@@ -72,7 +73,7 @@ from ._settings import (
     MAX_SEEDS,
     RESERVED_SEEDS,
 )
-from .targets import fit_targets, progress_printer, several_targets
+from .targets import TargetSet, least_for_targets, several_targets, target_names, write_targets
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
@@ -94,6 +95,15 @@ def _quiet_about_slices():
         for message in _SLICE_WARNINGS:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
         yield
+
+
+def progress_printer(progress) -> Callable[[str], None]:
+    """Where `Tuner`'s progress lines go: its ``progress`` callable, stderr (True), nowhere."""
+    if callable(progress):
+        return progress
+    if progress:
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    return lambda line: None
 
 
 class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
@@ -276,16 +286,18 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                  progress: bool | Callable[[str], None] = True, backend=None):
         store_params(self, locals())
 
-    def fit(self, X, y, *, started: float | None = None):
+    def fit(self, X, y, *, started: float | None = None, write: bool = True):
         """Search within the budget, then keep (and where time allows refit) the pick.
 
         ``started``: the `time.monotonic` at which the budget began (``embedkit tune`` passes its
-        own start, so that reading the file counts); by default, now."""
+        own start, so that reading the file counts); by default, now. ``write=False``: the time
+        to write ``output`` is kept as usual, but the writing is left to the caller (the search
+        of one of several targets, whose output is written once for all)."""
         from ..data.documents import validate_documents, within_reach
 
         validate_params(self)
         if several_targets(y):  # a DataFrame of several columns: a search per target
-            return fit_targets(self, X, y, started)
+            return self._fit_targets(X, y, started)
         clock = Clock(parse_budget(self.budget))  # the one reading of the budget
         clock.start = clock.start if started is None else started
         self.budget_, self.published_, self.refit_interrupted_ = clock.budget, False, False
@@ -372,12 +384,65 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         if self.task_ != "regression":  # label sets: the names the finish fitted the pick with
             self.classes_ = np.asarray(self.best_estimator_.classes_)
         self.leaderboard_ = leaderboard(self)
-        if self.output is not None:
+        if self.output is not None and write:
             self._write(texts, y, clock, say)
         self.budget_used_ = clock.elapsed()
         seeds = f" as the mean of {self.seeds_} seeds" if self.seeds_ > 1 else ""
         say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on the validation rows); "
             f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used")
+        return self
+
+    def _fit_targets(self, X, y: pd.DataFrame, started: float | None):
+        """A search per column of ``y`` (clones of this Tuner that keep their writing time but
+        write nothing), each with an equal share of the time left when it starts; the
+        `TargetSet` of their picks; one output for all (`embedkit.tuning.targets`)."""
+        from sklearn.base import clone
+
+        names = target_names(y)
+        clock = Clock(parse_budget(self.budget))
+        clock.start = clock.start if started is None else started
+        self.budget_, self.published_ = clock.budget, False
+        if self.output is not None:
+            check_output_folder(self.output, overwrite=self.overwrite)
+        least = least_for_targets(X, len(names), self.output)
+        if clock.left() < least:  # said before any work
+            raise BudgetError(
+                f"a budget of {format_seconds(clock.left())} cannot score {len(names)} targets: a "
+                "search each (at least the plain TF-IDF baseline on every document)"
+                + (" and writing each one's leaderboard" if self.output is not None else "")
+                + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
+        say = progress_printer(self.progress)
+        say(f"{clock.stamp()} tune: {len(names)} targets ({', '.join(names)}), one search each, "
+            f"budget {format_seconds(clock.budget)} for everything")
+        self.targets_ = {}
+        for i, (name, column) in enumerate(zip(names, y.columns, strict=True)):
+            # each search keeps its own writing time, as one run would; what the searches done
+            # kept for theirs is held back from the next ones
+            held = WRITE_SECONDS * i if self.output is not None else 0.0
+            share = max((clock.left() - held) / (len(names) - i), 1e-3)
+            said = (lambda line, name=name: say(f"[{name}] {line}")) if self.progress else False
+            one = clone(self).set_params(budget=share, progress=said)
+            self.targets_[name] = one.fit(X, y[column], write=False)
+        fitted = self.targets_
+        self.best_estimator_ = TargetSet([(n, t.best_estimator_) for n, t in fitted.items()])
+        self.best_estimator_.estimators_ = list(self.best_estimator_.estimators)  # fitted
+        self.pick_, self.task_, self.scoring_ = ({n: getattr(t, a) for n, t in fitted.items()}
+                                                 for a in ("pick_", "task_", "scoring_"))
+        board = pd.concat([t.leaderboard_.assign(target=n) for n, t in fitted.items()],
+                          ignore_index=True)
+        self.leaderboard_ = board[["target", *(c for c in board.columns if c != "target")]]
+        self.interrupted_ = any(t.interrupted_ for t in fitted.values())
+        self.refit_interrupted_ = any(t.refit_interrupted_ for t in fitted.values())
+        if self.output is not None:
+            with interrupts_held():  # what is published and `published_` never disagree
+                out = publish_folder(self.output, lambda folder: write_targets(
+                    folder, fitted, self.best_estimator_, clock.budget), overwrite=self.overwrite)
+                self.published_ = True
+            say(f"{clock.stamp()} wrote {out / 'leaderboard.md'}, each target's leaderboard under "
+                f"{out / 'targets'} and the model {out / 'model'}")
+        self.budget_used_ = clock.elapsed()
+        say(f"{clock.stamp()} done: " + "; ".join(f"{n}: {t.pick_}" for n, t in fitted.items())
+            + f"; {self.budget_used_:.0f} s of {clock.budget:.0f} s used")
         return self
 
     def _write(self, docs, y, clock: Clock, say) -> None:
@@ -408,14 +473,20 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         """The pick's class probabilities (columns ordered as ``classes_``)."""
-        check_is_fitted(self, "best_estimator_")
+        self._one_target("predict_proba(X)")
         return self.best_estimator_.predict_proba(X)
+
+    def _one_target(self, call: str) -> None:
+        check_is_fitted(self, "best_estimator_")
+        if isinstance(self.best_estimator_, TargetSet):
+            raise ValueError(f"this Tuner was fitted on several targets ({', '.join(self.targets_)}); "
+                             f"ask each one's own: tuner.targets_[name].{call}.")
 
     def score(self, X, y, sample_weight=None) -> float:
         """The pick's score under ``scoring`` on ``(X, y)``."""
         from sklearn.metrics import get_scorer
 
-        check_is_fitted(self, "best_estimator_")
+        self._one_target("score(X, y[name])")
         return float(get_scorer(self.scoring_)(self.best_estimator_, X, y, **(
             {} if sample_weight is None else {"sample_weight": sample_weight})))
 

@@ -1,12 +1,13 @@
 """Several targets from one table in one run: `TargetSet`, the model that predicts each of them,
-and `fit_targets`, which `Tuner.fit` runs when ``y`` is a DataFrame of several columns.
+and what `Tuner.fit` needs when ``y`` is a DataFrame of several columns (the targets' names, the
+least budget, the output).
 
     tuner = embedkit.Tuner(budget="10m").fit(table, table[["rating", "topic"]])
     tuner.predict(new_rows)                 # a DataFrame: a column per target
 
 One search per target, in the order of ``y``'s columns, each with an equal share of the time
-left when it starts (what one leaves unspent goes to the next) after the time kept for writing
-the output. Every search reads the same documents through the same cache (the default
+left when it starts (what one leaves unspent goes to the next), keeping its own time to write
+its part of the output as a run on that target alone would. Every search reads the same documents through the same cache (the default
 ``cache="memory"``: one store in this process), so an encoder's pass over them is paid once,
 by the first search that needs it. Each target is of its own kind (a class, a number or a set
 of labels, read from its values); ``task`` and ``scoring``, where given, hold for every one.
@@ -14,7 +15,6 @@ of labels, read from its values); ``task`` and ``scoring``, where given, hold fo
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import CheckedKeywords, store_params
 
-__all__ = ["TargetSet", "fit_targets", "progress_printer", "several_targets", "summary"]
+__all__ = ["TargetSet", "folder_name", "least_for_targets", "several_targets", "summary",
+           "target_names", "write_targets"]
 
 
 class TargetSet(CheckedKeywords, BaseEstimator):
@@ -82,17 +83,6 @@ class TargetSet(CheckedKeywords, BaseEstimator):
         return pd.DataFrame(out)
 
 
-def progress_printer(progress):
-    """Where `Tuner`'s progress lines go: its ``progress`` callable, stderr (True), nowhere."""
-    import sys
-
-    if callable(progress):
-        return progress
-    if progress:
-        return lambda line: print(line, file=sys.stderr, flush=True)
-    return lambda line: None
-
-
 def several_targets(y) -> bool:
     """Whether ``y`` holds several targets: a DataFrame of more than one column."""
     return isinstance(y, pd.DataFrame) and y.shape[1] > 1
@@ -104,69 +94,31 @@ def folder_name(target) -> str:
     return re.sub(r"[^\w.-]+", "_", str(target)).strip("._") or "target"
 
 
-def fit_targets(tuner, X, y: pd.DataFrame, started: float | None = None):
-    """`Tuner.fit` on several targets: a search per column of ``y`` (clones of ``tuner`` that
-    write nothing), then the `TargetSet` of their picks and one output for all."""
-    from .._budget import BudgetError, Clock, format_seconds, parse_budget
-    from ..storage.outputs import WRITE_SECONDS, check_output_folder
-    from ._inputs import least_budget
-
+def target_names(y: pd.DataFrame) -> list[str]:
+    """``y``'s column names as the targets' names, refused where two would share a folder."""
     names = [str(c) for c in y.columns]
     if len(set(names)) < len(names) or len({folder_name(n) for n in names}) < len(names):
         raise ValueError(f"y's columns {names} name two targets alike; give each target its own "
                          "name (letters, digits, '_', '.', '-').")
-    clock = Clock(parse_budget(tuner.budget))
-    clock.start = clock.start if started is None else started
-    if tuner.output is not None:
-        check_output_folder(tuner.output, overwrite=tuner.overwrite)
-    say = progress_printer(tuner.progress)
-    write = WRITE_SECONDS * len(names) if tuner.output is not None else 0.0
+    return names
+
+
+def least_for_targets(X, targets: int, output=None) -> float:
+    """Seconds below which ``targets`` searches on ``X`` cannot each score a baseline (and
+    write its part of ``output``): `least_budget` of all of ``X``'s text, per target."""
+    from ._inputs import least_budget
+
     words = X.select_dtypes(exclude="number") if isinstance(X, pd.DataFrame) else pd.DataFrame(
         {"text": list(X)})  # what the baselines read is at most this much text
     chars = int(sum(words[c].fillna("").astype(str).str.len().sum() for c in words.columns))
-    least = len(names) * least_budget(rows=len(words), characters=chars) + write
-    if clock.left() < least:  # said before any work
-        raise BudgetError(
-            f"a budget of {format_seconds(clock.left())} cannot score {len(names)} targets: a search "
-            f"each (at least the plain TF-IDF baseline on {len(words):,} documents)"
-            + (" and writing each one's leaderboard" if tuner.output is not None else "")
-            + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
-    say(f"{clock.stamp()} tune: {len(names)} targets ({', '.join(names)}), one search each, "
-        f"budget {format_seconds(clock.budget)} for everything")
-    tuner.targets_ = {}
-    for i, (name, column) in enumerate(zip(names, y.columns, strict=True)):
-        share = (clock.left() - write) / (len(names) - i)
-
-        def said(line: str, name=name) -> None:
-            say(f"[{name}] {line}")
-
-        one = clone(tuner).set_params(budget=max(share, 1e-3), output=None, overwrite=False,
-                                      progress=said if tuner.progress else False)
-        tuner.targets_[name] = one.fit(X, y[column])
-    fitted = list(tuner.targets_.items())
-    tuner.best_estimator_ = TargetSet([(n, t.best_estimator_) for n, t in fitted])
-    tuner.best_estimator_.estimators_ = [(n, t.best_estimator_) for n, t in fitted]
-    tuner.pick_ = {n: t.pick_ for n, t in fitted}
-    tuner.task_ = {n: t.task_ for n, t in fitted}
-    tuner.scoring_ = {n: t.scoring_ for n, t in fitted}
-    board = pd.concat([t.leaderboard_.assign(target=n) for n, t in fitted], ignore_index=True)
-    tuner.leaderboard_ = board[["target", *(c for c in board.columns if c != "target")]]
-    tuner.interrupted_ = any(t.interrupted_ for _, t in fitted)
-    tuner.refit_interrupted_ = any(t.refit_interrupted_ for _, t in fitted)
-    tuner.budget_, tuner.published_ = clock.budget, False
-    if tuner.output is not None:
-        _write(tuner, clock, say)
-    tuner.budget_used_ = clock.elapsed()
-    say(f"{clock.stamp()} done: " + "; ".join(f"{n}: {t.pick_}" for n, t in fitted)
-        + f"; {tuner.budget_used_:.0f} s of {clock.budget:.0f} s used")
-    return tuner
+    return targets * least_budget(rows=len(words), characters=chars, output=output)
 
 
-def summary(tuner) -> pd.DataFrame:
-    """A row per target: its kind, the scorer, the pick and its validation score, where its
-    leaderboard is."""
+def summary(fitted: dict) -> pd.DataFrame:
+    """A row per target of ``fitted`` (name -> its fitted `Tuner`): its kind, the scorer, the
+    pick and its validation score, where its leaderboard is."""
     rows = []
-    for name, one in tuner.targets_.items():
+    for name, one in fitted.items():
         board = one.leaderboard_
         pick = board[board["pick"]].iloc[0]
         rows.append({"target": name, "task": one.task_, "scoring": one.scoring_,
@@ -175,27 +127,20 @@ def summary(tuner) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _write(tuner, clock, say) -> None:
-    from .._stopping import interrupts_held
+def write_targets(folder, fitted: dict, model: TargetSet, budget: float) -> None:
+    """Fill ``folder`` with the output of several targets: the summary as ``leaderboard.md`` /
+    ``.csv``, each target's leaderboard files under ``targets/<name>/``, ``model/``."""
     from ..report import write_leaderboard
-    from ..storage.outputs import publish_folder
     from ..storage.persist import save
     from ._leaderboard import pipelines
 
-    def write(folder):
-        table = summary(tuner)
-        table.to_csv(folder / "leaderboard.csv", index=False)
-        lines = [f"# embedkit tune: {len(table)} targets (budget {tuner.budget_:.0f} s)", "",
-                 "One search per target; each target's leaderboard in its folder.", "",
-                 table.to_markdown(index=False, floatfmt=".3f"), ""]
-        (folder / "leaderboard.md").write_text("\n".join(lines), encoding="utf-8")
-        for name, one in tuner.targets_.items():
-            write_leaderboard(one.leaderboard_, folder / "targets" / folder_name(name),
-                              title=f"embedkit tune: {name}", pipelines=pipelines(one))
-        save(tuner.best_estimator_, folder / "model")
-
-    with interrupts_held():  # what is published and `published_` never disagree
-        out = publish_folder(tuner.output, write, overwrite=tuner.overwrite)
-        tuner.published_ = True
-    say(f"{clock.stamp()} wrote {out / 'leaderboard.md'}, each target's leaderboard under "
-        f"{out / 'targets'} and the model {out / 'model'}")
+    table = summary(fitted)
+    table.to_csv(folder / "leaderboard.csv", index=False)
+    lines = [f"# embedkit tune: {len(table)} targets (budget {budget:.0f} s)", "",
+             "One search per target; each target's leaderboard in its folder.", "",
+             table.to_markdown(index=False, floatfmt=".3f"), ""]
+    (folder / "leaderboard.md").write_text("\n".join(lines), encoding="utf-8")
+    for name, one in fitted.items():
+        write_leaderboard(one.leaderboard_, folder / "targets" / folder_name(name),
+                          title=f"embedkit tune: {name}", pipelines=pipelines(one))
+    save(model, folder / "model")
