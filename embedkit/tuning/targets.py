@@ -7,10 +7,11 @@ least budget, the output).
 
 One search per target, in the order of ``y``'s columns, each with an equal share of the time
 left when it starts (what one leaves unspent goes to the next), keeping its own time to write
-its part of the output as a run on that target alone would. Every search reads the same documents through the same cache (the default
-``cache="memory"``: one store in this process), so an encoder's pass over them is paid once,
-by the first search that needs it. Each target is of its own kind (a class, a number or a set
-of labels, read from its values); ``task`` and ``scoring``, where given, hold for every one.
+its part of the output as a run on that target alone would. Every search reads the same
+documents through the same cache (the default ``cache="memory"``: one store in this process),
+so an encoder's pass over them is paid once, by the first search that needs it. Each target
+is of its own kind (a class, a number or a set of labels, read from its values); ``task`` and
+``scoring``, where given, hold for every one.
 """
 
 from __future__ import annotations
