@@ -11,6 +11,9 @@ TESTS = Path(__file__).parent
 
 #: public modules without a test file of their own -> the file that tests them, and why
 ELSEWHERE = {
+    # predicting a file is embedding's twin: one suite reads and writes the same formats and
+    # chunks through both
+    "predicting": "test_streaming.py",
     # one suite parametrized over every sequence architecture (masking, attention weights, seeds,
     # errors): splitting it per module would copy each test four times
     "conv": "test_sequence_heads.py",

@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from embedkit import TfidfEmbedder, load_dataset
-from embedkit.streaming import embed_file, output_columns, predict_file
+from embedkit.predicting import predict_file
+from embedkit.streaming import embed_file, output_columns
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +170,7 @@ def table_model(reviews, tmp_path):
 
 
 def test_a_model_of_a_table_refuses_a_text_column_it_would_ignore(table_model, tmp_path):
-    from embedkit.streaming import predict_columns
+    from embedkit.predicting import predict_columns
 
     pipe, folder, table = table_model
     assert predict_columns(pipe, id_column="id")[0] == ["title", "body", "department", "age", "id"]

@@ -39,10 +39,10 @@ def predict(
     when every row is written (Ctrl-C or SIGTERM leaves it as it was). Example:
     `embedkit predict my-model/ new.csv -o predictions.csv --id-column id`.
     """
+    from ..predicting import predict_columns, predict_file
     from ..storage.files import WriteError
     from ..storage.outputs import check_predictions_file
     from ..storage.persist import is_model_folder, load
-    from ..streaming import predict_columns, predict_file
 
     before = _identity(output)
     try:
