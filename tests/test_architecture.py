@@ -1,9 +1,11 @@
 """docs/architecture.md stays in step with the package: every module named in exactly one layer,
 every named module real, and no module importing from a layer above its own (imports inside
-functions counted, with the same reading of imports as `test_layout.py`)."""
+functions counted, with the same reading of imports as `test_layout.py`); in the search, one
+owner of the engine's state."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -72,3 +74,24 @@ def test_no_module_imports_from_a_layer_above_its_own():
                               f"(layer {layer[imported] + 1})")
     assert not upward, ("imports against docs/architecture.md's layers: " + "; ".join(sorted(upward))
                         + ". Move the module to the layer it belongs to, or the import out.")
+
+
+def test_in_the_search_only_the_engine_assigns_its_state():
+    """`embedkit.tuning._engine.Search` alone assigns its attributes: the schedule, the plans, the
+    finish and the rest of `embedkit.tuning` read the search they are handed (named ``s`` or
+    ``search`` there, or held as ``self.search``), tell it through its methods, and keep what
+    they decide on themselves (the schedule's ``filling``, the finish's ``reserved_seeds``)."""
+    written = []
+    for path in sorted((PACKAGE / "tuning").glob("*.py")):
+        if path.name == "_engine.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                       if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            written += [f"{path.name}:{node.lineno}: {ast.unparse(part)}"
+                        for target in targets for part in ast.walk(target)
+                        if isinstance(part, (ast.Attribute, ast.Subscript))
+                        and ast.unparse(part).startswith(("s.", "search.", "self.search."))]
+    assert not written, ("the engine's state assigned outside embedkit/tuning/_engine.py: "
+                         + "; ".join(written) + ". Give the engine a method that records it, or "
+                         "keep the state on the object that decides it.")

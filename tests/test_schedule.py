@@ -1,8 +1,9 @@
 """The budgeted search's schedule (`embedkit.tuning._schedule`), tested through its interface
 against the real engine (`embedkit.tuning._engine.Search`) on real data: a test builds a search
-whose clock does not move and whose finish keeps nothing back, calls ``schedule.begin``, then
-plays the engine by hand: ``schedule.ask(lane)``, the outcome of what it asked for (a candidate
-scored, a job's result), ``schedule.tell(action, outcome)``. Pair costs are set directly
+whose clock does not move and whose finish keeps nothing back, begins the schedule on it
+(``search.begin(schedule)``), then plays the engine by hand: ``schedule.ask(lane)``, the outcome
+of what it asked for (a candidate scored, a job's result, which the engine records first:
+``search.measured``), ``schedule.tell(action, outcome)``. Pair costs are set directly
 (`embedkit.tuning._costs.PairState`), so estimates are exact. No private method is called."""
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Paused(Clock):
 class NothingKept(Finish):
     """A finish that keeps nothing back: the schedule's own arithmetic, alone."""
 
-    def reserve(self, search) -> float:
+    def reserve(self, search, filling=False) -> float:
         return 0.0
 
 
@@ -98,9 +99,8 @@ def _baselines() -> dict:
 def _begin(df, seconds, pairs, lines=None, **kwargs) -> tuple[Search, Schedule]:
     """A search split and a schedule begun on it, as `Search.run` starts them."""
     search = _search(df, seconds, pairs, lines, **kwargs)
-    search.split()
     schedule = Schedule(_baselines())
-    schedule.begin(search)
+    search.begin(schedule)
     return search, schedule
 
 
@@ -129,6 +129,12 @@ def _encoded(schedule, done=None, per_doc=None):
     return done, (per_doc or schedule.plans.per_doc) * done, index
 
 
+def _told(search, schedule, job: Job, outcome) -> None:
+    """A job's outcome as the engine reports it: what it measured recorded, then told."""
+    search.measured(job, outcome)
+    schedule.tell(job, outcome)
+
+
 def _prologue(search, schedule, tfidf: int, minilm: int, per_doc: float = 0.004):
     """The prologue through `ask` and `tell`, its outcomes as the engine would report them: the
     TF-IDF baseline right on ``tfidf`` validation rows, the encoder measured at ``per_doc``
@@ -138,10 +144,10 @@ def _prologue(search, schedule, tfidf: int, minilm: int, per_doc: float = 0.004)
     schedule.tell(base, _scored(search, base, tfidf))
     load = schedule.ask("cores")
     assert isinstance(load, Job) and load.kind == "load"
-    schedule.tell(load, (per_doc, None, per_doc))
+    _told(search, schedule, load, (per_doc, None, per_doc))
     encode = schedule.ask("cores")
     assert isinstance(encode, Job) and encode.kind == "encode"
-    schedule.tell(encode, _encoded(schedule))
+    _told(search, schedule, encode, _encoded(schedule))
     baseline = schedule.ask("cores")
     assert baseline.name == MINILM_BASELINE
     schedule.tell(baseline, _scored(search, baseline, minilm))
@@ -267,8 +273,8 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     per_doc, sample, fresh = load.run()  # the packaged MiniLM, loaded and timed
     assert 0 < per_doc < 0.5 and len(sample) == 64
     assert fresh > 0  # timed again without the cache: what a new document costs
-    schedule.tell(load, (per_doc, sample, fresh))
-    assert search.encode_rates["minilm"] == fresh
+    _told(search, schedule, load, (per_doc, sample, fresh))
+    assert search.encode_rates["minilm"] == fresh and math.isnan(search.encoder_seconds)
 
     encode = schedule.ask("cores")
     assert isinstance(encode, Job) and (encode.kind, encode.about) == ("encode", "minilm")
@@ -278,8 +284,11 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     assert frozen.rows is None  # every row: the pass covers them
     outcome = encode.run()
     assert outcome[0] == 300 and outcome[1] > 0
-    schedule.tell(encode, outcome)
+    _told(search, schedule, encode, outcome)
     assert any("frozen encoder: minilm: 300 documents encoded once" in line for line in lines)
+    # what a new document costs a model reading the cache: the pass's rate, at least the fresh
+    assert search.encode_rates["minilm"] == max(outcome[1] / 300, fresh)
+    assert search.encoder_seconds == outcome[1]
     assert schedule.plans.per_doc == pytest.approx(outcome[1] / 300)  # the pass's own rate
 
     baseline = schedule.ask("cores")
@@ -306,7 +315,7 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     schedule.tell(base, _scored(search, base, 800))
     load = schedule.ask("cores")
     # 0.035 s a document (0.04375 with the margin): all 5,452 need 239 s, over 100 s
-    schedule.tell(load, (0.035, None, 0.035))
+    _told(search, schedule, load, (0.035, None, 0.035))
     m = int(START_SHARE * 1000 / (MARGIN * 0.035)) - len(search.valid)
     assert m == 1195 and len(search.valid) == 1090
     encode = schedule.ask("cores")
@@ -318,7 +327,7 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     share = np.unique(search.y_train, return_counts=True)[1] / len(search.train)
     counts = np.unique(search.y_train[frozen.rows], return_counts=True)[1]
     assert np.all(np.abs(counts - m * share) <= 1)
-    schedule.tell(encode, _encoded(schedule))
+    _told(search, schedule, encode, _encoded(schedule))
     assert any("minilm: 2,285 documents encoded once" in line for line in lines)
 
     baseline = schedule.ask("cores")
@@ -336,7 +345,7 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     search, schedule = _begin(trec, 1000, pairs)
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 800))
-    schedule.tell(schedule.ask("cores"), (0.05, None, 0.05))
+    _told(search, schedule, schedule.ask("cores"), (0.05, None, 0.05))
     encode = schedule.ask("cores")
     assert encode.label == f"minilm: encoding {1090 + MIN_ROWS:,} documents"
     assert len(_default(schedule, ("minilm", "logreg-cv")).rows) == MIN_ROWS
@@ -365,7 +374,7 @@ def test_the_minilm_baseline_and_the_frozen_pairs_are_left_out_when_no_least_pas
     search, schedule = _begin(trec, 1000, pairs, lines)
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 800))
-    schedule.tell(schedule.ask("cores"), (1.0, None, 1.0))  # 1 s a document: 1,290 need 27 min
+    _told(search, schedule, schedule.ask("cores"), (1.0, None, 1.0))  # 1 s a document: 1,290 need 27 min
     chosen = schedule.ask("cores")
     assert chosen.pair == ("tfidf", "logreg")
     left = [c for c in search.candidates if c.status == "left out"]
@@ -385,7 +394,7 @@ def test_on_a_small_set_a_pass_longer_than_the_time_left_is_not_asked(questions)
     search, schedule = _begin(questions, 300, [("tfidf", "logreg"), ("minilm", "logreg-cv")])
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 40))
-    schedule.tell(schedule.ask("cores"), (2.0, None, 2.0))
+    _told(search, schedule, schedule.ask("cores"), (2.0, None, 2.0))
     asked = schedule.ask("cores")
     assert not (isinstance(asked, Job) and asked.estimate > search.left())  # today: 750 s
 
@@ -399,9 +408,9 @@ def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models
     search, schedule = _begin(questions, 300, pairs, lines)
     base = schedule.ask("cores")
     schedule.tell(base, _scored(search, base, 40))
-    schedule.tell(schedule.ask("cores"), (0.004, None, 0.004))
+    _told(search, schedule, schedule.ask("cores"), (0.004, None, 0.004))
     encode = schedule.ask("cores")
-    schedule.tell(encode, _encoded(schedule, done=100, per_doc=0.5))  # 50 s for 100
+    _told(search, schedule, encode, _encoded(schedule, done=100, per_doc=0.5))  # 50 s for 100
     assert any("minilm: 100 of 300 documents encoded once in 50 s (cached for every model that "
                "reads it); the rest would not fit the time left" in line for line in lines)
     left = [c for c in search.candidates if c.status == "left out"]
@@ -529,7 +538,7 @@ def test_a_grown_frozen_model_needs_a_pass_over_the_rows_not_encoded_yet_only(tr
     assert isinstance(job, Job) and (job.kind, job.about) == ("encode", "minilm")
     assert job.label == f"minilm: encoding {2 * 1195:,} documents"
     assert job.estimate == pytest.approx(MARGIN * 0.035 * 2 * 1195)
-    schedule.tell(job, (len(todo), 0.035 * len(todo), todo))
+    _told(search, schedule, job, (len(todo), 0.035 * len(todo), todo))
     chosen = schedule.ask("cores")
     assert chosen.key == grown.key and schedule.plans.pass_seconds(chosen) == 0.0
     # the MiniLM baseline grows the same way: a pass over its new rows (no registry step of its
@@ -618,7 +627,7 @@ def test_the_order_is_the_most_expected_gain_per_second_and_a_default_too_dear_i
     assert dear.note == ("needs about 6.7 min, 5.0 min were left; a budget of about 6.7 min "
                          "would include it")
     assert any("left out bow + mlp: needs about 6.7 min" in line for line in lines)
-    assert search.filling  # every default is done: the fill has begun
+    assert schedule.filling  # every default is done: the fill has begun
     assert c is not None and c.variant_of is not None
 
 
@@ -631,11 +640,11 @@ def test_when_the_last_defaults_waiting_do_not_fit_the_same_call_starts_the_fill
     search.costs[("tfidf", "logreg")] = PairState(overhead=1.0, rate=0.0, predict_rate=0.0)
     search.costs[("bow", "logreg")] = PairState(overhead=40.0, rate=0.0, predict_rate=0.0)
     first = _scored(search, schedule.ask("cores"), 40, measure=False)
-    assert first.pair == ("tfidf", "logreg") and not search.filling
+    assert first.pair == ("tfidf", "logreg") and not schedule.filling
     found = schedule.ask("cores")
     dear = _default(schedule, ("bow", "logreg"))
     assert dear.status == "left out" and dear.estimate == pytest.approx(50.0)
-    assert found.variant_of is first and found.pair == first.pair and search.filling
+    assert found.variant_of is first and found.pair == first.pair and schedule.filling
     assert found.params and found.estimate == pytest.approx(MARGIN * 1.0)
 
 
@@ -1083,10 +1092,10 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     assert schedule.ask("cores").pair[0] in ("tfidf", "nbsvm")  # the cores, beside it
     # scored as it would be (the pick), the finish can refit it with every seed it may average
     _scored(gpu, first, 55, fit=0.2)
-    gpu.filling = True
+    schedule.filling = True  # every default done
     assert gpu.best() is first
     assert gpu.finish.refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.left()
-    assert gpu.reserved_seeds == RESERVED_SEEDS
+    assert gpu.finish.reserved_seeds == RESERVED_SEEDS
     assert gpu.reserve() == pytest.approx(DECIDING + gpu.finish.refit_seconds(gpu, first,
                                                                              RESERVED_SEEDS))
 
@@ -1159,7 +1168,7 @@ def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(quest
     assert job.estimate == pytest.approx(pass_seconds)
     assert linear.estimate == pytest.approx(pass_seconds + HEADS["linear"].cost * 240 / 1000)
     index = schedule.plans.unencoded(linear)
-    schedule.tell(job, (300, 0.01 * 300, index))
+    _told(search, schedule, job, (300, 0.01 * 300, index))
     assert [schedule.plans.pass_seconds(c) for c in (linear, attention)] == [0.0, 0.0]
     chosen = schedule.ask("cores")
     assert chosen is linear and chosen.estimate == pytest.approx(HEADS["linear"].cost * 240 / 1000)
@@ -1203,7 +1212,7 @@ def test_a_frozen_pass_its_own_rate_shows_cannot_finish_leaves_its_pairs_out(que
     _prologue(search, schedule, 40, 38, per_doc=0.02)
     job = schedule.ask("cores")
     index = schedule.plans.unencoded(_default(schedule, pairs[0]))
-    schedule.tell(job, (32, 2.0 * 32, index))  # 2 s a document: stopped after 32 of 300
+    _told(search, schedule, job, (32, 2.0 * 32, index))  # 2 s a document: stopped after 32 of 300
     assert any("minilm-tokens: 32 of 300 documents encoded once in 64 s" in line for line in lines)
     linear, attention = (_default(schedule, p) for p in pairs)
     assert schedule.plans.pass_seconds(attention) == pytest.approx(MARGIN * 2.0 * 268)

@@ -462,7 +462,7 @@ def test_the_output_keeps_the_time_to_write_a_fine_tuned_models_weights(finetune
 class NothingKept(Finish):
     """A finish that keeps nothing back."""
 
-    def reserve(self, search) -> float:
+    def reserve(self, search, filling=False) -> float:
         return 0.0
 
 
@@ -500,9 +500,9 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
         search = _search(train, budget)
         search.candidates.append(leader)
         search.costs[leader.pair].observe(work_of(pipe, len(search.train)), 10.0)
-        search.filling = filling
-        reserved = Finish(budget=budget).reserve(search)
-        return search if keep else reserved
+        finish = Finish(budget=budget)
+        reserved = finish.reserve(search, filling=filling)
+        return (search, finish) if keep else reserved
 
     # 300 documents, 240 training rows: ten batches of 32 against eight
     one = REFIT_MARGIN * 10.0 * work_of(pipe, 300) / work_of(pipe, 240)
@@ -514,20 +514,19 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     assert reserve(one - 1, filling=True) == 0  # no refit fits: the fill may use the time
     # the fill stops where the time left is its reserve; the clock moves on before the finish
     # decides, and the refit of the leader it kept the time for still fits
-    search = reserve(one + 2, filling=True, keep=True)
-    finish = Finish(budget=one)
-    search.clock = _paused(finish.reserve(search) - 0.9 * DECIDING)
-    assert search.reserved_seeds == 1 and finish.refit_seconds(search, leader) <= search.clock.left()
+    search, finish = reserve(one + 2, filling=True, keep=True)
+    search.clock = _paused(finish.reserve(search, filling=True) - 0.9 * DECIDING)
+    assert finish.reserved_seeds == 1 and finish.refit_seconds(search, leader) <= search.clock.left()
     # kept once a refit fits: a fit that overran later does not hand the seeds' time over
-    search = reserve(2 * one + 1, filling=True, keep=True)
+    search, finish = reserve(2 * one + 1, filling=True, keep=True)
     search.clock = _paused(one)
-    assert Finish(budget=one).reserve(search) == pytest.approx(2 * one + DECIDING)
+    assert finish.reserve(search, filling=True) == pytest.approx(2 * one + DECIDING)
     # while none fits it is asked again: a cheaper leader's refit is kept back when it comes
-    search = reserve(one - 1, filling=True, keep=True)
-    assert search.reserved_seeds == 0
+    search, finish = reserve(one - 1, filling=True, keep=True)
+    assert finish.reserved_seeds == 0
     search.costs[leader.pair] = PairState()
     search.costs[leader.pair].observe(work_of(pipe, 240), 1.0)
-    assert Finish(budget=one).reserve(search) == pytest.approx(2 * one / 10 + DECIDING)
+    assert finish.reserve(search, filling=True) == pytest.approx(2 * one / 10 + DECIDING)
 
 
 def _paused(seconds):

@@ -19,9 +19,16 @@ import math
 import time
 from dataclasses import dataclass
 
-from ._settings import MARGIN
+from ..registry import REPRESENTATIONS
+from ._settings import ENCODER, MARGIN
 
-__all__ = ["PairState", "States", "predict_work", "sample_seconds", "timed_pass", "work_of"]
+__all__ = ["PairState", "States", "encoder_ratio", "predict_work", "sample_seconds", "timed_pass",
+           "work_of"]
+
+
+def encoder_ratio(representation: str) -> float:
+    """A frozen representation's time a document over the prologue encoder's (registry costs)."""
+    return REPRESENTATIONS[representation].cost / REPRESENTATIONS[ENCODER].cost
 
 
 def _head(pipe):

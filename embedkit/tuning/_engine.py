@@ -31,10 +31,10 @@ from ..data.columns import encoded_text, take
 from ..representations.table import on_table
 from . import _lanes, _selection
 from ._candidate import Candidate, Job, fit_and_score
-from ._costs import States, predict_work, work_of
+from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._pick import choose, versus
-from ._settings import PROBE_ROWS, PROBE_SHARE, VALID_ROWS
+from ._settings import ENCODER, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
 
 __all__ = ["Search"]
 
@@ -66,8 +66,7 @@ class Search:
         self.encode_rates: dict[str, float] = {}
         # seconds a row a model may take to predict (None: any); one above it is never picked
         self.predict_limit = predict_limit
-        self.filling = False  # True once every tier's defaults are done (the schedule says so)
-        self.reserved_seeds = 0  # how many of the finish's seeds the fill keeps time for
+        self.schedule = None  # what orders the candidates (`begin`): it says when the fill began
         self.device_lane, self.client = device_lane, client  # client: a Dask cluster's
         self.running: dict[Any, Any] = {}  # what runs (a candidate or a job) -> its future
         self.lanes: dict[str, Any] = {}
@@ -131,7 +130,7 @@ class Search:
 
     def reserve(self) -> float:
         """Seconds the finish keeps back now (`embedkit.tuning._finish.Finish.reserve`)."""
-        return self.finish.reserve(self)
+        return self.finish.reserve(self, filling=self.schedule is not None and self.schedule.filling)
 
     def n_rows(self, c: Candidate) -> int:
         return len(self.train) if c.rows is None else len(c.rows)
@@ -234,7 +233,9 @@ class Search:
         err = future.exception()
         if isinstance(action, Job):
             action.status = "failed" if err is not None else "done"
-            return err if err is not None else future.result()
+            outcome = err if err is not None else future.result()
+            self.measured(action, outcome)
+            return outcome
         c = action
         if err is not None:
             c.status, c.note = "failed", f"{type(err).__name__}: {err}"[:300]
@@ -258,6 +259,24 @@ class Search:
         self._update_ensemble()
         return c
 
+    def measured(self, job: Job, outcome) -> None:
+        """What a finished job measured of a frozen encoder: the prologue's load, the seconds a
+        document it has never seen costs (`encode_rates`); a pass, its seconds (`encoder_seconds`)
+        and, where it encoded documents, the seconds a new one costs a model that reads its cache:
+        where the pass found them cached already, at least the fresh prologue encoder's rate scaled
+        by the registry's cost ratio."""
+        if isinstance(outcome, BaseException):
+            return
+        if job.kind == "load":
+            self.encode_rates[job.about] = outcome[2]
+        elif job.kind == "encode":
+            done, seconds, _ = outcome
+            if done:
+                fresh = self.encode_rates.get(ENCODER, 0.0) * encoder_ratio(job.about)
+                self.encode_rates[job.about] = max(seconds / done, fresh)
+            self.encoder_seconds = (0.0 if math.isnan(self.encoder_seconds)
+                                    else self.encoder_seconds) + seconds
+
     def leave_out(self, c: Candidate, why: str = "") -> None:
         if c not in self.candidates:
             self.candidates.append(c)
@@ -271,14 +290,19 @@ class Search:
         if tier not in self.tiers_reached:
             self.tiers_reached.append(tier)
 
+    def begin(self, schedule) -> None:
+        """The split, and ``schedule`` begun on it: from now on it orders the candidates."""
+        self.split()
+        self.schedule = schedule
+        schedule.begin(self)
+
     def run(self, schedule) -> None:
         """The split, then ``schedule``'s actions on every lane with a free slot
         (``schedule.ask(lane)``, each outcome back through ``schedule.tell``) until none is
         asked for and none runs. ``KeyboardInterrupt`` stops wherever it comes and keeps what
         was scored; a fit stopped at the deadline ends the search the same way."""
         try:
-            self.split()
-            schedule.begin(self)
+            self.begin(schedule)
             while True:
                 self.collect(schedule, block=False)
                 started = False

@@ -41,6 +41,7 @@ class Finish:
     def __init__(self, output=None, budget: float = math.inf, labels=None):
         # labels: the names of the label-set matrix's columns (label sets only)
         self.output, self.budget, self.labels = output, budget, labels
+        self.reserved_seeds = 0  # how many of the refit's seeds the fill keeps time for (`reserve`)
 
     # -- what it keeps back ---------------------------------------------------------------------
     def write_seconds(self, c=None, copies: int = 1) -> float:
@@ -58,28 +59,29 @@ class Finish:
         return sum(search.costs[m.pair].seconds(work_of(m.build(), n_all), margin=REFIT_MARGIN)
                    * (seeds if _seeded(m) else 1) + m.extra_refit for m in members)
 
-    def reserve(self, search) -> float:
+    def reserve(self, search, filling: bool = False) -> float:
         """What the finish needs: writing the output, and the refit of the leader. While the tiers
-        run, only a refit under a quarter of the budget is kept back (a dearer one would starve
-        them; that leader is kept as fitted unless time is left at the end). Once they are done,
-        the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a
-        fine-tuned model, or one, whichever the time left paid for when one first did, and the
-        moment until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it."""
+        run (``filling`` False; the schedule says when every tier's defaults are done), only a
+        refit under a quarter of the budget is kept back (a dearer one would starve them; that
+        leader is kept as fitted unless time is left at the end). Once they are done, the fill
+        never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a fine-tuned
+        model, or one, whichever the time left paid for when one first did (kept from then on:
+        a fit that overruns later must not hand the seeds' time to the fill), and the moment
+        until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it."""
         scored = [c for c in search.candidates if c.status == "scored"]
         if not scored:
             return self.write_seconds()
         write = self.write_seconds(best := search.best())
-        if not search.filling:
+        if not filling:
             need = self.refit_seconds(search, best)
             return write + (need if need <= 0.25 * search.clock.budget else 0.0)
-        if not search.reserved_seeds:  # kept once a refit fits (an overrunning fit must not turn
-            # the seeds' time into the fill's); while none fits, asked again: a new leader may be cheaper
-            search.reserved_seeds = next(
+        if not self.reserved_seeds:  # while none fits, asked again: a new leader may be cheaper
+            self.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
                  if self.refit_seconds(search, best, seeds) <= search.clock.left() - write), 0)
-        if not search.reserved_seeds:
+        if not self.reserved_seeds:
             return write
-        return write + DECIDING + self.refit_seconds(search, best, search.reserved_seeds)
+        return write + DECIDING + self.refit_seconds(search, best, self.reserved_seeds)
 
     # -- the refit ------------------------------------------------------------------------------
     def run(self, search, pick, clock: Clock, say) -> Finished:

@@ -26,7 +26,7 @@ from ..data.columns import take
 from ..registry import HEADS, REPRESENTATIONS
 from ..storage.fetch import ResourceNotFound
 from ._candidate import Candidate
-from ._costs import PairState, work_of
+from ._costs import PairState, encoder_ratio, work_of
 from ._selection import covering
 from ._settings import (
     ENCODER,
@@ -40,12 +40,7 @@ from ._settings import (
     START_SHARE,
 )
 
-__all__ = ["Plans", "encoder_ratio"]
-
-
-def encoder_ratio(representation: str) -> float:
-    """A frozen representation's time a document over the prologue encoder's (registry costs)."""
-    return REPRESENTATIONS[representation].cost / REPRESENTATIONS[ENCODER].cost
+__all__ = ["Plans"]
 
 
 class Plans:

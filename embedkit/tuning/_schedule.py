@@ -26,15 +26,14 @@ tells it what came of it (`tell`); it decides over measured evidence only.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._budget import format_seconds
 from ..registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
 from . import _jobs
 from ._candidate import Candidate, Job
-from ._plans import Plans, encoder_ratio
+from ._costs import encoder_ratio
+from ._plans import Plans
 from ._settings import (
     ENCODE_SHARE,
     ENCODER,
@@ -60,6 +59,9 @@ class Schedule(Worth):
         self.tried: set[tuple] = set()
         self.queue: list = []  # the prologue's actions still to hand out, in order
         self.search = self.plans = self.twin = None
+        # True once every tier's defaults are done: the fill has begun (the finish then keeps
+        # the time of the leader's refit with its seeds back, `embedkit.tuning._finish.Finish.reserve`)
+        self.filling = False
 
     def candidate(self, rep: str, head: str) -> Candidate:
         """A registry pair's default: its tier, lane and the registry's prior cost."""
@@ -165,7 +167,7 @@ class Schedule(Worth):
             return None
         self.twin.apply(self.defaults, self.plans)
         waiting = [c for c in self.defaults if c.status == "waiting"]
-        s.filling = not waiting and not any(c in s.running for c in self.defaults)
+        self.filling = not waiting and not any(c in s.running for c in self.defaults)
         options = [c for c in waiting if c.lane == lane and c.key not in later]
         options += [c for c in self.growth(lane) + ([] if options else self.variants(lane))
                     if c.key not in later]
@@ -306,7 +308,7 @@ class Schedule(Worth):
             if failed:
                 s.say(f"{s.clock.stamp()} frozen encoder: {ENCODER}: failed ({outcome})"[:300])
                 return
-            per_doc, self.sample, s.encode_rates[ENCODER] = outcome
+            per_doc, self.sample, _ = outcome  # the fresh rate: the engine records it
             job = self._first_pass(per_doc)
             if job is not None:
                 self.queue[:0] = [job, "minilm"]
@@ -337,12 +339,6 @@ class Schedule(Worth):
             plans.per_doc = seconds / done
         elif rep != ENCODER:
             plans.rates[rep] = seconds / max(done, 1)
-        if done:  # what a new document costs a model that reads this cache: where the pass
-            # found its documents cached already, at least the fresh encoder's measured rate
-            # (the prologue's, scaled by the registry's cost ratio for another encoder)
-            fresh = s.encode_rates.get(ENCODER, 0.0) * encoder_ratio(rep)
-            s.encode_rates[rep] = max(seconds / done, fresh)
-        s.encoder_seconds = (0 if math.isnan(s.encoder_seconds) else s.encoder_seconds) + seconds
         what = f"{done:,} of {len(index):,} documents" if done < len(index) else f"{done:,} documents"
         where = f" on the cluster's {len(s.client.nthreads())} workers" if "cluster" in s.lanes else ""
         s.say(f"{s.clock.stamp()} frozen encoder: {rep}: {what} encoded once{where} in {seconds:.0f} s "
