@@ -17,7 +17,16 @@ from typing import Any
 
 from ._params import validate_steps
 from ._suggest import did_you_mean
-from .registry import HEADS, REPRESENTATIONS, Entry, compatible, head_forms, representation_form, resolve
+from .registry import (
+    HEADS,
+    REPRESENTATIONS,
+    Entry,
+    compatible,
+    head_forms,
+    pair_pipeline,
+    representation_form,
+    resolve,
+)
 
 __all__ = ["Param", "assign_params", "configure", "configured", "make_pipeline", "make_representation",
            "parse_params"]
@@ -183,17 +192,15 @@ def make_pipeline(representation: str, head: str, params=()):
     >>> make_pipeline("glove", "mlp", ["head.epochs=3"]).named_steps["head"].epochs
     3
     """
-    from sklearn.pipeline import Pipeline
-
     rep, hd = resolve(representation, "representation"), resolve(head, "head")
     if not compatible(REPRESENTATIONS[rep], HEADS[hd]):
         raise ValueError(f"{hd!r} accepts {', '.join(head_forms(HEADS[hd]))} but {rep!r} produces "
                          f"{representation_form(REPRESENTATIONS[rep])!r}; see `embedkit compare --list` "
                          "for the pairs that fit.")
     settings = assign_params(parse_params(params), REPRESENTATIONS, HEADS, [rep], [hd])
-    return Pipeline([("features", configure(REPRESENTATIONS[rep].factory(),
-                                            settings.get(("representation", rep), {}), rep)),
-                     ("head", configure(HEADS[hd].factory(), settings.get(("head", hd), {}), hd))])
+    return pair_pipeline(
+        configure(REPRESENTATIONS[rep].factory(), settings.get(("representation", rep), {}), rep),
+        configure(HEADS[hd].factory(), settings.get(("head", hd), {}), hd))
 
 
 def make_representation(name: str, params=()):

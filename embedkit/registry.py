@@ -48,6 +48,7 @@ __all__ = [
     "for_task",
     "head_forms",
     "pair_kind",
+    "pair_pipeline",
     "passthrough",
     "representation_form",
     "resolve",
@@ -110,6 +111,22 @@ def step(name: str, **params) -> Callable[[], Any]:
     return functools.partial(_build, name, **params)
 
 
+def pair_pipeline(features, head):
+    """The shape of every model the library composes (`embedkit.configure.make_pipeline`,
+    `embedkit.tune`'s candidates, baselines and ensembles, `embedkit.search`):
+    ``Pipeline([("features", features), ("head", head)])``, built here alone. ``features`` may
+    be ``"passthrough"`` (a head that reads the text itself, or a fitted ensemble's vote).
+
+    Examples
+    --------
+    >>> pair_pipeline("passthrough", HEADS["logreg"].factory()).named_steps["features"]
+    'passthrough'
+    """
+    from sklearn.pipeline import Pipeline
+
+    return Pipeline([("features", features), ("head", head)])
+
+
 def passthrough() -> str:
     """The factory of the ``"passthrough"`` step: scikit-learn's word for "no features step"."""
     return "passthrough"
@@ -130,12 +147,9 @@ def _logreg_cv():
 def _finetune_seeds():
     # Two fine-tunings of the same recipe land on different solutions; their mean probability
     # gains what neither has alone (pipelines/benchmarks/results/defaults.md).
-    from sklearn.pipeline import Pipeline
-
     members = tuple(
-        (f"finetune-short-seed{seed}",
-         Pipeline([("features", "passthrough"),
-                   ("head", HEADS["finetune-short"].factory().set_params(random_state=seed))]))
+        (f"finetune-short-seed{seed}", pair_pipeline(
+            "passthrough", HEADS["finetune-short"].factory().set_params(random_state=seed)))
         for seed in (0, 1))
     return _build("EnsembleClassifier", members=members, method="vote")
 

@@ -72,7 +72,6 @@ def make_search(dataset="bbc-news", representations=None, heads=None, cv=5, scor
     (GridSearchCV, X, y)
     """
     from sklearn.model_selection import GridSearchCV, PredefinedSplit, StratifiedKFold
-    from sklearn.pipeline import Pipeline
 
     from .data.datasets import load_dataset
 
@@ -84,7 +83,7 @@ def make_search(dataset="bbc-news", representations=None, heads=None, cv=5, scor
     scoring = scoring or {"accuracy": "accuracy", "f1_macro": "f1_macro"}
     grid = param_grid(representations, heads, cache)
     first = grid[0]
-    pipe = Pipeline([("features", first["features"][0]), ("head", first["head"][0])])
+    pipe = registry.pair_pipeline(first["features"][0], first["head"][0])
     search = GridSearchCV(pipe, grid, cv=folds, scoring=scoring, refit=refit, n_jobs=n_jobs,
                           error_score="raise")
     X = pd.Series(df["text"].to_numpy(dtype=object))

@@ -95,3 +95,19 @@ def test_in_the_search_only_the_engine_assigns_its_state():
     assert not written, ("the engine's state assigned outside embedkit/tuning/_engine.py: "
                          + "; ".join(written) + ". Give the engine a method that records it, or "
                          "keep the state on the object that decides it.")
+
+
+def test_a_features_and_head_pipeline_is_built_in_the_registry_alone():
+    """Every ``Pipeline([("features", ...), ("head", ...)])`` the package composes comes from
+    `embedkit.registry.pair_pipeline`: the CLI's pairs, the search's candidates, baselines and
+    ensembles, and `embedkit.search` build their models one way (docstring examples aside)."""
+    built = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", ""))
+                    == "Pipeline" and node.args and isinstance(node.args[0], ast.List)
+                    and any(isinstance(step, ast.Tuple) and isinstance(step.elts[0], ast.Constant)
+                            and step.elts[0].value == "features" for step in node.args[0].elts)):
+                built.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert [place.split(":")[0] for place in built] == ["embedkit/registry.py"], (
+        f"(features, head) pipelines built outside embedkit.registry.pair_pipeline: {built}")

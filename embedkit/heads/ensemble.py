@@ -161,16 +161,15 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     def _estimators(self) -> list[tuple[str, object]]:
         from sklearn.base import clone
-        from sklearn.pipeline import Pipeline
 
-        from ..registry import HEADS, REPRESENTATIONS
+        from ..registry import HEADS, REPRESENTATIONS, pair_pipeline
 
         out = []
         for member in self.members:  # checked by the table (Members) at the start of fit
             if isinstance(member, str):
                 rep, _, head = member.partition(":")
-                out.append((f"{rep}+{head}", Pipeline([("features", REPRESENTATIONS[rep].factory()),
-                                                       ("head", HEADS[head].factory())])))
+                out.append((f"{rep}+{head}", pair_pipeline(REPRESENTATIONS[rep].factory(),
+                                                           HEADS[head].factory())))
             else:
                 out.append((str(member[0]), clone(member[1])))
         return out

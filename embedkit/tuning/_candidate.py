@@ -147,19 +147,16 @@ def build_pipeline(representation: str, head: str, settings: dict, cache,
     """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``), its head
     as ``task`` needs it (`embedkit.registry.for_task`: a regressor for a number); on a table
     (``roles``), its representation reading the table (`embedkit.representations.table.on_table`)."""
-    from sklearn.pipeline import Pipeline
-
-    from ..registry import HEADS, REPRESENTATIONS, for_task
+    from ..registry import HEADS, REPRESENTATIONS, for_task, pair_pipeline
     from ..representations.table import on_table
 
     features = REPRESENTATIONS[representation].factory()
     if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
         features.set_params(cache=cache)
-    pipe = Pipeline([("features", features), ("head", for_task(HEADS[head].factory(), task))]
-                    ).set_params(**settings)
+    pipe = pair_pipeline(features, for_task(HEADS[head].factory(), task)).set_params(**settings)
     if roles is None:
         return pipe
-    return Pipeline([("features", on_table(pipe.steps[0][1], roles)), pipe.steps[1]])
+    return pair_pipeline(on_table(pipe.named_steps["features"], roles), pipe.named_steps["head"])
 
 
 def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tuple:

@@ -13,6 +13,7 @@ import time
 
 from .._budget import DECIDING, Clock, format_seconds
 from .._stopping import DeadlineReached, deadline
+from ..registry import pair_pipeline
 from ..storage.outputs import WRITE_RATE, WRITE_SECONDS
 from . import _settings
 from ._costs import work_of
@@ -89,7 +90,6 @@ class Finish:
         each fine-tuned member then averages as many seeds (up to `MAX_SEEDS`) as the time left
         pays for. A Ctrl-C keeps what is refit and the other members as fitted."""
         from sklearn.frozen import FrozenEstimator
-        from sklearn.pipeline import Pipeline
 
         members = list(pick.weights.items()) if pick.weights else [(pick, 1.0)]
         fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
@@ -143,7 +143,7 @@ class Finish:
                 ensemble = EnsembleClassifier(members=frozen, method="vote",
                                               weights=[w for _, _, w in flat])
             head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
-            estimator = Pipeline([("features", "passthrough"), ("head", head)])
+            estimator = pair_pipeline("passthrough", head)
         calibration = None
         if search.task == "classification" and pick.proba is not None:
             estimator, calibration = self.calibrate(search, pick, estimator)
@@ -213,7 +213,6 @@ class Finish:
         scored best on the validation rows, the labels named."""
         import numpy as np
         from sklearn.frozen import FrozenEstimator
-        from sklearn.pipeline import Pipeline
 
         from ..heads.ensemble import EnsembleClassifier
         from ._selection import label_set_score
@@ -225,7 +224,7 @@ class Finish:
             members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
                           for i, (label, model, _) in enumerate(flat)),
             method="vote", weights=[w for _, _, w in flat], threshold=threshold)
-        return Pipeline([("features", "passthrough"), ("head", head.fit(search.docs, sets))])
+        return pair_pipeline("passthrough", head.fit(search.docs, sets))
 
     @staticmethod
     def added(search, member) -> float:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..data.documents import MAX_DOCUMENT_CHARS
 from ..data.reading import one_label_per_name
-from ..registry import HEADS, REPRESENTATIONS, pair_kind
+from ..registry import HEADS, REPRESENTATIONS, pair_kind, pair_pipeline
 from ..storage.outputs import WRITE_SECONDS
 from ._settings import (
     BASELINE_COST,
@@ -43,7 +43,6 @@ def baseline_pipelines(cache="memory", task: str = "classification", column=None
     ``LogisticRegression`` per label (``OneVsRestClassifier``), named so. On a table they read
     its text ``column`` alone, as five lines on one column would (`embedkit.representations.table.text_only`).
     """
-    from sklearn.pipeline import Pipeline
 
     from ..experiments import BASELINES
     from ..registry import for_task
@@ -55,11 +54,11 @@ def baseline_pipelines(cache="memory", task: str = "classification", column=None
         return step if column is None else text_only(step, column)
 
     pipes = {  # the candidates' step names, so a baseline pick reads like any other
-        TFIDF_BASELINE: Pipeline([("features", reading(reps["baseline-tfidf"].factory())),
-                                  ("head", heads["plain-lr"].factory())]),
-        MINILM_BASELINE: Pipeline([
-            ("features", reading(reps["baseline-minilm"].factory().set_params(cache=cache))),
-            ("head", heads["plain-lr"].factory())]),
+        TFIDF_BASELINE: pair_pipeline(reading(reps["baseline-tfidf"].factory()),
+                                      heads["plain-lr"].factory()),
+        MINILM_BASELINE: pair_pipeline(
+            reading(reps["baseline-minilm"].factory().set_params(cache=cache)),
+            heads["plain-lr"].factory()),
     }
     renamed = {"regression": "+ Ridge", "multilabel": "+ LR one-vs-rest"}
     if task not in renamed:
