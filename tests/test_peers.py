@@ -273,7 +273,9 @@ def test_embedkits_setfit_is_paired_with_setfit_itself_draw_by_draw(tmp_path):
 
     old = line(ours, 0, 0.99, 0.99)
     del old["settings"]  # written before records kept their settings: SetFit's 20 rounds then
-    runs = [old, line(ours, 0, 0.80, 0.70), line(lib, 0, 0.70, 0.60, stopped_by_budget=False),
+    versions = {"setfit": "1.2.0", "torch": "2.13.0+cpu"}  # what a SetFit run now records
+    runs = [old, line(ours, 0, 0.80, 0.70),
+            line(lib, 0, 0.70, 0.60, stopped_by_budget=False, versions=versions),
             line(ours, 1, 0.90, 0.80), line(lib, 1, 0.70, 0.60, stopped_by_budget=True),
             line(ours, 2, 0.50, 0.50),  # SetFit itself failed on this draw: left out
             line(ours, 0, 0.60, 0.60, n=64, fit_seconds=30.0), line(lib, 0, 0.75, 0.75, n=64),
@@ -309,6 +311,8 @@ def test_embedkits_setfit_is_paired_with_setfit_itself_draw_by_draw(tmp_path):
     assert "1 of the 10 records in `few_labels_runs.jsonl` are runs redone since" in text
     assert "| sms-spam | 64 | 60.0 | 75.0 | -15.0 |" in text and "| 30 | 10 | 3.00x |" in text
     assert "setfit-mpnet" not in text.split("## embedkit's SetFit")[0]
+    assert "SetFit's side ran with: setfit 1.2.0, torch 2.13.0+cpu (2 earlier runs recorded none)." \
+        in text and "versions" not in (tmp_path / "few_labels.csv").read_text()
     section = text.split("## embedkit's SetFit")[1]
     assert f"Command: `{few_labels.LIBRARY_COMMAND}`." in section
     assert "the same test documents (sms-spam 60 test documents, its `--test-size`)" in section

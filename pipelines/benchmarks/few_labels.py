@@ -35,8 +35,9 @@ Protocol
   - ``setfit-mpnet``: the registry's ``setfit`` head with ``model="all-mpnet-base-v2"``, its other
     settings as above: what a user of embedkit gets for few labels;
   - ``setfit-library``: SetFit 1.2's ``Trainer`` with its default training arguments and the seed,
-    run in the peers' own environment (``.venv-peers``, made by ``./run.sh peers``;
-    ``pipelines/peers/run_peers.py``'s ``setfit``), with as many torch threads as the workers
+    run in the peers' own environment (``.venv-peers``, made by ``./run.sh peers``, or the
+    interpreter ``--python`` names; ``pipelines/peers/run_peers.py``'s ``setfit``; each record
+    keeps the versions it ran with, and the report says them), with as many torch threads as the workers
     of this run; it has no budget of its own, so its pair training stops at
     ``--library-budget`` (default 30 minutes; the result says whether it did). Its fit seconds
     leave out importing SetFit, as embedkit's leave out importing embedkit.
@@ -228,7 +229,7 @@ def run_library(name: str, n: int, seed: int, test_size: int, budget_s: float, o
              "fit_seconds": row["wall_s"] - row.get("import_s", 0.0), "n_train": row["n_train"],
              "n_test": row["n_test"],
              "stopped_by_budget": bool(row.get("details", {}).get("stopped_by_budget", False)),
-             "peak_mb": row["peak_mb"]}]
+             "peak_mb": row["peak_mb"], "versions": row.get("versions", {})}]
 
 
 def read_runs(path: Path) -> list[dict]:
@@ -470,13 +471,25 @@ def _settings_text(method: str) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings(method).items())
 
 
+def _library_versions(runs: pd.DataFrame) -> str:
+    """The packages SetFit's runs ran with, as their records say (each distinct set once)."""
+    column = runs.loc[runs.method == LIBRARY, "versions"] if "versions" in runs else pd.Series([])
+    found = [v for v in column if isinstance(v, dict) and v]
+    sets = sorted({", ".join(f"{k} {v}" for k, v in sorted(found_.items())) for found_ in found})
+    text = "; ".join(sets) if sets else "not recorded"
+    if 0 < len(found) < len(column):
+        text += f" ({len(column) - len(found)} earlier runs recorded none)"
+    return f"SetFit's side ran with: {text}."
+
+
 def report(out: Path) -> pd.DataFrame:
     records = read_runs(out / RUNS)
     runs = pd.DataFrame(current(records))
     if runs.empty:
         raise SystemExit(f"no runs in {out / RUNS}")
     ran = runs = runs.sort_values(["dataset", "n_per_class", "seed", "method"])
-    runs.drop(columns="settings", errors="ignore").to_csv(out / "few_labels.csv", index=False)
+    runs.drop(columns=["settings", "versions"], errors="ignore").to_csv(out / "few_labels.csv",
+                                                                       index=False)
     library = against_library(runs)
     runs = runs[runs.method.isin(METHODS)]
     acc, f1 = summary(paired(runs)), summary(paired(runs), "f1_macro")
@@ -504,7 +517,8 @@ def report(out: Path) -> pd.DataFrame:
                   + " test documents, its `--test-size`); differences are paired draw by draw "
                   "(± their standard error over the draws). Fit seconds leave out the imports."),
                  "",
-                 f"embedkit's `setfit` head: {_settings_text(OURS)}.", ""]
+                 f"embedkit's `setfit` head: {_settings_text(OURS)}. {_library_versions(ran)}",
+                 ""]
         if not library.empty:
             text += [_library_markdown(library), "", library_verdict(library), ""]
         both = set(library.index)  # the cells where both ran a draw
