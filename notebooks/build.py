@@ -472,6 +472,7 @@ pd.DataFrame(scores).T"""),
         "(`pipelines/benchmarks/few_labels.py`; its table is `results/few_labels.md`)."),
         figure("""\
 runs = pd.read_csv("../pipelines/benchmarks/results/few_labels.csv")
+runs = runs[runs.method.isin(["setfit", "frozen + LR", "frozen + logreg", "finetune"])]  # MiniLM
 curve = runs.groupby(["dataset", "method", "n_per_class"]).accuracy.mean().reset_index()
 fig, axes = plt.subplots(1, curve.dataset.nunique(), figsize=(13, 3.4), sharey=False)
 for ax, (dataset, part) in zip(axes, curve.groupby("dataset"), strict=True):
