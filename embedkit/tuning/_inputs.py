@@ -1,5 +1,6 @@
 """What a search is given, checked: the pairs it searches, the labels, the documents cut to what
-any model reads, the two five-line baselines, and the least budget that scores anything."""
+any model reads (`prepare`: all of a search's inputs at once), the two five-line baselines, and
+the least budget that scores anything."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from ._settings import (
     VALID_ROWS,
 )
 
-__all__ = ["DEFAULT_SCORING", "MINILM_BASELINE", "TFIDF_BASELINE", "Target", "baseline_pipelines",
-           "beyond_reach", "check_labels", "check_scoring", "check_table", "chosen_pairs",
-           "least_budget", "pairs_for_task"]
+__all__ = ["DEFAULT_SCORING", "MINILM_BASELINE", "TFIDF_BASELINE", "Inputs", "Target",
+           "baseline_pipelines", "beyond_reach", "check_labels", "check_scoring", "check_table",
+           "chosen_pairs", "least_budget", "pairs_for_task", "prepare"]
 
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
@@ -217,6 +218,44 @@ def _label_sets(y) -> Target:
 
 #: what the search chooses by unless ``scoring`` says otherwise, by task
 DEFAULT_SCORING = {"classification": "accuracy", "regression": "r2", "multilabel": "f1_micro"}
+
+
+class Inputs(NamedTuple):
+    """A search's inputs, checked (`prepare`): ``docs`` (the documents, or the table's rows),
+    ``texts`` (what the baselines read: the documents, or the table's first text column), the
+    table's ``roles`` (None for documents), the ``target``, the ``scoring`` and the ``notes`` the
+    search says before it starts."""
+
+    docs: object
+    texts: np.ndarray
+    roles: object
+    target: Target
+    scoring: str
+    notes: list[str]
+
+
+def prepare(X, y, *, text_columns=None, categorical=None, numeric=None, task=None,
+            scoring=None) -> Inputs:
+    """Documents (or a table) and their target checked and read once: texts past what any model
+    reads cut once here, the task read from ``y`` unless given, the scoring checked against it."""
+    from ..data.documents import validate_documents, within_reach
+
+    table = check_table(X, text_columns, categorical, numeric)
+    if table is None:  # documents
+        texts = validate_documents(X)
+        roles, notes = None, beyond_reach(texts)
+        docs = texts = np.asarray(within_reach(texts, MAX_DOCUMENT_CHARS), dtype=object)
+    else:  # a table: its text columns cut once, in check_table; the first is the baselines' text
+        docs, roles = table
+        texts = docs[roles.text[0]].to_numpy(dtype=object)
+        notes = [roles.describe(), *beyond_reach(list(texts))]
+    target = check_labels(y, len(docs), task)
+    scoring = scoring or DEFAULT_SCORING[target.task]
+    check_scoring(scoring, target.task)
+    kind = {"classification": "a class", "regression": "a number",
+            "multilabel": "a set of labels"}[target.task]
+    notes += [f"task: {target.task} ({kind} per document), chosen by {scoring}", *target.notes]
+    return Inputs(docs, texts, roles, target, scoring, notes)
 
 
 def check_scoring(scoring: str, task: str) -> None:

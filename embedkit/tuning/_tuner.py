@@ -48,22 +48,17 @@ from .._budget import BudgetError, Clock, format_seconds, parse_budget
 from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
-from ..data.documents import MAX_DOCUMENT_CHARS
 from ..storage.outputs import WRITE_SECONDS, check_output_folder, publish_folder
 from ._engine import Search
 from ._finish import Finish
 from ._inputs import (
-    DEFAULT_SCORING,
     MINILM_BASELINE,
     TFIDF_BASELINE,
     baseline_pipelines,
-    beyond_reach,
-    check_labels,
-    check_scoring,
-    check_table,
     chosen_pairs,
     least_budget,
     pairs_for_task,
+    prepare,
 )
 from ._lanes import accelerated
 from ._leaderboard import calibration_figures, leaderboard, pipelines
@@ -95,6 +90,13 @@ def _quiet_about_slices():
         for message in _SLICE_WARNINGS:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
         yield
+
+
+def _clock(budget, started: float | None) -> Clock:
+    """The one reading of ``budget``, counted from ``started`` (a `time.monotonic`) or now."""
+    clock = Clock(parse_budget(budget))
+    clock.start = clock.start if started is None else started
+    return clock
 
 
 def progress_printer(progress) -> Callable[[str], None]:
@@ -293,35 +295,19 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         own start, so that reading the file counts); by default, now. ``write=False``: the time
         to write ``output`` is kept as usual, but the writing is left to the caller (the search
         of one of several targets, whose output is written once for all)."""
-        from ..data.documents import validate_documents, within_reach
-
         validate_params(self)
         if several_targets(y):  # a DataFrame of several columns: a search per target
             return self._fit_targets(X, y, started)
-        clock = Clock(parse_budget(self.budget))  # the one reading of the budget
-        clock.start = clock.start if started is None else started
+        clock = _clock(self.budget, started)
         self.budget_, self.published_, self.refit_interrupted_ = clock.budget, False, False
         if self.output is not None:  # before any work: a folder tune may not write is refused now
             check_output_folder(self.output, overwrite=self.overwrite)
-        table = check_table(X, self.text_columns, self.categorical, self.numeric)
-        if table is None:  # documents
-            texts = validate_documents(X)
-            self.notes_, self.roles_ = beyond_reach(texts), None
-            docs = texts = np.asarray(within_reach(texts, MAX_DOCUMENT_CHARS), dtype=object)  # cut once
-        else:  # a table: its text columns cut once, here; the first one is the baselines' text
-            docs, self.roles_ = table
-            texts = docs[self.roles_.text[0]].to_numpy(dtype=object)
-            self.notes_ = [self.roles_.describe(), *beyond_reach(list(texts))]
-        target = check_labels(y, len(docs), self.task)
+        docs, texts, self.roles_, target, self.scoring_, self.notes_ = prepare(
+            X, y, text_columns=self.text_columns, categorical=self.categorical,
+            numeric=self.numeric, task=self.task, scoring=self.scoring)
         y, self.task_ = target.y, target.task
-        self.scoring_ = self.scoring or DEFAULT_SCORING[self.task_]
-        check_scoring(self.scoring_, self.task_)
         if self.task_ == "multilabel":  # the label of each column of y
             self.classes_ = target.names
-        kind = {"classification": "a class", "regression": "a number",
-                "multilabel": "a set of labels"}[self.task_]
-        self.notes_ += [f"task: {self.task_} ({kind} per document), chosen by {self.scoring_}",
-                        *target.notes]
         least = least_budget(texts, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
@@ -399,8 +385,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         from sklearn.base import clone
 
         names = target_names(y)
-        clock = Clock(parse_budget(self.budget))
-        clock.start = clock.start if started is None else started
+        clock = _clock(self.budget, started)
         self.budget_, self.published_ = clock.budget, False
         if self.output is not None:
             check_output_folder(self.output, overwrite=self.overwrite)
