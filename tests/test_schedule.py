@@ -1024,6 +1024,31 @@ def test_the_growth_of_a_cheaper_model_leaves_the_room_kept_for_a_better_default
     assert schedule.ask("cores") is dear  # today: MiniLM's growth, and the better one is left out
 
 
+def test_every_default_that_fits_is_fitted_before_a_model_grows_past_its_second_fit(trec):
+    """Exploration is a rule, not an accident of the order: a scored model may grow once while
+    defaults wait (its growth leaves their cheapest fits the time), but its third fit waits until
+    every default that fits has had its own, even one whose expected gain per second is lower."""
+    static = ("glove", "logreg")
+    search, schedule = _begin(trec, 1000, [("tfidf", "logreg"), static])
+    _prologue(search, schedule, 700, 650)
+    _, cost = _sparse(search, schedule, 400.0)
+    search.costs[static] = PairState(overhead=500.0 / MARGIN, rate=0.0, predict_rate=0.0)
+    first = schedule.ask("cores")
+    assert first.pair == ("tfidf", "logreg") and first.estimate == pytest.approx(100.0, rel=0.02)
+    _scored(search, first, 800, measure=False)
+    second = schedule.ask("cores")  # one growth: it leaves the waiting default its 500 s
+    assert second.grown_from is first and second.estimate == pytest.approx(cost(len(second.rows)))
+    _scored(search, second, 850, measure=False)
+    waiting = _default(schedule, static)
+    (third,) = schedule.growth("cores")
+    assert third.grown_from is second and waiting.status == "waiting"
+    # by expected gain per second alone the third fit would come first
+    assert schedule.gain(third) / third.estimate > schedule.gain(waiting) / waiting.estimate > 0
+    assert schedule.ask("cores") is waiting
+    _scored(search, waiting, 600, measure=False)
+    assert schedule.ask("cores").key == third.key  # every default fitted: the growth goes on
+
+
 def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):
     """When the fine-tuned leader's other settings no longer fit on its own recipe (two epochs),
     the time left still buys them on the richest recipe that fits (one epoch, the same rows), at

@@ -19,6 +19,9 @@ tells it what came of it (`tell`); it decides over measured evidence only.
   that one's measured gain. Every option competes on expected gain per estimated second; a
   default that would leave too little time for one expected to bring more waits
   (`Schedule._roomy`).
+* **Every pair is measured before the search bets on one** (successive halving's first rung): a
+  model grows once while defaults wait, leaving their cheapest fits the time, and past its
+  second fit only once every default that fits has had its first.
 * **The fill.** Once a lane's defaults are done it also takes variants (the registry ``space``):
   a pair within one standard error of the leader gets the full value, one three or more below
   only the time nothing within reach can use.
@@ -172,7 +175,8 @@ class Schedule(Worth):
         options += [c for c in self.growth(lane) + ([] if options else self.variants(lane))
                     if c.key not in later]
         chosen, value = None, (False, 0.0)
-        origin = {}  # a variant's key before `cut`: tried once, however it was cut
+        origin = {}  # a variant's key before `cut`: tried once, however it was cut (a default's
+        # key before it started small is its fit on every row: its growth's last step)
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
             origin[c] = c.key
             if c.grown_from is None and not self.plans.estimate(c) or (
@@ -195,9 +199,10 @@ class Schedule(Worth):
         if chosen is not None and (job := self._needs(chosen)) is not None:
             return job
         if chosen is not None:
-            self.tried |= {chosen.key, origin[chosen]}
+            self.tried |= {chosen.key, origin[chosen] if chosen.variant_of is not None else chosen.key}
             s.reached(chosen.tier)
-        elif any(c.variant_of is None and c.grown_from is None for c in options):
+        elif (firsts := [c for c in options if c.variant_of is None and c.grown_from is None]
+              ) and all(c.status == "left out" for c in firsts):
             return self.ask(lane)  # the last defaults, all left out: the fill
         return chosen
 
@@ -229,13 +234,16 @@ class Schedule(Worth):
 
     def _roomy(self, c: Candidate, waiting: list[Candidate]) -> bool:
         """Whether ``c`` (a default, a model's growth, a variant) leaves the time for the defaults
-        waiting in its lane that are expected to bring more gain: the ones whose cheapest fits
-        fit the time left, most valuable first, must all still fit once ``c`` has run (a cheaper
-        model must not take the time a better one then no longer fits in). A default that sizes
-        itself is cut into what they leave, where it can be."""
-        s, gain = self.search, self.gain(c)
+        waiting in its lane: the ones whose cheapest fits fit the time left, most valuable first,
+        must all still fit once ``c`` has run. A default or a variant keeps it for those expected
+        to bring more gain (a cheaper model must not take the time a better one then no longer
+        fits in); growth for every one of them, and a model grows past its second fit only once
+        none is left (every pair is measured on itself before the search bets on one: the first
+        rung of successive halving). A default that sizes itself is cut into what they leave,
+        where it can be."""
+        s, gain, growth = self.search, self.gain(c), c.grown_from is not None
         better = sorted((o for o in waiting if o is not c and o.lane == c.lane
-                         and o.status == "waiting" and self.gain(o) > gain),
+                         and o.status == "waiting" and (growth or self.gain(o) > gain)),
                         key=lambda o: -self.gain(o))
 
         def fitting(left: float) -> list[Candidate]:
@@ -248,6 +256,8 @@ class Schedule(Worth):
             return out
 
         kept = fitting(s.left())
+        if kept and growth and c.grown_from.grown_from is not None:
+            return False
         room = sum(o.estimate if o.least is None else o.least for o in kept)
         if fitting(s.left() - c.estimate) == kept:
             return True
