@@ -248,6 +248,26 @@ def test_predictions_files_are_known_by_their_columns(kind, tmp_path):
         check_predictions_file(path, tmp_path / "in.csv")
 
 
+@pytest.mark.parametrize(("columns", "ours"), [
+    (["mood", "mood_proba_down", "mood_proba_up", "score"], True),  # several targets
+    (["id", "score", "mood", "mood_proba_up"], True),
+    (["id", "prediction"], True),
+    (["text", "label"], False),  # a labelled table: predict writes a label with probabilities
+    (["label"], False),
+    (["id", "score", "stars"], False),  # numbers alone could be anyone's
+    (["mood", "mood_proba_up"], False),  # one target is written as label, proba_<class>
+])
+def test_a_predictions_file_of_several_targets_is_known_and_a_labelled_table_is_not(
+        columns, ours, tmp_path):
+    path = tmp_path / "p.csv"
+    pd.DataFrame({c: [1] for c in columns}).to_csv(path, index=False)
+    if ours:
+        check_predictions_file(path, tmp_path / "in.csv")
+    else:
+        with pytest.raises(ValueError, match="exists and is not a predictions file"):
+            check_predictions_file(path, tmp_path / "in.csv")
+
+
 def test_tune_checks_an_output_that_is_a_file_or_read_only_before_the_search(
         data, tmp_path, monkeypatch):
     folder, _ = data

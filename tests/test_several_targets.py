@@ -59,12 +59,11 @@ def test_tune_learns_a_class_and_a_number_in_one_run_and_predict_writes_both(pos
     np.testing.assert_allclose(p[["mood_proba_down", "mood_proba_up"]].sum(axis=1), 1, rtol=1e-6)
     np.testing.assert_allclose(p["score"], predicted["score"], rtol=1e-5)
     assert (p["mood"] == predicted["mood"]).all()
-    # its columns are not the one-target ones predict knows as its own: replaced when told so
+    # predict knows its own file of several targets by its columns: replaced without --overwrite
     again = runner.invoke(app, ["predict", str(out / "model"), str(tmp_path / "new.csv"),
                                 "-o", str(tmp_path / "p.csv"), "--no-progress"])
-    assert again.exit_code == 2 and "is not a predictions file" in again.output
-    assert runner.invoke(app, ["predict", str(out / "model"), str(tmp_path / "new.csv"), "-o",
-                               str(tmp_path / "p.csv"), "--no-progress", "--overwrite"]).exit_code == 0
+    assert again.exit_code == 0, again.output
+    assert pd.read_csv(tmp_path / "p.csv").equals(p)
     refused = runner.invoke(app, ["tune", "-d", "trec", "--label-column", "a", "--label-column",
                                   "b", "--budget", "30s", "-o", str(tmp_path / "o2")])
     assert refused.exit_code == 2 and "several --label-column need --file" in refused.output
@@ -93,6 +92,33 @@ def test_the_targets_searches_share_one_encoder_pass(posts):
                                          r"tuner.targets_\[name\].score"):
         tuner.score(posts["text"].iloc[:5], y.iloc[:5])
     assert tuner.targets_["mood"].predict_proba(posts["text"].iloc[:2]).shape == (2, 2)
+
+
+def test_ctrl_c_in_one_target_ends_the_run_with_a_model_for_every_target(posts):
+    """Ctrl-C (raised here from the progress callback, where a user's key would land) while the
+    first target is tuned: its search keeps its best model so far; the targets after it get what
+    the least budget buys, their plain TF-IDF baseline, not their share of the budget."""
+    lines = []
+
+    def progress(line):
+        lines.append(line)
+        if line.startswith("[mood]") and "sparse + linear:" in line:
+            raise KeyboardInterrupt
+
+    cols = ["mood", "score", "channel"]
+    tuner = Tuner(budget="5m", pairs=[("tfidf", "logreg"), ("bow", "logreg")], finetune=False,
+                  progress=progress).fit(posts["text"].iloc[:400], posts[cols].iloc[:400])
+    assert tuner.interrupted_ and tuner.targets_["mood"].interrupted_
+    assert any("interrupted while tuning mood: score, channel get what the least budget buys"
+               in line for line in lines)
+    for name in ("score", "channel"):
+        rest = tuner.targets_[name]
+        assert rest.budget_ < 10 and not rest.interrupted_
+        board = rest.leaderboard_.set_index("pipeline")
+        assert board.loc[board.index.str.startswith("plain TF-IDF"), "status"].tolist() == ["scored"]
+    assert tuner.budget_used_ < 60  # not the 5 minutes
+    predicted = tuner.predict(posts["text"].iloc[400:410])
+    assert list(predicted.columns) == cols and predicted.notna().all().all()
 
 
 def test_a_target_set_fits_predicts_label_sets_by_name_and_round_trips(tmp_path):

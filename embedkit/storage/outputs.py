@@ -338,15 +338,28 @@ def _prediction_columns(path: Path, kind: str) -> list[str] | None:
 
 def _written_by_predict(path: Path, kind: str) -> bool:
     """Whether ``path`` has the columns `embedkit.predict_file` writes: an optional id, then
-    ``label`` and ``proba_<class>`` columns, or ``prediction``; an empty file holds nothing."""
+    ``label`` and ``proba_<class>`` columns, or ``prediction``; or, for several targets, each
+    target's ``<target>`` and ``<target>_proba_<class>`` columns (at least one target with
+    probabilities: a file of names alone could be anyone's); an empty file holds nothing."""
     if path.stat().st_size == 0:
         return True
     columns = _prediction_columns(path, kind)
     if not columns:
         return False
-    rest = columns[1:] if columns[0] not in ("label", "prediction") else columns
-    return rest == ["prediction"] or (bool(rest) and rest[0] == "label"
-                                      and all(c.startswith("proba_") for c in rest[1:]))
+    return any(_predict_wrote(columns[start:]) for start in (0, 1))  # without or with an id
+
+
+def _predict_wrote(columns: list[str]) -> bool:
+    if columns == ["prediction"] or (columns[:1] == ["label"] and len(columns) > 1
+                                     and all(c.startswith("proba_") for c in columns[1:])):
+        return True
+    targets, probabilities = [], 0
+    for c in columns:
+        if targets and c.startswith(f"{targets[-1]}_proba_"):
+            probabilities += 1
+        else:
+            targets.append(c)
+    return len(targets) > 1 and probabilities > 0
 
 
 def check_predictions_file(output, input, *, overwrite: bool = False) -> None:
@@ -354,7 +367,8 @@ def check_predictions_file(output, input, *, overwrite: bool = False) -> None:
 
     The output may not be the input file, a folder, or inside a model folder; an existing file
     is replaced only when it is one predict wrote (its columns say so: an optional id, then
-    ``label`` and ``proba_<class>``, or ``prediction``) or when ``overwrite``.
+    ``label`` and ``proba_<class>``, or ``prediction``, or several targets' ``<target>`` and
+    ``<target>_proba_<class>``) or when ``overwrite``.
 
     Examples
     --------
@@ -384,7 +398,8 @@ def check_predictions_file(output, input, *, overwrite: bool = False) -> None:
         columns = _prediction_columns(output, kind)
         what = f"its columns are {columns}" if columns else "it is not a table predict can read"
         raise _refuse(output, f"exists and is not a predictions file (written by embedkit "
-                      f"predict: an id, label, proba_<class> columns); {what}",
+                      f"predict: an id, label, proba_<class> columns, or a target's and its "
+                      f"<target>_proba_<class> columns); {what}",
                       "Pass another output name, or replace it (overwrite=True; on the command "
                       "line --overwrite).")
     _check_writable(output.resolve())
