@@ -11,7 +11,9 @@ its part of the output as a run on that target alone would. Every search reads t
 documents through the same cache (the default ``cache="memory"``: one store in this process),
 so an encoder's pass over them is paid once, by the first search that needs it. Each target
 is of its own kind (a class, a number or a set of labels, read from its values); ``task`` and
-``scoring``, where given, hold for every one.
+``scoring``, where given, hold for every one. Ctrl-C ends the run: the search it lands in keeps
+its best model so far, the targets after it get what the least budget buys (their plain TF-IDF
+baseline), so the model still predicts every target.
 """
 
 from __future__ import annotations
