@@ -199,7 +199,7 @@ class Schedule(Worth):
         if chosen is not None and (job := self._needs(chosen)) is not None:
             return job
         if chosen is not None:
-            self.tried |= {chosen.key, origin[chosen] if chosen.variant_of is not None else chosen.key}
+            self.tried |= {chosen.key, origin[chosen]} if chosen.variant_of is not None else {chosen.key}
             s.reached(chosen.tier)
         elif (firsts := [c for c in options if c.variant_of is None and c.grown_from is None]
               ) and all(c.status == "left out" for c in firsts):

@@ -399,19 +399,19 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         say = progress_printer(self.progress)
         say(f"{clock.stamp()} tune: {len(names)} targets ({', '.join(names)}), one search each, "
             f"budget {format_seconds(clock.budget)} for everything")
-        self.targets_, stopped = {}, None
+        self.targets_, stopped = {}, False
         for i, (name, column) in enumerate(zip(names, y.columns, strict=True)):
             # each search keeps its own writing time, as one run would; what the searches done
             # kept for theirs is held back from the next ones
             held = WRITE_SECONDS * i if self.output is not None else 0.0
             share = max((clock.left() - held) / (len(names) - i), 1e-3)
-            if stopped is not None:  # Ctrl-C: the rest get what their baseline needs, no more
+            if stopped:  # Ctrl-C: the rest get what their baseline needs, no more
                 share = min(share, 1.2 * least / len(names))
             said = (lambda line, name=name: say(f"[{name}] {line}")) if self.progress else False
             one = clone(self).set_params(budget=share, progress=said)
             self.targets_[name] = one.fit(X, y[column], write=False)
-            if stopped is None and one.interrupted_ and i + 1 < len(names):
-                stopped = name
+            if not stopped and one.interrupted_ and i + 1 < len(names):
+                stopped = True
                 say(f"{clock.stamp()} interrupted while tuning {name}: "
                     f"{', '.join(names[i + 1:])} get what the least budget buys (their plain TF-IDF "
                     "baseline), so that the model predicts every target")

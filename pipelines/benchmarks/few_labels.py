@@ -24,6 +24,8 @@ Protocol
   - ``setfit``: the registry's ``setfit`` head (SetFit's own pairs: each distinct pair of one
     class and of two classes once, the smaller side's repeated to the larger's count, at most
     400 steps; 64 word pieces, batch 16, lr 2e-5, one epoch, logistic regression C=1);
+  - ``TF-IDF + LR``: the other five-line baseline, scikit-learn's ``TfidfVectorizer`` +
+    ``LogisticRegression(max_iter=1000)`` on the same labelled documents;
   - ``frozen + LR``: the accuracy suite's plain baseline, sentence-transformers ``encode`` +
     ``LogisticRegression(max_iter=3000)``;
   - ``frozen + logreg``: the same vectors + the registry's ``logreg`` head (C and scaling chosen
@@ -49,7 +51,7 @@ Output (``--output``, default ``pipelines/benchmarks/results``): ``few_labels_ru
 line per finished run, with the head's settings and, for SetFit, its pairs; a rerun skips the
 runs whose settings are today's and redoes the others: `current`), ``few_labels.csv`` (the
 runs), ``few_labels.md`` (mean and standard deviation over seeds per dataset, size and method,
-and where SetFit beats both peers; where SetFit itself ran, embedkit's SetFit minus SetFit's,
+and where SetFit beats every peer; where SetFit itself ran, embedkit's SetFit minus SetFit's,
 paired draw by draw, and embedkit's fit time over SetFit's, judged against issue 62's bar of
 `WITHIN` = 1.25x) and ``few_labels.png`` (the learning curves).
 """
@@ -75,11 +77,15 @@ from pipelines.benchmarks import accuracy_suite as suite  # noqa: E402  (after t
 DATASETS = ("sms-spam", "vader-tweets", "rotten-tomatoes", "disaster-tweets")
 SIZES = (8, 16, 32, 64)
 SETFIT, FROZEN, FROZEN_CV, FINETUNE = "setfit", "frozen + LR", "frozen + logreg", "finetune"
-METHODS = (SETFIT, FROZEN, FROZEN_CV, FINETUNE)
+#: the other five-line baseline, scikit-learn's TF-IDF + LogisticRegression on the same draws
+TFIDF = "TF-IDF + LR"
+METHODS = (SETFIT, TFIDF, FROZEN, FROZEN_CV, FINETUNE)
+#: the methods the job of a dataset's baselines records (one job: the test sample encoded once)
+BASELINES = (TFIDF, FROZEN, FROZEN_CV)
 #: embedkit's SetFit against SetFit 1.2 itself, both on this body
 BODY = "all-mpnet-base-v2"
 OURS, LIBRARY = "setfit-mpnet", "setfit-library"
-#: the trained methods ``--methods`` chooses from (the frozen baselines always run)
+#: the trained methods ``--methods`` chooses from (the baselines always run)
 TRAINED = (SETFIT, FINETUNE, OURS, LIBRARY)
 RUNS = "few_labels_runs.jsonl"
 #: the run of the section that pairs embedkit's SetFit with SetFit's own (the docstring's)
@@ -120,9 +126,12 @@ def _threads(n: int) -> None:
 
 
 def run_frozen(name: str, runs: list[tuple[int, int]], test_size: int) -> list[dict]:
-    """Both frozen baselines for every (size, seed) of ``name``: the test sample is encoded once."""
+    """The baselines for every (size, seed) of ``name``: scikit-learn's TF-IDF + LR and both
+    frozen ones (the test sample encoded once)."""
     from sklearn.base import clone
+    from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
 
     from embedkit.heads import LogisticRegressionHead as logreg_head
 
@@ -132,6 +141,13 @@ def run_frozen(name: str, runs: list[tuple[int, int]], test_size: int) -> list[d
     out = []
     for n, seed in runs:
         part = labelled(train, n, seed)
+        start = time.perf_counter()
+        tfidf = make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=1000)).fit(
+            part["text"].tolist(), part["label"])
+        out.append({"dataset": name, "n_per_class": n, "seed": seed, "method": TFIDF,
+                    **_scores(test["label"], tfidf.predict(test["text"].tolist())),
+                    "fit_seconds": time.perf_counter() - start, "n_train": len(part),
+                    "n_test": len(test)})
         start = time.perf_counter()
         vectors = encoder.transform(part["text"].tolist())
         encode_s = time.perf_counter() - start
@@ -240,7 +256,7 @@ def read_runs(path: Path) -> list[dict]:
 
 def jobs(datasets, sizes, seeds: int, large_seeds: int, done: set,
          methods=(SETFIT, FINETUNE)) -> list[tuple]:
-    """Every run not yet in ``done``: the frozen baselines first (one job per dataset), then the
+    """Every run not yet in ``done``: the baselines first (one job per dataset), then the
     trained ``methods``: seed by seed for the sizes up to 16 (8 and 16 per class with seed 0, then
     with seed 1, ...), then the larger sizes, so an interrupted run has the rows that matter most."""
     small = [n for n in sizes if n <= 16]
@@ -248,7 +264,7 @@ def jobs(datasets, sizes, seeds: int, large_seeds: int, done: set,
     draws += [(n, s) for n in sizes if n > 16 for s in range(large_seeds)]
     out = []
     for name in datasets:
-        todo = [(n, s) for n, s in draws if (name, n, s, FROZEN_CV) not in done]
+        todo = [(n, s) for n, s in draws if any((name, n, s, m) not in done for m in BASELINES)]
         if todo:
             out.append((0, "frozen", name, todo))
     for n, s in draws:
@@ -326,7 +342,7 @@ def summary(runs: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
         if method in mean:
             table[method] = mean[method]
             table[f"{method} sd"] = std[method]
-    peers = [m for m in (FROZEN, FROZEN_CV, FINETUNE) if m in mean]
+    peers = [m for m in (TFIDF, FROZEN, FROZEN_CV, FINETUNE) if m in mean]
     if SETFIT in mean and peers:
         table["setfit - best peer"] = mean[SETFIT] - mean[peers].max(axis=1)
     table["seeds"] = seeds
@@ -360,7 +376,7 @@ def wins(table: pd.DataFrame, sizes=(8, 16)) -> str:
         if part is None or "setfit - best peer" not in part:
             continue
         won = part.index[part["setfit - best peer"] > 0].tolist()
-        lines.append(f"* {n} per class: SetFit beats both peers on {len(won)} of {len(part)} "
+        lines.append(f"* {n} per class: SetFit beats every peer on {len(won)} of {len(part)} "
                      f"datasets ({', '.join(won) or 'none'}).")
     return "\n".join(lines)
 
@@ -494,10 +510,10 @@ def report(out: Path) -> pd.DataFrame:
     runs = runs[runs.method.isin(METHODS)]
     acc, f1 = summary(paired(runs)), summary(paired(runs), "f1_macro")
     n_test = runs.groupby("dataset").n_test.first()
-    text = ["# Few labels: SetFit vs frozen MiniLM + LR vs full fine-tuning", "",
+    text = ["# Few labels: SetFit vs TF-IDF + LR, frozen MiniLM + LR and full fine-tuning", "",
             ("Written by `pipelines/benchmarks/few_labels.py` (protocol in its docstring). Where "
              "SetFit ran, every method is scored on the same draws (seeds) of labelled documents; "
-             "rows without SetFit are the frozen baselines alone."), ""]
+             "rows without SetFit are the baselines alone."), ""]
     if len(records) > len(ran):
         text += [f"{len(records) - len(ran)} of the {len(records)} records in `{RUNS}` are runs "
                  "redone since (or of earlier settings, to redo): left out.", ""]
