@@ -48,7 +48,7 @@ from .._budget import BudgetError, Clock, format_seconds, parse_budget
 from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
-from ..storage.outputs import WRITE_SECONDS, check_output_folder, publish_folder
+from ..storage.outputs import check_output_folder, publish_folder
 from ._engine import Search
 from ._finish import Finish
 from ._inputs import (
@@ -68,7 +68,7 @@ from ._settings import (
     MAX_SEEDS,
     RESERVED_SEEDS,
 )
-from .targets import TargetSet, least_for_targets, several_targets, target_names, write_targets
+from .targets import TargetSet, fit_targets, several_targets
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
@@ -296,9 +296,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         to write ``output`` is kept as usual, but the writing is left to the caller (the search
         of one of several targets, whose output is written once for all)."""
         validate_params(self)
-        if several_targets(y):  # a DataFrame of several columns: a search per target
-            return self._fit_targets(X, y, started)
         clock = _clock(self.budget, started)
+        if several_targets(y):  # a DataFrame of several columns: a search per target
+            return fit_targets(self, X, y, clock, progress_printer(self.progress))
         self.budget_, self.published_, self.refit_interrupted_ = clock.budget, False, False
         if self.output is not None:  # before any work: a folder tune may not write is refused now
             check_output_folder(self.output, overwrite=self.overwrite)
@@ -376,65 +376,6 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         seeds = f" as the mean of {self.seeds_} seeds" if self.seeds_ > 1 else ""
         say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on the validation rows); "
             f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used")
-        return self
-
-    def _fit_targets(self, X, y: pd.DataFrame, started: float | None):
-        """A search per column of ``y`` (clones of this Tuner that keep their writing time but
-        write nothing), each with an equal share of the time left when it starts; the
-        `TargetSet` of their picks; one output for all (`embedkit.tuning.targets`)."""
-        from sklearn.base import clone
-
-        names = target_names(y)
-        clock = _clock(self.budget, started)
-        self.budget_, self.published_ = clock.budget, False
-        if self.output is not None:
-            check_output_folder(self.output, overwrite=self.overwrite)
-        least = least_for_targets(X, len(names), self.output)
-        if clock.left() < least:  # said before any work
-            raise BudgetError(
-                f"a budget of {format_seconds(clock.left())} cannot score {len(names)} targets: a "
-                "search each (at least the plain TF-IDF baseline on every document)"
-                + (" and writing each one's leaderboard" if self.output is not None else "")
-                + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
-        say = progress_printer(self.progress)
-        say(f"{clock.stamp()} tune: {len(names)} targets ({', '.join(names)}), one search each, "
-            f"budget {format_seconds(clock.budget)} for everything")
-        self.targets_, stopped = {}, False
-        for i, (name, column) in enumerate(zip(names, y.columns, strict=True)):
-            # each search keeps its own writing time, as one run would; what the searches done
-            # kept for theirs is held back from the next ones
-            held = WRITE_SECONDS * i if self.output is not None else 0.0
-            share = max((clock.left() - held) / (len(names) - i), 1e-3)
-            if stopped:  # Ctrl-C: the rest get what their baseline needs, no more
-                share = min(share, 1.2 * least / len(names))
-            said = (lambda line, name=name: say(f"[{name}] {line}")) if self.progress else False
-            one = clone(self).set_params(budget=share, progress=said)
-            self.targets_[name] = one.fit(X, y[column], write=False)
-            if not stopped and one.interrupted_ and i + 1 < len(names):
-                stopped = True
-                say(f"{clock.stamp()} interrupted while tuning {name}: "
-                    f"{', '.join(names[i + 1:])} get what the least budget buys (their plain TF-IDF "
-                    "baseline), so that the model predicts every target")
-        fitted = self.targets_
-        self.best_estimator_ = TargetSet([(n, t.best_estimator_) for n, t in fitted.items()])
-        self.best_estimator_.estimators_ = list(self.best_estimator_.estimators)  # fitted
-        self.pick_, self.task_, self.scoring_ = ({n: getattr(t, a) for n, t in fitted.items()}
-                                                 for a in ("pick_", "task_", "scoring_"))
-        board = pd.concat([t.leaderboard_.assign(target=n) for n, t in fitted.items()],
-                          ignore_index=True)
-        self.leaderboard_ = board[["target", *(c for c in board.columns if c != "target")]]
-        self.interrupted_ = any(t.interrupted_ for t in fitted.values())
-        self.refit_interrupted_ = any(t.refit_interrupted_ for t in fitted.values())
-        if self.output is not None:
-            with interrupts_held():  # what is published and `published_` never disagree
-                out = publish_folder(self.output, lambda folder: write_targets(
-                    folder, fitted, self.best_estimator_, clock.budget), overwrite=self.overwrite)
-                self.published_ = True
-            say(f"{clock.stamp()} wrote {out / 'leaderboard.md'}, each target's leaderboard under "
-                f"{out / 'targets'} and the model {out / 'model'}")
-        self.budget_used_ = clock.elapsed()
-        say(f"{clock.stamp()} done: " + "; ".join(f"{n}: {t.pick_}" for n, t in fitted.items())
-            + f"; {self.budget_used_:.0f} s of {clock.budget:.0f} s used")
         return self
 
     def _write(self, docs, y, clock: Clock, say) -> None:

@@ -1,6 +1,6 @@
 """Several targets from one table in one run: `TargetSet`, the model that predicts each of them,
-and what `Tuner.fit` needs when ``y`` is a DataFrame of several columns (the targets' names, the
-least budget, the output).
+and `Tuner.fit` when ``y`` is a DataFrame of several columns (`fit_targets`: the searches, the
+targets' names, the least budget, the output).
 
     tuner = embedkit.Tuner(budget="10m").fit(table, table[["rating", "topic"]])
     tuner.predict(new_rows)                 # a DataFrame: a column per target
@@ -27,8 +27,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import CheckedKeywords, store_params
 
-__all__ = ["TargetSet", "folder_name", "least_for_targets", "several_targets", "summary",
-           "target_names", "write_targets"]
+__all__ = ["TargetSet", "fit_targets", "folder_name", "least_for_targets", "several_targets",
+           "summary", "target_names", "write_targets"]
 
 
 class TargetSet(CheckedKeywords, BaseEstimator):
@@ -147,3 +147,66 @@ def write_targets(folder, fitted: dict, model: TargetSet, budget: float) -> None
         write_leaderboard(one.leaderboard_, folder / "targets" / folder_name(name),
                           title=f"embedkit tune: {name}", pipelines=pipelines(one))
     save(model, folder / "model")
+
+
+def fit_targets(tuner, X, y: pd.DataFrame, clock, say):
+    """Fit the `embedkit.Tuner` ``tuner`` on the several targets of ``y`` within ``clock``: a
+    search per column (clones of it that keep their writing time but write nothing), each with
+    an equal share of the time left when it starts; the `TargetSet` of their picks; one output
+    for all. ``say``: where its progress lines go."""
+    import math
+
+    from .._budget import BudgetError, format_seconds
+    from .._stopping import interrupts_held
+    from ..storage.outputs import WRITE_SECONDS, check_output_folder, publish_folder
+
+    names = target_names(y)
+    tuner.budget_, tuner.published_ = clock.budget, False
+    if tuner.output is not None:
+        check_output_folder(tuner.output, overwrite=tuner.overwrite)
+    least = least_for_targets(X, len(names), tuner.output)
+    if clock.left() < least:  # said before any work
+        raise BudgetError(
+            f"a budget of {format_seconds(clock.left())} cannot score {len(names)} targets: a "
+            "search each (at least the plain TF-IDF baseline on every document)"
+            + (" and writing each one's leaderboard" if tuner.output is not None else "")
+            + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
+    say(f"{clock.stamp()} tune: {len(names)} targets ({', '.join(names)}), one search each, "
+        f"budget {format_seconds(clock.budget)} for everything")
+    tuner.targets_, stopped = {}, False
+    for i, (name, column) in enumerate(zip(names, y.columns, strict=True)):
+        # each search keeps its own writing time, as one run would; what the searches done
+        # kept for theirs is held back from the next ones
+        held = WRITE_SECONDS * i if tuner.output is not None else 0.0
+        share = max((clock.left() - held) / (len(names) - i), 1e-3)
+        if stopped:  # Ctrl-C: the rest get what their baseline needs, no more
+            share = min(share, 1.2 * least / len(names))
+        said = (lambda line, name=name: say(f"[{name}] {line}")) if tuner.progress else False
+        one = clone(tuner).set_params(budget=share, progress=said)
+        tuner.targets_[name] = one.fit(X, y[column], write=False)
+        if not stopped and one.interrupted_ and i + 1 < len(names):
+            stopped = True
+            say(f"{clock.stamp()} interrupted while tuning {name}: "
+                f"{', '.join(names[i + 1:])} get what the least budget buys (their plain TF-IDF "
+                "baseline), so that the model predicts every target")
+    fitted = tuner.targets_
+    tuner.best_estimator_ = TargetSet([(n, t.best_estimator_) for n, t in fitted.items()])
+    tuner.best_estimator_.estimators_ = list(tuner.best_estimator_.estimators)  # fitted
+    tuner.pick_, tuner.task_, tuner.scoring_ = ({n: getattr(t, a) for n, t in fitted.items()}
+                                             for a in ("pick_", "task_", "scoring_"))
+    board = pd.concat([t.leaderboard_.assign(target=n) for n, t in fitted.items()],
+                      ignore_index=True)
+    tuner.leaderboard_ = board[["target", *(c for c in board.columns if c != "target")]]
+    tuner.interrupted_ = any(t.interrupted_ for t in fitted.values())
+    tuner.refit_interrupted_ = any(t.refit_interrupted_ for t in fitted.values())
+    if tuner.output is not None:
+        with interrupts_held():  # what is published and `published_` never disagree
+            out = publish_folder(tuner.output, lambda folder: write_targets(
+                folder, fitted, tuner.best_estimator_, clock.budget), overwrite=tuner.overwrite)
+            tuner.published_ = True
+        say(f"{clock.stamp()} wrote {out / 'leaderboard.md'}, each target's leaderboard under "
+            f"{out / 'targets'} and the model {out / 'model'}")
+    tuner.budget_used_ = clock.elapsed()
+    say(f"{clock.stamp()} done: " + "; ".join(f"{n}: {t.pick_}" for n, t in fitted.items())
+        + f"; {tuner.budget_used_:.0f} s of {clock.budget:.0f} s used")
+    return tuner
