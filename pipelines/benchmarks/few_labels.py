@@ -138,34 +138,31 @@ def run_frozen(name: str, runs: list[tuple[int, int, tuple]], test_size: int) ->
     from embedkit.heads import LogisticRegressionHead as logreg_head
 
     train, test = data(name, test_size)
-    if any(FROZEN in m or FROZEN_CV in m for _, _, m in runs):
+    frozen = {FROZEN: LogisticRegression(max_iter=3000), FROZEN_CV: logreg_head()}
+    if any(set(frozen) & set(methods) for _, _, methods in runs):
         encoder = suite.SentenceTransformerEncoder().fit(None)
         test_vectors = encoder.transform(test["text"].tolist())
     out = []
     for n, seed, methods in runs:
         part = labelled(train, n, seed)
+        draw = {"dataset": name, "n_per_class": n, "seed": seed, "n_train": len(part),
+                "n_test": len(test)}
         if TFIDF in methods:
             start = time.perf_counter()
             tfidf = make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=1000))
             tfidf.fit(part["text"].tolist(), part["label"])
-            out.append({"dataset": name, "n_per_class": n, "seed": seed, "method": TFIDF,
-                        **_scores(test["label"], tfidf.predict(test["text"].tolist())),
-                        "fit_seconds": time.perf_counter() - start, "n_train": len(part),
-                        "n_test": len(test)})
-        if FROZEN not in methods and FROZEN_CV not in methods:
+            out.append({**draw, "method": TFIDF, **_scores(test["label"], tfidf.predict(
+                test["text"].tolist())), "fit_seconds": time.perf_counter() - start})
+        if not set(frozen) & set(methods):
             continue
         start = time.perf_counter()
         vectors = encoder.transform(part["text"].tolist())
         encode_s = time.perf_counter() - start
-        for method, head in ((FROZEN, LogisticRegression(max_iter=3000)), (FROZEN_CV, logreg_head())):
-            if method not in methods:
-                continue
+        for method in (m for m in frozen if m in methods):
             start = time.perf_counter()
-            model = clone(head).fit(vectors, part["label"])
-            fit_s = encode_s + time.perf_counter() - start
-            out.append({"dataset": name, "n_per_class": n, "seed": seed, "method": method,
-                        **_scores(test["label"], model.predict(test_vectors)),
-                        "fit_seconds": fit_s, "n_train": len(part), "n_test": len(test)})
+            model = clone(frozen[method]).fit(vectors, part["label"])
+            out.append({**draw, "method": method, **_scores(test["label"], model.predict(test_vectors)),
+                        "fit_seconds": encode_s + time.perf_counter() - start})
     return out
 
 
@@ -500,7 +497,7 @@ def _library_versions(runs: pd.DataFrame) -> str:
     """The packages SetFit's runs ran with, as their records say (each distinct set once)."""
     column = runs.loc[runs.method == LIBRARY, "versions"] if "versions" in runs else pd.Series([])
     found = [v for v in column if isinstance(v, dict) and v]
-    sets = sorted({", ".join(f"{k} {v}" for k, v in sorted(found_.items())) for found_ in found})
+    sets = sorted({", ".join(f"{k} {v}" for k, v in sorted(one.items())) for one in found})
     text = "; ".join(sets) if sets else "not recorded"
     if 0 < len(found) < len(column):
         text += f" ({len(column) - len(found)} earlier runs recorded none)"
