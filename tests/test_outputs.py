@@ -370,7 +370,8 @@ def test_sigint_and_sigterm_inside_an_epoch_stop_the_search_and_keep_the_best(da
         marker, out = tmp_path / f"{sig.name}.started", tmp_path / sig.name
         children[sig] = (marker, out, subprocess.Popen(
             [sys.executable, "-c", CHILD, str(marker), "tune", "-f", folder / "questions.csv",
-             "-r", "tfidf", "-H", "mlp", "--finetune", "no", "--budget", "20s", "-o", out],
+             "-r", "tfidf", "-H", "mlp", "--finetune", "no", "--budget", "20s",
+             "--validation", "0.2", "-o", out],
             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     for sig, (marker, out, child) in children.items():

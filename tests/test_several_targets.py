@@ -77,7 +77,7 @@ def test_the_targets_searches_share_one_encoder_pass(posts):
     get_cache("memory").clear()  # nothing encoded before: the first search encodes every one
     lines = []
     y = posts[["mood", "score"]].iloc[:300]
-    tuner = Tuner(budget="40s", pairs=[("minilm", "logreg")], finetune=False,
+    tuner = Tuner(budget="60s", pairs=[("minilm", "logreg")], finetune=False,
                   progress=lines.append).fit(posts["text"].iloc[:300], y)
     passes = [line for line in lines if "documents encoded once in" in line]
     assert [p.split("]")[0] for p in passes] == ["[mood", "[score"]

@@ -104,7 +104,7 @@ def tuned(trec_slice):
     lines = []
     # cheap pairs and a budget they cannot fill: the search ends when every setting is scored
     tuner = embedkit.tune(train["text"], train["label"], budget="2m", pairs=PAIRS,
-                          progress=lines.append)
+                          validation=0.2, progress=lines.append)  # held out, not the folds of "auto"
     return tuner, lines
 
 
@@ -859,6 +859,8 @@ def test_the_command_names_a_missing_data_source_and_a_bad_budget(tmp_path):
     result = CliRunner().invoke(app, ["tune", "-f", str(tmp_path / "missing.csv"),
                                       "--budget", "15 minutes"])
     assert result.exit_code == 2 and "--budget '15 minutes' is not a duration" in result.output
+    result = CliRunner().invoke(app, ["tune", "-d", "trec", "--budget", "1m", "--validation", "x"])
+    assert result.exit_code == 2 and "--validation takes auto or a share" in result.output
 
 
 def test_bad_input_gets_clear_errors(trec_slice):
@@ -889,6 +891,76 @@ def test_many_classes_of_three_documents_get_one_of_each_on_either_side():
     assert set(search.y_valid) == set(search.y_train) == set(frame["label"])
     small = _search(frame.iloc[:300], 60)  # 100 classes: 20% of the rows, at least one each
     assert len(small.valid) == 100 and set(small.y_valid) == set(frame["label"][:300])
+
+
+class _Remembers(DummyClassifier):
+    """Says 1 for a row it was fitted on, 0 for one it never saw."""
+
+    def fit(self, X, y):
+        self.seen_, self.classes_ = {float(x) for x in np.ravel(X)}, np.array([0, 1])
+        return self
+
+    def predict_proba(self, X):
+        seen = np.array([float(x) in self.seen_ for x in np.ravel(X)], dtype=float)
+        return np.column_stack([seen, 1 - seen])
+
+
+def test_under_cross_validation_every_row_is_predicted_by_a_fit_that_never_saw_it():
+    from embedkit.tuning._candidate import fit_and_score
+    from embedkit.tuning._selection import fold_of
+
+    X, y = np.arange(40, dtype=float).reshape(-1, 1), np.arange(40) % 2
+    folds = fold_of(y, 5, seed=0)
+    assert np.bincount(folds).tolist() == [8] * 5  # stratified: 4 of each class in each fold
+    assert all(np.bincount(y[folds == f]).tolist() == [4, 4] for f in range(5))
+    model, proba, fit_s, predict_s = fit_and_score(_Remembers, None, X, y, X, np.array([0, 1]),
+                                                   folds)
+    assert proba.shape == (40, 2) and (proba[:, 1] == 1).all()  # no row predicted by its own fit
+    assert len(model.seen_) == 32 and fit_s >= 0 and predict_s >= 0  # the last fold's model
+    rows = np.arange(0, 40, 2)  # a subsample: each fold fits on its part of the subsample only
+    model, proba, _, _ = fit_and_score(_Remembers, rows, X, y, X, np.array([0, 1]), folds)
+    assert model.seen_ <= set(X[rows, 0]) and (proba[:, 1] == 1).all()
+    _, held, _, _ = fit_and_score(_Remembers, None, X, y, X[:3], np.array([0, 1]))
+    assert (held[:, 0] == 1).all()  # held out (no folds): one fit on every row, then its rows
+
+
+def test_few_documents_are_scored_on_every_row_by_folds_and_the_pick_refit_on_all(trec_slice):
+    from sklearn.model_selection import train_test_split
+
+    from embedkit.tuning._selection import aligned
+
+    train, _ = trec_slice
+    common = train[train["label"] != "ABBR"]  # a class of a few in 300: none in 90
+    few, _ = train_test_split(common, train_size=90, stratify=common["label"], random_state=0)
+    lines = []
+    tuner = embedkit.tune(few["text"], few["label"], budget="1m", pairs=PAIRS, progress=lines.append)
+    search = tuner.search_
+    assert search.fits_each == 5 and (search.valid == np.arange(90)).all()
+    assert (search.train == search.valid).all() and any(
+        "90 rows, too few to hold some out: each model is scored on every row by 5-fold "
+        "cross-validation" in line for line in lines)
+    board = tuner.leaderboard_.set_index("pipeline")
+    assert (board["documents"] == 72).all()  # what a fold's fit learns from
+    base = next(c for c in search.candidates if c.name == TFIDF_BASELINE)
+    held = search.folds == 2  # the baseline's probabilities there: its fit on the other folds
+    fitted = base.build().fit(search.X_train[~held], search.y_train[~held])
+    np.testing.assert_allclose(base.proba[held], aligned(fitted, search.X_train[held],
+                                                         search.classes))
+    assert any(f"refit {tuner.pick_} on all 90 documents" in line for line in lines)
+    held_out = embedkit.tune(few["text"], few["label"], budget="1m", pairs=PAIRS, validation=0.2)
+    assert held_out.search_.fits_each == 1 and len(held_out.search_.valid) == 20
+
+
+def test_few_labelled_documents_a_class_add_setfit_to_the_defaults():
+    from embedkit.tuning._inputs import chosen_pairs
+    from embedkit.tuning._settings import FEW_LABELS
+
+    setfit = ("passthrough", "setfit")
+    assert setfit in chosen_pairs(None, None, None, "auto", per_class=FEW_LABELS)
+    assert setfit not in chosen_pairs(None, None, None, "auto", per_class=FEW_LABELS + 1)
+    assert setfit not in chosen_pairs(None, None, None, "auto")  # a number or label sets
+    assert setfit not in chosen_pairs(None, None, None, False, per_class=8)  # no fine-tuning
+    assert chosen_pairs(PAIRS, None, None, "auto", per_class=8) == PAIRS  # the user's pairs stand
 
 
 def test_labels_that_differ_only_by_surrounding_spaces_are_one_class_and_said(trec_slice):

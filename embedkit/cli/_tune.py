@@ -40,6 +40,17 @@ def _enough(budget: str, seconds: float, spent: float, need: float, done: str, l
                            "that holds)." if floor else "."))
 
 
+def _validation(text: str) -> float | str:
+    """``--validation``: "auto" or a share of the rows."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"--validation takes auto or a share of the documents such as 0.2, not "
+                         f"{text!r}.") from None
+
+
 def _size_said(size: int) -> str:
     return f"{size / 1e6:,.1f} MB" if size >= 1e6 else f"{max(size / 1e3, 1):.0f} kB"
 
@@ -76,8 +87,10 @@ def tune(
     overwrite: bool = typer.Option(False, "--overwrite",
                                    help="Let --output be a folder of yours: replace only the files "
                                         "tune writes there and keep every other file."),
-    validation: float = typer.Option(0.2, min=0.01, max=0.5,
-                                     help="Share of the documents every model is scored on."),
+    validation: str = typer.Option(
+        "auto", help="Share of the documents held out to score every model on (0.01 to 0.5), or "
+                     "auto: 0.2, but below 500 documents each model is scored on every row by "
+                     "5-fold cross-validation."),
     predict_limit: float | None = typer.Option(
         None, "--predict-limit", min=0.0,
         help="Seconds a row the pick may take to predict new rows on this machine, e.g. 0.002: "
@@ -121,6 +134,7 @@ def tune(
     try:
         with sigterm_stops():
             seconds = parse_budget(budget)  # the budget, the output and the data before any work
+            share = _validation(validation)
             from ..storage.outputs import WRITE_SECONDS
 
             _enough(budget, seconds, time.monotonic() - began, 1 + WRITE_SECONDS, "starting",
@@ -154,7 +168,7 @@ def tune(
             _enough(budget, seconds, time.monotonic() - began, least_budget(df[features[0]], output),
                     "starting and reading the data", f"the plain TF-IDF baseline on {len(df):,} "
                     "documents and writing the output")
-            tuner = Tuner(seconds, validation=validation, random_state=seed,
+            tuner = Tuner(seconds, validation=share, random_state=seed,
                           predict_limit=predict_limit,
                           finetune=choice[finetune], progress=progress, task=task,
                           **(table or {}), representations=representations or None, heads=heads or None,

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from . import _selection
 
 __all__ = ["Candidate", "Job", "build_pipeline", "describe", "fit_and_score"]
@@ -159,14 +161,29 @@ def build_pipeline(representation: str, head: str, settings: dict, cache,
     return pair_pipeline(on_table(pipe.named_steps["features"], roles), pipe.named_steps["head"])
 
 
-def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes) -> tuple:
+def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes, folds=None) -> tuple:
     """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
     ``(model, probabilities (predicted numbers where ``classes`` is None), fit seconds, predict
-    seconds)``. What a lane runs."""
+    seconds)``. Under cross-validation (``folds``: the fold of each row of ``X``, which are the
+    validation rows too), once a fold: fit on its other folds' ``rows``, predict its own; the
+    model is the last fold's, the seconds the folds' sums. What a lane runs."""
     from ..data.columns import take
 
-    began = time.monotonic()
-    model = build().fit(X if rows is None else take(X, rows), y if rows is None else y[rows])
-    fitted = time.monotonic()
-    proba = _selection.aligned(model, X_valid, classes)
-    return model, proba, fitted - began, time.monotonic() - fitted
+    if folds is None:
+        began = time.monotonic()
+        model = build().fit(X if rows is None else take(X, rows), y if rows is None else y[rows])
+        fitted = time.monotonic()
+        proba = _selection.aligned(model, X_valid, classes)
+        return model, proba, fitted - began, time.monotonic() - fitted
+    chosen = np.ones(len(y), bool) if rows is None else np.isin(np.arange(len(y)), rows)
+    proba, fit_s, predict_s = None, 0.0, 0.0
+    for fold in range(int(folds.max()) + 1):
+        train, held = np.flatnonzero(chosen & (folds != fold)), np.flatnonzero(folds == fold)
+        began = time.monotonic()
+        model = build().fit(take(X, train), y[train])
+        fitted = time.monotonic()
+        part = _selection.aligned(model, take(X, held), classes)
+        proba = np.zeros((len(y), part.shape[1])) if proba is None else proba
+        proba[held] = part
+        fit_s, predict_s = fit_s + fitted - began, predict_s + time.monotonic() - fitted
+    return model, proba, fit_s, predict_s

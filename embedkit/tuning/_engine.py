@@ -34,7 +34,7 @@ from ._candidate import Candidate, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._pick import choose, versus
-from ._settings import ENCODER, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
+from ._settings import CV_ROWS, ENCODER, FOLDS, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
 
 __all__ = ["Search"]
 
@@ -71,20 +71,30 @@ class Search:
         self.running: dict[Any, Any] = {}  # what runs (a candidate or a job) -> its future
         self.lanes: dict[str, Any] = {}
         self._pick: tuple[int, Candidate | None] = (-1, None)
+        # under cross-validation (`split`): the fold of each row, and the fits a model's score takes
+        self.folds: np.ndarray | None = None
+        self.fits_each = 1
         self._order: np.ndarray | None = None
 
     # -- the split and scoring ------------------------------------------------------------------
     def split(self) -> None:
+        """Hold out the validation rows (``validation``: their share; "auto": 0.2, but below
+        `CV_ROWS` documents, not label sets, none: every row is a validation row, predicted by
+        the fit of the `FOLDS` that left it out)."""
         from sklearn.model_selection import train_test_split
 
         numbers, sets = self.task == "regression", self.task == "multilabel"
         n, n_classes = len(self.docs), 1 if numbers or sets else len(np.unique(self.y))
+        key = None if numbers else _selection.strata(self.y)
+        if self.validation == "auto" and n < CV_ROWS and not sets:
+            self.folds, self.fits_each = _selection.fold_of(self.y, FOLDS, self.seed, key is not None), FOLDS
+            return self._keep(np.arange(n), np.arange(n))
         # a share of the rows, at most `VALID_ROWS` (predicting them is part of every model's
         # cost), at least two of a class where they can be spared, never fewer than one of every
         # class (a stratified split needs it: 10,000 classes of 3 documents), two left to train
-        size = int(min(max(round(self.validation * n), 2 * n_classes, 20),
+        share = 0.2 if self.validation == "auto" else self.validation
+        size = int(min(max(round(share * n), 2 * n_classes, 20),
                        max(VALID_ROWS, n_classes), n - 2 * n_classes))
-        key = None if numbers else _selection.strata(self.y)
         if sets and np.unique(key, return_counts=True)[1].min() < 2:
             key = None  # a rarest label on one row: not stratifiable; `covering` keeps it in training
         train, valid = train_test_split(np.arange(n), test_size=size, stratify=key,
@@ -92,7 +102,13 @@ class Search:
         if sets:  # every label on some training row: a validation row of each moved to them
             moved = np.setdiff1d(_selection.covering(np.sort(train), self.y, valid), train)
             train, valid = np.union1d(train, moved), np.setdiff1d(valid, moved)
-        self.train, self.valid = np.sort(train), np.sort(valid)
+        self._keep(np.sort(train), np.sort(valid))
+
+    def _keep(self, train: np.ndarray, valid: np.ndarray) -> None:
+        """The training and validation rows (the same rows, all of them, under cross-validation),
+        their documents and targets, the classes, and the lanes that fit on them."""
+        numbers, sets = self.task == "regression", self.task == "multilabel"
+        self.train, self.valid = train, valid
         self.X_train, self.y_train = take(self.docs, self.train), self.y[self.train]
         self.X_valid, self.y_valid = take(self.docs, self.valid), self.y[self.valid]
         # label sets: the label columns (the models fit the 0/1 matrix); a number: none
@@ -103,7 +119,8 @@ class Search:
             self.lanes = {"device": _lanes.Device(), **self.lanes}
         if self.client is not None:
             self.lanes = {"cluster": _lanes.Cluster(self.client, (
-                self.X_train, self.y_train, self.X_valid, self.classes)), **self.lanes}
+                self.X_train, self.y_train, self.X_valid, self.classes, self.folds)),
+                **self.lanes}
 
     def score_proba(self, proba: np.ndarray) -> float:
         """The scorer's value for validation probabilities (columns in ``classes`` order)."""
@@ -133,7 +150,14 @@ class Search:
         return self.finish.reserve(self, filling=self.schedule is not None and self.schedule.filling)
 
     def n_rows(self, c: Candidate) -> int:
-        return len(self.train) if c.rows is None else len(c.rows)
+        """The rows ``c`` fits on (under cross-validation, those of a fold's fit)."""
+        rows = len(self.train) if c.rows is None else len(c.rows)
+        return rows if self.folds is None else round(rows * (self.fits_each - 1) / self.fits_each)
+
+    def fit_rows(self, rows: int) -> int:
+        """The rows a model's score fits on in all, on ``rows`` training rows: those, or under
+        cross-validation the sum of its folds' fits'."""
+        return rows if self.folds is None else rows * (self.fits_each - 1)
 
     def scored(self) -> list[Candidate]:
         return [c for c in self.candidates if c.status == "scored"]
@@ -163,7 +187,7 @@ class Search:
         state = self.costs[c.pair]
         if state.measured:
             pipe = c.build()
-            return state.seconds(work_of(pipe, self.n_rows(c)), len(self.valid),
+            return state.seconds(self.fits_each * work_of(pipe, self.n_rows(c)), len(self.valid),
                                  predict_work(pipe, len(self.valid)))
         if c.lane == "cores" and c.prior <= 0.01 * self.clock.budget:
             return c.prior
@@ -208,7 +232,7 @@ class Search:
             work = (fit_and_score, action.builder(), action.rows)
         else:
             work = (fit_and_score, action.builder(), action.rows, self.X_train, self.y_train,
-                    self.X_valid, self.classes)
+                    self.X_valid, self.classes, self.folds)
         if lane.blocking:  # stopped where it would take the time to write the output
             with deadline(self.clock.left() - self.finish.write_seconds(self.best_or_none())
                           - DECIDING):
@@ -252,7 +276,7 @@ class Search:
         if not self.within_limit(c):
             c.note = "; ".join(n for n in (c.note, self.over_limit(c)) if n)
         state = self.costs[c.pair]
-        state.observe(work_of(c.model, self.n_rows(c)), c.fit_seconds)
+        state.observe(self.fits_each * work_of(c.model, self.n_rows(c)), c.fit_seconds)
         state.observe_predict(len(self.valid), c.predict_seconds)
         self.say(f"{self.clock.stamp()} {c.tier}: {c.label}: {c.score:.3f} "
                  f"({c.fit_seconds + c.predict_seconds:.1f} s)")

@@ -17,6 +17,8 @@ from ..storage.outputs import WRITE_SECONDS
 from ._settings import (
     BASELINE_COST,
     DEFAULT_PAIRS,
+    FEW_LABEL_PAIRS,
+    FEW_LABELS,
     MARGIN,
     MIN_PER_LABEL,
     MIN_ROWS,
@@ -108,14 +110,20 @@ def least_budget(docs=(), output=None, *, rows: int | None = None,
     return 1.0 + PER_DOC_SECONDS * rows + fit + (WRITE_SECONDS if output is not None else 0.0)
 
 
-def chosen_pairs(pairs, representations, heads, finetune) -> list[tuple[str, str]]:
+def chosen_pairs(pairs, representations, heads, finetune,
+                 per_class: float | None = None) -> list[tuple[str, str]]:
+    """The pairs a search holds: those given, else those ``representations`` and ``heads``
+    select, else `DEFAULT_PAIRS` with `FEW_LABEL_PAIRS` where the median class has at most
+    `FEW_LABELS` documents (``per_class``; None for numbers and label sets); fine-tuning ones
+    removed where ``finetune`` is False."""
     from .. import experiments
 
     if pairs is not None and (representations or heads):
         raise ValueError("give either pairs=[(representation, head), ...] or representations= / "
                          "heads= selections, not both.")
     if pairs is None and not (representations or heads):
-        chosen = list(DEFAULT_PAIRS)
+        few = per_class is not None and per_class <= FEW_LABELS
+        chosen = list(DEFAULT_PAIRS) + (list(FEW_LABEL_PAIRS) if few else [])
     elif pairs is None:
         chosen = list(experiments.select(representations or None, heads or None).pairs)
     else:

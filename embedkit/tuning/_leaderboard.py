@@ -17,10 +17,11 @@ def leaderboard(tuner) -> pd.DataFrame:
     """One row per model of the search, best first, then the ones left out or failed.
 
     Columns: ``rank``, ``pipeline``, ``kind`` (candidate / baseline / ensemble), ``tier``,
-    ``representation``, ``head``, ``params``, ``documents`` (training rows it fitted on),
-    ``<scoring>`` (on the validation rows), ``vs_baseline`` and ``vs_baseline_se`` (its paired
+    ``representation``, ``head``, ``params``, ``documents`` (training rows it fitted on; under
+    cross-validation, those of a fold's fit), ``<scoring>`` (on the validation rows: every row,
+    out of fold, under cross-validation), ``vs_baseline`` and ``vs_baseline_se`` (its paired
     difference to the better baseline on the same rows, in points, and that difference's
-    standard error), ``fit_seconds`` (fit and validation predictions), ``predict_s_per_1000``
+    standard error), ``fit_seconds`` (fit and validation predictions; every fold's), ``predict_s_per_1000``
     (seconds to predict 1,000 new documents: its predictions on the validation rows, and the
     pass of the frozen encoder it read from the cache), ``grown_from`` (the smaller
     fit of the same model it grew from), ``status`` (scored / left out / failed / interrupted),
@@ -39,13 +40,11 @@ def leaderboard(tuner) -> pd.DataFrame:
     base = max(baselines, key=lambda c: c.score) if baselines else None
     rows = []
     for c in search.candidates:
-        trained = len(search.train) if c.rows is None else len(c.rows)
         vs = search.versus(c, base) if base is not None and c.status == "scored" else None
         note = "; ".join(n for n in (c.note, c.truncated) if n)
         rows.append({"pipeline": c.label, "kind": c.kind, "tier": c.tier,
                      "representation": c.representation, "head": c.head,
-                     "params": describe(c.params), "documents": trained if c.kind != "ensemble"
-                     else len(search.train), name: c.score,
+                     "params": describe(c.params), "documents": search.n_rows(c), name: c.score,
                      "vs_baseline": math.nan if vs is None else 100 * vs.difference,
                      "vs_baseline_se": math.nan if vs is None else 100 * vs.se,
                      "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
@@ -63,10 +62,12 @@ def leaderboard(tuner) -> pd.DataFrame:
     board.insert(0, "rank", np.arange(1, len(board) + 1))
     board.attrs.update(
         n_docs=len(search.docs), n_valid=len(search.valid), metrics=[name], budget_s=tuner.budget_,
-        protocol=f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
-                 f"({split}, seed {tuner.random_state}); every "
-                 "model trained on the other "
-                 f"{len(search.train):,}",
+        protocol=(f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
+                  f"({split}, seed {tuner.random_state}); every model trained on the other "
+                  f"{len(search.train):,}" if search.folds is None else
+                  f"{search.fits_each}-fold cross-validation ({split}, seed {tuner.random_state}): "
+                  f"every one of the {len(search.docs):,} documents scored by the fit of the "
+                  "folds without it"),
         baseline=None if base is None else base.label,
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
         refit_interrupted=getattr(tuner, "refit_interrupted_", False),

@@ -110,7 +110,7 @@ class Plans:
         vectors of ``c``'s representation are not cached yet."""
         s = self.search
         train = s.train if c.rows is None else s.train[c.rows]
-        index = np.concatenate([s.valid, train])
+        index = np.union1d(s.valid, train)  # the same rows under cross-validation
         done = self.encoded.get(c.encoder)
         return index if done is None else index[~done[index]]
 
@@ -260,7 +260,8 @@ class Plans:
         # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
         # either: then the richest recipe the time left pays for, at once
         start = max(START_SHARE * s.left(), 0.0) + probe
-        least = state.seconds(head.least_work(n), len(s.valid), head.predict_work(len(s.valid)))
+        least = state.seconds(s.fits_each * head.least_work(n), len(s.valid),
+                              head.predict_work(len(s.valid)))
         once = (1 + GROWTH) * least + probe + room > s.left()
         if not (self.sized(c, head, state, probe, room, start) or self.sized(
                 c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING)):
@@ -284,8 +285,8 @@ class Plans:
         none does."""
         s, n = self.search, len(self.search.train)
 
-        def cost(work: float) -> float:
-            return state.seconds(work, len(s.valid), head.predict_work(len(s.valid)))
+        def cost(work: float) -> float:  # a fit's work, under cross-validation once a fold
+            return state.seconds(s.fits_each * work, len(s.valid), head.predict_work(len(s.valid)))
 
         c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
         budget = min(s.left() if seconds is None else seconds, s.left())

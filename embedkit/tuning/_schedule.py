@@ -74,7 +74,8 @@ class Schedule(Worth):
                 else "cluster" if s.client is not None and tier.remote else "cores")
         return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache, lane=lane,
                          task=s.task, roles=s.roles,
-                         prior=(encoding + HEADS[head].cost) * len(s.train) / 1000,
+                         prior=(encoding * len(s.train) + HEADS[head].cost
+                                * s.fit_rows(len(s.train))) / 1000,
                          encoder=rep if tier.name == "frozen encoder" else "")
 
     # -- the prologue ---------------------------------------------------------------------------
@@ -87,8 +88,11 @@ class Schedule(Worth):
         self.defaults = [self.candidate(r, h) for r, h in s.pairs
                          if not (s.finetune is False and pair_kind(r, h) == "finetune")]
         tiers = {t.name: sum(c.tier == t.name for c in self.defaults) for t in TIERS}
-        s.say(f"{s.clock.stamp()} {len(s.train):,} training rows, {len(s.valid):,} validation "
-              "rows; tiers: " + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
+        rows = (f"{len(s.train):,} training rows, {len(s.valid):,} validation rows" if s.folds is None
+                else f"{len(s.train):,} rows, too few to hold some out: each model is scored on "
+                     f"every row by {s.fits_each}-fold cross-validation, then refit on all of them")
+        s.say(f"{s.clock.stamp()} {rows}; tiers: "
+              + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
         self.twin = Twin(s, self.defaults)  # on a table: does fine-tuning read all of it?
         first = self.twin.prologue()
         self.defaults += first[1:]
@@ -96,7 +100,7 @@ class Schedule(Worth):
         chars = float(np.mean([len(d) for d in s.texts[s.valid]])) if len(s.valid) else 0.0
         s.reached("baselines")
         baseline = Candidate(name=tfidf, representation="plain TF-IDF", head="LR", kind="baseline",
-                             tier="baselines", factory=build, prior=len(s.train) / 1000 * (
+                             tier="baselines", factory=build, prior=s.fit_rows(len(s.train)) / 1000 * (
                                  BASELINE_COST[0] + BASELINE_COST[1] * chars / 500))
         self.plans.estimate(baseline)
         self.queue = [baseline, *first, "encoder"]
@@ -362,7 +366,7 @@ class Schedule(Worth):
                 c.extra_refit = ratio * MARGIN * plans.per_doc * rest
         for o in self.defaults:  # their priors held the pass
             if o.representation == rep:
-                o.prior = HEADS[o.head].cost * s.n_rows(o) / 1000
+                o.prior = HEADS[o.head].cost * s.fits_each * s.n_rows(o) / 1000
 
     def _prepared(self, job: Job, outcome) -> None:
         s, name = self.search, job.about

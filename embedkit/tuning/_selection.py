@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-__all__ = ["LABEL_SET_SCORERS", "Stored", "aligned", "covering", "label_set_score", "select",
+__all__ = ["fold_of", "LABEL_SET_SCORERS", "Stored", "aligned", "covering", "label_set_score", "select",
            "strata", "stratified_halves", "stratified_order", "stratified_rows"]
 
 #: the scorers of label sets the search decides by: scikit-learn's names, and the average of
@@ -153,6 +153,23 @@ def select(probas: Sequence[np.ndarray], costs: Sequence[float], y: np.ndarray,
         crossed[judge] = sum(w * probas[i][judge] for i, w in chosen.items()) / sum(chosen.values())
     total = sum(counts.values())
     return {i: n / total for i, n in counts.items()}, crossed
+
+
+def fold_of(y: np.ndarray, folds: int, seed: int, stratify: bool = True) -> np.ndarray:
+    """The fold (0 to ``folds - 1``) of each row, shuffled with ``seed``; stratified by class
+    where ``stratify``, so each fold holds about its share of every class (a class of fewer rows
+    than folds is in fewer folds)."""
+    import warnings
+
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    rows = np.zeros(len(y), dtype=np.int64)
+    splitter = (StratifiedKFold if stratify else KFold)(folds, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():  # "the least populated class has only 3 members": meant
+        warnings.simplefilter("ignore", UserWarning)
+        for fold, (_, held) in enumerate(splitter.split(np.zeros(len(y)), y if stratify else None)):
+            rows[held] = fold
+    return rows
 
 
 def strata(y: np.ndarray) -> np.ndarray:

@@ -127,9 +127,13 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         placed in its tier (sparse, frozen encoder, fine-tuning) by what it is.
     representations, heads : list of str, optional
         Instead of ``pairs``: every compatible pair of these (registry defaults for the other).
-    validation : float, default=0.2
-        Share of the documents held out as the one validation split every model is scored on
-        (at least 20 rows and two of each class, at most 2,000 rows).
+    validation : "auto" or float, default="auto"
+        A share of the documents held out as the one validation split every model is scored on
+        (at least 20 rows and two of each class, at most 2,000 rows). "auto": 0.2, except below
+        `CV_ROWS` documents (classes or a number; label sets always hold rows out), where so
+        few held-out rows would pick a model by their noise: then each model is scored on every
+        row by `FOLDS`-fold cross-validation (a fit a fold, predicting the rows it left out),
+        and the pick refit on all of them.
     scoring : str, optional
         A scikit-learn scorer name; by default accuracy for classes, R² for a number (on the
         one validation split R² ranks models as RMSE does, and it reads as a share: 1 is
@@ -263,7 +267,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "pairs": [list, tuple, None],
         "representations": [list, tuple, None],
         "heads": [list, tuple, None],
-        "validation": [Interval(Real, 0, 0.5, closed="neither")],
+        "validation": [StrOptions({"auto"}), Interval(Real, 0, 0.5, closed="neither")],
         "predict_limit": [None, Interval(Real, 0, None, closed="neither")],
         "scoring": [None, StrOptions(set(get_scorer_names()))],
         "task": [None, StrOptions({"classification", "regression", "multilabel"})],
@@ -280,7 +284,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     }
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
-                 heads=None, validation: float = 0.2, predict_limit: float | None = None,
+                 heads=None, validation: float | str = "auto", predict_limit: float | None = None,
                  scoring: str | None = None,
                  task: str | None = None, text_columns=None, categorical=None, numeric=None,
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
@@ -315,7 +319,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               + (" and writing the output" if self.output is not None else "")
                               + f" need about {math.ceil(least)} s; give at least {math.ceil(least)} s.")
         say = progress_printer(self.progress)
-        pairs = chosen_pairs(self.pairs, self.representations, self.heads, self.finetune)
+        per_class = (float(np.median(np.unique(y, return_counts=True)[1]))
+                     if self.task_ == "classification" else None)
+        pairs = chosen_pairs(self.pairs, self.representations, self.heads, self.finetune, per_class)
         pairs, without = pairs_for_task(pairs, self.task_)
         from ..distributed import running_client
 
@@ -374,7 +380,8 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             self._write(texts, y, clock, say)
         self.budget_used_ = clock.elapsed()
         seeds = f" as the mean of {self.seeds_} seeds" if self.seeds_ > 1 else ""
-        say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on the validation rows); "
+        rows = "the validation rows" if search.folds is None else "every row, out of fold"
+        say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on {rows}); "
             f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used")
         return self
 
