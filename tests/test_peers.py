@@ -418,3 +418,34 @@ def test_a_failing_peers_step_shows_its_log_and_is_tried_again(stand_in):
 def test_the_peers_environment_is_ignored_by_git():
     ignored = subprocess.run(["git", "check-ignore", "-q", ".venv-peers/bin/python"], cwd=ROOT)
     assert ignored.returncode == 0
+
+
+def test_tune_on_few_labels_is_judged_against_the_better_yardstick_of_each_draw(tmp_path,
+                                                                                monkeypatch):
+    """few_labels_tune's table: per set and commit of tune, tune minus the better of frozen
+    MiniLM + LR and SetFit on the same draw, averaged over the draws; a draw lacking a
+    yardstick is left out of the pairing."""
+    from pipelines.benchmarks import few_labels as fl
+    from pipelines.benchmarks import few_labels_tune as flt
+
+    def line(method, seed, acc, **more):
+        return {"dataset": "sms-spam", "n_per_class": 16, "seed": seed, "method": method,
+                "accuracy": acc, "f1_macro": acc, "fit_seconds": 100.0 + seed, **more}
+
+    ours = [line(flt.TUNE, s, acc, commit=at, pick=f"model {s}", budget_s=300.0)
+            for at, accs in (("aaa", (0.90, 0.80)), ("bbb", (0.70, 0.60)))
+            for s, acc in enumerate(accs)]
+    ours += [line(flt.TUNE, 2, 0.99, commit="aaa", pick="x", budget_s=300.0),  # no yardsticks
+             line(fl.FROZEN, 0, 0.85), line(fl.SETFIT, 0, 0.80),
+             line(fl.FROZEN, 1, 0.70), line(fl.SETFIT, 1, 0.75)]
+    (tmp_path / flt.RUNS).write_text("".join(json.dumps(r) + "\n" for r in ours))
+    monkeypatch.setattr(flt, "RESULTS", tmp_path / "none")  # few_labels.py's records: none here
+    table = flt.table(flt.records(tmp_path)).set_index("commit")
+    assert table.loc["aaa", "draws"] == 2 and table.loc["aaa", "tune"] == pytest.approx(85.0)
+    assert table.loc["aaa", "tune − better"] == pytest.approx(100 * (0.05 + 0.05) / 2)
+    assert table.loc["bbb", "tune − better"] == pytest.approx(100 * (-0.15 - 0.15) / 2)
+    assert table.loc["bbb", "± se"] == pytest.approx(0.0)
+    assert table.loc["aaa", "picks"] == "model 0; model 1"
+    text = flt.report(tmp_path)
+    assert "`Tuner(budget=300)`" in text and "| sms-spam | 16 | aaa | 2 | 85.0 | 77.5 | 77.5 | 5.0 |" in text
+    assert (tmp_path / "few_labels_tune.md").read_text() == text

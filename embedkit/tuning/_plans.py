@@ -110,7 +110,9 @@ class Plans:
         vectors of ``c``'s representation are not cached yet."""
         s = self.search
         train = s.train if c.rows is None else s.train[c.rows]
-        index = np.union1d(s.valid, train)  # the same rows under cross-validation
+        # the validation rows first (a pass stopped early still covers them); under
+        # cross-validation the training rows are the same rows
+        index = np.concatenate([s.valid, train[~np.isin(train, s.valid)]])
         done = self.encoded.get(c.encoder)
         return index if done is None else index[~done[index]]
 
