@@ -9,7 +9,8 @@
 
 The budget is wall time for the whole of `Tuner.fit`: the search, the two plain baselines, the
 refit of the pick and writing ``output``. The search (`embedkit.tuning._engine`) scores every model
-on one validation split (the same rows for all). Its schedule (`embedkit.tuning._schedule`) runs
+on one validation split (the same rows for all; below 500 documents, every row, by 5-fold
+cross-validation). Its schedule (`embedkit.tuning._schedule`) runs
 what promises the most expected gain per second of this machine: every model starts on what is
 cheap (a subsample of rows, one epoch, the length the documents need) and grows (more rows, then
 its own epochs) while its measured curve promises the most; an ensemble is selected from
@@ -130,9 +131,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     validation : "auto" or float, default="auto"
         A share of the documents held out as the one validation split every model is scored on
         (at least 20 rows and two of each class, at most 2,000 rows). "auto": 0.2, except below
-        `CV_ROWS` documents (classes or a number; label sets always hold rows out), where so
+        500 documents (``CV_ROWS``; classes or a number; label sets always hold rows out), where so
         few held-out rows would pick a model by their noise: then each model is scored on every
-        row by `FOLDS`-fold cross-validation (a fit a fold, predicting the rows it left out),
+        row by 5-fold cross-validation (a fit a fold, predicting the rows it left out),
         and the pick refit on all of them.
     scoring : str, optional
         A scikit-learn scorer name; by default accuracy for classes, R² for a number (on the

@@ -18,7 +18,8 @@ the pick and the seconds used. The yardsticks on the same draw and test document
 ``few_labels_runs.jsonl``), else run here with its functions and kept in this run's file.
 
 Output (``--output``): ``few_labels_tune_runs.jsonl`` and ``few_labels_tune.md``: per set and
-commit, tune's accuracy against the better of the two yardsticks, paired draw by draw.
+commit, tune's accuracy against the better of the two yardsticks, paired draw by draw; each
+run's leaderboard in ``leaderboards/`` (not kept in the repository).
 """
 
 from __future__ import annotations
@@ -56,8 +57,10 @@ def commit() -> str:
     return head + ("+" if dirty else "")
 
 
-def run_tune(name: str, n: int, seed: int, budget: float, test_size: int) -> dict:
-    """`embedkit.Tuner` on one draw, scored on the test sample."""
+def run_tune(name: str, n: int, seed: int, budget: float, test_size: int,
+             board: Path | None = None) -> dict:
+    """`embedkit.Tuner` on one draw, scored on the test sample; its leaderboard written into
+    ``board`` (a folder) where given."""
     from embedkit import Tuner
 
     train, test = fl.data(name, test_size)
@@ -67,6 +70,9 @@ def run_tune(name: str, n: int, seed: int, budget: float, test_size: int) -> dic
     tuner.fit(part["text"].tolist(), part["label"].to_numpy())
     seconds = time.perf_counter() - start
     pred = tuner.predict(test["text"].tolist())
+    if board is not None:  # every model's validation score, for reading the pick
+        board.mkdir(parents=True, exist_ok=True)
+        tuner.leaderboard_.to_csv(board / f"{name}-{n}-{seed}-{commit()}.csv", index=False)
     return {"dataset": name, "n_per_class": n, "seed": seed, "method": TUNE,
             **fl._scores(test["label"], pred), "fit_seconds": seconds, "budget_s": budget,
             "pick": tuner.pick_, "n_train": len(part), "n_test": len(test), "commit": commit()}
@@ -105,7 +111,7 @@ def run(datasets, sizes, seeds, budget: float, test_size: int, out: Path) -> Non
                         & (frame.get("commit") == now)).any())
                 new = yardsticks(name, n, seed, test_size, have)
                 if not done:
-                    new.append(run_tune(name, n, seed, budget, test_size))
+                    new.append(run_tune(name, n, seed, budget, test_size, out / "leaderboards"))
                 with (out / RUNS).open("a") as fh:
                     fh.writelines(json.dumps(r) + "\n" for r in new)
                 for r in new:
