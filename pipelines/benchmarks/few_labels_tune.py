@@ -158,6 +158,13 @@ def report(out: Path) -> str:
              "minus the better of the two on each draw, averaged over the draws (± its standard "
              "error). A commit ending in + ran with changes not yet committed.", ""]
     if not t.empty:
+        draws = t.assign(w=t.draws)
+        overall = draws.groupby("commit", sort=False).apply(lambda g: pd.Series({
+            "draws": g.w.sum(), "tune": (g.tune * g.w).sum() / g.w.sum(),
+            "tune − better": (g["tune − better"] * g.w).sum() / g.w.sum()}), include_groups=False)
+        overall["draws"] = overall["draws"].astype(int)
+        lines += ["Over every draw, per commit (means weighted by draws):", "",
+                  overall.reset_index().to_markdown(index=False, floatfmt=".1f"), ""]
         shown = t.drop(columns="picks")
         lines += [shown.to_markdown(index=False, floatfmt=".1f"), "",
                   "Picks, draw by draw:", ""]
