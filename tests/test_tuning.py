@@ -702,7 +702,7 @@ def test_a_predict_limit_picks_and_ensembles_only_models_that_predict_within_it(
 
     lines = []
     tuner = tune(train["text"], train["label"], budget="20s", progress=lines.append,
-                 pairs=[("tfidf", "logreg")], predict_limit=1e-9)
+                 pairs=[("tfidf", "logreg")], predict_limit=1e-9, validation=0.2)
     costs = {c.label: c.row_seconds for c in tuner.search_.scored()}
     assert costs[tuner.pick_] == min(costs.values())
     assert any("no model predicts within the limit of 0.00 ms a row" in line for line in lines)
