@@ -366,7 +366,8 @@ class Schedule(Worth):
                 c.extra_refit = ratio * MARGIN * plans.per_doc * rest
         for o in self.defaults:  # their priors held the pass
             if o.representation == rep:
-                o.prior = HEADS[o.head].cost * s.fits_each * s.n_rows(o) / 1000
+                o.prior = HEADS[o.head].cost * s.fit_rows(len(s.train) if o.rows is None
+                                                          else len(o.rows)) / 1000
 
     def _prepared(self, job: Job, outcome) -> None:
         s, name = self.search, job.about
