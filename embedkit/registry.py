@@ -47,6 +47,7 @@ __all__ = [
     "compatible",
     "for_task",
     "head_forms",
+    "TRAINS_ENCODER",
     "pair_kind",
     "pair_pipeline",
     "passthrough",
@@ -82,7 +83,9 @@ class Entry:
     of word or token vectors, pretrained or trained on the fold), ``"frozen"`` (a pretrained
     encoder run once over every document, its vectors cached) or ``"text"`` (raw text handed
     on). A head is ``""`` (it learns from the features it is given), ``"frozen"`` (it runs a
-    frozen encoder itself) or ``"finetune"`` (it trains a pretrained encoder).
+    frozen encoder itself), ``"finetune"`` (it trains a pretrained encoder to classify) or
+    ``"contrastive"`` (it tunes a pretrained encoder on pairs of documents: SetFit); the last
+    two train an encoder (`TRAINS_ENCODER`).
     """
 
     factory: Callable[[], Any]
@@ -263,7 +266,7 @@ HEADS: dict[str, Entry] = {
     "setfit": Entry(step("SetFitClassifier", max_length=64, max_steps=400),
                     "SetFit: MiniLM tuned on same/other-label pairs, then LR (few labels; "
                     "slow on CPU beyond a few hundred texts)", {"num_iterations": [None, 20]},
-                    cost=400, kind="finetune", gain=2.0),
+                    cost=400, kind="contrastive", gain=2.0),
     "logreg-cv": Entry(_logreg_cv, "LogisticRegression, C by inner 3-fold CV, no scaling", cost=2),
     "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
                    "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)",
@@ -306,6 +309,10 @@ def representation_form(entry: Entry) -> str:
 def head_forms(entry: Entry) -> tuple[str, ...]:
     """`accepted_forms` of the step ``entry`` builds (computed once per entry)."""
     return accepted_forms(entry.factory())
+
+
+#: the pair kinds that train a pretrained encoder (what ``finetune=False`` leaves out)
+TRAINS_ENCODER = ("finetune", "contrastive")
 
 
 def pair_kind(representation: str, head: str) -> str:

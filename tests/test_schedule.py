@@ -42,6 +42,7 @@ from embedkit.tuning._settings import (
 
 FINETUNE = ("passthrough", "finetune-short")
 MPNET = ("passthrough", "finetune-mpnet")
+SETFIT = ("passthrough", "setfit")
 
 
 class Paused(Clock):
@@ -870,6 +871,49 @@ def test_fine_tuning_that_even_the_pass_bound_cannot_fit_is_left_out_without_a_p
     assert schedule.ask("cores") is None
     assert c.status == "left out" and "here (the encoder's measured pass, 1.0x its compute" in c.note
     assert "a budget of about" in c.note and not search.costs[FINETUNE].measured  # no probe
+
+
+def test_setfit_is_sized_by_its_steps_on_the_encoders_pass_and_its_first_fit_measures_it(
+        questions):
+    """SetFit draws its pairs from every row, so no slice measures its step: before it is
+    measured it is sized on the encoder's measured pass (with the margin: no probe brings it
+    back) to the most steps that fit the start share, counting each fold's fit under
+    cross-validation; its first fit measures it, and grown it gets more steps."""
+    rows = _slice(questions, 200)  # scored by 5-fold cross-validation
+    search, schedule = _begin(rows, 300, [SETFIT], validation="auto")
+    assert search.fits_each == 5 and len(search.train) == 200
+    _prologue(search, schedule, 30, 35, per_doc=0.001)
+    c = schedule.ask("cores")
+    assert c is _default(schedule, SETFIT) and not search.costs[SETFIT].measured
+    head, steps = schedule.plans.head(c), c.recipe["head__max_steps"]
+    own = head.sized_for(160, math.inf, lambda work: 0.0)[0]["max_steps"]
+    assert 40 <= steps < own == 400  # a fold's 160 rows draw 12,800 pairs: max_steps binds
+    rate = 0.001 * 32 / 0.4  # a unit: 32 texts of 64 word pieces forward, over the forward share
+
+    def seconds(steps):  # five folds' fits on 160 of the 200 rows, and the 200 predicted
+        work = clone(head).set_params(max_steps=steps).fit_work(160)
+        return MARGIN * rate * (5 * work + head.predict_work(200))
+
+    assert c.estimate == pytest.approx(seconds(steps))
+    assert seconds(steps) <= START_SHARE * search.left() - DECIDING < seconds(steps + 1)
+
+    _scored(search, c, 50, fit=2 * c.estimate, measure=False)  # twice what the bound promised
+    search.costs[SETFIT].observe(5 * work_of(c.build(), search.n_rows(c)), c.fit_seconds)
+    grown = schedule.plans.grown(c)
+    assert grown.recipe["head__max_steps"] > steps and grown.grown_from is c
+
+
+def test_setfit_keeps_its_own_worth_whatever_classifier_fine_tuning_scored(questions):
+    """SetFit is a tier of its own: a fine-tuned classifier far below the baselines (as on few
+    labels) leaves SetFit's expected gain its prior, and lowers its own tier's."""
+    search, schedule = _begin(_slice(questions, 200), 300, [SETFIT, FINETUNE, MPNET],
+                              validation="auto")
+    _prologue(search, schedule, 120, 140)
+    _scored(search, _default(schedule, FINETUNE), 40)
+    setfit, mpnet = _default(schedule, SETFIT), _default(schedule, MPNET)
+    setfit.share = mpnet.share = 1.0
+    assert setfit.tier == "contrastive tuning" and schedule.gain(setfit) == 2.0
+    assert schedule.gain(mpnet) == 0.0  # 50 points below the baseline, +2 in priors
 
 
 def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed_once_chosen(

@@ -191,6 +191,33 @@ def test_max_steps_draws_only_the_pairs_it_trains_on_and_epochs_repeat_the_pairs
     assert [e["epoch"] for e in longer.history_][-1] == 2
 
 
+def test_a_budget_sizes_it_by_the_steps_its_fit_takes_never_below_the_least(sms, fitted):
+    """What `embedkit.Tuner` reads: `fit_work` counts the steps a fit takes (two balanced
+    classes' pairs, at most ``max_steps``) in fine-tuning's units (a step of 32 texts of 64 word
+    pieces, every block trained) and the pass the regression reads; `sized_for` gives the most
+    steps whose cost fits, on every row, never fewer than `LEAST_STEPS`; no slice probes it."""
+    from embedkit.heads.setfit import LEAST_STEPS
+
+    X, y, _, _ = sms
+    steps = [e["step"] for e in fitted.history_][-1]
+    assert steps == fitted.n_pairs_ // 16 == clone(fitted)._steps(len(X)) == 8
+    head = SetFitClassifier(max_length=64, max_steps=400)
+    assert head.predict_work(100) == pytest.approx(0.4 * 7 * 0.5)  # 7 batches, half a unit each
+    assert head.fit_work(32) == pytest.approx(512 / 16 + 0.4 * 2 * 0.5)
+    assert head.fit_work(100) == pytest.approx(313 + 1.4)  # ceil(5,000 pairs / 16)
+    assert head.fit_work(1000) == pytest.approx(400 + 0.4 * 63 * 0.5)  # max_steps binds
+
+    def cost(work):  # half a second a unit
+        return 0.5 * work
+
+    assert head.sized_for(100, 400, cost) == ({"max_steps": 313}, 100)
+    assert head.sized_for(100, 60, cost) == ({"max_steps": 118}, 100)  # 0.5 x (118 + 1.4) <= 60
+    assert head.sized_for(100, 20, cost) is None  # 40 steps need 20.7 s
+    assert LEAST_STEPS == 40 and head.least_work(100) == pytest.approx(41.4)
+    assert head.least_said(100) == "40 steps of 16 pairs" and not head.slice_probe
+    assert head.gain_share({"max_steps": 118}, 100, 100, 2) == pytest.approx((119.4 / 314.4) ** 0.25)
+
+
 def test_the_device_is_resolved_at_fit_and_when_a_folder_loads(sms, fitted, tmp_path, monkeypatch):
     from embedkit.heads import setfit
     from embedkit.machine import resolve_device

@@ -76,7 +76,9 @@ def test_tiers_and_sampled_settings():
     assert [tier_of(r, h).name for r, h in DEFAULT_PAIRS] == [
         "sparse + linear"] * 3 + ["static vectors"] * 2 + ["frozen encoder"] * 4 + ["fine-tuning"] * 2
     assert tier_of("passthrough", "stack").name == "frozen encoder"
-    assert tier_of("passthrough", "setfit").name == "fine-tuning"
+    # SetFit in a tier of its own: classifier fine-tuning's scores do not value it
+    assert tier_of("passthrough", "setfit").name == "contrastive tuning"
+    assert tier_of("passthrough", "setfit").lane == "device"
     assert tier_of("glove", "logreg").name == "static vectors"
     assert tier_of("passthrough", "finetune").lane == "device"
     settings = sampled_settings("tfidf", "logreg-cv", 3, seed=0)

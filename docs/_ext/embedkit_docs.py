@@ -324,7 +324,8 @@ SETTINGS = (("embedkit/tuning/_settings.py", None),
             ("embedkit/data/documents.py", {"MAX_DOCUMENT_CHARS", "CHARS_PER_TOKEN"}),
             ("embedkit/heads/finetune/sizing.py", {"FORWARD_SHARE", "REFERENCE_LENGTH",
                                                     "SHORT_LENGTH", "MIN_ROWS", "WORK_EXPONENT",
-                                                    "ROWS_PER_CLASS"}))
+                                                    "ROWS_PER_CLASS"}),
+            ("embedkit/heads/setfit.py", {"LEAST_STEPS"}))
 
 
 def documented_constants(path: Path, names=None) -> list[tuple[list[str], str, str]]:

@@ -99,8 +99,8 @@ class Candidate:
     def settings(self) -> dict:
         """The pipeline parameters this candidate sets."""
         out = {**self.recipe, **self.params}
-        if self.recipe:
-            out["head__early_stopping"] = False  # a sized recipe trains every row it is given
+        if "head__epochs" in self.recipe:  # a recipe of epochs trains every row it is given
+            out["head__early_stopping"] = False
         if self.seed is not None:
             out["head__random_state"] = self.seed
         return out

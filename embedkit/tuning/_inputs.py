@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..data.documents import MAX_DOCUMENT_CHARS
 from ..data.reading import one_label_per_name
-from ..registry import HEADS, REPRESENTATIONS, pair_kind, pair_pipeline
+from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, pair_pipeline
 from ..storage.outputs import WRITE_SECONDS
 from ._settings import (
     BASELINE_COST,
@@ -129,7 +129,7 @@ def chosen_pairs(pairs, representations, heads, finetune,
     else:
         chosen = list(experiments.checked_pairs(pairs, REPRESENTATIONS, HEADS, "tune(pairs=...)"))
     if finetune is False:
-        chosen = [(r, h) for r, h in chosen if pair_kind(r, h) != "finetune"]
+        chosen = [(r, h) for r, h in chosen if pair_kind(r, h) not in TRAINS_ENCODER]
     if not chosen:
         raise ValueError("no pair left to search: finetune=False removed every pair given; "
                          "add pairs that do not fine-tune, or allow fine-tuning.")

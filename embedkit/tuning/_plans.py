@@ -39,6 +39,7 @@ from ._settings import (
     PROBE_STEPS,
     START_SHARE,
 )
+from ._value import TRAINING_TIERS
 
 __all__ = ["Plans"]
 
@@ -138,7 +139,7 @@ class Plans:
         """Set ``c.estimate`` (and its rows, or a sized head's recipe, where it starts on what is
         cheap); False: it was left out, nothing of it fits."""
         s = self.search
-        if c.tier == "fine-tuning" and s.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
+        if c.tier in TRAINING_TIERS and s.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
             s.reached(c.tier)  # not the time to import torch, load and measure
             c.estimate = max(1.25 * c.prior, MIN_PROBE_SECONDS)
             s.leave_out(c)
@@ -230,15 +231,23 @@ class Plans:
         then holding the probe the schedule runs once the order chooses it. False: left out, no
         recipe fits (without a probe where the scaled cost says so)."""
         s, head = self.search, self.head(c)
-        state, n, batch = s.costs[c.pair], len(s.train), int(head.batch_size)
+        c.rows = None  # from every training row (a recipe cuts them); ``n`` a fit's rows
+        state, n, batch = s.costs[c.pair], s.n_rows(c), int(head.batch_size)
         setup = self.setup(c)  # a model not fetched yet: its fetch counts
         c.seed, probe, source = s.seed, setup, ""
-        if not state.measured and n <= PROBE_STEPS[1] * batch:  # small data: quicker run than measured
-            c.recipe = {"head__max_length": int(head.max_length), "head__epochs": int(head.epochs),
-                        **({"head__k": int(head.k)} if head.fine_tune == "last_k" else {})}
-            c.estimate = setup + c.prior
-            return True
-        if not state.measured:
+        if not state.measured and (n <= PROBE_STEPS[1] * batch or not head.slice_probe):
+            # its first fit measures it (small data: quicker run than a probe; SetFit: no slice
+            # measures a step): sized on a cost scaled from one measured here, with the margin
+            # (no probe brings it back), else its own recipe at its prior
+            scaled = self.scaled(c, head)
+            if scaled is None:
+                c.recipe = {"head__max_length": int(head.max_length), **{
+                    f"head__{k}": v for k, v in head.sized_for(n, np.inf, lambda work: 0.0)[0].items()}}
+                c.estimate = setup + c.prior
+                return True
+            state = PairState(overhead=scaled[0].overhead, rate=scaled[0].rate)
+            source = f" here ({scaled[1]})"
+        elif not state.measured:
             if s.left() < MIN_PROBE_SECONDS:
                 s.reached(c.tier)
                 c.estimate = c.prior
@@ -269,13 +278,11 @@ class Plans:
                 c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING)):
             if room:  # it waits for the defaults expected to bring more
                 return False
-            from ..heads.finetune.sizing import fewest_rows
-
             s.reached(c.tier)
             enough = s.clock.elapsed() + probe + c.estimate + s.reserve()
             s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
-                           f"{format_seconds(max(s.left(), 0))} were left (nor its cheapest recipe, one "
-                           f"epoch on {fewest_rows(head, n):,} rows); a budget of about "
+                           f"{format_seconds(max(s.left(), 0))} were left (nor its cheapest recipe, "
+                           f"{head.least_said(n)}); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
         return True
@@ -285,7 +292,8 @@ class Plans:
         """Give ``c`` the richest recipe of ``head`` that fits ``seconds`` (the time left) less
         ``probe`` and ``room`` on ``state``'s cost; False (``c.estimate`` the full recipe's) when
         none does."""
-        s, n = self.search, len(self.search.train)
+        s, c.rows = self.search, None
+        n = s.n_rows(c)  # every training row; under cross-validation a fold's fit's
 
         def cost(work: float) -> float:  # a fit's work, under cross-validation once a fold
             return state.seconds(s.fits_each * work, len(s.valid), head.predict_work(len(s.valid)))

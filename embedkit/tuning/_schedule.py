@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._budget import format_seconds
-from ..registry import HEADS, REPRESENTATIONS, pair_kind, sampled_settings
+from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, sampled_settings
 from . import _jobs
 from ._candidate import Candidate, Job
 from ._costs import encoder_ratio
@@ -86,7 +86,7 @@ class Schedule(Worth):
         s = self.search = search
         self.plans = Plans(s)
         self.defaults = [self.candidate(r, h) for r, h in s.pairs
-                         if not (s.finetune is False and pair_kind(r, h) == "finetune")]
+                         if not (s.finetune is False and pair_kind(r, h) in TRAINS_ENCODER)]
         tiers = {t.name: sum(c.tier == t.name for c in self.defaults) for t in TIERS}
         rows = (f"{len(s.train):,} training rows, {len(s.valid):,} validation rows" if s.folds is None
                 else f"{len(s.train):,} rows, too few to hold some out: each model is scored on "

@@ -14,11 +14,12 @@ from __future__ import annotations
 from ..data.columns import ColumnRoles
 from ..registry import HEADS, REPRESENTATIONS
 from ._candidate import Candidate
+from ._value import TRAINING_TIERS
 
 __all__ = ["Twin"]
 
 SPARSE = "sparse + linear"  # the tier whose first default gets a twin: the cheapest to fit twice
-READERS = ("fine-tuning",)  # the tiers that read the text alone unless the other columns help
+READERS = TRAINING_TIERS  # the tiers that read the text alone unless the other columns help
 
 
 class Twin:

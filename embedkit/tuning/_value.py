@@ -15,7 +15,7 @@ from ._candidate import Candidate
 from ._costs import work_of
 from ._settings import CURVE_EXPONENT, GENERALISES, VARIANT_SHARE
 
-__all__ = ["TIERS", "Tier", "Worth", "tier_of"]
+__all__ = ["TIERS", "TRAINING_TIERS", "Tier", "Worth", "tier_of"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,12 @@ TIERS = (
     Tier("static vectors", ("static",), gain=0.5, remote=True),
     Tier("frozen encoder", ("frozen",), gain=1.0),
     Tier("fine-tuning", ("finetune",), gain=4.0, lane="device"),
+    # its own tier: what classifier fine-tuning scores says little of it (on 16 documents a
+    # class it trails frozen MiniLM where SetFit leads it: results/few_labels.md)
+    Tier("contrastive tuning", ("contrastive",), gain=2.0, lane="device"),
 )
+#: the tiers whose models train an encoder (they read the text alone, and load torch)
+TRAINING_TIERS = ("fine-tuning", "contrastive tuning")
 
 
 def tier_of(representation: str, head: str) -> Tier:

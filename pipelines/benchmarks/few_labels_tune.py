@@ -59,20 +59,23 @@ def commit() -> str:
 
 def run_tune(name: str, n: int, seed: int, budget: float, test_size: int,
              board: Path | None = None) -> dict:
-    """`embedkit.Tuner` on one draw, scored on the test sample; its leaderboard written into
-    ``board`` (a folder) where given."""
+    """`embedkit.Tuner` on one draw, scored on the test sample; its leaderboard and progress
+    lines written into ``board`` (a folder) where given."""
     from embedkit import Tuner
 
     train, test = fl.data(name, test_size)
     part = fl.labelled(train, n, seed)
-    tuner = Tuner(budget=budget, random_state=seed, progress=False)
+    lines: list[str] = []
+    tuner = Tuner(budget=budget, random_state=seed, progress=lines.append)
     start = time.perf_counter()
     tuner.fit(part["text"].tolist(), part["label"].to_numpy())
     seconds = time.perf_counter() - start
     pred = tuner.predict(test["text"].tolist())
     if board is not None:  # every model's validation score, for reading the pick
         board.mkdir(parents=True, exist_ok=True)
-        tuner.leaderboard_.to_csv(board / f"{name}-{n}-{seed}-{commit()}.csv", index=False)
+        stem = board / f"{name}-{n}-{seed}-{commit()}"
+        tuner.leaderboard_.to_csv(stem.with_suffix(".csv"), index=False)
+        stem.with_suffix(".log").write_text("\n".join(lines) + "\n")
     return {"dataset": name, "n_per_class": n, "seed": seed, "method": TUNE,
             **fl._scores(test["label"], pred), "fit_seconds": seconds, "budget_s": budget,
             "pick": tuner.pick_, "n_train": len(part), "n_test": len(test), "commit": commit()}

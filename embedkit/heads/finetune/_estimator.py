@@ -34,6 +34,7 @@ from .._data import HeadDataset, HeadInput
 from .._tasks import NeuralClassifierMixin, NeuralRegressorMixin, ReadsText
 from ._data import collate_token_ids
 from ._module import FineTuneModule, freeze_encoder
+from .sizing import SizedForBudget
 
 __all__ = ["TransformerClassifier", "TransformerRegressor"]
 
@@ -43,7 +44,7 @@ def _torch_at_least(major: int, minor: int) -> bool:
     return found >= (major, minor)
 
 
-class _FineTune(ReadsText, TransformerMixin, NeuralHead):
+class _FineTune(SizedForBudget, ReadsText, TransformerMixin, NeuralHead):
     _accepts = ("text",)
     _parameter_constraints: ClassVar[dict] = {
         **{k: v for k, v in NeuralHead._parameter_constraints.items()
@@ -249,19 +250,7 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         prefix = type(self).__name__.lower()
         return np.asarray([f"{prefix}_dim{i}" for i in range(self.dim_)], dtype=object)
 
-    # -- sizing for a time budget (`.sizing`) -----------------------------------------------
-    def fit_work(self, n_rows: int) -> float:
-        """Units of training work of a fit on ``n_rows`` documents (see `.sizing`)."""
-        from .sizing import fit_work
-
-        return fit_work(self, n_rows)
-
-    def predict_work(self, n_rows: int) -> float:
-        """Units of work of predicting ``n_rows`` documents."""
-        from .sizing import predict_work
-
-        return predict_work(self, n_rows)
-
+    # -- sizing for a time budget (`.sizing.SizedForBudget`) ---------------------------------
     def ready(self) -> bool:
         """Whether the model is on this machine (a named resource fetched or installed)."""
         from ...storage.resources import RESOURCES, present
@@ -275,39 +264,12 @@ class _FineTune(ReadsText, TransformerMixin, NeuralHead):
         if str(self.model) in RESOURCES:
             fetch(str(self.model))
 
-    def compute(self) -> float:
-        """The encoder's compute per token, up to a constant (blocks x width squared)."""
-        from .sizing import compute
-
-        return compute(self)
-
     def length_for(self, docs) -> int:
         """The ``max_length`` that ``docs`` call for (95% of them fit)."""
         from .sizing import length_for
 
         return length_for(self, docs)
 
-    def sized_for(self, n_rows: int, seconds: float, cost) -> tuple[dict, int] | None:
-        """The richest recipe of this head (``(params, rows)``) whose ``cost(work)`` fits in
-        ``seconds``; None when none does."""
-        from .sizing import sized_for
-
-        return sized_for(self, n_rows, seconds, cost)
-
-    def gain_share(self, params: dict, rows: int, n_rows: int, classes: int) -> float:
-        """The share of this recipe's expected gain that ``params`` on ``rows`` of ``n_rows``
-        keeps (see `.sizing`)."""
-        from .sizing import gain_share
-
-        return gain_share(self, params, rows, n_rows, classes)
-
-    def least_work(self, n_rows: int) -> float:
-        """Units of work of this head's cheapest recipe on the fewest rows it is cut to."""
-        from .sizing import least_work
-
-        return least_work(self, n_rows)
-
-    # -- saving -------------------------------------------------------------------------------
     def save_pretrained(self, path) -> Path:
         """Write a Hugging Face model folder: the fine-tuned encoder (safetensors + config),
         the tokenizer, ``embedkit_head.safetensors`` (pooling/head weights) and ``embedkit.json``

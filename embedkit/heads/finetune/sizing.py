@@ -32,8 +32,9 @@ import numpy as np
 
 from ...data.documents import CHARS_PER_TOKEN, within_reach
 
-__all__ = ["FORWARD_SHARE", "compute", "fewest_rows", "fit_work", "gain_share", "least_work",
-           "length_for", "predict_work", "rate_from_pass", "sized_for"]
+__all__ = ["FORWARD_SHARE", "REFERENCE_BATCH", "REFERENCE_LENGTH", "SizedForBudget", "compute",
+           "fewest_rows", "fit_work", "gain_share", "least_work", "length_for", "predict_work",
+           "rate_from_pass", "sized_for"]
 
 #: share of a training step that is the forward pass (a frozen block, or prediction, costs this)
 FORWARD_SHARE = 0.4
@@ -151,7 +152,7 @@ def gain_share(head, params: dict, rows: int, n_rows: int, classes: int) -> floa
     `ROWS_PER_CLASS`)."""
     from sklearn.base import clone
 
-    work = fit_work(clone(head).set_params(**params), n_rows) / fit_work(head, n_rows)
+    work = clone(head).set_params(**params).fit_work(n_rows) / head.fit_work(n_rows)
 
     def covered(m: int) -> float:
         return min(1.0, m / max(classes, 1) / ROWS_PER_CLASS)
@@ -196,3 +197,44 @@ def sized_for(head, n_rows: int, seconds: float,
         if low < n_rows and cost(fit_work(cheapest, low)) <= seconds:
             return params, largest(low, n_rows, lambda m, h=cheapest: cost(fit_work(h, m)) <= seconds)
     return None
+
+
+class SizedForBudget:
+    """What a budgeted search (`embedkit.Tuner`) reads of a head that sizes itself: the work of a
+    fit and of a prediction, the encoder's compute, the richest recipe that fits some seconds,
+    the cheapest, and the share of the gain a cut recipe keeps (this module's functions; a head
+    whose recipe is cut another way overrides them, as `embedkit.heads.SetFitClassifier` does).
+    ``slice_probe``: whether fits on slices of the rows measure a training step (the search's
+    probe); where not, its first fit measures it."""
+
+    slice_probe = True
+
+    def fit_work(self, n_rows: int) -> float:
+        """Units of training work of a fit on ``n_rows`` documents."""
+        return fit_work(self, n_rows)
+
+    def predict_work(self, n_rows: int) -> float:
+        """Units of work of predicting ``n_rows`` documents."""
+        return predict_work(self, n_rows)
+
+    def compute(self) -> float:
+        """The encoder's compute per token, up to a constant (blocks x width squared)."""
+        return compute(self)
+
+    def sized_for(self, n_rows: int, seconds: float, cost) -> tuple[dict, int] | None:
+        """The richest recipe of this head (``(params, rows)``) whose ``cost(work)`` fits in
+        ``seconds``; None when none does."""
+        return sized_for(self, n_rows, seconds, cost)
+
+    def gain_share(self, params: dict, rows: int, n_rows: int, classes: int) -> float:
+        """The share of this recipe's expected gain that ``params`` on ``rows`` of ``n_rows``
+        keeps."""
+        return gain_share(self, params, rows, n_rows, classes)
+
+    def least_work(self, n_rows: int) -> float:
+        """Units of work of this head's cheapest recipe on the fewest rows it is cut to."""
+        return least_work(self, n_rows)
+
+    def least_said(self, n_rows: int) -> str:
+        """This head's cheapest recipe, in words."""
+        return f"one epoch on {fewest_rows(self, n_rows):,} rows"
