@@ -927,6 +927,25 @@ def test_under_cross_validation_every_row_is_predicted_by_a_fit_that_never_saw_i
     assert (held[:, 0] == 1).all()  # held out (no folds): one fit on every row, then its rows
 
 
+def test_a_cross_validated_fit_stops_where_its_first_fold_shows_the_folds_would_not_end_in_time():
+    from embedkit.tuning._candidate import FoldsTooDear, fit_and_score
+    from embedkit.tuning._selection import fold_of
+
+    X, y = np.arange(40, dtype=float).reshape(-1, 1), np.arange(40) % 2
+    folds, fits = fold_of(y, 5, seed=0), []
+
+    def build():
+        fits.append(1)
+        return _Remembers()
+
+    with pytest.raises(FoldsTooDear) as err:
+        fit_and_score(build, None, X, y, X, np.array([0, 1]), folds, limit=0.0)
+    assert len(fits) == 1 and err.value.folds == 5 and err.value.seconds > 0
+    assert str(err.value).startswith("its first fold took ") and ": its 5 need about " in str(err.value)
+    fit_and_score(build, None, X, y, X, np.array([0, 1]), folds, limit=60.0)  # time enough
+    assert len(fits) == 6
+
+
 def test_few_documents_are_scored_on_every_row_by_folds_and_the_pick_refit_on_all(trec_slice):
     from sklearn.model_selection import train_test_split
 

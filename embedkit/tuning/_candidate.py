@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _selection
 
-__all__ = ["Candidate", "Job", "build_pipeline", "describe", "fit_and_score"]
+__all__ = ["Candidate", "FoldsTooDear", "Job", "build_pipeline", "describe", "fit_and_score"]
 
 
 def describe(params: dict) -> str:
@@ -161,12 +161,28 @@ def build_pipeline(representation: str, head: str, settings: dict, cache,
     return pair_pipeline(on_table(pipe.named_steps["features"], roles), pipe.named_steps["head"])
 
 
-def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes, folds=None) -> tuple:
+class FoldsTooDear(Exception):
+    """A cross-validated fit stopped after its first fold: at that fold's ``seconds`` its
+    ``folds`` would not end within the ``limit`` it was given."""
+
+    def __init__(self, seconds: float, folds: int, limit: float):
+        from .._budget import format_seconds
+
+        super().__init__(f"its first fold took {format_seconds(seconds)}: its {folds} need about "
+                         f"{format_seconds(seconds * folds)}, {format_seconds(limit)} were left")
+        self.seconds, self.folds, self.limit = seconds, folds, limit
+
+
+def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes, folds=None,
+                  limit: float | None = None) -> tuple:
     """Fit ``build()`` on the ``rows`` (None: all) of ``(X, y)`` and predict the validation rows:
     ``(model, probabilities (predicted numbers where ``classes`` is None), fit seconds, predict
     seconds)``. Under cross-validation (``folds``: the fold of each row of ``X``, which are the
     validation rows too), once a fold: fit on its other folds' ``rows``, predict its own; the
-    model is the last fold's, the seconds the folds' sums. What a lane runs."""
+    model is the last fold's, the seconds the folds' sums; where the first fold shows the folds
+    would take more than ``limit`` seconds, `FoldsTooDear` (a model's cost is first measured on
+    itself: a prior may miss it by far, e.g. NBSVM's width grows with the classes). What a lane
+    runs."""
     from ..data.columns import take
 
     if folds is None:
@@ -186,4 +202,6 @@ def fit_and_score(build: Callable[[], Any], rows, X, y, X_valid, classes, folds=
         proba = np.zeros((len(y), part.shape[1])) if proba is None else proba
         proba[held] = part
         fit_s, predict_s = fit_s + fitted - began, predict_s + time.monotonic() - fitted
+        if fold == 0 and limit is not None and (fit_s + predict_s) * (int(folds.max()) + 1) > limit:
+            raise FoldsTooDear(fit_s + predict_s, int(folds.max()) + 1, limit)
     return model, proba, fit_s, predict_s

@@ -30,7 +30,7 @@ from .._stopping import DeadlineReached, deadline
 from ..data.columns import encoded_text, take
 from ..representations.table import on_table
 from . import _lanes, _selection
-from ._candidate import Candidate, Job, fit_and_score
+from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._pick import choose, versus
@@ -232,7 +232,8 @@ class Search:
             work = (fit_and_score, action.builder(), action.rows)
         else:
             work = (fit_and_score, action.builder(), action.rows, self.X_train, self.y_train,
-                    self.X_valid, self.classes, self.folds)
+                    self.X_valid, self.classes, self.folds,
+                    None if self.folds is None else self.left())
         if lane.blocking:  # stopped where it would take the time to write the output
             with deadline(self.clock.left() - self.finish.write_seconds(self.best_or_none())
                           - DECIDING):
@@ -261,6 +262,13 @@ class Search:
             self.measured(action, outcome)
             return outcome
         c = action
+        if isinstance(err, FoldsTooDear):  # its cost is measured now: a fold's fit
+            self.costs[c.pair].observe(work_of(c.build(), self.n_rows(c)), err.seconds)
+            c.estimate, c.fit_seconds = err.seconds * err.folds, err.seconds
+            self.leave_out(c, f"{err}; a budget of about "
+                              f"{format_seconds(self.clock.elapsed() + c.estimate + self.reserve())}"
+                              " would include it")
+            return err
         if err is not None:
             c.status, c.note = "failed", f"{type(err).__name__}: {err}"[:300]
             c.fit_seconds = self.clock.elapsed() - c.started
