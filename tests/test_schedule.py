@@ -903,6 +903,33 @@ def test_setfit_is_sized_by_its_steps_on_the_encoders_pass_and_its_first_fit_mea
     assert grown.recipe["head__max_steps"] > steps and grown.grown_from is c
 
 
+def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_out_measured(
+        questions, monkeypatch):
+    """Under cross-validation a model stops after its first fold where the folds would run past
+    the time left (its prior may be far off: NBSVM's width grows with the classes); it is left
+    out saying so, and its pair has learnt what a fit costs."""
+    search, schedule = _begin(_slice(questions, 100), 300, [("tfidf", "logreg-cv")],
+                              validation="auto")
+    c = schedule.candidate("tfidf", "logreg-cv")
+    c.estimate = 0.5
+    monkeypatch.setattr(search, "left", lambda: 1e-4)  # less than any fold takes
+    search.submit(c)
+    search.collect(schedule, block=True)
+    assert c.status == "left out" and c.note.startswith("its first fold took ")
+    assert ": its 5 need about " in c.note and "a budget of about" in c.note
+    assert search.costs[c.pair].measured and search.costs[c.pair].fits == 1
+
+
+def test_under_cross_validation_no_variant_is_tried(questions):
+    """Scores on fewer than `CV_ROWS` rows cannot tell a variant's share of a point from their
+    noise: a scored default has variants where rows are held out, none under cross-validation."""
+    pair = ("tfidf", "logreg-cv")
+    for validation, some in ((0.2, True), ("auto", False)):
+        search, schedule = _begin(_slice(questions, 200), 300, [pair], validation=validation)
+        _scored(search, _default(schedule, pair), 30)
+        assert bool(schedule.variants("cores")) is some, validation
+
+
 def test_setfit_keeps_its_own_worth_whatever_classifier_fine_tuning_scored(questions):
     """SetFit is a tier of its own: a fine-tuned classifier far below the baselines (as on few
     labels) leaves SetFit's expected gain its prior, and lowers its own tier's."""

@@ -57,11 +57,12 @@ ENCODER = "minilm"
 MIN_PER_LABEL = 3
 #: below this many documents no rows are held out: every model is scored on every row by
 #: `FOLDS`-fold cross-validation (fitted once a fold, predicting the rows its fold left out),
-#: and the pick refit on all of them. A fifth of 500 rows is 100, whose accuracy's standard
-#: error (4-5 points near 0.75) is larger than what the tiers are expected to bring, and a
-#: search picking among tens of models on them picks its noise (on 32 documents the split
-#: trained on 12 and picked on 20); fits on so few rows take seconds, five of them too
-#: (a choice; label sets keep the split: a fold may lack a label's every row)
+#: and the pick refit on all of them; no variants are tried (`Schedule.variants`). A fifth of
+#: 500 rows is 100, whose accuracy's standard error (4-5 points near 0.75) is larger than what
+#: the tiers are expected to bring, and a search picking among tens of models on them picks
+#: its noise (on 32 documents the split trained on 12 and picked on 20); fits on so few rows
+#: take seconds, five of them too (a choice; label sets keep the split: a fold may lack a
+#: label's every row)
 CV_ROWS, FOLDS = 500, 5
 #: the most validation rows: every model predicts them, so they are part of every model's cost;
 #: 2,000 rows give an accuracy near 0.85 a standard error of 0.8 points (a choice)
