@@ -228,8 +228,10 @@ class Plans:
         cheapest, where even that share does not pay for it; or, where a step of growth after its
         cheapest would not fit, the richest that fits the time left), on its pair's measured cost;
         before any is measured, on a cost scaled from a measured one (`scaled`), its estimate
-        then holding the probe the schedule runs once the order chooses it. False: left out, no
-        recipe fits (without a probe where the scaled cost says so)."""
+        then holding the probe the schedule runs once the order chooses it; where no probe pays
+        (rows too few for one, or a head no slice measures: SetFit), on that cost with the
+        margin, its first fit measuring it. Under cross-validation a fit is a fold's. False: left
+        out, no recipe fits (without a probe where the scaled cost says so)."""
         s, head = self.search, self.head(c)
         c.rows = None  # from every training row (a recipe cuts them); ``n`` a fit's rows
         state, n, batch = s.costs[c.pair], s.n_rows(c), int(head.batch_size)

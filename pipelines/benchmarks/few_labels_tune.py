@@ -4,6 +4,9 @@ methods a user would fit alone on the same draw, frozen MiniLM + LR and embedkit
     PYTHONPATH=. python pipelines/benchmarks/few_labels_tune.py             # the reported run
     PYTHONPATH=. python pipelines/benchmarks/few_labels_tune.py --datasets trec --seeds 0 1
     PYTHONPATH=. python pipelines/benchmarks/few_labels_tune.py --report-only
+    # SetFit alone cut to a number of training steps, as tune cuts it to fit its time
+    PYTHONPATH=. python pipelines/benchmarks/few_labels_tune.py --datasets trec --seeds 0 \
+        --steps 40 80 160 400
     # an earlier commit's tune on the same draws: this script copied into that commit's
     # checkout and run there, its records appended to this one's runs file
     cd CHECKOUT && PYTHONPATH=. python pipelines/benchmarks/few_labels_tune.py --output OUT
@@ -19,7 +22,9 @@ the pick and the seconds used. The yardsticks on the same draw and test document
 
 Output (``--output``): ``few_labels_tune_runs.jsonl`` and ``few_labels_tune.md``: per set and
 commit, tune's accuracy against the better of the two yardsticks, paired draw by draw; each
-run's leaderboard in ``leaderboards/`` (not kept in the repository).
+run's leaderboard and progress lines in ``leaderboards/`` (not kept in the repository); and,
+with ``--steps``, SetFit alone (the registry's ``setfit``) at each ``max_steps`` on the same
+draws: what a cut recipe keeps (`embedkit.heads.setfit.LEAST_STEPS`).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import few_labels as fl  # noqa: E402
 
 RESULTS = fl.ROOT / "pipelines" / "benchmarks" / "results"
 RUNS = "few_labels_tune_runs.jsonl"
-TUNE = "tune"
+TUNE, STEPS = "tune", "setfit-steps"
 YARDSTICKS = (fl.FROZEN, fl.SETFIT)
 #: the sets of the few-label benchmark, and two of more classes: trec (6, questions) and
 #: 20newsgroups (20, long posts)
@@ -81,6 +86,19 @@ def run_tune(name: str, n: int, seed: int, budget: float, test_size: int,
             "pick": tuner.pick_, "n_train": len(part), "n_test": len(test), "commit": commit()}
 
 
+def run_steps(name: str, n: int, seed: int, steps: int, test_size: int) -> dict:
+    """The registry's SetFit alone on one draw, cut to ``steps`` training steps."""
+    train, test = fl.data(name, test_size)
+    part = fl.labelled(train, n, seed)
+    model = fl.tuned_head(fl.SETFIT, seed).set_params(max_steps=steps)
+    start = time.perf_counter()
+    model.fit(part["text"].tolist(), part["label"].to_numpy())
+    seconds = time.perf_counter() - start
+    pred = model.predict(test["text"].tolist())
+    return {"dataset": name, "n_per_class": n, "seed": seed, "method": STEPS, "max_steps": steps,
+            **fl._scores(test["label"], pred), "fit_seconds": seconds, "commit": commit()}
+
+
 def yardsticks(name: str, n: int, seed: int, test_size: int, have: set) -> list[dict]:
     """The yardsticks this draw lacks, run with `few_labels.py`'s functions."""
     out = []
@@ -100,12 +118,17 @@ def records(out: Path) -> pd.DataFrame:
     return pd.DataFrame(theirs + mine)
 
 
-def run(datasets, sizes, seeds, budget: float, test_size: int, out: Path) -> None:
+def run(datasets, sizes, seeds, budget: float, test_size: int, out: Path, steps=()) -> None:
     out.mkdir(parents=True, exist_ok=True)
     now = commit()
     for name in datasets:
         for n in sizes:
             for seed in seeds:
+                if steps:
+                    new = [run_steps(name, n, seed, s, test_size) for s in steps]
+                    with (out / RUNS).open("a") as fh:
+                        fh.writelines(json.dumps(r) + "\n" for r in new)
+                    continue
                 frame = records(out)
                 have = set() if frame.empty else set(zip(
                     frame.dataset, frame.n_per_class, frame.seed, frame.method, strict=True))
@@ -173,6 +196,18 @@ def report(out: Path) -> str:
                   "Picks, draw by draw:", ""]
         lines += [f"* {r.dataset} {r['n/class']}/class at {r.commit}: {r.picks}"
                   for _, r in t.iterrows()]
+    if (runs.method == STEPS).any():
+        cut = runs[runs.method == STEPS].drop_duplicates(
+            ["dataset", "n_per_class", "seed", "max_steps"], keep="last")
+        cut = cut.assign(accuracy=100 * cut.accuracy, max_steps=cut.max_steps.astype(int))
+        lines += ["", "## SetFit alone, cut to a number of training steps", "",
+                  "The registry's `setfit` (MiniLM, 64 word pieces, SetFit's own pairs) fitted "
+                  "alone on the draw with ``max_steps`` (`--steps`): what `tune` keeps when it "
+                  "cuts SetFit's steps to fit its time. Accuracy in %.", "",
+                  cut[["dataset", "n_per_class", "seed", "max_steps", "accuracy", "fit_seconds",
+                       "commit"]].rename(columns={"n_per_class": "n/class", "max_steps": "steps",
+                                                  "fit_seconds": "seconds"})
+                  .to_markdown(index=False, floatfmt=".1f")]
     text = "\n".join(lines) + "\n"
     (out / "few_labels_tune.md").write_text(text)
     return text
@@ -186,13 +221,15 @@ def main(argv=None):
     parser.add_argument("--budget", default="5m")
     parser.add_argument("--test-size", type=int, default=400)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--steps", nargs="+", type=int, default=[],
+                        help="instead of tune: SetFit alone at each of these max_steps")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.report_only:
         from embedkit._budget import parse_budget
 
         run(args.datasets, args.sizes, args.seeds, parse_budget(args.budget), args.test_size,
-            args.output)
+            args.output, args.steps)
     print(report(args.output))
 
 
