@@ -46,8 +46,10 @@ class Search:
                  validation: float, finetune, cache, random_state: int,
                  say: Callable[[str], None], finish: Finish | None = None,
                  device_lane: bool | None = None, client=None, task: str = "classification",
-                 roles=None, predict_limit: float | None = None):
+                 roles=None, predict_limit: float | None = None, standing=()):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
+        # the pairs whose best model stands as the pick before the baselines (`_pick.choose`)
+        self.standing = tuple(standing)
         # a table (`embedkit.data.columns`): ``docs`` is a DataFrame whose columns have these roles, and
         # ``texts`` the text an encoder reads of each row (what the encoder's pass caches)
         self.roles = roles
@@ -170,13 +172,13 @@ class Search:
         return self.best() if any(c.status == "scored" for c in self.candidates) else None
 
     def best(self) -> Candidate:
-        """The pick so far (`embedkit.tuning._pick.choose`): the better baseline, unless models
-        beat it beyond their noise on the validation rows."""
+        """The pick so far (`embedkit.tuning._pick.choose`): the better baseline (or the standing
+        pair's best model), unless models beat it beyond their noise on the validation rows."""
         scored = self.scored()
         if self._pick[0] != len(scored) or self._pick[1] not in scored:
             within = [c for c in scored if self.within_limit(c)]
             self._pick = (len(scored), choose(within, self.y_valid, self.classes, self.scoring,
-                                              self.seed) if within else
+                                              self.seed, self.standing) if within else
                           min(scored, key=lambda c: (c.row_seconds, -c.score)))
         return self._pick[1]
 

@@ -28,7 +28,7 @@ from ._settings import (
 
 __all__ = ["DEFAULT_SCORING", "MINILM_BASELINE", "TFIDF_BASELINE", "Inputs", "Target",
            "baseline_pipelines", "beyond_reach", "check_labels", "check_scoring", "check_table",
-           "chosen_pairs", "least_budget", "pairs_for_task", "prepare"]
+           "chosen_pairs", "least_budget", "pairs_for_task", "prepare", "standing_pairs"]
 
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
@@ -110,20 +110,27 @@ def least_budget(docs=(), output=None, *, rows: int | None = None,
     return 1.0 + PER_DOC_SECONDS * rows + fit + (WRITE_SECONDS if output is not None else 0.0)
 
 
+def few_labels(per_class: float | None) -> bool:
+    """Whether the median class holds at most `FEW_LABELS` documents (``per_class``; None for
+    numbers and label sets)."""
+    return per_class is not None and per_class <= FEW_LABELS
+
+
 def chosen_pairs(pairs, representations, heads, finetune,
                  per_class: float | None = None) -> list[tuple[str, str]]:
     """The pairs a search holds: those given, else those ``representations`` and ``heads``
-    select, else `DEFAULT_PAIRS` with `FEW_LABEL_PAIRS` where the median class has at most
-    `FEW_LABELS` documents (``per_class``; None for numbers and label sets); fine-tuning ones
-    removed where ``finetune`` is False."""
+    select, else `DEFAULT_PAIRS`, where labels are few (`few_labels`) with `FEW_LABEL_PAIRS`
+    instead of the classifier fine-tuning ones; those that train an encoder removed where
+    ``finetune`` is False."""
     from .. import experiments
 
     if pairs is not None and (representations or heads):
         raise ValueError("give either pairs=[(representation, head), ...] or representations= / "
                          "heads= selections, not both.")
     if pairs is None and not (representations or heads):
-        few = per_class is not None and per_class <= FEW_LABELS
-        chosen = list(DEFAULT_PAIRS) + (list(FEW_LABEL_PAIRS) if few else [])
+        chosen = list(DEFAULT_PAIRS)
+        if few_labels(per_class):
+            chosen = [p for p in chosen if pair_kind(*p) != "finetune"] + list(FEW_LABEL_PAIRS)
     elif pairs is None:
         chosen = list(experiments.select(representations or None, heads or None).pairs)
     else:
@@ -134,6 +141,12 @@ def chosen_pairs(pairs, representations, heads, finetune,
         raise ValueError("no pair left to search: finetune=False removed every pair given; "
                          "add pairs that do not fine-tune, or allow fine-tuning.")
     return chosen
+
+
+def standing_pairs(pairs, per_class: float | None) -> tuple:
+    """The pairs whose best model is the pick until another beats it beyond the noise (`FEW_LABEL_PAIRS`
+    among ``pairs`` where labels are few); none: the better baseline stands."""
+    return tuple(p for p in FEW_LABEL_PAIRS if p in pairs) if few_labels(per_class) else ()
 
 
 def beyond_reach(docs: list[str]) -> list[str]:

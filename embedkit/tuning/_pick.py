@@ -3,9 +3,11 @@
 Every model of the search is scored on the same validation rows, so two models are compared row
 by row: their difference, and that difference's standard error from the rows where they differ
 (accuracy: each row is right or wrong; any other scorer: a paired bootstrap of the rows). The
-better of the two five-line baselines is the pick until a model beats it beyond that noise
-(`PICK_Z` standard errors); of those that do, the best-scoring one, unless one within its noise
-predicts `PREDICT_RATIO` times faster: the cheaper of the close ones. One validation split of
+better of the two five-line baselines is the pick (where labels are few, the best model of
+SetFit's pair, `embedkit.tuning._settings.FEW_LABEL_PAIRS`: measured above both baselines there,
+where the scores of a few tens of documents cannot tell them apart) until a model beats it
+beyond that noise (`PICK_Z` standard errors); of those that do, the best-scoring one, unless one
+within its noise predicts `PREDICT_RATIO` times faster: the cheaper of the close ones. One validation split of
 2,000 rows tells apart differences of a point or two, not less; a model one point ahead on it
 is as likely behind on new rows (issue 46: a pick 0.657 against the baseline's 0.647 on 2,000
 rows lost by 0.9 points held out).
@@ -66,15 +68,17 @@ def _predict_cost(c) -> float:
     return c.row_seconds if not math.isnan(c.row_seconds) else math.inf
 
 
-def choose(scored: Sequence, y: np.ndarray, classes: np.ndarray, scoring: str, seed: int = 0):
-    """The pick among the scored candidates (baselines among them): the better baseline, unless
-    models beat it beyond their noise; then the best of those, or a close one that predicts
-    `PREDICT_RATIO` times faster."""
+def choose(scored: Sequence, y: np.ndarray, classes: np.ndarray, scoring: str, seed: int = 0,
+           standing: Sequence = ()):
+    """The pick among the scored candidates (baselines among them): the best model of the
+    ``standing`` pairs, else the better baseline, unless models beat it beyond their noise; then
+    the best of those, or a close one that predicts `PREDICT_RATIO` times faster."""
     ranked = sorted(scored, key=lambda c: (-c.score, c.fit_seconds + _predict_cost(c)))
-    baselines = [c for c in ranked if c.kind == "baseline"]
-    if not baselines:
+    stands = ([c for c in ranked if c.kind == "candidate" and c.pair in standing]
+              or [c for c in ranked if c.kind == "baseline"])
+    if not stands:
         return ranked[0]
-    base = baselines[0]
+    base = stands[0]
     ahead = [c for c in ranked[:PICK_TOP + 1] if c is not base
              and versus(c, base, y, classes, scoring, seed).beyond()]
     if not ahead:

@@ -16,14 +16,15 @@ cheap (a subsample of rows, one epoch, the length the documents need) and grows 
 its own epochs) while its measured curve promises the most; an ensemble is selected from
 everything scored. A model that does not fit is left out, with the budget that would include it.
 The pick (`embedkit.tuning._pick`) is the better of the two baselines a user could write in five
-lines, unless a model (or ensemble) beats it beyond the noise of the validation rows; then the
-best of those, or a close one that predicts much faster. It is refit on all the documents when
-that adds rows worth the time the budget has left, and otherwise kept as fitted on the training
-rows. A fine-tuned pick (or ensemble member) is refit as the mean of as many seeds as the time
-left pays for, up to `MAX_SEEDS`: seeds are not compared on the validation rows (the luckiest of
-several seeds of one recipe would be picked for its luck), they are averaged; the search keeps
-back the time of `RESERVED_SEEDS` of them once its defaults are done. Every number it decides
-by is in `embedkit.tuning._settings` (listed in the manual).
+lines (where labels are few, SetFit's model: `FEW_LABEL_PAIRS`), unless a model (or ensemble) beats
+it beyond the noise of the validation rows; then the best of those, or a close one that predicts
+much faster. It is refit on all the documents when that adds rows worth the time the budget has
+left, and otherwise kept as fitted on the training rows. A fine-tuned pick (or ensemble member) is
+refit as the mean of as many seeds as the time left pays for, up to `MAX_SEEDS`: seeds are not
+compared on the validation rows (the luckiest of several seeds of one recipe would be picked for
+its luck), they are averaged; the search keeps back the time of `RESERVED_SEEDS` of them once its
+defaults are done. Every number it decides by is in `embedkit.tuning._settings` (listed in the
+manual).
 Ctrl-C (``KeyboardInterrupt``) during the search ends it and finishes with the best so far.
 """
 
@@ -60,6 +61,7 @@ from ._inputs import (
     least_budget,
     pairs_for_task,
     prepare,
+    standing_pairs,
 )
 from ._lanes import accelerated
 from ._leaderboard import calibration_figures, leaderboard, pipelines
@@ -331,9 +333,14 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                         random_state=self.random_state, say=say,
                         finish=Finish(self.output, clock.budget, target.names), device_lane=accelerated(),
                         client=running_client() if self.backend == "dask" else None,
-                        roles=self.roles_, predict_limit=self.predict_limit)
+                        roles=self.roles_, predict_limit=self.predict_limit,
+                        standing=standing_pairs(pairs, per_class))
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
+        if search.standing:
+            say(f"{clock.stamp()} few labels ({per_class:g} documents in the median class): "
+                f"{', '.join(' + '.join(p) for p in search.standing)} stands as the pick unless "
+                "a model beats it beyond the noise of its scores")
         self.notes_ += without
         for note in self.notes_:
             say(f"{clock.stamp()} note: {note}")

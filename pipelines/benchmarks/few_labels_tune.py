@@ -46,7 +46,9 @@ RUNS = "few_labels_tune_runs.jsonl"
 TUNE, STEPS = "tune", "setfit-steps"
 YARDSTICKS = (fl.FROZEN, fl.SETFIT)
 #: the sets of the few-label benchmark, and two of more classes: trec (6, questions) and
-#: 20newsgroups (20, long posts)
+#: 20newsgroups (20, long posts). The search's few-label rules (`FEW_LABEL_PAIRS`) are decided
+#: on few_labels.py's four sets, by its measurements of each method alone, never on tune's runs
+#: here; trec and 20newsgroups are report sets only
 DATASETS = (*fl.DATASETS, "trec", "20newsgroups")
 
 
