@@ -35,6 +35,7 @@ from embedkit.tuning._settings import (
     MIN_PROBE_SECONDS,
     MIN_ROWS,
     PROBE_STEPS,
+    REFIT_MARGIN,
     RESERVED_SEEDS,
     START_SHARE,
     VARIANT_SHARE,
@@ -901,6 +902,18 @@ def test_setfit_is_sized_by_its_steps_on_the_encoders_pass_and_its_first_fit_mea
     search.costs[SETFIT].observe(5 * work_of(c.build(), search.n_rows(c)), c.fit_seconds)
     grown = schedule.plans.grown(c)
     assert grown.recipe["head__max_steps"] > steps and grown.grown_from is c
+
+    # picked, its refit is one fit on the 200 rows: it gets back the steps the folds cut, as many
+    # as the time given pays for at the refit's margin, its own where that pays for them
+    assert c.share < 1
+    full = Finish.restored(search, c, math.inf)
+    assert full.recipe["head__max_steps"] == own and full.share == 1.0 and full.seed == c.seed
+    state = search.costs[SETFIT]
+    some = Finish.restored(search, c, state.seconds(work_of(full.build(), 200), margin=REFIT_MARGIN) / 2)
+    assert steps < some.recipe["head__max_steps"] < own
+    assert Finish.restored(search, c, state.overhead) is c  # too little time: as scored
+    search.folds = None  # rows held out: the cut was the budget's, not the folds'
+    assert Finish.restored(search, c, math.inf) is c
 
 
 def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_out_measured(

@@ -26,13 +26,15 @@ __all__ = ["Finish", "Finished"]
 class Finished:
     """What the finish made: the ``estimator``, whether it was ``refit`` on every document, how
     many ``seeds`` its fine-tuned models average, ``members`` (refit, of how many), whether a
-    Ctrl-C ``interrupted`` it, and its ``calibration`` (`Finish.calibrate`; None for numbers
-    and label sets)."""
+    Ctrl-C ``interrupted`` it, its ``calibration`` (`Finish.calibrate`; None for numbers and
+    label sets) and, where the refit restored a recipe the folds had cut (`Finish.restored`),
+    the label it was refit as (else "")."""
 
     def __init__(self, estimator, refit: bool, seeds: int, members: tuple[int, int],
-                 interrupted: bool, calibration: dict | None = None):
+                 interrupted: bool, calibration: dict | None = None, refit_as: str = ""):
         self.estimator, self.refit, self.seeds = estimator, refit, seeds
         self.members, self.interrupted, self.calibration = members, interrupted, calibration
+        self.refit_as = refit_as
 
 
 class Finish:
@@ -88,12 +90,16 @@ class Finish:
     def run(self, search, pick, clock: Clock, say) -> Finished:
         """The pick as one estimator, refit on every document when the time left pays for it;
         each fine-tuned member then averages as many seeds (up to `MAX_SEEDS`) as the time left
-        pays for. A Ctrl-C keeps what is refit and the other members as fitted."""
+        pays for (under cross-validation a single pick first gets back the recipe its folds cut:
+        `restored`). A Ctrl-C keeps what is refit and the other members as fitted."""
         from sklearn.frozen import FrozenEstimator
 
         members = list(pick.weights.items()) if pick.weights else [(pick, 1.0)]
-        fitted = [[(member.label, member.model, math.nan)] for member, _ in members]
+        scored = [member for member, _ in members]
+        fitted = [[(member.label, member.model, math.nan)] for member in scored]
         chosen, left = [], clock.left() - self.write_seconds(pick)
+        if not pick.weights:
+            members = [(self.restored(search, pick, left - DECIDING), 1.0)]
         for i in sorted(range(len(members)), key=lambda i: -members[i][1]):  # heaviest first
             need = self.refit_seconds(search, members[i][0])
             if not search.interrupted and need <= left and self.worth(search, members[i][0]):
@@ -115,7 +121,7 @@ class Finish:
             interrupted = True
             say(f"{clock.stamp()} interrupted: the refit stops here")
         for i in set(range(len(members))) - set(done):
-            member = members[i][0]
+            member = scored[i]
             reason = why.get(i) or (
                 f"all {len(search.docs):,} documents are {self.added(search, member):.0%} more "
                 "rows: too few to be worth a refit" if not self.worth(search, member) else
@@ -148,8 +154,30 @@ class Finish:
         if search.task == "classification" and pick.proba is not None:
             estimator, calibration = self.calibrate(search, pick, estimator)
             say(f"{clock.stamp()} {calibration['said']}")
+        refit_as = members[0][0].label if done and members[0][0] is not pick else ""
         return Finished(estimator, len(done) == len(members), seeds, (len(done), len(members)),
-                        interrupted, calibration)
+                        interrupted, calibration, refit_as)
+
+    @staticmethod
+    def restored(search, c, seconds: float):
+        """Under cross-validation, ``c`` with the richest recipe of its head (up to its own) that
+        one fit on every document pays for in ``seconds`` (`REFIT_MARGIN` on its measured cost),
+        where ``c``'s recipe was cut to pay for a fit of every fold (its ``share`` below 1) and
+        never grew; else ``c``. The folds were paid for to score it; the refit is one fit."""
+        plans = getattr(search.schedule, "plans", None)
+        head = None if plans is None else plans.heads.get(c.pair)
+        state = search.costs[c.pair]
+        if (search.folds is None or c.share >= 1 or c.grown_from is not None
+                or not hasattr(head, "sized_for") or not state.measured):
+            return c
+        n = len(search.docs)
+        sized = head.sized_for(n, seconds - c.extra_refit,
+                               lambda work: state.seconds(work, margin=REFIT_MARGIN))
+        if sized is None or sized[1] < n:
+            return c
+        restored = c.but(recipe={**c.recipe, **{f"head__{k}": v for k, v in sized[0].items()}},
+                         share=1.0)
+        return restored if work_of(restored.build(), n) > work_of(c.build(), n) else c
 
     @staticmethod
     def calibrate(search, pick, estimator) -> tuple[object, dict]:
