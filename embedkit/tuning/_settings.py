@@ -42,7 +42,7 @@ DEFAULT_PAIRS = (
 #: it above the best of TF-IDF + LR, frozen MiniLM + LR and full fine-tuning by 1.9 points at 16
 #: a class, 3.2 at 32 and 4.4 at 64 (the mean over its four sets; one draw each at 32 and 64,
 #: where it leads on all four, by +1.0 to +8.5), and full fine-tuning below frozen MiniLM + LR
-#: at every size of every set (by 4 to 47 points at 16 a class), after minutes of fitting; a
+#: at every size of every set (by 1.6 to 46.7 points at 16 a class), after minutes of fitting; a
 #: choice among 32 documents by their cross-validated scores is mostly noise (one draw of
 #: sms-spam scored TF-IDF + LR 0.906, SetFit 0.844, MiniLM + LR 0.781 out of fold, and 77.7%,
 #: 96%, 91% on new rows: results/few_labels_tune.md). Beyond 64 a class it is unmeasured
