@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..registry import HEADS, REPRESENTATIONS, pair_kind
+from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind
 from ._candidate import Candidate
 from ._costs import work_of
 from ._settings import CURVE_EXPONENT, GENERALISES, VARIANT_SHARE
@@ -41,8 +41,9 @@ TIERS = (
     # class it trails frozen MiniLM where SetFit leads it: results/few_labels.md)
     Tier("contrastive tuning", ("contrastive",), gain=2.0, lane="device"),
 )
-#: the tiers whose models train an encoder (they read the text alone, and load torch)
-TRAINING_TIERS = ("fine-tuning", "contrastive tuning")
+#: the tiers whose models train an encoder (they read the text alone, and load torch): those of
+#: the registry's `TRAINS_ENCODER` kinds
+TRAINING_TIERS = tuple(t.name for t in TIERS if set(t.kinds) & set(TRAINS_ENCODER))
 
 
 def tier_of(representation: str, head: str) -> Tier:
