@@ -874,26 +874,32 @@ def test_fine_tuning_that_even_the_pass_bound_cannot_fit_is_left_out_without_a_p
     assert "a budget of about" in c.note and not search.costs[FINETUNE].measured  # no probe
 
 
-def test_setfit_is_sized_by_its_steps_on_the_encoders_pass_and_its_first_fit_measures_it(
-        questions):
-    """SetFit draws its pairs from every row, so no slice measures its step: before it is
-    measured it is sized on the encoder's measured pass (with the margin: no probe brings it
-    back) to the most steps that fit the start share, counting each fold's fit under
-    cross-validation; its first fit measures it, and grown it gets more steps."""
+def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_steps(questions):
+    """SetFit draws its pairs from every row, so no slice measures its step: its probe is fits
+    on every row cut to a few steps (on the encoder's measured pass a first guess of its 400
+    steps' five folds fitted the start share: they took six minutes). Once the probe measured
+    it, it is sized to the most steps that fit the time, counting each fold's fit under
+    cross-validation; grown, it gets more steps."""
     rows = _slice(questions, 200)  # scored by 5-fold cross-validation
     search, schedule = _begin(rows, 300, [SETFIT], validation="auto")
     assert search.fits_each == 5 and len(search.train) == 200
     _prologue(search, schedule, 30, 35, per_doc=0.001)
-    c = schedule.ask("cores")
-    assert c is _default(schedule, SETFIT) and not search.costs[SETFIT].measured
-    head, steps = schedule.plans.head(c), c.recipe["head__max_steps"]
+    probe, c = schedule.ask("cores"), _default(schedule, SETFIT)
+    assert isinstance(probe, Job) and (probe.kind, probe.about) == ("probe", SETFIT)
+    head = schedule.plans.head(c)
+    assert [head.probe_recipe(k, 200) for k in (1, *PROBE_STEPS)] == [
+        ({"max_steps": k}, 200) for k in (1, *PROBE_STEPS)]  # every row, a few steps
+    assert probe.estimate == c.estimate and not search.costs[SETFIT].measured
+    # what the probe's run does: the pair's state learns the step (a second a unit of work)
+    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.05, predict_rate=0.0)
+    schedule.tell(probe, "contrastive tuning probe: measured")
+    assert schedule.ask("cores") is c
+    steps = c.recipe["head__max_steps"]
     own = head.sized_for(160, math.inf, lambda work: 0.0)[0]["max_steps"]
     assert 40 <= steps < own == 400  # a fold's 160 rows draw 12,800 pairs: max_steps binds
-    rate = 0.001 * 32 / 0.4  # a unit: 32 texts of 64 word pieces forward, over the forward share
 
-    def seconds(steps):  # five folds' fits on 160 of the 200 rows, and the 200 predicted
-        work = clone(head).set_params(max_steps=steps).fit_work(160)
-        return MARGIN * rate * (5 * work + head.predict_work(200))
+    def seconds(steps):  # five folds' fits on 160 of the 200 rows, at the margin
+        return MARGIN * (2.0 + 0.05 * 5 * clone(head).set_params(max_steps=steps).fit_work(160))
 
     assert c.estimate == pytest.approx(seconds(steps))
     assert seconds(steps) <= START_SHARE * search.left() - DECIDING < seconds(steps + 1)
@@ -914,6 +920,19 @@ def test_setfit_is_sized_by_its_steps_on_the_encoders_pass_and_its_first_fit_mea
     assert Finish.restored(search, c, state.overhead) is c  # too little time: as scored
     search.folds = None  # rows held out: the cut was the budget's, not the folds'
     assert Finish.restored(search, c, math.inf) is c
+
+
+def test_setfits_probe_runs_fits_on_every_row_cut_to_a_few_steps(questions):
+    """The probe's run, for real: SetFit fitted on every row at 1 (untimed), 2 and 6 steps; the
+    pair's state learns a step and the load, and the log says them."""
+    search, schedule = _begin(_slice(questions, 40), 300, [SETFIT], validation="auto")
+    _prologue(search, schedule, 30, 35, per_doc=0.001)
+    probe = schedule.ask("cores")
+    assert (probe.kind, probe.about) == ("probe", SETFIT)
+    said = probe.run()
+    state = search.costs[SETFIT]
+    assert state.measured and state.fits == 2 and state.rate > 0 and state.overhead >= 0
+    assert said.startswith("contrastive tuning probe: ") and " s a step of 16 at max_length " in said
 
 
 def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_out_measured(

@@ -148,7 +148,8 @@ def test_a_budget_sizes_it_by_the_steps_its_fit_takes_never_below_the_least(sms,
     """What `embedkit.Tuner` reads: `fit_work` counts the steps a fit takes (two balanced
     classes' pairs, at most ``max_steps``) in fine-tuning's units (a step of 32 texts of 64 word
     pieces, every block trained) and the pass the regression reads; `sized_for` gives the most
-    steps whose cost fits, on every row, never fewer than `LEAST_STEPS`; no slice probes it."""
+    steps whose cost fits, on every row, never fewer than `LEAST_STEPS`; a probe is a fit on
+    every row cut to a few steps."""
     from embedkit.heads.setfit import LEAST_STEPS
 
     X, y, _, _ = sms
@@ -167,7 +168,9 @@ def test_a_budget_sizes_it_by_the_steps_its_fit_takes_never_below_the_least(sms,
     assert head.sized_for(100, 60, cost) == ({"max_steps": 118}, 100)  # 0.5 x (118 + 1.4) <= 60
     assert head.sized_for(100, 20, cost) is None  # 40 steps need 20.7 s
     assert LEAST_STEPS == 40 and head.least_work(100) == pytest.approx(41.4)
-    assert head.least_said(100) == "40 steps of 16 pairs" and not head.slice_probe
+    assert head.least_said(100) == "40 steps of 16 pairs"
+    # its probe: every row, cut to a few steps (no slice draws its pairs); none of 40 or more
+    assert head.probe_recipe(6, 100) == ({"max_steps": 6}, 100) and head.probe_recipe(40, 100) is None
     assert head.gain_share({"max_steps": 118}, 100, 100, 2) == pytest.approx((119.4 / 314.4) ** 0.25)
 
 

@@ -301,8 +301,6 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
         return len(pairs), history
 
     # -- sizing for a time budget (`embedkit.heads.finetune.sizing.SizedForBudget`) ------------
-    slice_probe = False  # its pairs come from every row: a fit on a slice measures no step
-
     def _steps(self, n_rows: int) -> int:
         """Optimizer steps of a fit on ``n_rows`` documents, counted on the pairs of two balanced
         classes (the fewest that ``n_rows`` documents of two classes or more draw)."""
@@ -338,6 +336,11 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
 
     def least_said(self, n_rows: int) -> str:
         return f"{min(self._steps(n_rows), LEAST_STEPS)} steps of {int(self.batch_size)} pairs"
+
+    def probe_recipe(self, steps: int, n_rows: int) -> tuple[dict, int] | None:
+        """``({"max_steps": steps}, n_rows)``: its pairs come from every row, so a probe is a fit
+        on all of them cut to ``steps``; None where its cheapest recipe is no more steps."""
+        return None if steps >= min(self._steps(n_rows), LEAST_STEPS) else ({"max_steps": steps}, n_rows)
 
     # -- inference ----------------------------------------------------------------------------
     def transform(self, X) -> np.ndarray:

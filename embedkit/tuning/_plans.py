@@ -228,19 +228,20 @@ class Plans:
         cheapest, where even that share does not pay for it; or, where a step of growth after its
         cheapest would not fit, the richest that fits the time left), on its pair's measured cost;
         before any is measured, on a cost scaled from a measured one (`scaled`), its estimate
-        then holding the probe the schedule runs once the order chooses it; where no probe pays
-        (rows too few for one, or a head no slice measures: SetFit), on that cost with the
-        margin, its first fit measuring it. Under cross-validation a fit is a fold's. False: left
+        then holding the probe the schedule runs once the order chooses it (fits of a few steps,
+        the head's `probe_recipe`: slices of the rows, or SetFit's every row cut to a few steps);
+        where no probe is cheaper than a fit, on that cost with the margin, its first fit
+        measuring it. Under cross-validation a fit is a fold's. False: left
         out, no recipe fits (without a probe where the scaled cost says so)."""
         s, head = self.search, self.head(c)
         c.rows = None  # from every training row (a recipe cuts them); ``n`` a fit's rows
-        state, n, batch = s.costs[c.pair], s.n_rows(c), int(head.batch_size)
+        state, n = s.costs[c.pair], s.n_rows(c)
         setup = self.setup(c)  # a model not fetched yet: its fetch counts
         c.seed, probe, source = s.seed, setup, ""
-        if not state.measured and (n <= PROBE_STEPS[1] * batch or not head.slice_probe):
-            # its first fit measures it (small data: quicker run than a probe; SetFit: no slice
-            # measures a step): sized on a cost scaled from one measured here, with the margin
-            # (no probe brings it back), else its own recipe at its prior
+        if not state.measured and head.probe_recipe(PROBE_STEPS[1], n) is None:
+            # its first fit measures it (quicker than a probe): sized on a cost scaled from one
+            # measured here, with the margin (no probe brings it back), else its own recipe at
+            # its prior
             scaled = self.scaled(c, head)
             if scaled is None:
                 c.recipe = {"head__max_length": int(head.max_length), **{
@@ -265,9 +266,9 @@ class Plans:
                 self.unprobed.add(c.pair)
                 return True
             state, source = scaled[0], f" here ({scaled[1]})"
-            one = clone(head).set_params(epochs=1)
-            probe += state.margin * sum(state.fit_seconds(one.fit_work(steps * batch))
-                                        for steps in (1, *PROBE_STEPS))
+            probe += state.margin * sum(state.fit_seconds(clone(head).set_params(**params).fit_work(rows))
+                                        for params, rows in map(lambda k: head.probe_recipe(k, n),
+                                                                (1, *PROBE_STEPS)))
             self.unprobed.add(c.pair)
         # what is cheap: the share of the time left a first fit may take; where even its
         # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
@@ -360,30 +361,39 @@ class Plans:
 
 
 def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
-    """What measures ``head``'s cost on its device: an untimed warm-up fit, then fits of
-    `PROBE_STEPS` steps; their difference is the steps, the rest loading the model. The search's
-    state of ``c``'s pair learns it (a `embedkit.tuning._candidate.Job`'s ``run``)."""
-    batch, n = int(head.batch_size), len(s.train)
-    one = c.but(recipe={"head__max_length": int(head.max_length), "head__epochs": 1}, rows=None,
-                grown_from=None)
-    pipe = one.build()
+    """What measures ``head``'s cost on its device: an untimed warm-up fit of one step, then
+    fits of `PROBE_STEPS` steps (each as the head's `probe_recipe` sets it); their difference is
+    the steps, the rest loading the model. The search's state of ``c``'s pair learns it (a
+    `embedkit.tuning._candidate.Job`'s ``run``)."""
+    n = len(s.train)
     rng = np.random.default_rng(s.seed)
-    # label sets: a row of each label a slice lacks joins it (a head cannot learn an absent label)
-    warm, *timed = (covering(np.sort(rng.choice(n, steps * batch, replace=False)), s.y_train,
-                             rng.permutation(n)) for steps in (1, *PROBE_STEPS))
+
+    def fit_of(steps: int) -> tuple[Candidate, np.ndarray | None]:
+        params, rows = head.probe_recipe(steps, n)
+        one = c.but(recipe={"head__max_length": int(head.max_length),
+                            **{f"head__{k}": v for k, v in params.items()}}, rows=None, grown_from=None)
+        # label sets: a row of each label a slice lacks joins it (a head cannot learn an absent label)
+        return one, (None if rows >= n else covering(np.sort(rng.choice(n, rows, replace=False)),
+                                                     s.y_train, rng.permutation(n)))
+
+    warm, *timed = (fit_of(steps) for steps in (1, *PROBE_STEPS))
+    works = tuple(work_of(one.build(), n if rows is None else len(rows)) for one, rows in timed)
+
+    def fit(one: Candidate, rows: np.ndarray | None) -> None:
+        one.build().fit(s.X_train if rows is None else take(s.X_train, rows),
+                        s.y_train if rows is None else s.y_train[rows])
 
     def run() -> str:
         state = s.costs[c.pair]
         try:  # the first fit pays one-time costs (imports, kernels): it is not timed
-            one.build().fit(take(s.X_train, warm), s.y_train[warm])
-            state.measure_steps(lambda i: one.build().fit(take(s.X_train, timed[i]),
-                                                          s.y_train[timed[i]]),
-                                tuple(work_of(pipe, len(rows)) for rows in timed))
+            fit(*warm)
+            state.measure_steps(lambda i: fit(*timed[i]), works)
         except ValueError as err:  # e.g. a class missing from a probe slice: the prior stands
-            state.observe(work_of(pipe, n), c.prior / 1.25)
-            return f"fine-tuning probe: {err}"
-        step = state.rate * pipe.steps[-1][1].set_params(epochs=1).fit_work(batch)
-        return (f"fine-tuning probe: {step:.2f} s a step of {batch} at max_length "
+            own = c.but(recipe={"head__max_length": int(head.max_length)}, rows=None, grown_from=None)
+            state.observe(work_of(own.build(), n), c.prior / 1.25)
+            return f"{c.tier} probe: {err}"
+        step = state.rate * (works[1] - works[0]) / (PROBE_STEPS[1] - PROBE_STEPS[0])
+        return (f"{c.tier} probe: {step:.2f} s a step of {int(head.batch_size)} at max_length "
                 f"{int(head.max_length)} (95% of the documents fit), {state.overhead:.1f} s to load")
 
     return run

@@ -202,12 +202,16 @@ def sized_for(head, n_rows: int, seconds: float,
 class SizedForBudget:
     """What a budgeted search (`embedkit.Tuner`) reads of a head that sizes itself: the work of a
     fit and of a prediction, the encoder's compute, the richest recipe that fits some seconds,
-    the cheapest, and the share of the gain a cut recipe keeps (this module's functions; a head
-    whose recipe is cut another way overrides them, as `embedkit.heads.SetFitClassifier` does).
-    ``slice_probe``: whether fits on slices of the rows measure a training step (the search's
-    probe); where not, its first fit measures it."""
+    the cheapest, the share of the gain a cut recipe keeps (this module's functions), and the
+    fits of a few steps that measure a step (the search's probe, `probe_recipe`); a head whose
+    recipe is cut another way overrides them, as `embedkit.heads.SetFitClassifier` does."""
 
-    slice_probe = True
+    def probe_recipe(self, steps: int, n_rows: int) -> tuple[dict, int] | None:
+        """``(params, rows)`` of a fit of ``steps`` training steps on ``n_rows`` documents: one
+        epoch on a slice of ``steps`` batches; None where that slice is every row (its first fit
+        then measures it, as quickly)."""
+        rows = steps * int(self.batch_size)
+        return None if rows >= n_rows else ({"epochs": 1}, rows)
 
     def fit_work(self, n_rows: int) -> float:
         """Units of training work of a fit on ``n_rows`` documents."""
