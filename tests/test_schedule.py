@@ -952,6 +952,32 @@ def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_
     assert search.costs[c.pair].measured and search.costs[c.pair].fits == 1
 
 
+def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(questions):
+    """A default that sizes itself and stopped after its first fold (the folds' fits outran its
+    probe) is not left out: it waits again and is sized anew on what the fold measured, to fewer
+    steps; where not even its least fits then, its plan leaves it out saying so."""
+    from embedkit.tuning._candidate import FoldsTooDear
+
+    lines = []
+    search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], lines, validation="auto")
+    _prologue(search, schedule, 30, 35, per_doc=0.001)
+    probe = schedule.ask("cores")
+    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.05, predict_rate=0.0)
+    schedule.tell(probe, "contrastive tuning probe: measured")
+    c = schedule.ask("cores")
+    first = c.recipe["head__max_steps"]
+    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.2, predict_rate=0.0)  # 4x the probe's
+    schedule.tell(c, FoldsTooDear(4 * c.estimate / 5, 5, search.left()))
+    assert c.status == "waiting" and any(f"{c.label}: its first fold took " in line
+                                         and line.endswith(": sized again on what it measured")
+                                         for line in lines)
+    assert schedule.ask("cores") is c and 40 <= c.recipe["head__max_steps"] < first
+    search.costs[SETFIT] = PairState(overhead=2.0, rate=50.0, predict_rate=0.0)  # 40 steps: hours
+    schedule.tell(c, FoldsTooDear(600.0, 5, search.left()))
+    assert schedule.ask("cores") is None and c.status == "left out"
+    assert "nor its cheapest recipe, 40 steps of 16 pairs" in c.note
+
+
 def test_under_cross_validation_no_variant_is_tried(questions):
     """Scores on fewer than `CV_ROWS` rows cannot tell a variant's share of a point from their
     noise: a scored default has variants where rows are held out, none under cross-validation."""

@@ -264,12 +264,10 @@ class Search:
             self.measured(action, outcome)
             return outcome
         c = action
-        if isinstance(err, FoldsTooDear):  # its cost is measured now: a fold's fit
+        if isinstance(err, FoldsTooDear):  # its cost is measured now (a fold's fit): the
+            # schedule sizes it again or leaves it out
             self.costs[c.pair].observe(work_of(c.build(), self.n_rows(c)), err.seconds)
             c.estimate, c.fit_seconds = err.seconds * err.folds, err.seconds
-            self.leave_out(c, f"{err}; a budget of about "
-                              f"{format_seconds(self.clock.elapsed() + c.estimate + self.reserve())}"
-                              " would include it")
             return err
         if err is not None:
             c.status, c.note = "failed", f"{type(err).__name__}: {err}"[:300]

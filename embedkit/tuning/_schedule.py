@@ -34,7 +34,7 @@ import numpy as np
 from .._budget import format_seconds
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, sampled_settings
 from . import _jobs
-from ._candidate import Candidate, Job
+from ._candidate import Candidate, FoldsTooDear, Job
 from ._costs import encoder_ratio
 from ._plans import Plans
 from ._settings import (
@@ -320,7 +320,10 @@ class Schedule(Worth):
     # -- outcomes -------------------------------------------------------------------------------
     def tell(self, action, outcome) -> None:
         """What came of ``action``: a job's result (or its error) updates what the plans know;
-        a scored candidate needs nothing more (the engine recorded it)."""
+        a scored candidate needs nothing more (the engine recorded it); one whose first fold
+        showed its folds would not end in time, `too_dear`."""
+        if isinstance(outcome, FoldsTooDear):
+            self.too_dear(action, outcome)
         if not isinstance(action, Job):
             return
         s, plans = self.search, self.plans
@@ -341,6 +344,19 @@ class Schedule(Worth):
             plans.unprobed.discard(action.about)
             if not failed:
                 s.say(f"{s.clock.stamp()} {outcome}")
+
+    def too_dear(self, c: Candidate, err: FoldsTooDear) -> None:
+        """``c`` stopped after its first fold, which measured it: a default that sizes itself
+        waits again, its recipe sized anew on what the fold measured (its first may have been
+        sized on a probe the folds' fits outran); any other model is left out, saying what its
+        folds need. A recipe sized anew that still does not fit is left out by its plan."""
+        s = self.search
+        if c in self.defaults and c.factory is None and hasattr(self.plans.head(c), "sized_for"):
+            c.status = "waiting"
+            s.say(f"{s.clock.stamp()} {c.label}: {err}: sized again on what it measured")
+            return
+        need = s.clock.elapsed() + c.estimate + s.reserve()
+        s.leave_out(c, f"{err}; a budget of about {format_seconds(need)} would include it")
 
     def _passed(self, job: Job, outcome) -> None:
         s, plans, rep = self.search, self.plans, job.about
