@@ -952,10 +952,32 @@ def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_
     assert search.costs[c.pair].measured and search.costs[c.pair].fits == 1
 
 
+def test_under_cross_validation_setfits_folds_leave_the_time_of_its_own_refit(questions):
+    """The folds only score SetFit; its refit on every document is the model a user gets. Where
+    its five folds cannot all run its own recipe, they are cut to what leaves the time of that
+    refit, and the finish then refits it on its own recipe (on 64 rotten-tomatoes sentences the
+    folds took 228 s of 300 and the pick was kept as one fold's fit on 51 of them)."""
+    search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], validation="auto")
+    _prologue(search, schedule, 30, 35, per_doc=0.001)
+    probe = schedule.ask("cores")
+    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.2, predict_rate=0.0)
+    schedule.tell(probe, "contrastive tuning probe: measured")
+    c = schedule.ask("cores")
+    head, state = schedule.plans.head(c), search.costs[SETFIT]
+    refit = state.seconds(head.fit_work(200), margin=REFIT_MARGIN)  # its own 400 steps, once
+    assert 40 < c.recipe["head__max_steps"] < 400 and c.share < 1
+    assert c.estimate + refit <= search.left() - DECIDING  # the folds leave the refit its time
+    _scored(search, c, 50, fit=c.estimate, measure=False)
+    full = Finish.restored(search, c, search.left() - c.estimate)
+    assert full.recipe["head__max_steps"] == 400 and full.share == 1.0
+    search.folds = None  # rows held out: its fit is the model, nothing is kept back
+    assert schedule.plans.refit_kept(head, state, 0.0) == 0.0
+
+
 def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(questions):
     """A default that sizes itself and stopped after its first fold (the folds' fits outran its
-    probe) is not left out: it waits again and is sized anew on what the fold measured, to fewer
-    steps; where not even its least fits then, its plan leaves it out saying so."""
+    probe) is not left out: it waits again and is sized anew on what the fold measured; where
+    not even its least fits then, its plan leaves it out saying so."""
     from embedkit.tuning._candidate import FoldsTooDear
 
     lines = []
@@ -971,7 +993,10 @@ def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(q
     assert c.status == "waiting" and any(f"{c.label}: its first fold took " in line
                                          and line.endswith(": sized again on what it measured")
                                          for line in lines)
-    assert schedule.ask("cores") is c and 40 <= c.recipe["head__max_steps"] < first
+    assert schedule.ask("cores") is c and c.recipe["head__max_steps"] != first
+    head, steps = schedule.plans.head(c), c.recipe["head__max_steps"]
+    assert c.estimate == pytest.approx(  # sized on the dearer rate the fold measured
+        MARGIN * (2.0 + 0.2 * 5 * clone(head).set_params(max_steps=steps).fit_work(160)))
     search.costs[SETFIT] = PairState(overhead=2.0, rate=50.0, predict_rate=0.0)  # 40 steps: hours
     schedule.tell(c, FoldsTooDear(600.0, 5, search.left()))
     assert schedule.ask("cores") is None and c.status == "left out"

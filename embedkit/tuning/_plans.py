@@ -37,6 +37,7 @@ from ._settings import (
     MIN_PROBE_SECONDS,
     MIN_ROWS,
     PROBE_STEPS,
+    REFIT_MARGIN,
     START_SHARE,
 )
 from ._value import TRAINING_TIERS
@@ -231,7 +232,8 @@ class Plans:
         then holding the probe the schedule runs once the order chooses it (fits of a few steps,
         the head's `probe_recipe`: slices of the rows, or SetFit's every row cut to a few steps);
         where no probe is cheaper than a fit, on that cost with the margin, its first fit
-        measuring it. Under cross-validation a fit is a fold's. False: left
+        measuring it. Under cross-validation a fit is a fold's, and its own recipe's refit on
+        every document is kept out of the time its folds are sized in (`refit_kept`). False: left
         out, no recipe fits (without a probe where the scaled cost says so)."""
         s, head = self.search, self.head(c)
         c.rows = None  # from every training row (a recipe cuts them); ``n`` a fit's rows
@@ -276,9 +278,11 @@ class Plans:
         start = max(START_SHARE * s.left(), 0.0) + probe
         least = state.seconds(s.fits_each * head.least_work(n), len(s.valid),
                               head.predict_work(len(s.valid)))
-        once = (1 + GROWTH) * least + probe + room > s.left()
-        if not (self.sized(c, head, state, probe, room, start) or self.sized(
-                c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING)):
+        keep = self.refit_kept(head, state, least + probe + room)
+        once = (1 + GROWTH) * least + probe + room + keep > s.left()
+        if not (self.sized(c, head, state, probe, room, start, keep) or self.sized(
+                c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING,
+                keep)):
             if room:  # it waits for the defaults expected to bring more
                 return False
             s.reached(c.tier)
@@ -290,11 +294,24 @@ class Plans:
             return False
         return True
 
+    def refit_kept(self, head, state: PairState, least: float) -> float:
+        """Under cross-validation, the seconds a head that sizes itself keeps back from the time
+        left while its folds are sized: its own recipe's refit, one fit on every document at
+        `REFIT_MARGIN` (the folds only score it; the refit is the model a user gets, and the
+        finish refits a cut pick on its own recipe: `Finish.restored`); none where its cheapest
+        folds (``least`` seconds, with what comes before them) would not fit beside it, nor
+        where rows are held out (its fit is the model)."""
+        s = self.search
+        if s.folds is None:
+            return 0.0
+        refit = state.seconds(head.fit_work(len(s.docs)), margin=REFIT_MARGIN)
+        return refit if least + refit <= s.left() else 0.0
+
     def sized(self, c: Candidate, head, state: PairState, probe: float = 0.0,
-              room: float = 0.0, seconds: float | None = None) -> bool:
-        """Give ``c`` the richest recipe of ``head`` that fits ``seconds`` (the time left) less
-        ``probe`` and ``room`` on ``state``'s cost; False (``c.estimate`` the full recipe's) when
-        none does."""
+              room: float = 0.0, seconds: float | None = None, keep: float = 0.0) -> bool:
+        """Give ``c`` the richest recipe of ``head`` that fits ``seconds`` (the time left, less
+        ``keep``) less ``probe`` and ``room`` on ``state``'s cost; False (``c.estimate`` the full
+        recipe's) when none does."""
         s, c.rows = self.search, None
         n = s.n_rows(c)  # every training row; under cross-validation a fold's fit's
 
@@ -302,7 +319,7 @@ class Plans:
             return state.seconds(s.fits_each * work, len(s.valid), head.predict_work(len(s.valid)))
 
         c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
-        budget = min(s.left() if seconds is None else seconds, s.left())
+        budget = min(s.left() if seconds is None else seconds, s.left() - keep)
         sized = head.sized_for(n, budget - probe - room - DECIDING, cost)
         if sized is None:
             return False
