@@ -278,11 +278,15 @@ class Plans:
         start = max(START_SHARE * s.left(), 0.0) + probe
         least = state.seconds(s.fits_each * head.least_work(n), len(s.valid),
                               head.predict_work(len(s.valid)))
-        keep = self.refit_kept(head, state, least + probe + room)
-        once = (1 + GROWTH) * least + probe + room + keep > s.left()
-        if not (self.sized(c, head, state, probe, room, start, keep) or self.sized(
+
+        def first(keep: float) -> bool:  # sized with ``keep`` seconds kept for its refit
+            once = (1 + GROWTH) * least + probe + room + keep > s.left()
+            return self.sized(c, head, state, probe, room, start, keep) or self.sized(
                 c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING,
-                keep)):
+                keep)
+
+        # the refit's time is kept where its cheapest folds still fit beside it
+        if not any(first(keep) for keep in dict.fromkeys((self.refit_kept(head, state), 0.0))):
             if room:  # it waits for the defaults expected to bring more
                 return False
             s.reached(c.tier)
@@ -294,18 +298,14 @@ class Plans:
             return False
         return True
 
-    def refit_kept(self, head, state: PairState, least: float) -> float:
+    def refit_kept(self, head, state: PairState) -> float:
         """Under cross-validation, the seconds a head that sizes itself keeps back from the time
-        left while its folds are sized: its own recipe's refit, one fit on every document at
-        `REFIT_MARGIN` (the folds only score it; the refit is the model a user gets, and the
-        finish refits a cut pick on its own recipe: `Finish.restored`); none where its cheapest
-        folds (``least`` seconds, with what comes before them) would not fit beside it, nor
-        where rows are held out (its fit is the model)."""
+        left while its folds are sized (where its cheapest folds still fit beside them): its own
+        recipe's refit, one fit on every document at `REFIT_MARGIN` (the folds only score it;
+        the refit is the model a user gets, and the finish refits a cut pick on its own recipe:
+        `Finish.restored`); none where rows are held out (its fit is the model)."""
         s = self.search
-        if s.folds is None:
-            return 0.0
-        refit = state.seconds(head.fit_work(len(s.docs)), margin=REFIT_MARGIN)
-        return refit if least + refit <= s.left() else 0.0
+        return 0.0 if s.folds is None else state.seconds(head.fit_work(len(s.docs)), margin=REFIT_MARGIN)
 
     def sized(self, c: Candidate, head, state: PairState, probe: float = 0.0,
               room: float = 0.0, seconds: float | None = None, keep: float = 0.0) -> bool:
