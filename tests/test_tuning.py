@@ -242,7 +242,7 @@ def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(t
     lines = []
     try:
         done = search.finish.run(search, pair, Clock(600), lines.append)
-        assert not done.refit and done.seeds == 1 and done.members == (1, 2)
+        assert not done.refit and done.seeds == 1 and done.members == (1, 2) and done.refit_as == ""
         pipe = done.estimator
     finally:
         search.costs[b.pair] = saved

@@ -154,7 +154,8 @@ class Finish:
         if search.task == "classification" and pick.proba is not None:
             estimator, calibration = self.calibrate(search, pick, estimator)
             say(f"{clock.stamp()} {calibration['said']}")
-        refit_as = members[0][0].label if done and members[0][0] is not pick else ""
+        refit_as = (members[0][0].label if not pick.weights and done and members[0][0] is not pick
+                    else "")  # a single pick's restored recipe; an ensemble is its members
         return Finished(estimator, len(done) == len(members), seeds, (len(done), len(members)),
                         interrupted, calibration, refit_as)
 
