@@ -910,12 +910,17 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
     assert grown.recipe["head__max_steps"] > steps and grown.grown_from is c
 
     # picked, its refit is one fit on the 200 rows: it gets back the steps the folds cut, as many
-    # as the time given pays for at the refit's margin, its own where that pays for them
+    # as the time given pays for with the margin of a first fit (a recipe never fitted; a trec
+    # refit sized at the refit's 1.1 ran past the deadline and the pick stayed a fold's fit),
+    # its own where that pays for them
     assert c.share < 1
     full = Finish.restored(search, c, math.inf)
     assert full.recipe["head__max_steps"] == own and full.share == 1.0 and full.seed == c.seed
     state = search.costs[SETFIT]
-    some = Finish.restored(search, c, state.seconds(work_of(full.build(), 200), margin=REFIT_MARGIN) / 2)
+    assert Finish.restored(search, c, state.seconds(work_of(full.build(), 200))).share == 1.0
+    short = Finish.restored(search, c, state.seconds(work_of(full.build(), 200), margin=REFIT_MARGIN))
+    assert steps < short.recipe["head__max_steps"] < own
+    some = Finish.restored(search, c, state.seconds(work_of(full.build(), 200)) / 2)
     assert steps < some.recipe["head__max_steps"] < own
     assert Finish.restored(search, c, state.overhead) is c  # too little time: as scored
     search.folds = None  # rows held out: the cut was the budget's, not the folds'
@@ -964,7 +969,8 @@ def test_under_cross_validation_setfits_folds_leave_the_time_of_its_own_refit(qu
     schedule.tell(probe, "contrastive tuning probe: measured")
     c = schedule.ask("cores")
     head, state = schedule.plans.head(c), search.costs[SETFIT]
-    refit = state.seconds(head.fit_work(200), margin=REFIT_MARGIN)  # its own 400 steps, once
+    refit = state.seconds(head.fit_work(200))  # its own 400 steps once, with the margin
+    assert schedule.plans.refit_kept(head, state) == refit
     assert 40 < c.recipe["head__max_steps"] < 400 and c.share < 1
     assert c.estimate + refit <= search.left() - DECIDING  # the folds leave the refit its time
     _scored(search, c, 50, fit=c.estimate, measure=False)

@@ -162,7 +162,8 @@ class Finish:
     @staticmethod
     def restored(search, c, seconds: float):
         """Under cross-validation, ``c`` with the richest recipe of its head (up to its own) that
-        one fit on every document pays for in ``seconds`` (`REFIT_MARGIN` on its measured cost),
+        one fit on every document pays for in ``seconds`` (its measured cost with the margin a
+        first fit carries: this recipe was never fitted, unlike a refit's at `REFIT_MARGIN`),
         where ``c``'s recipe was cut to pay for a fit of every fold (its ``share`` below 1) and
         never grew; else ``c``. The folds were paid for to score it; the refit is one fit."""
         plans = getattr(search.schedule, "plans", None)
@@ -173,7 +174,7 @@ class Finish:
             return c
         n = len(search.docs)
         sized = head.sized_for(n, seconds - c.extra_refit,
-                               lambda work: state.seconds(work, margin=REFIT_MARGIN))
+                               lambda work: state.seconds(work))
         if sized is None or sized[1] < n:
             return c
         restored = c.but(recipe={**c.recipe, **{f"head__{k}": v for k, v in sized[0].items()}},

@@ -37,7 +37,6 @@ from ._settings import (
     MIN_PROBE_SECONDS,
     MIN_ROWS,
     PROBE_STEPS,
-    REFIT_MARGIN,
     START_SHARE,
 )
 from ._value import TRAINING_TIERS
@@ -301,11 +300,11 @@ class Plans:
     def refit_kept(self, head, state: PairState) -> float:
         """Under cross-validation, the seconds a head that sizes itself keeps back from the time
         left while its folds are sized (where its cheapest folds still fit beside them): its own
-        recipe's refit, one fit on every document at `REFIT_MARGIN` (the folds only score it;
-        the refit is the model a user gets, and the finish refits a cut pick on its own recipe:
+        recipe's refit, one fit on every document with the margin (the folds only score it; the
+        refit is the model a user gets, and the finish refits a cut pick on its own recipe:
         `Finish.restored`); none where rows are held out (its fit is the model)."""
         s = self.search
-        return 0.0 if s.folds is None else state.seconds(head.fit_work(len(s.docs)), margin=REFIT_MARGIN)
+        return 0.0 if s.folds is None else state.seconds(head.fit_work(len(s.docs)))
 
     def sized(self, c: Candidate, head, state: PairState, probe: float = 0.0,
               room: float = 0.0, seconds: float | None = None, keep: float = 0.0) -> bool:
