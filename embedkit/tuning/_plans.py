@@ -60,6 +60,11 @@ class Plans:
         self.rates: dict[str, float] = {}
 
     # -- what a candidate still needs before it runs ---------------------------------------------
+    def sizes_itself(self, c: Candidate) -> bool:
+        """Whether ``c`` is a registry pair whose head sizes its own recipe to the time it is
+        given (fine-tuning, SetFit: `embedkit.heads.finetune.sizing.SizedForBudget`)."""
+        return c.factory is None and hasattr(self.head(c), "sized_for")
+
     def head(self, c: Candidate):
         """The pair's head, with the data's ``max_length`` where it sizes itself (once); a model
         this machine lacks and cannot fetch raises `ResourceNotFound`, once for every ask."""
@@ -146,7 +151,7 @@ class Plans:
             return False
         first = c.variant_of is None and c.grown_from is None
         try:
-            sized = first and c.factory is None and hasattr(self.head(c), "sized_for")
+            sized = first and self.sizes_itself(c)
         except ResourceNotFound as err:  # offline, its model never fetched: the rest goes on
             c.estimate = c.prior
             s.leave_out(c, f"its model is not on this machine: {err}")
@@ -267,9 +272,9 @@ class Plans:
                 self.unprobed.add(c.pair)
                 return True
             state, source = scaled[0], f" here ({scaled[1]})"
+            probes = (head.probe_recipe(steps, n) for steps in (1, *PROBE_STEPS))
             probe += state.margin * sum(state.fit_seconds(clone(head).set_params(**params).fit_work(rows))
-                                        for params, rows in map(lambda k: head.probe_recipe(k, n),
-                                                                (1, *PROBE_STEPS)))
+                                        for params, rows in probes)
             self.unprobed.add(c.pair)
         # what is cheap: the share of the time left a first fit may take; where even its
         # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
@@ -299,10 +304,11 @@ class Plans:
 
     def refit_kept(self, head, state: PairState) -> float:
         """Under cross-validation, the seconds a head that sizes itself keeps back from the time
-        left while its folds are sized (where its cheapest folds still fit beside them): its own
-        recipe's refit, one fit on every document with the margin (the folds only score it; the
-        refit is the model a user gets, and the finish refits a cut pick on its own recipe:
-        `Finish.restored`); none where rows are held out (its fit is the model)."""
+        left while its folds are sized (`plan` sizes them without it where its cheapest folds do
+        not fit beside it): its own recipe's refit, one fit on every document with the margin
+        (the folds only score it; the refit is the model a user gets, and the finish refits a cut
+        pick on its own recipe: `Finish.restored`); none where rows are held out (its fit is the
+        model)."""
         s = self.search
         return 0.0 if s.folds is None else state.seconds(head.fit_work(len(s.docs)))
 

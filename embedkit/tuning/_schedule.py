@@ -265,7 +265,7 @@ class Schedule(Worth):
         room = sum(o.estimate if o.least is None else o.least for o in kept)
         if fitting(s.left() - c.estimate) == kept:
             return True
-        return (c in waiting and c.factory is None and hasattr(self.plans.head(c), "sized_for")
+        return (c in waiting and self.plans.sizes_itself(c)
                 and self.plans.plan(c, room))  # a first recipe cut into what the room leaves
 
     def _measured_first(self, c: Candidate) -> bool:
@@ -351,7 +351,7 @@ class Schedule(Worth):
         sized on a probe the folds' fits outran); any other model is left out, saying what its
         folds need. A recipe sized anew that still does not fit is left out by its plan."""
         s = self.search
-        if c in self.defaults and c.factory is None and hasattr(self.plans.head(c), "sized_for"):
+        if c in self.defaults and self.plans.sizes_itself(c):
             c.status = "waiting"
             s.say(f"{s.clock.stamp()} {c.label}: {err}: sized again on what it measured")
             return
