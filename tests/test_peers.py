@@ -11,6 +11,7 @@ against a stand-in interpreter as in test_run_sh.py. The real peers are a hand-r
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -437,7 +438,8 @@ def test_tune_on_few_labels_is_judged_against_the_better_yardstick_of_each_draw(
             for s, acc in enumerate(accs)]
     ours += [line(flt.TUNE, 2, 0.99, commit="aaa", pick="x", budget_s=300.0),  # no yardsticks
              line(fl.FROZEN, 0, 0.85), line(fl.SETFIT, 0, 0.80),
-             line(fl.FROZEN, 1, 0.70), line(fl.SETFIT, 1, 0.75)]
+             line(fl.FROZEN, 1, 0.70), line(fl.SETFIT, 1, 0.75), line(fl.TFIDF, 0, 0.60),
+             line(fl.TFIDF, 1, 0.50)]
     (tmp_path / flt.RUNS).write_text("".join(json.dumps(r) + "\n" for r in ours))
     monkeypatch.setattr(flt, "RESULTS", tmp_path / "none")  # few_labels.py's records: none here
     table = flt.table(flt.records(tmp_path)).set_index("commit")
@@ -446,6 +448,10 @@ def test_tune_on_few_labels_is_judged_against_the_better_yardstick_of_each_draw(
     assert table.loc["bbb", "tune − better"] == pytest.approx(100 * (-0.15 - 0.15) / 2)
     assert table.loc["bbb", "± se"] == pytest.approx(0.0)
     assert table.loc["aaa", "picks"] == "model 0; model 1"
+    assert table.loc["aaa", fl.TFIDF] == pytest.approx(55.0)  # the plain baseline, same draws
+    (tmp_path / flt.RUNS).write_text("".join(json.dumps(r) + "\n" for r in ours[:-1]))
+    assert math.isnan(flt.table(flt.records(tmp_path)).set_index("commit").loc["aaa", fl.TFIDF])
+    (tmp_path / flt.RUNS).write_text("".join(json.dumps(r) + "\n" for r in ours))
     text = flt.report(tmp_path)
     assert "`Tuner(budget=300)`" in text and "* sms-spam 16/class at aaa: model 0; model 1" in text
     overall = [line.split("|") for line in text.splitlines() if line.startswith("| aaa ")]

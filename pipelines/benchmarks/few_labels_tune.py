@@ -116,7 +116,7 @@ def records(out: Path) -> pd.DataFrame:
     """This run's records and `few_labels.py`'s yardsticks (today's settings), one frame."""
     mine = fl.read_runs(out / RUNS)
     theirs = [r for r in fl.current(fl.read_runs(RESULTS / fl.RUNS))
-              if r["method"] in YARDSTICKS]
+              if r["method"] in (*YARDSTICKS, fl.TFIDF)]
     return pd.DataFrame(theirs + mine)
 
 
@@ -160,14 +160,17 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
             marks = {m: same[same.method == m].accuracy.iloc[-1] for m in YARDSTICKS
                      if (same.method == m).any()}
             if len(marks) == len(YARDSTICKS):
-                draws.append({"tune": r.accuracy, **marks, "seconds": r.fit_seconds,
+                plain = same[same.method == fl.TFIDF].accuracy
+                draws.append({"tune": r.accuracy, **marks, fl.TFIDF: plain.iloc[-1] if len(plain)
+                              else float("nan"), "seconds": r.fit_seconds,
                               "pick": r.pick, "diff": r.accuracy - max(marks.values())})
         if not draws:
             continue
         d = pd.DataFrame(draws)
         se = d["diff"].std(ddof=1) / len(d) ** 0.5 if len(d) > 1 else float("nan")
         rows.append({"dataset": name, "n/class": n, "commit": at, "draws": len(d),
-                     "tune": 100 * d.tune.mean(), "frozen + LR": 100 * d[fl.FROZEN].mean(),
+                     "tune": 100 * d.tune.mean(), fl.TFIDF: 100 * d[fl.TFIDF].mean(skipna=False),
+                     "frozen + LR": 100 * d[fl.FROZEN].mean(),
                      "setfit": 100 * d[fl.SETFIT].mean(), "tune − better": 100 * d["diff"].mean(),
                      "± se": 100 * se, "seconds used": d.seconds.mean(),
                      "picks": "; ".join(d.pick)})
@@ -184,7 +187,9 @@ def report(out: Path) -> str:
              "`few_labels.py`'s test sample, beside frozen MiniLM + LR and embedkit's SetFit "
              "(MiniLM) fitted alone on the same draw. Accuracy in %; \"tune − better\": tune "
              "minus the better of the two on each draw, averaged over the draws (± its standard "
-             "error). A commit ending in + ran with changes not yet committed.", ""]
+             "error). Plain TF-IDF + LR on the same draws beside them, from `few_labels.py`'s "
+             "runs where it has every draw (nan: trec and 20newsgroups, which it does not run). "
+             "A commit ending in + ran with changes not yet committed.", ""]
     if not t.empty:
         draws = t.assign(w=t.draws)
         overall = draws.groupby("commit", sort=False).apply(lambda g: pd.Series({
