@@ -21,7 +21,8 @@ import re
 import time
 from numbers import Real
 
-__all__ = ["DECIDING", "BudgetError", "Clock", "format_seconds", "largest", "parse_budget"]
+__all__ = ["DECIDING", "BudgetError", "Clock", "format_bytes", "format_seconds", "largest",
+           "parse_budget", "parse_memory"]
 
 #: seconds a search's decision may take between sizing a step to the time left and checking that
 #: it fits (the clock runs meanwhile): a size that fills the time left leaves them
@@ -64,6 +65,38 @@ def parse_budget(budget: str | float) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"budget={budget!r}; the budget must be a positive time: {how}.")
     return seconds
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([kmgt]?)(?:i?b)?")
+
+
+def parse_memory(memory: str | float) -> float:
+    """Bytes from a memory size: a number of bytes, or a size such as ``"512MB"``, ``"4GB"``,
+    ``"3.5G"`` or ``"8GiB"`` (powers of 1,024, as free and top count).
+
+    Examples
+    --------
+    >>> parse_memory("4GB") == 4 * 2**30, parse_memory("512m") == 2**29, parse_memory(2e9)
+    (True, True, 2000000000.0)
+    """
+    how = "write a number of bytes or a size such as 512MB, 4GB or 3.5G (units: K, M, G, T)"
+    if isinstance(memory, bool) or not isinstance(memory, Real | str):
+        raise TypeError(f"memory={memory!r}; {how}.")
+    if isinstance(memory, Real):
+        size = float(memory)
+    else:
+        match = _SIZE.fullmatch(memory.strip().lower().replace(" ", ""))
+        if match is None:
+            raise ValueError(f"memory={memory!r} is not a size; {how}.")
+        size = float(match.group(1)) * 1024 ** "_kmgt".index(match.group(2) or "_")
+    if not math.isfinite(size) or size <= 0:
+        raise ValueError(f"memory={memory!r}; the memory must be a positive size: {how}.")
+    return size
+
+
+def format_bytes(size: float) -> str:
+    """``"850 MB"``, ``"3.2 GB"``: a size as a person reads it (powers of 1,024)."""
+    return f"{size / 2**30:.1f} GB" if size >= 2**30 else f"{size / 2**20:.0f} MB"
 
 
 def format_seconds(seconds: float) -> str:

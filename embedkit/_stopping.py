@@ -1,6 +1,8 @@
 """Stopping when asked, everywhere: a skorch fit that Ctrl-C stops (`fit_or_stop`, every
-head's training loop, fine-tuning included), and SIGTERM taken as Ctrl-C (`sigterm_stops`, the
-``embedkit`` commands). A leaf: it imports nothing of the package."""
+head's training loop, fine-tuning included), SIGTERM taken as Ctrl-C (`sigterm_stops`, the
+``embedkit`` commands), and a block stopped as Ctrl-C would stop it, at a deadline (`deadline`)
+or once a watched condition turns true (`stop_when`: a memory limit), each with its own error.
+A leaf: it imports nothing of the package."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import signal
 import threading
 import time
 
-__all__ = ["DeadlineReached", "deadline", "fit_or_stop", "interrupts_held", "sigterm_stops"]
+__all__ = ["DeadlineReached", "MemoryLimitReached", "deadline", "fit_or_stop", "interrupts_held",
+           "sigterm_stops", "stop_when"]
 
 
 @contextlib.contextmanager
@@ -65,6 +68,10 @@ class DeadlineReached(Exception):
     """The block ran past its `deadline` and was stopped there."""
 
 
+class MemoryLimitReached(Exception):
+    """The block's process grew past its memory limit (`stop_when`) and was stopped there."""
+
+
 @contextlib.contextmanager
 def deadline(seconds: float):
     """Stop the block once it has run ``seconds`` (at least a tenth of a second): a timer
@@ -72,16 +79,57 @@ def deadline(seconds: float):
     instead of a ``KeyboardInterrupt`` (a Ctrl-C of the user's during the block stays one). Work
     in one long call of compiled code stops when that call returns. In another thread, or for
     an infinite ``seconds``, nothing changes."""
+    if seconds == float("inf"):
+        yield
+        return
+
+    def start(fire):
+        timer = threading.Timer(max(seconds, 0.1), fire)
+        timer.daemon = True
+        timer.start()
+        return timer.cancel
+
+    with _interrupting(start, lambda: DeadlineReached(f"stopped after {seconds:.0f} s, at its deadline")):
+        yield
+
+
+@contextlib.contextmanager
+def stop_when(check, error, every: float = 0.02):
+    """Stop the block as `deadline` does, with ``error()`` raised, once ``check()`` (polled every
+    ``every`` seconds in a thread: it must be cheap) is true: a memory limit's watch. In another
+    thread, nothing changes."""
+    def start(fire):
+        done = threading.Event()
+
+        def watch():
+            while not done.wait(every):
+                if check():
+                    fire()
+                    return
+
+        threading.Thread(target=watch, daemon=True).start()
+        return done.set
+
+    with _interrupting(start, error):
+        yield
+
+
+@contextlib.contextmanager
+def _interrupting(start, error):
+    """The block, which ``start(fire)`` may stop by calling ``fire()`` from another thread (it
+    returns what cancels it): the main thread is interrupted as Ctrl-C would, and the block ends
+    with ``error()`` instead of a ``KeyboardInterrupt``; any other SIGINT goes where it went
+    before. Nested blocks each stop with their own error."""
     import _thread
 
-    if threading.current_thread() is not threading.main_thread() or seconds == float("inf"):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     fired = threading.Event()
     previous = signal.getsignal(signal.SIGINT)
 
     def on_interrupt(signum, frame):
-        # the timer's interrupt stops the block; any other SIGINT goes where it went before (a
+        # this block's interrupt stops it; any other SIGINT goes where it went before (a
         # process started in the background ignores SIGINT, and Python then ignores
         # `interrupt_main` too: the block would never be stopped without this handler)
         if fired.is_set():
@@ -96,17 +144,15 @@ def deadline(seconds: float):
         _thread.interrupt_main()
 
     signal.signal(signal.SIGINT, on_interrupt)
-    timer = threading.Timer(max(seconds, 0.1), fire)
-    timer.daemon = True
-    timer.start()
+    cancel = start(fire)
     try:
         yield
     except KeyboardInterrupt:
         if fired.is_set():
-            raise DeadlineReached(f"stopped after {seconds:.0f} s, at its deadline") from None
+            raise error() from None
         raise
     finally:
-        timer.cancel()
+        cancel()
         try:
             if fired.is_set():  # it fired as the block ended: the interrupt may be on its way
                 time.sleep(0.05)

@@ -8,13 +8,16 @@ tokenizer's Rayon pool) and restores it after, and `start_worker` applies it for
 worker process. `embedkit compare` runs its folds under a plan, the encode loop's
 ``num_threads`` is a `Threads` block, and the comparison runner measures each fold with
 `PeakRSS` inside `collecting_new_objects` (so its garbage collections scan only what the fold
-made). Devices are resolved here too (`resolve_device`: ``"auto"`` is a CUDA GPU, then MPS, then
+made). The memory this process holds and the machine has free (`resident`, `free_memory`,
+under a container's limit too) and `ShortOfMemory`, what a search's memory limit watches.
+Devices are resolved here too (`resolve_device`: ``"auto"`` is a CUDA GPU, then MPS, then
 the CPU), with the precision (`resolve_precision`) and batch sizes (`batch_settings`) each one
 takes.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -23,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["BF16_MIN_STEP_FLOPS", "DEVICES", "POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS",
-           "ThreadPlan", "Threads", "available_cores", "batch_settings", "collecting_new_objects",
-           "largest_process_mb", "on_accelerator", "plan_threads", "process_threads",
-           "resolve_device", "resolve_precision", "size_tokenizer_pool", "start_worker"]
+           "ShortOfMemory", "ThreadPlan", "Threads", "available_cores", "batch_settings",
+           "collecting_new_objects", "free_memory", "largest_process_mb", "on_accelerator",
+           "plan_threads", "process_threads", "resident", "resolve_device", "resolve_precision",
+           "size_tokenizer_pool", "start_worker"]
 
 
 @contextmanager
@@ -63,10 +67,14 @@ def available_cores() -> int:
 class PeakRSS:
     """Peak resident memory of this process while the block runs (sampled every 10 ms).
 
-    On entry, garbage is collected and (glibc) freed heap handed back to the system, so the
-    start reflects live memory rather than what earlier pipelines freed. Inside
-    `collecting_new_objects` that collection scans only what the block made.
+    On entry, garbage is collected (unless ``collect`` is False: a block whose callers measure
+    many, each collection scanning the whole heap of torch) and (glibc) freed heap handed back
+    to the system, so the start reflects live memory rather than what earlier pipelines freed.
+    Inside `collecting_new_objects` that collection scans only what the block made.
     """
+
+    def __init__(self, collect: bool = True):
+        self.collect = collect
 
     def __enter__(self):
         import ctypes
@@ -75,7 +83,8 @@ class PeakRSS:
 
         import psutil
 
-        gc.collect()
+        if self.collect:
+            gc.collect()
         try:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         except (OSError, AttributeError):  # not glibc: the start may include freed memory
@@ -294,6 +303,69 @@ class Threads:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def free_memory() -> float:
+    """Bytes this process may still take: the machine's available memory (psutil's
+    ``available``: free, and what the system would hand back from its caches), and under a
+    container's or a job's memory limit (cgroup v2 ``memory.max``, v1 ``limit_in_bytes``) what
+    that limit leaves, whichever is less."""
+    import psutil
+
+    free = float(psutil.virtual_memory().available)
+    for limit, used in (("memory.max", "memory.current"),
+                        ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+        try:
+            with open(f"/sys/fs/cgroup/{limit}") as f, open(f"/sys/fs/cgroup/{used}") as g:
+                cap, now = f.read().strip(), g.read().strip()
+        except OSError:
+            continue
+        if cap.isdigit() and now.isdigit():  # "max": no limit
+            free = min(free, max(float(cap) - float(now), 0.0))
+        break
+    return free
+
+
+class ShortOfMemory:
+    """Whether this process is short of memory: resident over ``limit`` bytes (None: no limit),
+    or the machine (or its container) with less than ``floor`` bytes free. Cheap enough to ask
+    every few milliseconds: the resident memory is read each time, the free memory (which
+    parses /proc/meminfo) at most every ``every`` seconds. ``why()`` says which, as a reason a
+    fit was stopped."""
+
+    def __init__(self, limit: float | None, floor: float, every: float = 0.25):
+        import psutil
+
+        self.limit, self.floor, self.every = limit, floor, every
+        self._process, self._free, self._read = psutil.Process(), math.inf, -math.inf
+
+    def __call__(self) -> bool:
+        return self._over() or self._low()
+
+    def _over(self) -> bool:
+        return self.limit is not None and self._process.memory_info().rss > self.limit
+
+    def _low(self) -> bool:
+        import time
+
+        if time.monotonic() - self._read >= self.every:
+            self._free, self._read = free_memory(), time.monotonic()
+        return self._free < self.floor
+
+    def why(self) -> str:
+        from ._budget import format_bytes
+
+        if self._over():
+            return (f"stopped at {format_bytes(resident())} of memory, over the limit of "
+                    f"{format_bytes(self.limit)}")
+        return f"stopped where the machine had less than {format_bytes(self.floor)} of memory free"
+
+
+def resident() -> float:
+    """Bytes of this process's resident memory now."""
+    import psutil
+
+    return float(psutil.Process().memory_info().rss)
 
 
 def largest_process_mb() -> float | None:

@@ -10,12 +10,15 @@ import pytest
 from embedkit.machine import (
     POOL_VARIABLES,
     PeakRSS,
+    ShortOfMemory,
     ThreadPlan,
     Threads,
     available_cores,
     collecting_new_objects,
+    free_memory,
     plan_threads,
     process_threads,
+    resident,
     size_tokenizer_pool,
     start_worker,
 )
@@ -226,3 +229,40 @@ def _collect_inside_a_run(gc, weakref, Node) -> None:
         assert before() is not None  # garbage from before the block: set aside, not scanned
     gc.collect()
     assert before() is None  # the first collection after the block frees it
+
+
+def test_a_block_that_outgrows_its_memory_limit_is_stopped_there():
+    """`stop_when` watching the resident memory stops a block that only grows (10 MB at a time,
+    every page written) soon after it passes the limit, as the deadline stops one, with its own
+    error; a block within its limit runs to its end. What `free_memory` says is never more than
+    the machine has."""
+    import time
+
+    import numpy as np
+    import psutil
+
+    from embedkit._stopping import MemoryLimitReached, stop_when
+
+    assert 0 < free_memory() <= psutil.virtual_memory().total
+    limit, held = resident() + 200 * 2**20, []
+    with pytest.raises(MemoryLimitReached, match="over its limit"), stop_when(
+            lambda: resident() > limit, lambda: MemoryLimitReached("over its limit")):
+        for _ in range(300):  # up to 3 GB
+            held.append(np.ones(10 * 2**20 // 8))
+            time.sleep(0.005)
+    grown = sum(a.nbytes for a in held)
+    held.clear()
+    assert 150 * 2**20 < grown < 800 * 2**20, grown / 2**20
+    with stop_when(lambda: resident() > limit + 2**30, lambda: MemoryLimitReached("never")):
+        time.sleep(0.1)
+
+
+def test_short_of_memory_says_which_limit_was_passed():
+    held = resident()
+    assert not ShortOfMemory(None, 0)() and not ShortOfMemory(held + 2**30, 0)()
+    over = ShortOfMemory(held / 2, 0)
+    assert over() and over.why().startswith("stopped at ") and "over the limit of" in over.why()
+    floor = 2 * free_memory() + 2**30  # more than is free: short
+    low = ShortOfMemory(None, floor)
+    assert low() and low.why() == (f"stopped where the machine had less than "
+                                   f"{floor / 2**30:.1f} GB of memory free")
