@@ -386,7 +386,7 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
     also = [c for c in ("rmse", "f1_micro", "f1_macro", "threshold", "log_loss", "ece")
             if c != metric]  # by task
     columns = ["rank", "pipeline", "kind", "tier", "documents", metric, *also, "vs baseline",
-               "fit_seconds", "predict_s_per_1000", "pick"]
+               "fit_seconds", "predict_s_per_1000", "memory_mb", "pick"]
     table = shown[[c for c in columns if c in shown]].to_markdown(index=False, floatfmt=".3f")
     rest = board[board["status"] != "scored"]
     cut = board.loc[board["status"] == "interrupted", "pipeline"].tolist()
@@ -405,6 +405,9 @@ def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "
               "points, ± its standard error (the pick beats the baseline by more than that, or is "
               "the baseline); *fit_seconds*: its fit and its predictions on the validation rows, "
               "wall clock; *predict_s_per_1000*: seconds to predict 1,000 documents"
+              + ("; *memory_mb*: what its fit grew the process's resident memory by, in MB (the "
+                 f"run's peak: {meta['peak_mb']:,.0f} MB, its limit "
+                 f"{meta['memory_limit_mb']:,.0f} MB)" if meta.get("peak_mb") else "")
               + ("; *log_loss*, *ece*: the log-loss and expected calibration error (15 bins) of "
                  "its probabilities on the validation rows" if "ece" in shown else "")
               + ".", "", table, ""]

@@ -9,6 +9,7 @@ of what it asked for (a candidate scored, a job's result, which the engine recor
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -1308,6 +1309,15 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
                                                                              RESERVED_SEEDS))
 
 
+def _no_encoder(s, representation, estimate):
+    """A prologue encoder's load that fails at once: a search of sparse pairs alone, fast."""
+    def run():
+        raise OSError("no encoder in this test")
+
+    return Job(f"{representation}: loading", run, estimate=estimate, kind="load",
+               about=representation)
+
+
 def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(questions, monkeypatch):
     """Through `Search.run`, with a device lane (here on the CPU: every code path of it runs
     without a GPU): fine-tuning trains in the lane's thread (a stand-in that trains until it is
@@ -1324,15 +1334,8 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
             raise AssertionError("the device lane was not stopped")
         return real(build, rows, *data)
 
-    def no_encoder(s, representation, estimate):
-        def run():
-            raise OSError("no encoder in this test")
-
-        return Job(f"{representation}: loading", run, estimate=estimate, kind="load",
-                   about=representation)
-
     monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
-    monkeypatch.setattr(_jobs, "load_encoder", no_encoder)
+    monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
     lines = []
     seen = {"device": False}
 
@@ -1355,6 +1358,50 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
     assert not search.running
     assert search.best().status == "scored"
     assert {c.status for c in search.candidates} <= {"scored", "interrupted"}
+
+
+def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search_goes_on(
+        questions, monkeypatch):
+    """Memory is kept like time (issue 60): a fit on the cores that grows the process past the
+    limit (here, a simulated fault: an MLP whose fit only allocates) is stopped there, as the
+    deadline stops one, and left out saying so and what limit would include it; its pair's state
+    keeps what it measured, so a later model of that pair that would need as much is left out
+    before it runs, saying what it needs; the other models are scored, each with what its fit
+    grew the process by."""
+    from embedkit.machine import resident
+    from embedkit.tuning import _engine, _jobs
+
+    real = _engine.fit_and_score
+
+    def fit_and_score(build, rows, *data):
+        if getattr(build, "args", ())[1:2] == ("mlp",):
+            held = []
+            for _ in range(300):  # up to 3 GB, 10 MB at a time, every page written
+                held.append(np.ones(10 * 2**20 // 8))
+                time.sleep(0.005)
+            raise AssertionError("the fit was not stopped at the memory limit")
+        return real(build, rows, *data)
+
+    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
+    monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
+    greedy_pair = ("tfidf", "mlp")
+    search = _search(questions, 120, [("tfidf", "logreg"), greedy_pair, ("bow", "logreg")])
+    search.memory = resident() + 200 * 2**20
+    search.run(Schedule(_baselines()))
+    greedy = next(c for c in search.candidates if c.pair == greedy_pair)
+    assert greedy.status == "left out" and not search.interrupted
+    assert re.search(r"^stopped at .* of memory, over the limit of .* GB, after it grew the "
+                     r"process by \d+ MB; a limit of more than .* would include it$",
+                     greedy.note), greedy.note
+    assert 150 * 2**20 < greedy.memory < 800 * 2**20
+    assert search.costs[greedy_pair].memory == greedy.memory
+    others = [c for c in search.candidates if c.pair != greedy_pair and c.kind == "candidate"]
+    assert len(others) >= 2 and all(c.status == "scored" and c.memory >= 0 for c in others)
+    later = greedy.but(params={"head__epochs": 20}, estimate=1.0)
+    assert search.fits(later) is False
+    search.leave_out(later)
+    assert re.search(r"^its fit needs about \d+ MB of memory beyond the .* this process holds, "
+                     r"over the limit of .*; a limit of about .* would include it$", later.note), later.note
 
 
 # -- frozen encoders other than the prologue's -------------------------------------------------

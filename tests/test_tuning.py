@@ -4,6 +4,7 @@ ensemble, fine-tuning sized to the time left, interruption, the command, and cle
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -16,7 +17,7 @@ from sklearn.metrics import accuracy_score
 from sklearn.pipeline import Pipeline
 
 import embedkit
-from embedkit._budget import format_seconds
+from embedkit._budget import format_seconds, parse_memory
 from embedkit.data.targets import expected_calibration_error, log_loss
 from embedkit.registry import HEADS, REPRESENTATIONS, sampled_settings
 from embedkit.tuning import (
@@ -48,6 +49,24 @@ def test_budget_strings_parse(text, seconds):
 def test_bad_budgets_are_refused_with_the_accepted_forms(bad):
     with pytest.raises(ValueError, match=r"budget=.*90s, 15m, 1h"):
         parse_budget(bad)
+
+
+@pytest.mark.parametrize("text, size", [("4GB", 4 * 2**30), ("512m", 2**29), ("3.5G", 3.5 * 2**30),
+                                        ("8 GiB", 8 * 2**30), (2e9, 2e9), ("1024", 1024)])
+def test_memory_sizes_parse(text, size):
+    assert parse_memory(text) == size
+
+
+@pytest.mark.parametrize("bad", ["lots", "4 gigabytes", "", "-1GB", "0", 0, float("inf")])
+def test_bad_memory_sizes_are_refused_with_the_accepted_forms(bad):
+    with pytest.raises(ValueError, match=r"memory=.*512MB, 4GB or 3.5G"):
+        parse_memory(bad)
+
+
+def test_a_memory_limit_this_process_has_passed_already_is_refused_before_any_work(trec_slice):
+    train, _ = trec_slice
+    with pytest.raises(ValueError, match=r"memory='1MB': this process holds .* already"):
+        Tuner("30s", memory="1MB", progress=False).fit(train["text"], train["label"])
 
 
 def test_budget_of_a_wrong_type_is_refused():
@@ -127,6 +146,13 @@ def test_tune_returns_an_estimator_whose_pick_beats_a_dummy(tuned, trec_slice):
     assert set(tuner.leaderboard_["status"]) == {"scored"}  # nothing left out, nothing failed
     assert tuner.tiers_reached_[:2] == ["baselines", "sparse + linear"]
     assert any("s left]" in line for line in lines)  # progress lines show the time left
+    # memory kept like time: each fit's growth measured, the run's peak and its limit (by
+    # default most of the memory free) said
+    fitted = tuner.leaderboard_[tuner.leaderboard_["kind"] != "ensemble"]["memory_mb"]
+    assert fitted.notna().all() and (fitted >= 0).all()
+    attrs = tuner.leaderboard_.attrs
+    assert 100 < attrs["peak_mb"] < attrs["memory_limit_mb"]
+    assert re.search(r"of memory at most \(limit \d+\.\d GB\)$", lines[-1]), lines[-1]
 
 
 def test_every_model_is_scored_on_the_same_validation_rows(tuned, trec_slice):

@@ -95,6 +95,11 @@ def tune(
         None, "--predict-limit", min=0.0,
         help="Seconds a row the pick may take to predict new rows on this machine, e.g. 0.002: "
              "models above it are scored but not picked (the leaderboard says so)."),
+    memory: str | None = typer.Option(
+        None, "--memory",
+        help="Memory the command may hold, e.g. 4GB or 512MB: a model whose measured need would "
+             "pass it is left out, a fit that passes it is stopped (the leaderboard says so). "
+             "Default: 90% of the memory free when it starts."),
     seed: int = opt.SEED,
     finetune: str = typer.Option("auto", help="Fine-tuning: auto (when the time left pays for it) "
                                               "or no."),
@@ -169,7 +174,7 @@ def tune(
                     "starting and reading the data", f"the plain TF-IDF baseline on {len(df):,} "
                     "documents and writing the output")
             tuner = Tuner(seconds, validation=share, random_state=seed,
-                          predict_limit=predict_limit,
+                          predict_limit=predict_limit, memory=memory,
                           finetune=choice[finetune], progress=progress, task=task,
                           **(table or {}), representations=representations or None, heads=heads or None,
                           output=output, overwrite=overwrite,

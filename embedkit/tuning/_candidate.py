@@ -64,6 +64,7 @@ class Candidate:
     # seconds to predict one new document: its predictions on the validation rows a row, plus
     # the pass of the frozen encoder whose cache it read (an ensemble: its members' sum)
     row_seconds: float = math.nan
+    memory: float = math.nan  # bytes its fit grew the process by (on the cores; NaN elsewhere)
     model: Any = None
     proba: Any = None
     note: str = ""
@@ -119,7 +120,7 @@ class Candidate:
         """A new, unrun candidate like this one with ``changes``."""
         fresh = dict(status="waiting", started=math.nan, estimate=math.nan, score=math.nan,
                      fit_seconds=math.nan, predict_seconds=math.nan, row_seconds=math.nan,
-                     model=None, proba=None, note="")
+                     memory=math.nan, model=None, proba=None, note="")
         return dataclasses.replace(self, **{**fresh, **changes})
 
     def line(self) -> Candidate:
@@ -142,6 +143,7 @@ class Job:
     kind: str = "job"
     about: Any = None  # what the schedule needs to read the outcome (a candidate, a pair)
     status: str = "waiting"
+    memory: float = math.nan  # bytes it grew the process by
 
 
 def build_pipeline(representation: str, head: str, settings: dict, cache,

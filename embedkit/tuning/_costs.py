@@ -8,9 +8,10 @@ the margin is applied in one place (`PairState.seconds`).
 A fit's cost is counted in **units of work**: a head that knows its own (`fit_work`: a
 fine-tuning head counts training steps) says so; any other pipeline counts ``rows ** 1.1``,
 times its head's ``epochs`` where it has one. A state keeps what a fit pays whatever its size
-(``overhead``: loading a model), the dearest measured seconds per unit of work, and seconds per
-predicted row; and the ``margin`` its estimates carry: `MARGIN` for what this machine measured,
-none for a cost only scaled from another pair's (its probe then measures it).
+(``overhead``: loading a model), the dearest measured seconds per unit of work, seconds per
+predicted row and bytes of memory a fit grows the process by; and the ``margin`` its
+estimates carry: `MARGIN` for what this machine measured, none for a cost only scaled from
+another pair's (its probe then measures it).
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ class PairState:
     predict_rate: float = math.nan
     fits: int = 0
     margin: float = MARGIN
+    # bytes the dearest measured fit grew the process by, and the rows it fitted (0: a head that
+    # sizes itself, whose memory is its batches', whatever the rows)
+    memory: float = math.nan
+    memory_rows: int = 0
 
     @property
     def measured(self) -> bool:
@@ -97,6 +102,20 @@ class PairState:
     def observe_predict(self, rows: int, seconds: float) -> None:
         rate = seconds / max(rows, 1)
         self.predict_rate = rate if math.isnan(self.predict_rate) else max(self.predict_rate, rate)
+
+    def observe_memory(self, rows: int, grown: float) -> None:
+        """A fit on ``rows`` rows (0: its memory does not grow with them) grew the process by
+        ``grown`` bytes: kept where it is the dearest a row (or the largest) measured."""
+        if math.isnan(self.memory) or grown * max(self.memory_rows, 1) > self.memory * max(rows, 1):
+            self.memory, self.memory_rows = grown, rows
+
+    def memory_need(self, rows: int) -> float:
+        """Bytes a fit on ``rows`` rows is expected to grow the process by, with the margin:
+        the dearest measured, scaled up linearly in the rows where it grows with them (never
+        down: what a fit holds whatever its rows, a model's weights, would be missed); NaN
+        before any measurement."""
+        scale = max(rows / self.memory_rows, 1.0) if self.memory_rows else 1.0
+        return MARGIN * self.memory * scale
 
     def fit_seconds(self, work: float) -> float:
         """Seconds of a fit of ``work`` units as measured, without the margin (NaN before any

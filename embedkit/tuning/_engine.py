@@ -15,26 +15,35 @@ nothing) and ``schedule.tell(action, outcome)`` (what came of it), as scikit-lea
 * **Anytime**: Ctrl-C (``KeyboardInterrupt``) ends the search, marks what was running as
   interrupted, and the finish goes on with the best model so far. A fit on the cores that runs
   past the search's deadline is stopped there (`embedkit._stopping.deadline`) and marked so.
+* **Memory, a budget like time** (``memory``: bytes the process may hold): every fit on the
+  cores is measured (`embedkit.machine.PeakRSS`: what it grew the process by, on the
+  leaderboard) and its pair's state learns it; a model whose pair measured more than the limit
+  leaves room for is left out before it runs, saying what it needs; a fit that grows the process
+  past the limit, or leaves the machine less than `MEMORY_FLOOR` free, is stopped there
+  (`embedkit._stopping.stop_when`) and left out, and the search goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .._budget import DECIDING, Clock, format_seconds
-from .._stopping import DeadlineReached, deadline
+from .._budget import DECIDING, Clock, format_bytes, format_seconds
+from .._stopping import DeadlineReached, MemoryLimitReached, deadline, stop_when
 from ..data.columns import encoded_text, take
+from ..machine import PeakRSS, ShortOfMemory, resident
 from ..representations.table import on_table
 from . import _lanes, _selection
 from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._pick import choose, versus
-from ._settings import CV_ROWS, ENCODER, FOLDS, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
+from ._settings import CV_ROWS, ENCODER, FOLDS, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
+from ._value import TRAINING_TIERS
 
 __all__ = ["Search"]
 
@@ -46,7 +55,8 @@ class Search:
                  validation: float, finetune, cache, random_state: int,
                  say: Callable[[str], None], finish: Finish | None = None,
                  device_lane: bool | None = None, client=None, task: str = "classification",
-                 roles=None, predict_limit: float | None = None, standing=()):
+                 roles=None, predict_limit: float | None = None, standing=(),
+                 memory: float | None = None):
         self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
         # the pairs whose best model stands as the pick before the baselines (`_pick.choose`)
         self.standing = tuple(standing)
@@ -68,6 +78,8 @@ class Search:
         self.encode_rates: dict[str, float] = {}
         # seconds a row a model may take to predict (None: any); one above it is never picked
         self.predict_limit = predict_limit
+        # bytes this process may hold (None: no limit but the machine's `MEMORY_FLOOR`)
+        self.memory = memory
         self.schedule = None  # what orders the candidates (`begin`): it says when the fill began
         self.device_lane, self.client = device_lane, client  # client: a Dask cluster's
         self.running: dict[Any, Any] = {}  # what runs (a candidate or a job) -> its future
@@ -216,7 +228,39 @@ class Search:
         return self.estimate(c)
 
     def fits(self, c) -> bool:
-        return c.estimate <= self.left()
+        """Whether ``c`` fits the time left and the memory (`memory_fits`)."""
+        return c.estimate <= self.left() and self.memory_fits(c)
+
+    # -- memory -----------------------------------------------------------------------------------
+    def memory_need(self, c: Candidate) -> float:
+        """Bytes ``c``'s fit is expected to grow the process by: its pair's dearest measured fit
+        (`PairState.memory_need`) scaled to its rows (`_memory_rows`); NaN before its pair was
+        measured."""
+        return self.costs[c.pair].memory_need(self._memory_rows(c))
+
+    def _memory_rows(self, c: Candidate) -> int:
+        """The rows ``c``'s memory grows with: those its fits read, but none for a head that
+        trains an encoder (its memory is its batches')."""
+        return 0 if c.tier in TRAINING_TIERS else self.fit_rows(self.n_rows(c))
+
+    def memory_fits(self, c: Candidate) -> bool:
+        """Whether what ``c`` is expected to grow the process by fits under the limit (yes
+        before its pair was measured: its fit is watched, and stopped at the limit; no where
+        the process is over the limit already)."""
+        if self.memory is None:
+            return True
+        need = self.memory_need(c)
+        return resident() + (0.0 if math.isnan(need) else need) <= self.memory
+
+    @contextlib.contextmanager
+    def guard(self, seconds: float):
+        """The block measured (yields its `PeakRSS`) and stopped at ``seconds`` (`DeadlineReached`)
+        or where the process outgrows the memory limit or the machine runs short
+        (`MemoryLimitReached`)."""
+        short = ShortOfMemory(self.memory, MEMORY_FLOOR)
+        with PeakRSS(collect=False) as mem, \
+                stop_when(short, lambda: MemoryLimitReached(short.why())), deadline(seconds):
+            yield mem
 
     # -- running --------------------------------------------------------------------------------
     def submit(self, action) -> None:
@@ -237,9 +281,16 @@ class Search:
                     self.X_valid, self.classes, self.folds,
                     None if self.folds is None else self.left())
         if lane.blocking:  # stopped where it would take the time to write the output
-            with deadline(self.clock.left() - self.finish.write_seconds(self.best_or_none())
-                          - DECIDING):
-                self.running[action] = lane.submit(*work)
+            mem = None
+            try:
+                with self.guard(self.clock.left() - self.finish.write_seconds(self.best_or_none())
+                                - DECIDING) as mem:
+                    self.running[action] = lane.submit(*work)
+            except MemoryLimitReached as err:  # left out by `_record`, the search goes on
+                self.running[action] = _lanes.failed(err)
+            finally:
+                if mem is not None:
+                    action.memory = max(mem.peak - mem.start, 0.0)
         else:
             self.running[action] = lane.submit(*work)
             self.say(f"{self.clock.stamp()} {getattr(action, 'tier', 'job')}: {action.label}: "
@@ -261,9 +312,19 @@ class Search:
         if isinstance(action, Job):
             action.status = "failed" if err is not None else "done"
             outcome = err if err is not None else future.result()
+            if action.kind == "probe" and not math.isnan(action.memory):  # by batches: no rows
+                self.costs[action.about].observe_memory(0, action.memory)
             self.measured(action, outcome)
             return outcome
         c = action
+        if not math.isnan(c.memory):
+            self.costs[c.pair].observe_memory(self._memory_rows(c), c.memory)
+        if isinstance(err, MemoryLimitReached):
+            c.fit_seconds = self.clock.elapsed() - c.started
+            self.leave_out(c, f"{err}, after it grew the process by {format_bytes(c.memory)}; a "
+                              f"limit of more than {format_bytes(resident() + self.memory_need(c))}"
+                              " would include it")
+            return err
         if isinstance(err, FoldsTooDear):  # its cost is measured now (a fold's fit): the
             # schedule sizes it again or leaves it out
             self.costs[c.pair].observe(work_of(c.build(), self.n_rows(c)), err.seconds)
@@ -310,10 +371,19 @@ class Search:
                                     else self.encoder_seconds) + seconds
 
     def leave_out(self, c: Candidate, why: str = "") -> None:
+        """``c`` left out, with ``why``, else what it needs: time, or memory where the time fits."""
         if c not in self.candidates:
             self.candidates.append(c)
         c.status = "left out"
         need = self.clock.elapsed() + c.estimate + self.reserve()
+        if not why and c.estimate <= self.left() and not self.memory_fits(c):
+            held, grows = resident(), self.memory_need(c)
+            why = (f"this process holds {format_bytes(held)}, over the memory limit of "
+                   f"{format_bytes(self.memory)} already" if math.isnan(grows) else
+                   f"its fit needs about {format_bytes(grows)} of memory beyond the "
+                   f"{format_bytes(held)} this process holds, over the limit of "
+                   f"{format_bytes(self.memory)}; a limit of about {format_bytes(held + grows)} "
+                   "would include it")
         c.note = why or (f"needs about {format_seconds(c.estimate)}, {format_seconds(max(self.left(), 0))} "
                          f"were left; a budget of about {format_seconds(need)} would include it")
         self.say(f"{self.clock.stamp()} left out {c.label}: {c.note}")

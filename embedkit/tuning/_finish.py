@@ -12,7 +12,7 @@ import math
 import time
 
 from .._budget import DECIDING, Clock, format_seconds
-from .._stopping import DeadlineReached, deadline
+from .._stopping import DeadlineReached, MemoryLimitReached
 from ..registry import pair_pipeline
 from ..storage.outputs import WRITE_RATE, WRITE_SECONDS
 from . import _settings
@@ -109,10 +109,13 @@ class Finish:
         try:
             for i in chosen:
                 try:  # stopped where it would take the output's time: kept as fitted
-                    with deadline(clock.left() - self.write_seconds(pick) - DECIDING):
+                    with search.guard(clock.left() - self.write_seconds(pick) - DECIDING):
                         fitted[i] = [self.refit(search, members[i][0], clock, say)]
                 except DeadlineReached:
                     why[i] = "its refit ran past the budget's deadline and was stopped"
+                    continue
+                except MemoryLimitReached as err:
+                    why[i] = f"its refit was {err}"
                     continue
                 done.append(i)
             if len(done) == len(members):

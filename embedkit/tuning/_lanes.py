@@ -17,7 +17,14 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["Cluster", "Device", "Inline", "accelerated", "first_done"]
+__all__ = ["Cluster", "Device", "Inline", "accelerated", "failed", "first_done"]
+
+
+def failed(err: BaseException) -> Future:
+    """A future that ended with ``err``."""
+    future = Future()
+    future.set_exception(err)
+    return future
 
 
 class Inline:
@@ -26,11 +33,12 @@ class Inline:
     slots, blocking = 1, True
 
     def submit(self, fn, *args) -> Future:
-        future = Future()
         try:
-            future.set_result(fn(*args))
+            result = fn(*args)
         except Exception as err:  # a candidate that breaks leaves the others running
-            future.set_exception(err)
+            return failed(err)
+        future = Future()
+        future.set_result(result)
         return future
 
     def stop(self) -> None:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..machine import largest_process_mb
 from ._candidate import describe
 
 __all__ = ["calibration_figures", "leaderboard", "pipelines"]
@@ -23,13 +24,16 @@ def leaderboard(tuner) -> pd.DataFrame:
     difference to the better baseline on the same rows, in points, and that difference's
     standard error), ``fit_seconds`` (fit and validation predictions; every fold's), ``predict_s_per_1000``
     (seconds to predict 1,000 new documents: its predictions on the validation rows, and the
-    pass of the frozen encoder it read from the cache), ``grown_from`` (the smaller
-    fit of the same model it grew from), ``status`` (scored / left out / failed / interrupted),
-    ``note`` (why, the budget that would include a left-out model, a recipe cut shorter than
-    the documents) and ``pick``; a number's rows add ``rmse``; classes and label sets
+    pass of the frozen encoder it read from the cache), ``memory_mb`` (what its fit grew the
+    process's resident memory by, in MB; NaN for an ensemble and a fit off the cores),
+    ``grown_from`` (the smaller fit of the same model it grew from), ``status`` (scored / left
+    out / failed / interrupted), ``note`` (why, the budget that would include a left-out
+    model, a recipe cut shorter than the documents) and ``pick``; a number's rows add
+    ``rmse``; classes and label sets
     ``log_loss`` and ``ece`` (expected calibration error, 15 bins) of the validation
     probabilities; label sets the other F1 and the ``threshold`` each model scored best at.
-    ``attrs`` holds the split, the tiers reached and the budget.
+    ``attrs`` holds the split, the tiers reached, the budget, the memory limit
+    (``memory_limit_mb``) and the run's peak resident memory so far (``peak_mb``).
     """
     search = tuner.search_
     name = tuner.scoring_
@@ -49,7 +53,7 @@ def leaderboard(tuner) -> pd.DataFrame:
                      "vs_baseline_se": math.nan if vs is None else 100 * vs.se,
                      "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
                                                      else c.predict_seconds),
-                     "predict_s_per_1000": 1000 * c.row_seconds,
+                     "predict_s_per_1000": 1000 * c.row_seconds, "memory_mb": c.memory / 2**20,
                      **_also(c, search, name),
                      "grown_from": "" if c.grown_from is None else c.grown_from.label,
                      "status": c.status, "note": note, "pick": c.label == tuner.pick_})
@@ -62,6 +66,7 @@ def leaderboard(tuner) -> pd.DataFrame:
     board.insert(0, "rank", np.arange(1, len(board) + 1))
     board.attrs.update(
         n_docs=len(search.docs), n_valid=len(search.valid), metrics=[name], budget_s=tuner.budget_,
+        memory_limit_mb=(search.memory or math.nan) / 2**20, peak_mb=largest_process_mb(),
         protocol=(f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
                   f"({split}, seed {tuner.random_state}); every model trained on the other "
                   f"{len(search.train):,}" if search.folds is None else

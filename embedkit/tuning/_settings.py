@@ -16,8 +16,9 @@ from __future__ import annotations
 __all__ = [
     "BASELINE_COST", "CURVE_EXPONENT", "CV_ROWS", "DEFAULT_PAIRS", "ENCODER", "ENCODER_LOAD",
     "ENCODE_SHARE", "FEW_LABELS", "FEW_LABEL_PAIRS", "FOLDS", "GENERALISES", "GROWTH",
-    "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MIN_ENCODED_ROWS", "MIN_PER_LABEL",
-    "MIN_PROBE_SECONDS", "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP", "PICK_TOP", "PICK_Z",
+    "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MEMORY_FLOOR", "MEMORY_SHARE", "MIN_ENCODED_ROWS",
+    "MIN_PER_LABEL", "MIN_PROBE_SECONDS", "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP",
+    "PICK_TOP", "PICK_Z",
     "PREDICT_RATIO", "PROBE_ROWS", "PROBE_SHARE", "PROBE_STEPS", "REFIT_MARGIN", "REFIT_SHARE",
     "RESERVED_SEEDS", "START_SHARE", "VALID_ROWS", "VARIANT_SHARE",
 ]
@@ -103,6 +104,16 @@ LENGTH_SAMPLE = 5000
 #: seconds to load the frozen encoder cold (importing torch and transformers, reading the
 #: weights; CPU time on 2 cores, `pipelines/benchmarks/bench_encode.py`)
 ENCODER_LOAD = 8.0
+
+# -- memory: a budget like time --------------------------------------------------------------
+#: without a limit given, the search may grow its process by this share of the memory free
+#: when it starts (the machine's, or what a container's limit leaves): the rest is for the
+#: system and what else runs
+MEMORY_SHARE = 0.9
+#: bytes: a fit is stopped as over the limit where the machine (or container) has less than
+#: this left free, whatever the limit: another program took the memory, and the next
+#: allocation would call the system's out-of-memory killer, which loses the whole search
+MEMORY_FLOOR = 256 * 2**20
 
 # -- growth: every model starts on what is cheap and grows on its measured curve ----------------
 #: a model's first fit takes at most this share of the time left: where its full fit costs more,

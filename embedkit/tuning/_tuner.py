@@ -46,7 +46,7 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._budget import BudgetError, Clock, format_seconds, parse_budget
+from .._budget import BudgetError, Clock, format_bytes, format_seconds, parse_budget, parse_memory
 from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
@@ -69,6 +69,7 @@ from ._schedule import TIERS, Schedule
 from ._settings import (
     DEFAULT_PAIRS,
     MAX_SEEDS,
+    MEMORY_SHARE,
     RESERVED_SEEDS,
 )
 from .targets import TargetSet, fit_targets, several_targets
@@ -173,6 +174,15 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         ``predict_s_per_1000``: the model's predictions on the validation rows, plus the pass
         of the frozen encoder whose cache it read. Where no model fits it, the cheapest to
         predict is the pick (said). None (default): any cost.
+    memory : str or float, optional
+        Memory this process may hold, in bytes or as a size such as ``"4GB"`` (AutoGluon's
+        ``memory_limit``); None (default): `MEMORY_SHARE` of the memory free when the search
+        starts (the machine's, or what a container's limit leaves). Memory is kept like time:
+        every fit is measured (the leaderboard's ``memory_mb``, the run's peak in its
+        ``attrs``), a model whose pair measured more than the limit leaves room for is left out
+        before it runs, saying what it needs, and a fit that grows the process past the limit,
+        or leaves the machine less than `MEMORY_FLOOR` free, is stopped there and left out: the
+        search goes on, and ends with a saved model rather than the system's out-of-memory kill.
     finetune : {"auto", True, False}, default="auto"
         Fine-tuning pairs join when the time left pays for them ("auto"; True is the same, kept
         for the command line's ``--finetune yes``); False leaves them out.
@@ -272,6 +282,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "heads": [list, tuple, None],
         "validation": [StrOptions({"auto"}), Interval(Real, 0, 0.5, closed="neither")],
         "predict_limit": [None, Interval(Real, 0, None, closed="neither")],
+        "memory": [None, str, Interval(Real, 0, None, closed="neither")],
         "scoring": [None, StrOptions(set(get_scorer_names()))],
         "task": [None, StrOptions({"classification", "regression", "multilabel"})],
         "text_columns": [None, str, list, tuple],
@@ -288,7 +299,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
     def __init__(self, budget: str | float = "15m", *, pairs=None, representations=None,
                  heads=None, validation: float | str = "auto", predict_limit: float | None = None,
-                 scoring: str | None = None,
+                 memory: str | float | None = None, scoring: str | None = None,
                  task: str | None = None, text_columns=None, categorical=None, numeric=None,
                  finetune: bool | str = "auto", cache="memory", random_state: int = 0,
                  output=None, overwrite: bool = False,
@@ -315,6 +326,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         y, self.task_ = target.y, target.task
         if self.task_ == "multilabel":  # the label of each column of y
             self.classes_ = target.names
+        self.memory_limit_ = _memory_limit(self.memory)
         least = least_budget(texts, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
@@ -334,7 +346,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                         finish=Finish(self.output, clock.budget, target.names), device_lane=accelerated(),
                         client=running_client() if self.backend == "dask" else None,
                         roles=self.roles_, predict_limit=self.predict_limit,
-                        standing=standing_pairs(pairs, per_class))
+                        standing=standing_pairs(pairs, per_class), memory=self.memory_limit_)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         if search.standing:
@@ -391,7 +403,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         rows = "the validation rows" if search.folds is None else "every row, out of fold"
         as_ = f", refit as {done.refit_as}" if done.refit_as else ""
         say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on {rows}{as_}); "
-            f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used")
+            f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used, "
+            f"{format_bytes(self.leaderboard_.attrs['peak_mb'] * 2**20)} of memory at most "
+            f"(limit {format_bytes(self.memory_limit_)})")
         return self
 
     def _write(self, docs, y, clock: Clock, say) -> None:
@@ -445,6 +459,22 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.non_deterministic = True  # wall-clock budgets: what is scored depends on the machine
         return tags
+
+
+def _memory_limit(memory) -> float:
+    """Bytes the search may hold: ``memory`` (a size), else `MEMORY_SHARE` of the memory free
+    now on top of what this process holds. A limit this process has passed already is refused."""
+    from ..machine import free_memory, resident
+
+    held = resident()
+    if memory is None:
+        return held + MEMORY_SHARE * free_memory()
+    limit = parse_memory(memory)
+    if limit <= held:
+        raise ValueError(f"memory={memory!r}: this process holds {format_bytes(held)} already "
+                         "(the data, the libraries); give a larger limit, or None for "
+                         f"{MEMORY_SHARE:.0%} of the memory free.")
+    return limit
 
 
 def tune(X, y, budget: str | float = "15m", **params) -> Tuner:

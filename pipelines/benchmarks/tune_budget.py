@@ -11,6 +11,7 @@ suite's best row, held out.
     python pipelines/benchmarks/tune_budget.py --report-only --output NEW --against OLD   # paired
     python pipelines/benchmarks/tune_budget.py --budget 10m --seeds 0 1 2   # the spread over seeds
     python pipelines/benchmarks/tune_budget.py --budget 5m --predict-limit 0.002 --output LIMITED
+    python pipelines/benchmarks/tune_budget.py --budget 10m --memory 3GB --output BOUNDED
 
 Protocol (that of `accuracy_suite.py`): each dataset's official split where it has one, else a
 stratified 80/20 split with seed 0. The timed part is exactly what `embedkit tune` does: the
@@ -97,7 +98,7 @@ def sides(name: str, quick: bool = False, data: Path | None = None, sample: int 
 
 def run_one(name: str, budget: str, output: Path, quick: bool = False,
             data: Path | None = None, sample: int | None = None, seed: int = 0,
-            predict_limit: float | None = None) -> dict:
+            predict_limit: float | None = None, memory: str | None = None) -> dict:
     from sklearn.base import clone
 
     import embedkit
@@ -110,10 +111,11 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     folder = output / f"{name}-{budget}" if sample is None else output / f"{name}-{sample}-{budget}"
     folder = folder if seed == 0 else folder.with_name(f"{folder.name}-seed{seed}")
     folder = folder if predict_limit is None else folder.with_name(f"{folder.name}-limit{predict_limit:g}")
+    folder = folder if memory is None else folder.with_name(f"{folder.name}-memory{memory}")
     start = time.perf_counter()
     with PeakRSS() as memory:
         tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True, random_state=seed,
-                               predict_limit=predict_limit).fit(X_train, y_train)
+                               predict_limit=predict_limit, memory=memory).fit(X_train, y_train)
     wall = time.perf_counter() - start
     began = time.perf_counter()
     right = np.asarray(tuner.predict(X_test)) == y_test  # per held-out row, for paired comparisons
@@ -128,7 +130,8 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
            "pick_valid": float(pick["accuracy"]), "refit": bool(tuner.refit_),
            "seeds": int(tuner.seeds_), "fitted_rows": len(tuner.search_.train),
            "pick_acc": float(right.mean()), "held_out_right": _bits(right),
-           "predict_limit": predict_limit, "predict_row_s": predict_row_s,
+           "predict_limit": predict_limit, "predict_row_s": predict_row_s, "memory": memory,
+           "memory_limit_mb": board.attrs["memory_limit_mb"],
            "pick_row_s_valid": float(pick["predict_s_per_1000"]) / 1000,
            "tiers": tuner.tiers_reached_, "scored": int((board["status"] == "scored").sum()),
            "left_out": [f"{p}: {n}" for p, n in zip(board.loc[board["status"] == "left out", "pipeline"],
@@ -219,6 +222,8 @@ def table(rows: list[dict]) -> pd.DataFrame:
     out["tiers reached"] = df["tiers"].map(lambda t: ", ".join(t))
     if "peak_mb" in df:
         out["peak memory"] = df["peak_mb"].map(lambda v: "" if pd.isna(v) else f"{v / 1024:.1f} GB")
+    if "memory" in df and df["memory"].notna().any():  # the limit given, beside the peak
+        out["memory limit"] = df["memory"].fillna("")
     out["left out"] = df["left_out"].map(len)
     return out
 
@@ -413,6 +418,9 @@ def main(argv=None):
     parser.add_argument("--predict-limit", type=float, default=None,
                         help="Tuner(predict_limit=): seconds a row the pick may take to predict; "
                              "the table then shows the pick's held-out seconds a row against it")
+    parser.add_argument("--memory", default=None,
+                        help="Tuner(memory=): what the search may hold, e.g. 3GB; the table's "
+                             "peak memory is the whole fit's, measured beside it")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the table from runs.jsonl without running anything")
     parser.add_argument("--against", type=Path, default=None,
@@ -432,10 +440,11 @@ def main(argv=None):
     for name, seed in todo:
         label = name if args.sample is None else f"{name} ({args.sample:,})"
         if any(r["dataset"] == label and r["budget_s"] == seconds and r.get("seed", 0) == seed
-               and r.get("predict_limit") == args.predict_limit for r in done) and not args.quick:
+               and r.get("predict_limit") == args.predict_limit and r.get("memory") == args.memory
+               for r in done) and not args.quick:
             continue
         row = run_one(name, args.budget, out, quick=args.quick, data=args.data, sample=args.sample,
-                      seed=seed, predict_limit=args.predict_limit)
+                      seed=seed, predict_limit=args.predict_limit, memory=args.memory)
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done.append(row)
