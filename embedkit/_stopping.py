@@ -99,16 +99,22 @@ def stop_when(check, error, every: float = 0.02):
     ``every`` seconds in a thread: it must be cheap) is true: a memory limit's watch. In another
     thread, nothing changes."""
     def start(fire):
-        done = threading.Event()
+        done, lock = threading.Event(), threading.Lock()
 
         def watch():
             while not done.wait(every):
                 if check():
-                    fire()
+                    with lock:  # never once the block has ended: the interrupt would land after it
+                        if not done.is_set():
+                            fire()
                     return
 
+        def cancel():
+            with lock:
+                done.set()
+
         threading.Thread(target=watch, daemon=True).start()
-        return done.set
+        return cancel
 
     with _interrupting(start, error):
         yield
