@@ -1370,7 +1370,6 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     grew the process by."""
     from embedkit.machine import resident
     from embedkit.tuning import _engine, _jobs
-    from embedkit.tuning._settings import MEMORY_STOP
 
     real = _engine.fit_and_score
 
@@ -1387,7 +1386,7 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
     greedy_pair = ("tfidf", "mlp")
     search = _search(questions, 120, [("tfidf", "logreg"), greedy_pair, ("bow", "logreg")])
-    search.memory = (resident() + 200 * 2**20) / MEMORY_STOP  # stopped 200 MB above this
+    search.memory = resident() + 200 * 2**20
     search.run(Schedule(_baselines()))
     greedy = next(c for c in search.candidates if c.pair == greedy_pair)
     assert greedy.status == "left out" and not search.interrupted

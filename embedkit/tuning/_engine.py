@@ -19,8 +19,8 @@ nothing) and ``schedule.tell(action, outcome)`` (what came of it), as scikit-lea
   cores is measured (`embedkit.machine.PeakRSS`: what it grew the process by, on the
   leaderboard) and its pair's state learns it; a model whose pair measured more than the limit
   leaves room for is left out before it runs, saying what it needs; a fit that grows the process
-  past `MEMORY_STOP` of the limit, or leaves the machine less than `MEMORY_FLOOR` free, is
-  stopped there (`embedkit._stopping.stop_when`) and left out, and the search goes on.
+  past the limit, or leaves the machine less than `MEMORY_FLOOR` free, is stopped there
+  (`embedkit._stopping.stop_when`) and left out, and the search goes on.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._pick import choose, versus
-from ._settings import CV_ROWS, ENCODER, FOLDS, MEMORY_FLOOR, MEMORY_STOP, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
+from ._settings import CV_ROWS, ENCODER, FOLDS, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
 from ._value import TRAINING_TIERS
 
 __all__ = ["Search"]
@@ -250,15 +250,14 @@ class Search:
         if self.memory is None:
             return True
         need = self.memory_need(c)
-        return resident() + (0.0 if math.isnan(need) else need) <= MEMORY_STOP * self.memory
+        return resident() + (0.0 if math.isnan(need) else need) <= self.memory
 
     @contextlib.contextmanager
     def guard(self, seconds: float):
         """The block measured (yields its `PeakRSS`) and stopped at ``seconds`` (`DeadlineReached`)
         or where the process outgrows the memory limit or the machine runs short
         (`MemoryLimitReached`)."""
-        short = ShortOfMemory(None if self.memory is None else MEMORY_STOP * self.memory,
-                              MEMORY_FLOOR)
+        short = ShortOfMemory(self.memory, MEMORY_FLOOR)
         with PeakRSS(collect=False) as mem, \
                 stop_when(short, lambda: MemoryLimitReached(short.why())), deadline(seconds):
             yield mem

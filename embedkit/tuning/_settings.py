@@ -16,7 +16,7 @@ from __future__ import annotations
 __all__ = [
     "BASELINE_COST", "CURVE_EXPONENT", "CV_ROWS", "DEFAULT_PAIRS", "ENCODER", "ENCODER_LOAD",
     "ENCODE_SHARE", "FEW_LABELS", "FEW_LABEL_PAIRS", "FOLDS", "GENERALISES", "GROWTH",
-    "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MEMORY_FLOOR", "MEMORY_SHARE", "MEMORY_STOP", "MIN_ENCODED_ROWS",
+    "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MEMORY_FLOOR", "MEMORY_SHARE", "MIN_ENCODED_ROWS",
     "MIN_PER_LABEL", "MIN_PROBE_SECONDS", "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP",
     "PICK_TOP", "PICK_Z",
     "PREDICT_RATIO", "PROBE_ROWS", "PROBE_SHARE", "PROBE_STEPS", "REFIT_MARGIN", "REFIT_SHARE",
@@ -110,11 +110,6 @@ ENCODER_LOAD = 8.0
 #: when it starts (the machine's, or what a container's limit leaves): the rest is for the
 #: system and what else runs
 MEMORY_SHARE = 0.9
-#: a fit is stopped once the process passes this share of the limit: the watch looks every
-#: 20 ms, and what a fit allocates between two looks (and the output, written unwatched) must
-#: still fit under it (bbc-news at --memory 3GB: a probe stopped at the limit itself left the
-#: command's peak 70 MB above it)
-MEMORY_STOP = 0.95
 #: bytes: a fit is stopped as over the limit where the machine (or container) has less than
 #: this left free, whatever the limit: another program took the memory, and the next
 #: allocation would call the system's out-of-memory killer, which loses the whole search

@@ -180,10 +180,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         starts (the machine's, or what a container's limit leaves). Memory is kept like time:
         every fit is measured (the leaderboard's ``memory_mb``, the run's peak in its
         ``attrs``), a model whose pair measured more than the limit leaves room for is left out
-        before it runs, saying what it needs, and a fit that grows the process past
-        `MEMORY_STOP` of the limit, or leaves the machine less than `MEMORY_FLOOR` free, is
-        stopped there and left out: the search goes on, and ends with a saved model rather than
-        the system's out-of-memory kill.
+        before it runs, saying what it needs, and a fit that grows the process past the limit,
+        or leaves the machine less than `MEMORY_FLOOR` free, is stopped there and left out: the
+        search goes on, and ends with a saved model rather than the system's out-of-memory kill.
     finetune : {"auto", True, False}, default="auto"
         Fine-tuning pairs join when the time left pays for them ("auto"; True is the same, kept
         for the command line's ``--finetune yes``); False leaves them out.
