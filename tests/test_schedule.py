@@ -1390,7 +1390,7 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     search.run(Schedule(_baselines()))
     greedy = next(c for c in search.candidates if c.pair == greedy_pair)
     assert greedy.status == "left out" and not search.interrupted
-    assert re.search(r"^stopped at .* of memory, over the limit of .* GB, after it grew the "
+    assert re.search(r"^stopped at .* of memory, over the limit of [\d.]+ [MG]B, after it grew the "
                      r"process by \d+ MB; a limit of more than .* would include it$",
                      greedy.note), greedy.note
     assert 150 * 2**20 < greedy.memory < 800 * 2**20
