@@ -1,6 +1,6 @@
-"""The files a run leaves: a comparison's results table, charts and page (`write_report`), a tuning
-search's leaderboard (`write_leaderboard`), and the one self-contained HTML page both include,
-``report.html`` (`write_html_report`).
+"""The files a run leaves: a comparison's results table, charts and page (`write_report`), and
+the one self-contained HTML page it and a tuning search's leaderboard
+(`embedkit.tuning._leaderboard.write_leaderboard`) include, ``report.html`` (`write_html_report`).
 
 The page holds a sortable results table, the score chart, the score-versus-time chart (hover a
 point to see its pipeline and numbers), the dataset summary, the exact parameters of every
@@ -37,7 +37,7 @@ from .plots import (
     time_chart,
 )
 
-__all__ = ["format_table", "write_html_report", "write_leaderboard", "write_report"]
+__all__ = ["format_table", "write_html_report", "write_report"]
 
 #: distributions whose versions the report lists (missing ones are shown as "not installed")
 KEY_PACKAGES = ("embedkit", "numpy", "scipy", "scikit-learn", "pandas", "torch", "skorch",
@@ -317,115 +317,6 @@ def _versions() -> list[tuple[str, str]]:
             out.append((dist, "not installed"))
     out.append(("platform", platform.platform(terse=True)))
     return out
-
-
-def _final(meta: dict) -> str:
-    """What became of the pick, from a tune leaderboard's ``attrs`` ('' for other boards)."""
-    if "refit" not in meta:
-        return ""
-    done, members = meta.get("refit_members", (int(bool(meta["refit"])), 1))
-    if meta.get("refit_interrupted") and not meta["refit"]:
-        return ("**The refit was interrupted** (Ctrl-C or SIGTERM): "
-                + (f"{done} of the pick's {members} models were refit on all "
-                   f"{meta.get('n_docs', 0):,} documents, the others kept" if done else
-                   "the pick was kept") + " as fitted on the training rows. ")
-    if not meta["refit"] and done:
-        return (f"{done} of the pick's {members} models were refit on all "
-                f"{meta.get('n_docs', 0):,} documents, the others kept as fitted on the training "
-                "rows (no time to refit them). ")
-    if not meta["refit"]:
-        return "The pick was kept as fitted on the training rows (no time for a refit). "
-    seeds = int(meta.get("seeds") or 1)
-    return (f"The pick was refit on all {meta.get('n_docs', 0):,} documents"
-            + (f", its fine-tuned model as the mean of {seeds} seeds" if seeds > 1 else "") + ". ")
-
-
-def _calibrated(meta: dict) -> str:
-    """Whether the pick's probabilities were calibrated, from a tune leaderboard's ``attrs``."""
-    found = meta.get("calibration")
-    if not found:
-        return ""
-    numbers = (f"validation log-loss {found['log_loss']:.3f} as fitted, "
-               f"{found['log_loss_calibrated']:.3f} tempered (each fold of the validation rows at "
-               "the temperature fitted on the others); calibration error "
-               f"{found['ece']:.3f}, {found['ece_calibrated']:.3f}")
-    if found["applied"]:
-        return (f"Its probabilities are calibrated (temperature {found['temperature']:.2f}; "
-                f"{numbers}); its predictions are its own. ")
-    return f"Its probabilities are as fitted: a temperature did not lower their log-loss ({numbers}). "
-
-
-def write_leaderboard(board: pd.DataFrame, output: str | Path, *, title: str = "embedkit tune",
-                      top: int = 20, dataset: pd.DataFrame | None = None,
-                      pipelines: dict | None = None, figures: dict | None = None) -> list[Path]:
-    """Write a tuning search's ``leaderboard.csv`` (every row), ``leaderboard.md`` (the scored
-    rows, then what was left out, failed or interrupted and why; first, where a Ctrl-C or SIGTERM
-    ended the search, that it did), ``leaderboard.png`` (the ``top`` scored rows as bars,
-    `embedkit.plots.score_chart`) and ``report.html`` (`write_html_report`: the scored rows,
-    sortable, the score-versus-time chart, the ``dataset`` summary and each row's parameters
-    from ``pipelines``, keyed by the ``pipeline`` column, then the charts of ``figures`` by
-    caption) into the folder ``output``; returns their paths. ``board`` is
-    `embedkit.tuning.leaderboard`'s frame."""
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
-    meta = board.attrs
-    metric = (meta.get("metrics") or ["accuracy"])[0]
-    csv_path, md_path, png_path = (out / f"leaderboard.{ext}" for ext in ("csv", "md", "png"))
-    board.to_csv(csv_path, index=False)
-    scored = board[board["status"] == "scored"].copy()
-    n_valid = int(meta.get("n_valid") or 0)
-    # a single split's spread: the binomial standard error of an accuracy on the validation rows
-    scored[f"{metric}_std"] = (np.sqrt(scored[metric] * (1 - scored[metric]) / n_valid)
-                               if metric == "accuracy" and n_valid else np.nan)
-    shown = scored.head(top).copy()
-    over = shown["note"].fillna("").str.contains("over the predict limit")
-    shown["pick"] = np.where(shown["pick"], "**pick**", np.where(over, "over the predict limit", ""))
-    if "vs_baseline" in shown:  # the paired difference, in points, with its standard error
-        shown["vs baseline"] = [f"{d:+.1f} ± {e:.1f}" if d == d else "" for d, e in
-                                zip(shown["vs_baseline"], shown["vs_baseline_se"], strict=True)]
-    also = [c for c in ("rmse", "f1_micro", "f1_macro", "threshold", "log_loss", "ece")
-            if c != metric]  # by task
-    columns = ["rank", "pipeline", "kind", "tier", "documents", metric, *also, "vs baseline",
-               "fit_seconds", "predict_s_per_1000", "memory_mb", "pick"]
-    table = shown[[c for c in columns if c in shown]].to_markdown(index=False, floatfmt=".3f")
-    rest = board[board["status"] != "scored"]
-    cut = board.loc[board["status"] == "interrupted", "pipeline"].tolist()
-    lines = [f"# {title}", ""]
-    lines += [f"*Note:* {note}." for note in meta.get("notes", [])] + ([""] if meta.get("notes") else [])
-    if meta.get("interrupted"):
-        lines += ["**The search was interrupted** (Ctrl-C or SIGTERM): the pick is the best model "
-                  "scored before it" + (f"; {', '.join(cut)} was stopped and not scored" if cut
-                                        else "") + ".", ""]
-    lines += [f"{metric} on {meta.get('protocol', 'the validation rows')}. "
-              f"Tiers reached: {', '.join(meta.get('tiers_reached', [])) or 'none'}"
-              + ("; the search was interrupted" if meta.get("interrupted") else "") + ". "
-              + _final(meta) + _calibrated(meta)
-              + "*documents*: the training rows a model fitted on; *vs baseline*: its paired "
-              f"difference to {meta.get('baseline') or 'the better baseline'} on the same rows, in "
-              "points, ± its standard error (the pick beats the baseline by more than that, or is "
-              "the baseline); *fit_seconds*: its fit and its predictions on the validation rows, "
-              "wall clock; *predict_s_per_1000*: seconds to predict 1,000 documents"
-              + ("; *memory_mb*: what its fit grew the process's resident memory by, in MB (the "
-                 f"run's peak: {meta['peak_mb']:,.0f} MB, its limit "
-                 f"{meta['memory_limit_mb']:,.0f} MB)" if meta.get("peak_mb") else "")
-              + ("; *log_loss*, *ece*: the log-loss and expected calibration error (15 bins) of "
-                 "its probabilities on the validation rows" if "ece" in shown else "")
-              + ".", "", table, ""]
-    if len(rest):
-        lines += ["## Left out, failed or interrupted", "",
-                  rest[["pipeline", "tier", "status", "note"]].to_markdown(index=False), ""]
-    md_path.write_text("\n".join(lines))
-    results = scored.rename(columns={metric: f"{metric}_mean"})
-    results["pipeline"] = [label + (" [pick]" if pick else "")
-                           for label, pick in zip(scored["pipeline"], scored["pick"], strict=True)]
-    results.attrs.update(meta)
-    score_chart(results.head(top), png_path, title=title, metric=metric)
-    html_path = write_html_report(
-        results, out / "report.html", dataset=dataset, metric=metric, title=title, figures=figures,
-        pipelines={shown_as: pipelines[label] for label, shown_as
-                   in zip(scored["pipeline"], results["pipeline"], strict=True)
-                   if pipelines and label in pipelines})
-    return [csv_path, md_path, png_path, html_path]
 
 
 def _metric_columns(results: pd.DataFrame) -> list[str]:

@@ -279,9 +279,9 @@ def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(t
 
 
 def test_leaderboard_files_and_the_model_folder(tuned, trec_slice, tmp_path):
-    from embedkit.report import write_leaderboard
     from embedkit.storage.persist import load, save
     from embedkit.tuning import pipelines
+    from embedkit.tuning._leaderboard import write_leaderboard
 
     tuner, _ = tuned
     train, _ = trec_slice
@@ -319,10 +319,9 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     import copy
 
     from embedkit.heads.calibration import TemperatureScaled
-    from embedkit.report import write_leaderboard
     from embedkit.storage.persist import load, save
     from embedkit.tuning._finish import Finish
-    from embedkit.tuning._leaderboard import calibration_figures
+    from embedkit.tuning._leaderboard import calibration_figures, write_leaderboard
 
     tuner, lines = tuned
     _, test = trec_slice
@@ -723,7 +722,7 @@ def test_a_predict_limit_picks_and_ensembles_only_models_that_predict_within_it(
         if c.kind == "ensemble":
             assert sum(m.row_seconds for m in c.weights) <= limit and c.row_seconds <= limit
     assert accuracy_score(test["label"], tuner.predict(test["text"])) > 0.6
-    from embedkit.report import write_leaderboard
+    from embedkit.tuning._leaderboard import write_leaderboard
 
     text = write_leaderboard(tuner.leaderboard_, tmp_path)[1].read_text()
     assert text.count("over the predict limit") >= len(minilm)  # said beside each of them

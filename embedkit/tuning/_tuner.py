@@ -64,7 +64,7 @@ from ._inputs import (
     standing_pairs,
 )
 from ._lanes import accelerated
-from ._leaderboard import calibration_figures, leaderboard, pipelines
+from ._leaderboard import calibration_figures, leaderboard, pipelines, write_leaderboard
 from ._schedule import TIERS, Schedule
 from ._settings import (
     DEFAULT_PAIRS,
@@ -409,7 +409,6 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         return self
 
     def _write(self, docs, y, clock: Clock, say) -> None:
-        from ..report import write_leaderboard
         from ..storage.persist import save
 
         title = f"embedkit tune ({len(docs):,} documents, budget {format_seconds(clock.budget)})"

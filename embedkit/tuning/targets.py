@@ -133,9 +133,8 @@ def summary(fitted: dict) -> pd.DataFrame:
 def write_targets(folder, fitted: dict, model: TargetSet, budget: float) -> None:
     """Fill ``folder`` with the output of several targets: the summary as ``leaderboard.md`` /
     ``.csv``, each target's leaderboard files under ``targets/<name>/``, ``model/``."""
-    from ..report import write_leaderboard
     from ..storage.persist import save
-    from ._leaderboard import pipelines
+    from ._leaderboard import pipelines, write_leaderboard
 
     table = summary(fitted)
     table.to_csv(folder / "leaderboard.csv", index=False)
