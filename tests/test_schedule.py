@@ -1404,6 +1404,47 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
                      r"over the limit of .*; a limit of about .* would include it$", later.note), later.note
 
 
+def test_a_probe_stops_once_it_shows_the_fit_cannot_fit_and_its_model_is_left_out_saying_more_than(
+        trec, monkeypatch):
+    """A probe is a measurement, not a fit to wait for (issue 59: on 45 classes NBSVM's probe
+    took minutes inside `ask`): it is stopped once its seconds, scaled from its slice to the
+    fit's rows, pass the time left; its pair's state keeps that lower bound, and the model is
+    left out saying it needs more than that. Here a simulated fault: a fit that only sleeps."""
+    from embedkit.tuning import _engine
+
+    real = _engine.fit_and_score
+
+    def fit_and_score(build, rows, *data):
+        if getattr(build, "args", ())[1:2] == ("mlp",):
+            for _ in range(6000):  # a minute, in the short calls a fit makes
+                time.sleep(0.01)
+            raise AssertionError("the probe was not stopped")
+        return real(build, rows, *data)
+
+    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
+    search, schedule = _begin(trec, 30, [("tfidf", "logreg"), ("tfidf", "mlp")])
+    slow, quick = _default(schedule, ("tfidf", "mlp")), _default(schedule, ("tfidf", "logreg"))
+    n = search.n_rows(slow)
+    m = int(min(max(0.1 * n, 100), 400))
+    cap = search.left() * (m / n) ** 1.1  # its slice's share of the fit's work, of the time left
+    began = time.monotonic()
+    estimate = search.probe(slow)
+    assert cap <= time.monotonic() - began < cap + 1.5
+    state = search.costs[slow.pair]
+    assert re.fullmatch(rf"its probe on {m} rows was stopped after \d s", state.bound), state.bound
+    assert search.left() < estimate == pytest.approx(
+        MARGIN * state.rate * work_of(slow.build(), n), rel=0.05)
+    slow.estimate = estimate
+    assert not search.fits(slow)
+    search.leave_out(slow)
+    assert re.fullmatch(rf"needs more than \d+ s \(its probe on {m} rows was stopped after \d s\), "
+                        r"30 s were left; a budget of more than \d+ s would include it",
+                        slow.note), slow.note
+    # a probe that ends in time measures the pair as before: no bound
+    quick_estimate = search.probe(quick)
+    assert search.costs[quick.pair].bound == "" and 0 < quick_estimate < search.left()
+
+
 # -- frozen encoders other than the prologue's -------------------------------------------------
 def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(questions):
     """A frozen pair whose encoder is not the prologue's is estimated with its pass over its rows
