@@ -113,7 +113,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     folder = folder if predict_limit is None else folder.with_name(f"{folder.name}-limit{predict_limit:g}")
     folder = folder if memory is None else folder.with_name(f"{folder.name}-memory{memory}")
     start = time.perf_counter()
-    with PeakRSS() as memory:
+    with PeakRSS() as peak:
         tuner = embedkit.Tuner(budget=budget, output=folder, overwrite=True, random_state=seed,
                                predict_limit=predict_limit, memory=memory).fit(X_train, y_train)
     wall = time.perf_counter() - start
@@ -125,7 +125,7 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     seconds = parse_budget(budget)
     row = {"dataset": label, "seed": seed, "protocol": protocol, "n_train": len(train), "n_test": len(test),
            "budget_s": seconds, "wall_s": wall, "used_share": wall / seconds,
-           "peak_mb": memory.peak / 2**20,
+           "peak_mb": peak.peak / 2**20,
            "pick": tuner.pick_, "pick_kind": pick["kind"], "pick_tier": pick["tier"],
            "pick_valid": float(pick["accuracy"]), "refit": bool(tuner.refit_),
            "seeds": int(tuner.seeds_), "fitted_rows": len(tuner.search_.train),
