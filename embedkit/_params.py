@@ -60,7 +60,7 @@ from sklearn.utils._param_validation import (
 from ._suggest import did_you_mean
 
 __all__ = ["SEED", "CacheSpec", "Device", "HasMethods", "Interval", "InvalidParameterError", "Layers",
-           "NgramRange", "Options", "RealNotInt", "Rule", "Sizes", "StrOptions", "as_sizes",
+           "NgramRange", "Options", "PositiveFloats", "RealNotInt", "Rule", "Sizes", "StrOptions", "as_sizes",
            "edge_values", "invalid_values", "positive_int", "validate_params",
            "validate_steps"]
 
@@ -110,6 +110,22 @@ class Sizes(_Constraint):
 def as_sizes(value) -> tuple[int, ...]:
     """A `Sizes` value as a tuple of ints: ``32 -> (32,)``, ``[64, 32] -> (64, 32)``."""
     return (int(value),) if _is_int(value) else tuple(int(v) for v in value)
+
+
+class PositiveFloats(_Constraint):
+    """A non-empty sequence of positive, finite floats (regularisation strengths to try)."""
+
+    edge_examples = ((1e-4,), (1e-6, 1.0))
+    invalid_examples = ((), (0.0,), (1e-4, -1.0), "1e-4", (float("nan"),))
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (str, bytes)) or not hasattr(val, "__len__") or len(val) == 0:
+            return False
+        return all(isinstance(v, Real) and not isinstance(v, bool) and np.isfinite(v) and v > 0
+                   for v in val)
+
+    def __str__(self):
+        return "a non-empty sequence of positive floats, e.g. (1e-6, 1e-5, 1e-4)"
 
 
 class NgramRange(_Constraint):

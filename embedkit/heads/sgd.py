@@ -40,14 +40,14 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils._param_validation import Interval, StrOptions, _Constraint
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._params import SEED, validate_params
+from .._params import SEED, PositiveFloats, validate_params
 from ..base import CheckedKeywords, store_params
 from .calibration import fit_temperature, tempered
 
-__all__ = ["ALPHAS", "ALPHA_SCALING", "MAX_HELD_OUT", "Alphas", "LinearSGDClassifier",
+__all__ = ["ALPHAS", "ALPHA_SCALING", "MAX_HELD_OUT", "LinearSGDClassifier",
            "LinearSGDRegressor"]
 
 #: the held-out slice that chooses alpha and the temperature holds at most this many rows: on
@@ -62,27 +62,11 @@ ALPHAS = (1e-7, 3e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 ALPHA_SCALING = 0.5
 
 
-class Alphas(_Constraint):
-    """A non-empty sequence of positive, finite regularisation strengths."""
-
-    edge_examples = ((1e-4,), (1e-6, 1.0))
-    invalid_examples = ((), (0.0,), (1e-4, -1.0), "1e-4", (float("nan"),))
-
-    def is_satisfied_by(self, val):
-        if isinstance(val, (str, bytes)) or not hasattr(val, "__len__") or len(val) == 0:
-            return False
-        return all(isinstance(v, Real) and not isinstance(v, bool) and np.isfinite(v) and v > 0
-                   for v in val)
-
-    def __str__(self):
-        return "a non-empty sequence of positive floats, e.g. (1e-6, 1e-5, 1e-4)"
-
-
 #: the parameters both heads take (the classifier adds its losses and ``n_jobs``)
 _COMMON = {
     "penalty": [StrOptions({"l2", "l1", "elasticnet"})],
     "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-    "alphas": [Alphas()],
+    "alphas": [PositiveFloats()],
     "l1_ratio": [Interval(Real, 0, 1, closed="both")],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="left"), None],
