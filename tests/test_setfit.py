@@ -62,12 +62,27 @@ def test_beats_frozen_minilm_and_a_dummy_on_held_out_sms(sms, fitted):
     assert fitted.score(X_wide, y_wide) > plain.score(frozen.transform(X_wide), y_wide)  # 328, 321
     assert fitted.n_pairs_ == count_pairs([8, 8]) == 128 and fitted.dim_ == 384
     assert [e["step"] for e in fitted.history_][-1] == 8  # 128 pairs in batches of 16
+    assert fitted.n_steps_ == 8 and not fitted.out_of_time_
     proba = fitted.predict_proba(X_test)
     assert proba.shape == (60, 2) and np.isfinite(proba).all()
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
     vectors = fitted.transform(X_test[:3])
     assert vectors.dtype == np.float32 and vectors.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)  # MiniLM normalises
+
+
+def test_max_seconds_ends_the_tuning_in_time_and_keeps_the_steps_it_reached(sms):
+    """A fit that must end by a deadline (tune's refit): the tuning stops at the first step's end
+    past ``max_seconds`` and the classifier is fitted on the encoder as tuned so far."""
+    import time
+
+    X, y, X_test, y_test = sms
+    began = time.monotonic()
+    cut = SetFitClassifier(**PARAMS, num_iterations=20, max_seconds=1.0).fit(X, y)
+    assert time.monotonic() - began < 30  # its 40 steps take minutes on two cores
+    assert cut.out_of_time_ and 1 <= cut.n_steps_ < 40 and cut.n_pairs_ == 640
+    assert cut.score(X_test, y_test) >= 0.6  # a usable model, not a crash: 0.5 is chance
+    assert cut.get_params()["max_seconds"] == 1.0
 
 
 def test_deterministic_for_a_seed_and_leaves_global_random_state(sms, fitted):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import time
 from numbers import Real
 from pathlib import Path
 from typing import ClassVar
@@ -75,6 +76,12 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
         bounds the cost on large training sets, where the pairs grow with the square of the
         documents. Where it cuts an epoch short, only the pairs it trains on are drawn
         (``max_steps * batch_size``, distinct ones first).
+    max_seconds : float > 0 or None, default=None
+        Stop the contrastive tuning once it has run this many seconds (at the end of a step;
+        ``n_steps_`` says how many ran) and fit the logistic regression on the encoder as tuned
+        so far: a fit that must end by a deadline (`embedkit.tune`'s refit) keeps the steps it
+        reached. Where it stops, the model depends on the machine's speed, not only the seed.
+        None: every step.
     batch_size : int, default=16
         Pairs per step.
     lr : float in (0, 1], default=2e-5
@@ -111,6 +118,10 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
         Width of the sentence vectors.
     n_pairs_ : int
         Pairs drawn per epoch (`count_pairs` of the class sizes).
+    n_steps_ : int
+        Optimizer steps the tuning ran.
+    out_of_time_ : bool
+        Whether ``max_seconds`` ended the tuning before its last step.
     history_ : list of dict
         The trainer's log: ``loss`` with its ``step``, and the run's totals.
     device_ : str
@@ -142,11 +153,13 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
     """
 
     _accepts = ("text",)
+    max_seconds = None  # what a folder saved before the parameter existed reads
     _parameter_constraints: ClassVar[dict] = {
         "model": [str, os.PathLike],
         "num_iterations": [None, positive_int()],
         "epochs": [positive_int()],
         "max_steps": [None, positive_int()],
+        "max_seconds": [None, Interval(Real, 0, None, closed="neither")],
         "batch_size": [positive_int(2)],  # a batch of one pair has no spread to learn from
         "lr": [LEARNING_RATE],
         "max_length": [positive_int(4)],  # room for the special tokens; the model's limit at load
@@ -158,7 +171,8 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
     }
 
     def __init__(self, model: str = "all-minilm-l6-v2", num_iterations: int | None = None,
-                 epochs: int = 1, max_steps: int | None = None, batch_size: int = 16,
+                 epochs: int = 1, max_steps: int | None = None, max_seconds: float | None = None,
+                 batch_size: int = 16,
                  lr: float = 2e-5, max_length: int = 128, C: float = 1.0,
                  random_state: int | None = 0, device: str = "auto", verbose: int = 0,
                  precision: str = "auto"):
@@ -250,7 +264,8 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
             n_params = sum(p.numel() for p in encoder.parameters())
             step = 6.0 * n_params * self.batch_size * 2 * self.max_length  # two texts a pair
             self.precision_ = resolve_precision(self.precision, self.device_, step)
-            self.n_pairs_, self.history_ = self._tune(encoder, docs, codes, seed)
+            self.n_pairs_, steps, self.n_steps_, self.history_ = self._tune(encoder, docs, codes, seed)
+        self.out_of_time_ = self.n_steps_ < steps
         self.encoder_ = encoder.eval()
         dimension = getattr(encoder, "get_embedding_dimension", None)  # sentence-transformers 6
         self.dim_ = int((dimension or encoder.get_sentence_embedding_dimension)())
@@ -262,7 +277,8 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
         return self
 
     def _tune(self, encoder, docs: list[str], codes: np.ndarray, seed: int):
-        """Contrastive tuning with sentence-transformers' trainer; ``(pairs, log)``."""
+        """Contrastive tuning with sentence-transformers' trainer; ``(pairs, steps planned, steps
+        run, log)``."""
         import tempfile
 
         from datasets import Dataset
@@ -289,6 +305,8 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
             trainer = _cardless_trainer()(model=encoder, args=args, train_dataset=pairs,
                                          loss=losses.CosineSimilarityLoss(encoder))
             _quiet(trainer, keep_progress=bool(self.verbose))
+            if self.max_seconds is not None:
+                trainer.add_callback(_stop_after(float(self.max_seconds)))
             with collecting_new_objects(collect=False):  # its end collects: only what it made
                 trainer.train()
             history = [{k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
@@ -298,7 +316,7 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
             raise ValueError(f"{type(self).__name__} training diverged (lr={self.lr!r}): the loss "
                              f"or the weights became non-finite. Lower lr (e.g. "
                              f"lr={float(self.lr) / 10:g}).")
-        return len(pairs), history
+        return len(pairs), steps, int(trainer.state.global_step), history
 
     # -- sizing for a time budget (`embedkit.heads.finetune.sizing.SizedForBudget`) ------------
     def _steps(self, n_rows: int) -> int:
@@ -396,6 +414,22 @@ def _quiet(trainer, keep_progress: bool) -> None:
 
 
 @functools.cache
+def _stop_after(seconds: float):
+    """A trainer callback that ends the training at the first step's end past ``seconds`` from
+    the training's start."""
+    from transformers import TrainerCallback
+
+    class StopAfter(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.began = time.monotonic()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.monotonic() - self.began >= seconds:
+                control.should_training_stop = True
+
+    return StopAfter()
+
+
 def _cardless_trainer() -> type:
     """sentence-transformers' trainer without its model-card callback, which scans the pairs and
     prints a "Computing widget examples" bar at construction for a README that is never written

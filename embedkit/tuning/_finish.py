@@ -17,7 +17,7 @@ from ..registry import pair_pipeline
 from ..storage.outputs import WRITE_RATE, WRITE_SECONDS
 from . import _settings
 from ._costs import work_of
-from ._settings import PICK_Z, REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS
+from ._settings import MARGIN, PICK_Z, REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS
 
 __all__ = ["Finish", "Finished"]
 
@@ -109,8 +109,9 @@ class Finish:
         try:
             for i in chosen:
                 try:  # stopped where it would take the output's time: kept as fitted
-                    with search.guard(clock.left() - self.write_seconds(pick) - DECIDING):
-                        fitted[i] = [self.refit(search, members[i][0], clock, say)]
+                    limit = clock.left() - self.write_seconds(pick) - DECIDING
+                    with search.guard(limit):
+                        fitted[i] = [self.refit(search, members[i][0], clock, say, limit)]
                 except DeadlineReached:
                     why[i] = "its refit ran past the budget's deadline and was stopped"
                     continue
@@ -269,16 +270,31 @@ class Finish:
         return self.added(search, member) >= REFIT_SHARE
 
     @staticmethod
-    def refit(search, member, clock: Clock, say) -> tuple[str, object, float]:
+    def refit(search, member, clock: Clock, say, seconds: float = math.inf) -> tuple[str, object, float]:
         """``member`` (a candidate, maybe another seed of one) fitted on every document: its
-        label, the model and seconds; its pair's cost record learns the time."""
+        label, the model and seconds; its pair's cost record learns the time. A head that takes
+        ``max_seconds`` (SetFit) is told to end its training in time for the rest of its fit
+        (loading, the vectors of every document, at its pair's measured rates) to end within
+        ``seconds``: a slower hour then costs training steps, not the refit."""
         began = time.monotonic()
-        model = member.build().fit(search.docs, search.y)
-        seconds = time.monotonic() - began
-        search.costs[member.pair].observe(work_of(model, len(search.docs)), seconds)
+        model = member.build()
+        head = model.steps[-1][1] if hasattr(model, "steps") else model
+        timed = math.isfinite(seconds) and "max_seconds" in head.get_params(deep=False)
+        if timed:
+            state = search.costs[member.pair]
+            after = (0.1 * seconds if math.isnan(state.predict_rate) else
+                     MARGIN * (state.overhead + state.predict_rate * len(search.docs)))
+            head.set_params(max_seconds=max(seconds - after, 1.0))
+        model.fit(search.docs, search.y)
+        took, cut = time.monotonic() - began, getattr(head, "out_of_time_", False)
+        if timed:  # the limit was this refit's, not the model's: a refit of the saved one has none
+            head.set_params(max_seconds=None)
+        if not cut:  # a training ended by its time limit did less work than its recipe's
+            search.costs[member.pair].observe(work_of(model, len(search.docs)), took)
+        said = f"; its training stopped in time, after {head.n_steps_} steps" if cut else ""
         say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} documents "
-            f"({seconds:.0f} s)")
-        return member.label, model, seconds
+            f"({took:.0f} s{said})")
+        return member.label, model, took
 
     def _more_seeds(self, search, members, fitted, clock: Clock, say) -> None:
         """Add seeds to the refit fine-tuned members, round by round, while the next one's
