@@ -1467,6 +1467,33 @@ def test_a_probe_stops_once_not_even_the_fewest_rows_fit_and_its_model_is_left_o
     assert 0 < search.probe(quick) < search.left() and search.costs[quick.pair].bound == ""
 
 
+def test_a_look_that_shows_the_slice_would_cost_more_than_it_may_is_the_measurement(
+        trec, monkeypatch):
+    """The look on 100 rows ends within its stop, but the 400-row slice would cost more than the
+    look may (here a simulated fit of a second a 100 rows): the slice is not run, the look's
+    seconds measure the pair (no bound), and its model is sized on them."""
+    from embedkit.tuning import _engine
+
+    real, sizes = _engine.fit_and_score, []
+
+    def fit_and_score(build, rows, *data):
+        if getattr(build, "args", ())[1:2] == ("mlp",):
+            sizes.append(len(rows))
+            began = time.monotonic()
+            while time.monotonic() - began < len(rows) / 100:
+                time.sleep(0.01)
+        return real(build, rows, *data)
+
+    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
+    search, schedule = _begin(trec, 30, [("tfidf", "logreg"), ("tfidf", "mlp")])
+    slow = _default(schedule, ("tfidf", "mlp"))
+    estimate = search.probe(slow)
+    state = search.costs[slow.pair]
+    assert sizes == [100] and state.bound == "" and state.fits == 1
+    assert state.fit_seconds(work_of(slow.build(), 100)) == pytest.approx(1.0, abs=0.3)
+    assert estimate == pytest.approx(state.seconds(work_of(slow.build(), 4362), len(search.valid)))
+
+
 # -- frozen encoders other than the prologue's -------------------------------------------------
 def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(questions):
     """A frozen pair whose encoder is not the prologue's is estimated with its pass over its rows

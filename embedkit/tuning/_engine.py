@@ -215,7 +215,8 @@ class Search:
         even the fewest rows ``c`` could start on (`MIN_ROWS`, where its rows are not set yet)
         fit the time left (NBSVM's width grows with the classes): its state then holds that lower
         bound (`PairState.bound`), which leaves it out whatever its rows, and the notes say "more
-        than"; the look costs a tenth of the slice where the pair is that slow."""
+        than". Where the look shows the slice would cost more than the look may, the look is the
+        measurement: a pair that slow is not measured at a third of the time left."""
         n = self.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
         if 3 * m >= n:
@@ -247,6 +248,8 @@ class Search:
             except Exception:  # e.g. a class missing from the look's rows: the slice may do
                 continue
             measured = (work_of(model, size), fit_s, predict_s)  # the slice's, where it ends
+            if size < m and fit_s * work_of(pipe, m) / work > cap:
+                break  # the slice would cost more than the look may: the look measures the pair
         if measured is None:  # the full fit will say what is wrong
             return c.prior
         work, fit_s, predict_s = measured
