@@ -210,50 +210,38 @@ class Search:
 
     def probe(self, c: Candidate) -> float:
         """Fit ``c`` on a slice of its training rows; its state learns the cost per unit of
-        work, and the estimate scales it up to all of them. A quick look on `PROBE_ROWS`'s
-        fewest rows comes first, and each fit stops once its seconds, scaled up so, show that not
-        even the fewest rows ``c`` could start on (`MIN_ROWS`, where its rows are not set yet)
-        fit the time left (NBSVM's width grows with the classes): its state then holds that lower
-        bound (`PairState.bound`), which leaves it out whatever its rows, and the notes say "more
-        than". Where the look shows the slice would cost more than the look may, the look is the
-        measurement: a pair that slow is not measured at a third of the time left."""
+        work, and the estimate scales it up to all of them. The probe stops once its seconds,
+        scaled up so, show that not even the fewest rows ``c`` could start on (`MIN_ROWS`, where
+        its rows are not set yet) fit the time left (NBSVM's width grows with the classes): its
+        state then holds that lower bound (`PairState.bound`), which leaves it out whatever its
+        rows, and the notes say "more than"."""
         n = self.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
         if 3 * m >= n:
             return c.prior
-        state, pipe = self.costs[c.pair], c.build()
-        fewest = n if c.rows is not None else min(n, MIN_ROWS)
-        measured = None
-        for size in dict.fromkeys((PROBE_ROWS[0], m)):
-            rows = self.sample_rows(size) if c.rows is None else np.sort(
-                np.random.default_rng(self.seed).choice(c.rows, size, replace=False))
-            work, began = work_of(pipe, size), time.monotonic()
-            cap = self.left() * work / (self.fits_each * work_of(pipe, fewest))
-            try:
-                with self.guard(cap) as mem:
-                    model, _, fit_s, predict_s = fit_and_score(
-                        c.builder(), rows, self.X_train, self.y_train,
-                        take(self.X_valid, slice(0, PROBE_ROWS[0])), self.classes)
-            except DeadlineReached:
-                seconds = time.monotonic() - began
-                state.observe(work, seconds)
-                state.bound = f"its probe on {size:,} rows was stopped after {format_seconds(seconds)}"
-                self.say(f"{self.clock.stamp()} {c.tier} probe: {c.pair[0]} + {c.pair[1]} stopped "
-                         f"after {format_seconds(seconds)} on {size:,} rows, too slow for even "
-                         f"{fewest:,} rows in the time left")
-                return self.estimate(c)
-            except MemoryLimitReached:  # what it grew by leaves its model out (`memory_fits`)
-                state.observe_memory(size, max(mem.peak - mem.start, 0.0))
-                return c.prior
-            except Exception:  # e.g. a class missing from the look's rows: the slice may do
-                continue
-            measured = (work_of(model, size), fit_s, predict_s)  # the slice's, where it ends
-            if size < m and fit_s * work_of(pipe, m) / work > cap:
-                break  # the slice would cost more than the look may: the look measures the pair
-        if measured is None:  # the full fit will say what is wrong
+        rows = self.sample_rows(m) if c.rows is None else np.sort(
+            np.random.default_rng(self.seed).choice(c.rows, m, replace=False))
+        state, pipe, began = self.costs[c.pair], c.build(), time.monotonic()
+        work, fewest = work_of(pipe, m), n if c.rows is not None else min(n, MIN_ROWS)
+        try:
+            with self.guard(self.left() * work / (self.fits_each * work_of(pipe, fewest))) as mem:
+                model, _, fit_s, predict_s = fit_and_score(
+                    c.builder(), rows, self.X_train, self.y_train,
+                    take(self.X_valid, slice(0, PROBE_ROWS[0])), self.classes)
+        except DeadlineReached:
+            seconds = time.monotonic() - began
+            state.observe(work, seconds)
+            state.bound = f"its probe on {m:,} rows was stopped after {format_seconds(seconds)}"
+            self.say(f"{self.clock.stamp()} {c.tier} probe: {c.pair[0]} + {c.pair[1]} stopped after "
+                     f"{format_seconds(seconds)} on {m:,} rows, too slow for even {fewest:,} rows "
+                     "in the time left")
+            return self.estimate(c)
+        except MemoryLimitReached:  # what it grew by leaves its model out (`memory_fits`)
+            state.observe_memory(m, max(mem.peak - mem.start, 0.0))
             return c.prior
-        work, fit_s, predict_s = measured
-        state.observe(work, fit_s)
+        except Exception:  # the full fit will say what is wrong
+            return c.prior
+        state.observe(work_of(model, m), fit_s)
         state.observe_predict(min(PROBE_ROWS[0], len(self.valid)), predict_s)
         return self.estimate(c)
 
