@@ -1426,47 +1426,6 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
                      r"over the limit of .*; a limit of about .* would include it$", later.note), later.note
 
 
-def test_a_probe_stops_once_not_even_the_fewest_rows_fit_and_its_model_is_left_out_saying_more_than(
-        trec, monkeypatch):
-    """A probe is a measurement, not a fit to wait for (issue 59: on 45 classes NBSVM's probe
-    took minutes inside `ask`): it is stopped once its seconds, scaled from its slice to the
-    fewest rows its model could start on (`MIN_ROWS`), pass the time left; its pair's state keeps
-    that lower bound, so the model is left out whatever its rows (not started on a subsample
-    the bound would seem to pay for: on wordnet-glosses that fit ran 232 s to the deadline),
-    saying it needs more than that. Here a simulated fault: a fit that only sleeps."""
-    from embedkit.tuning import _engine
-
-    real = _engine.fit_and_score
-
-    def fit_and_score(build, rows, *data):
-        if getattr(build, "args", ())[1:2] == ("mlp",):
-            for _ in range(6000):  # a minute, in the short calls a fit makes
-                time.sleep(0.01)
-            raise AssertionError("the probe was not stopped")
-        return real(build, rows, *data)
-
-    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
-    lines = []
-    search, schedule = _begin(trec, 10, [("tfidf", "logreg"), ("tfidf", "mlp")], lines)
-    slow, quick = _default(schedule, ("tfidf", "mlp")), _default(schedule, ("tfidf", "logreg"))
-    assert slow.rows is None and search.n_rows(slow) == 4362
-    cap = search.left() * (400 / MIN_ROWS) ** 1.1  # its slice's share of 1,000 rows' work
-    began = time.monotonic()
-    schedule.plans.estimate(slow)  # as `ask` plans it: probed, then started small if it can
-    assert cap <= time.monotonic() - began < cap + 1.5
-    state = search.costs[slow.pair]
-    assert re.fullmatch(r"its probe on 400 rows was stopped after \d s", state.bound), state.bound
-    assert len(slow.rows) == MIN_ROWS and not search.fits(slow)  # its fewest rows do not fit
-    search.leave_out(slow)
-    assert re.fullmatch(r"needs more than \d+ s \(its probe on 400 rows was stopped after \d s\), "
-                        r"\d+ s were left; a budget of more than \d+ s would include it",
-                        slow.note), slow.note
-    assert any(re.search(r"probe: tfidf \+ mlp stopped after \d s on 400 rows, too slow for even "
-                         r"1,000 rows", line) for line in lines), lines
-    # a probe that ends in time measures the pair as before: no bound
-    assert 0 < search.probe(quick) < search.left() and search.costs[quick.pair].bound == ""
-
-
 # -- frozen encoders other than the prologue's -------------------------------------------------
 def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(questions):
     """A frozen pair whose encoder is not the prologue's is estimated with its pass over its rows

@@ -88,8 +88,6 @@ class PairState:
     # sizes itself, whose memory is its batches', whatever the rows)
     memory: float = math.nan
     memory_rows: int = 0
-    # why ``rate`` is a lower bound (a probe stopped before it ended: `Search.probe`), else ""
-    bound: str = ""
 
     @property
     def measured(self) -> bool:
@@ -99,7 +97,7 @@ class PairState:
         """A fit of ``work`` units took ``seconds``: measured here, it carries the margin."""
         rate = max(seconds - self.overhead, 0.0) / max(work, 1e-9)
         self.rate = rate if math.isnan(self.rate) else max(self.rate, rate)
-        self.fits, self.margin, self.bound = self.fits + 1, MARGIN, ""
+        self.fits, self.margin = self.fits + 1, MARGIN
 
     def observe_predict(self, rows: int, seconds: float) -> None:
         rate = seconds / max(rows, 1)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +42,7 @@ from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._pick import choose, versus
-from ._settings import CV_ROWS, ENCODER, FOLDS, MEMORY_FLOOR, MIN_ROWS, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
+from ._settings import CV_ROWS, ENCODER, FOLDS, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
 from ._value import TRAINING_TIERS
 
 __all__ = ["Search"]
@@ -210,37 +209,20 @@ class Search:
 
     def probe(self, c: Candidate) -> float:
         """Fit ``c`` on a slice of its training rows; its state learns the cost per unit of
-        work, and the estimate scales it up to all of them. The probe stops once its seconds,
-        scaled up so, show that not even the fewest rows ``c`` could start on (`MIN_ROWS`, where
-        its rows are not set yet) fit the time left (NBSVM's width grows with the classes): its
-        state then holds that lower bound (`PairState.bound`), which leaves it out whatever its
-        rows, and the notes say "more than"."""
+        work, and the estimate scales it up to all of them."""
         n = self.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
         if 3 * m >= n:
             return c.prior
         rows = self.sample_rows(m) if c.rows is None else np.sort(
             np.random.default_rng(self.seed).choice(c.rows, m, replace=False))
-        state, pipe, began = self.costs[c.pair], c.build(), time.monotonic()
-        work, fewest = work_of(pipe, m), n if c.rows is not None else min(n, MIN_ROWS)
         try:
-            with self.guard(self.left() * work / (self.fits_each * work_of(pipe, fewest))) as mem:
-                model, _, fit_s, predict_s = fit_and_score(
-                    c.builder(), rows, self.X_train, self.y_train,
-                    take(self.X_valid, slice(0, PROBE_ROWS[0])), self.classes)
-        except DeadlineReached:
-            seconds = time.monotonic() - began
-            state.observe(work, seconds)
-            state.bound = f"its probe on {m:,} rows was stopped after {format_seconds(seconds)}"
-            self.say(f"{self.clock.stamp()} {c.tier} probe: {c.pair[0]} + {c.pair[1]} stopped after "
-                     f"{format_seconds(seconds)} on {m:,} rows, too slow for even {fewest:,} rows "
-                     "in the time left")
-            return self.estimate(c)
-        except MemoryLimitReached:  # what it grew by leaves its model out (`memory_fits`)
-            state.observe_memory(m, max(mem.peak - mem.start, 0.0))
-            return c.prior
+            model, _, fit_s, predict_s = fit_and_score(c.build, rows, self.X_train, self.y_train,
+                                                       take(self.X_valid, slice(0, PROBE_ROWS[0])),
+                                                       self.classes)
         except Exception:  # the full fit will say what is wrong
             return c.prior
+        state = self.costs[c.pair]
         state.observe(work_of(model, m), fit_s)
         state.observe_predict(min(PROBE_ROWS[0], len(self.valid)), predict_s)
         return self.estimate(c)
@@ -402,11 +384,8 @@ class Search:
                    f"{format_bytes(held)} this process holds, over the limit of "
                    f"{format_bytes(self.memory)}; a limit of about {format_bytes(held + grows)} "
                    "would include it")
-        bound = self.costs[c.pair].bound
-        c.note = why or (f"needs {'more than' if bound else 'about'} {format_seconds(c.estimate)}"
-                         f"{f' ({bound})' if bound else ''}, {format_seconds(max(self.left(), 0))} "
-                         f"were left; a budget of {'more than' if bound else 'about'} "
-                         f"{format_seconds(need)} would include it")
+        c.note = why or (f"needs about {format_seconds(c.estimate)}, {format_seconds(max(self.left(), 0))} "
+                         f"were left; a budget of about {format_seconds(need)} would include it")
         self.say(f"{self.clock.stamp()} left out {c.label}: {c.note}")
 
     def reached(self, tier: str) -> None:
