@@ -195,11 +195,13 @@ UNRECORDED = {SETFIT: {"num_iterations": 20}, OURS: {"num_iterations": 20}}
 def current(records: list[dict]) -> list[dict]:
     """The records of runs with today's `settings`, the latest of each (dataset, size, seed,
     method): a run with other settings (an earlier default) is neither reported nor counted as
-    done, so the next run redoes it."""
+    done, so the next run redoes it. A parameter added since a record was written ran as its
+    default does (a new parameter's default keeps what ran before), so it does not count."""
     now = {m: settings(m) for m in {r["method"] for r in records}}
     latest = {}
     for r in records:
-        ran = r.get("settings", {**now[r["method"]], **UNRECORDED.get(r["method"], {})})
+        ran = {**now[r["method"]], **r["settings"]} if "settings" in r else {
+            **now[r["method"]], **UNRECORDED.get(r["method"], {})}
         if ran == now[r["method"]]:
             latest[(r["dataset"], r["n_per_class"], r["seed"], r["method"])] = r
     return list(latest.values())
