@@ -300,6 +300,13 @@ def test_embedkits_setfit_is_paired_with_setfit_itself_draw_by_draw(tmp_path):
             line(frozen, 0, 0.65, 0.65), line(frozen, 0, 0.70, 0.70, n=64)]
     assert few_labels.settings(ours)["num_iterations"] is None  # SetFit's own pairs
     assert old not in few_labels.current(runs) and len(few_labels.current(runs)) == len(runs) - 1
+    # a parameter added since (max_seconds) ran as its default: still current; a default changed
+    # since (the length) is not
+    before = line(ours, 3, 0.9, 0.9)
+    before["settings"] = {k: v for k, v in before["settings"].items() if k != "max_seconds"}
+    changed = line(ours, 4, 0.9, 0.9)
+    changed["settings"] = {**changed["settings"], "max_length": 7}
+    assert few_labels.current([before, changed]) == [before]
     done = {(r["dataset"], r["n_per_class"], r["seed"], r["method"])
             for r in few_labels.current([old])}
     assert (8, ours, "sms-spam", (8, 0)) in few_labels.jobs(["sms-spam"], [8], 1, 0, done, [ours])
