@@ -413,7 +413,6 @@ def _quiet(trainer, keep_progress: bool) -> None:
             trainer.remove_callback(callback)
 
 
-@functools.cache
 def _stop_after(seconds: float):
     """A trainer callback that ends the training at the first step's end past ``seconds`` from
     the training's start."""
@@ -430,6 +429,7 @@ def _stop_after(seconds: float):
     return StopAfter()
 
 
+@functools.cache
 def _cardless_trainer() -> type:
     """sentence-transformers' trainer without its model-card callback, which scans the pairs and
     prints a "Computing widget examples" bar at construction for a README that is never written
