@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from ..registry import REPRESENTATIONS
 from ._settings import ENCODER, MARGIN
 
-__all__ = ["PairState", "States", "encoder_ratio", "predict_work", "sample_seconds", "timed_pass",
-           "work_of"]
+__all__ = ["PairState", "States", "encoder_ratio", "head_of", "predict_work", "sample_seconds",
+           "timed_pass", "work_of"]
 
 
 def encoder_ratio(representation: str) -> float:
@@ -32,13 +32,14 @@ def encoder_ratio(representation: str) -> float:
     return REPRESENTATIONS[representation].cost / REPRESENTATIONS[ENCODER].cost
 
 
-def _head(pipe):
+def head_of(pipe):
+    """The head of a pipeline (its last step), or ``pipe`` itself where it is one estimator."""
     return pipe.steps[-1][1] if hasattr(pipe, "steps") else pipe
 
 
 def work_of(pipe, rows: int) -> float:
     """Units of work of fitting ``pipe`` on ``rows`` documents."""
-    head = _head(pipe)
+    head = head_of(pipe)
     if hasattr(head, "fit_work"):
         return float(head.fit_work(rows))
     epochs = head.get_params().get("epochs") if hasattr(head, "get_params") else None
@@ -47,7 +48,7 @@ def work_of(pipe, rows: int) -> float:
 
 def predict_work(pipe, rows: int) -> float | None:
     """Units of work of predicting ``rows`` documents, for a head that counts it; else None."""
-    head = _head(pipe)
+    head = head_of(pipe)
     return float(head.predict_work(rows)) if hasattr(head, "predict_work") else None
 
 

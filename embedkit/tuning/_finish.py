@@ -16,7 +16,7 @@ from .._stopping import DeadlineReached, MemoryLimitReached
 from ..registry import pair_pipeline
 from ..storage.outputs import WRITE_RATE, WRITE_SECONDS
 from . import _settings
-from ._costs import _head, work_of
+from ._costs import head_of, work_of
 from ._settings import MARGIN, PICK_Z, REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS
 
 __all__ = ["Finish", "Finished"]
@@ -278,7 +278,7 @@ class Finish:
         ``seconds``: a slower hour then costs training steps, not the refit."""
         began = time.monotonic()
         model = member.build()
-        head = _head(model)
+        head = head_of(model)
         timed = math.isfinite(seconds) and "max_seconds" in head.get_params(deep=False)
         if timed:
             state = search.costs[member.pair]
