@@ -11,8 +11,8 @@ import signal
 import threading
 import time
 
-__all__ = ["DeadlineReached", "MemoryLimitReached", "deadline", "fit_or_stop", "interrupts_held",
-           "sigterm_stops", "stop_when"]
+__all__ = ["DeadlineReached", "MemoryLimitReached", "OutOfTime", "deadline", "fit_or_stop",
+           "interrupts_held", "sigterm_stops", "stop_when"]
 
 
 @contextlib.contextmanager
@@ -62,6 +62,12 @@ def interrupts_held():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
         if held:
             signal.raise_signal(held[0])
+
+
+class OutOfTime(KeyboardInterrupt):
+    """Raised inside a skorch training by a head's own time limit: skorch ends the training as
+    it does for early stopping, and `fit_or_stop` returns the head as trained so far (unlike a
+    Ctrl-C, which reaches the caller)."""
 
 
 class DeadlineReached(Exception):
@@ -173,9 +179,10 @@ def fit_or_stop(net, X, y=None) -> None:
 
     skorch's ``partial_fit`` catches ``KeyboardInterrupt`` and returns as if training had ended
     (its ``EarlyStopping`` stops training by raising one), so a search that fits the head would
-    score the cut-short model as complete and go on. An interrupt that is not early stopping is
-    noted as it leaves ``fit_loop`` (skorch still runs its ``on_train_end`` callbacks: the best
-    weights restored, the progress bar closed) and raised again once skorch returns.
+    score the cut-short model as complete and go on. An interrupt that is neither early stopping
+    nor the head's own time limit (`OutOfTime`) is noted as it leaves ``fit_loop`` (skorch still
+    runs its ``on_train_end`` callbacks: the best weights restored, the progress bar closed) and
+    raised again once skorch returns.
     """
     stopped, loop = [], net.fit_loop
 
@@ -183,7 +190,7 @@ def fit_or_stop(net, X, y=None) -> None:
         try:
             return loop(*args, **kwargs)
         except KeyboardInterrupt as err:
-            if not _stopped_early(err):
+            if not (isinstance(err, OutOfTime) or _stopped_early(err)):
                 stopped.append(True)
             raise
 

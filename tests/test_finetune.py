@@ -165,6 +165,24 @@ def test_save_pretrained_and_load(last_k_pair, tmp_path):
         TransformerClassifier.load(tmp_path)
 
 
+def test_steps_are_counted_and_max_seconds_ends_the_training_with_the_weights_it_reached(
+        fitted, tmp_path):
+    """Every optimizer step of the training is counted (2 epochs of 3 batches); a limit that
+    has passed by the first batch's end stops there, not as a Ctrl-C: the head is fitted on
+    that one step, predicts, and says it ran out of time, also once saved and loaded."""
+    head = fitted.named_steps["head"]
+    assert head.n_steps_ == 6 and not head.out_of_time_ and head.max_seconds is None
+    cut = TransformerClassifier(epochs=5, lr=1e-4, head_lr=3e-3, max_seconds=1e-3,
+                                **SMALL).fit(DOCS, LABELS)
+    assert cut.out_of_time_ and cut.n_steps_ == 1 and cut.n_epochs_ == 1
+    assert cut.predict_proba(TEST_DOCS).shape == (4, 2)
+    assert not np.allclose(cut.predict_proba(TEST_DOCS), head.predict_proba(TEST_DOCS))
+    back = TransformerClassifier.load(cut.save_pretrained(tmp_path / "cut"), device="cpu")
+    assert back.out_of_time_ and back.n_steps_ == 1 and back.max_seconds == 1e-3
+    with pytest.raises(ValueError, match="max_seconds"):
+        TransformerClassifier(max_seconds=0).fit(DOCS, LABELS)
+
+
 def test_plot_history(fitted, tmp_path):
     clf = fitted.named_steps["head"]
     fig = clf.plot_history(tmp_path / "history.png")

@@ -273,6 +273,10 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
             callbacks.append(("early_stopping", EarlyStopping(patience=self.patience, load_best=True)))
         batches = math.ceil(len(train) / self.batch_size)
         callbacks += self._callbacks(batches)
+        timed = "max_seconds" in self._parameter_constraints  # a head with a time limit
+        if timed:
+            clock = _time_limit(self.max_seconds)
+            callbacks.append(("time_limit", clock))
         if progress_bars(self.verbose):
             n_valid = 0 if valid is None else len(valid)
             callbacks.append(("progress", ProgressBar(
@@ -303,6 +307,8 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
             {k: v for k, v in epoch.items() if k != "batches"} for epoch in net.history
         ]
         self.n_epochs_ = len(self.history_)
+        if timed:
+            self.n_steps_, self.out_of_time_ = clock.steps, clock.out_of_time
         self._check_converged(net)
         if multilabel:
             self.threshold_ = (self._valid_threshold(net, valid, y_enc) if tune
@@ -443,6 +449,29 @@ class NeuralHead(CheckedKeywords, BaseEstimator):
         tags.input_tags.sparse = "pooled" in self._accepts
         tags.non_deterministic = False
         return tags
+
+
+def _time_limit(seconds: float | None):
+    """A skorch callback counting the optimizer steps of a training (``steps``) and, where
+    ``seconds`` is not None, ending it at the first batch's end past ``seconds`` from the
+    training's start (`OutOfTime`; ``out_of_time`` says it did)."""
+    import time
+
+    from skorch.callbacks import Callback
+
+    from .._stopping import OutOfTime
+
+    class TimeLimit(Callback):
+        def on_train_begin(self, net, **kwargs):
+            self.began, self.steps, self.out_of_time = time.monotonic(), 0, False
+
+        def on_batch_end(self, net, training, **kwargs):
+            self.steps += training and getattr(net, "stepped_", True)  # accumulation: its steps
+            if seconds is not None and time.monotonic() - self.began >= seconds:
+                self.out_of_time = True
+                raise OutOfTime
+
+    return TimeLimit()
 
 
 def finite_outputs(out: np.ndarray, name: str) -> np.ndarray:

@@ -62,7 +62,9 @@ class _FineTune(SizedForBudget, ReadsText, TransformerMixin, NeuralHead):
         "trust_remote_code": ["boolean"],
         "output": [StrOptions({"pooled", "sequence"})],
         "precision": [StrOptions({"auto", "fp32", "bf16"})],
+        "max_seconds": [None, Interval(Real, 0, None, closed="neither")],
     }
+    max_seconds = None  # what a model saved before the parameter existed reads
 
     def __init__(self, model: str = "all-minilm-l6-v2", fine_tune: str = "full", k: int = 2,
                  head: str = "linear", pooling: str = "mean", dropout: float = 0.1,
@@ -72,7 +74,7 @@ class _FineTune(SizedForBudget, ReadsText, TransformerMixin, NeuralHead):
                  early_stopping="auto", validation_fraction: float = 0.1, patience: int = 2,
                  class_weight=None, random_state: int | None = 0, device: str = "auto",
                  trust_remote_code: bool = False, output: str = "pooled", verbose: int = 0,
-                 precision: str = "auto"):
+                 precision: str = "auto", max_seconds: float | None = None):
         store_params(self, locals())
 
     def _as_input(self, X, *, reset: bool) -> HeadInput:
@@ -382,7 +384,13 @@ _PARAMS_DOC = """
         encoder's parameters x ``batch_size`` x ``max_length`` >= 1e12 FLOPs, e.g. a base-size
         model at batch 16 x 128 tokens), fp32 otherwise (CPU, MPS, small models on short texts,
         where a step is bound by kernel launches and autocast's casts cost more than bf16
-        saves); speed and accuracy of both in ``pipelines/benchmarks/results/bench_gpu.md``.{threshold}
+        saves); speed and accuracy of both in ``pipelines/benchmarks/results/bench_gpu.md``.
+    max_seconds : float > 0 or None, default=None
+        End the training once it has run this many seconds (at the end of a batch;
+        ``n_steps_`` says how many optimizer steps ran), with early stopping's best epoch's
+        weights where one was validated, else the weights as trained so far: a fit that must
+        end by a deadline (`embedkit.tune`'s refit) keeps the steps it reached. Where it stops,
+        the model depends on the machine's speed, not only the seed. None: every epoch.{threshold}
 
     Attributes
     ----------
@@ -400,6 +408,10 @@ _PARAMS_DOC = """
         predicts.
     precision_ : {"fp32", "bf16"}
         The precision ``precision`` resolved to for ``device_``.
+    n_steps_ : int
+        Optimizer steps the training ran.
+    out_of_time_ : bool
+        Whether ``max_seconds`` ended the training before its last epoch.
 
     Notes
     -----

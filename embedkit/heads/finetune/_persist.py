@@ -37,6 +37,8 @@ def save_pretrained(est, path) -> Path:
                                             for k, v in params["class_weight"].items()]}
     meta = {"estimator": type(est).__name__, "params": params, "n_outputs": est.n_outputs_,
             "history": est.history_}
+    if hasattr(est, "n_steps_"):  # a head fitted before the time limit existed has none
+        meta.update(n_steps=est.n_steps_, out_of_time=est.out_of_time_)
     if hasattr(est, "classes_"):
         meta["classes"] = est.classes_.tolist()
         meta["classes_dtype"] = est.classes_.dtype.str if est.classes_.dtype != object else "object"
@@ -84,6 +86,8 @@ def load_pretrained(cls, path, device: str = "auto"):
     est.module_ = module.to(device).eval()
     est.history_ = meta.get("history", [])
     est.n_epochs_ = len(est.history_)
+    if "n_steps" in meta:
+        est.n_steps_, est.out_of_time_ = int(meta["n_steps"]), bool(meta["out_of_time"])
     est.dim_ = int(encoder.config.hidden_size)
     est.n_outputs_ = int(meta["n_outputs"])
     if "classes" in meta:
