@@ -125,3 +125,49 @@ def test_misuse_is_named_with_the_fix(reviews, overconfident):
                                                                 held["label"].iloc[2]])
     with pytest.raises(ValueError, match="X has 3 rows but y has 2"):
         TemperatureScaled(overconfident).fit(held["text"][:3], held["label"][:2])
+
+
+def test_the_top_class_map_mends_what_one_temperature_cannot_and_keeps_every_decision():
+    """TF-IDF + LR on 20 classes of 20newsgroups (2,000 documents each to fit, calibrate and
+    test, seed 0): its probabilities are timid, and a temperature alone leaves a calibration
+    error of 0.048 on the test documents (when written); the top class's map after it lowers
+    that (0.031) and the log-loss, with every prediction the model's own."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+
+    df = load_dataset("20newsgroups").sample(6000, random_state=0)
+    train, rest = train_test_split(df, train_size=2000, random_state=0, stratify=df["label"])
+    held, test = train_test_split(rest, train_size=2000, random_state=0, stratify=rest["label"])
+    model = make_pipeline(TfidfVectorizer(sublinear_tf=True, min_df=2),
+                          LogisticRegression(max_iter=1000)).fit(train["text"], train["label"])
+    scaled = TemperatureScaled(model).fit(held["text"], held["label"])
+    mapped = TemperatureScaled(model, top_label=True).fit(held["text"], held["label"])
+    assert scaled.top_ is None and mapped.temperature_ == scaled.temperature_ < 0.5
+    a, b = mapped.top_
+    assert a > 0 and mapped.log_loss_after_ < scaled.log_loss_after_
+    y = test["label"]
+    p_scaled, p_mapped = scaled.predict_proba(test["text"]), mapped.predict_proba(test["text"])
+    np.testing.assert_allclose(p_mapped.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(p_mapped.argmax(axis=1), p_scaled.argmax(axis=1))
+    np.testing.assert_array_equal(mapped.predict(test["text"]), model.predict(test["text"]))
+    classes = model.classes_
+    assert expected_calibration_error(y, p_mapped, classes) < expected_calibration_error(
+        y, p_scaled, classes) - 0.01
+    assert log_loss(y, p_mapped, classes) < log_loss(y, p_scaled, classes)
+
+
+def test_the_top_class_map_keeps_the_top_class_on_top_and_the_others_ratios():
+    """A map that would pull the top class below the second is stopped just above it; the
+    other classes keep their ratios; rows whose other classes had nothing share the rest
+    equally; no map, the probabilities as they are."""
+    from embedkit.heads.calibration import top_mapped
+
+    proba = np.array([[0.5, 0.3, 0.2], [0.9, 0.06, 0.04], [1.0, 0.0, 0.0]])
+    down = top_mapped(proba, (1.0, -5.0))  # every top class made far less sure
+    np.testing.assert_array_equal(down.argmax(axis=1), [0, 0, 0])
+    np.testing.assert_allclose(down.sum(axis=1), 1.0)
+    np.testing.assert_allclose(down[:2, 1] / down[:2, 2], [1.5, 1.5])
+    assert down[0, 0] == pytest.approx(down[0, 1], abs=1e-6) and down[2, 1] == down[2, 2] > 0
+    assert top_mapped(proba, None) is not None and np.array_equal(top_mapped(proba, None), proba)

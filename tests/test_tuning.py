@@ -318,7 +318,7 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     T > 1, kept, kept (a change within the noise of the rows' paired differences)."""
     import copy
 
-    from embedkit.heads.calibration import TemperatureScaled
+    from embedkit.heads.calibration import EPS, TemperatureScaled, tempered, top_mapped
     from embedkit.storage.persist import load, save
     from embedkit.tuning._finish import Finish
     from embedkit.tuning._leaderboard import calibration_figures, write_leaderboard
@@ -341,9 +341,12 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     assert isinstance(scaled, TemperatureScaled) and scaled.estimator is model.steps[-1][1]
     assert calibrated.steps[:-1] == model.steps[:-1] and model.steps[-1][1] is not scaled  # a copy
     assert list(calibrated.predict(docs)) == list(model.predict(docs))  # its decisions, unchanged
-    proba = calibrated.predict_proba(docs)
+    proba, raw = calibrated.predict_proba(docs), model.predict_proba(docs)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    assert (proba.max(axis=1) < model.predict_proba(docs).max(axis=1) + 1e-12).all()  # softened
+    soft = tempered(np.log(np.clip(raw, EPS, 1.0)), scaled.temperature_)
+    assert (soft.max(axis=1) < raw.max(axis=1) + 1e-12).all()  # the temperature softens
+    assert (scaled.top_ is not None) == out["top_label"]  # then the top class's map, if kept
+    np.testing.assert_allclose(proba, top_mapped(soft, scaled.top_))
     folder = save(calibrated, tmp_path / "model")  # the folder keeps the temperature
     np.testing.assert_allclose(load(folder).predict_proba(docs), proba)
 
@@ -363,7 +366,8 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     figures = calibration_figures(tuner)
     assert [t.split(":")[0] for t in figures] == [
         "The pick's probabilities as fitted",
-        f"The pick's probabilities calibrated, temperature {tuner.calibration_['temperature']:.2f}"]
+        f"The pick's probabilities calibrated, temperature {tuner.calibration_['temperature']:.2f}"
+        + (", top class mapped" if tuner.calibration_["top_label"] else "")]
     board = tuner.leaderboard_.copy()
     board.attrs["calibration"] = {k: v for k, v in tuner.calibration_.items() if "proba" not in k}
     paths = write_leaderboard(board, tmp_path / "board", figures=figures)

@@ -88,7 +88,7 @@ def leaderboard(tuner) -> pd.DataFrame:
 
 def calibration_figures(tuner) -> dict:
     """The pick's reliability diagrams on the validation rows, as fitted and calibrated (each
-    fold at the temperature of the others), by title; none for numbers and label sets."""
+    fold at the calibration of the others), by title; none for numbers and label sets."""
     from ..plots import reliability_diagram
 
     found = getattr(tuner, "calibration_", None)
@@ -97,7 +97,8 @@ def calibration_figures(tuner) -> dict:
     search = tuner.search_
     shown = {"as fitted": (found["proba"], found["ece"])}
     if found["applied"]:
-        shown[f"calibrated, temperature {found['temperature']:.2f}"] = (
+        mapped = ", top class mapped" if found.get("top_label") else ""
+        shown[f"calibrated, temperature {found['temperature']:.2f}{mapped}"] = (
             found["proba_calibrated"], found["ece_calibrated"])
     return {f"The pick's probabilities {name}: ECE {ece:.3f}": reliability_diagram(
         search.y_valid, proba, search.classes) for name, (proba, ece) in shown.items()}
@@ -167,12 +168,13 @@ def _calibrated(meta: dict) -> str:
     if not found:
         return ""
     numbers = (f"validation log-loss {found['log_loss']:.3f} as fitted, "
-               f"{found['log_loss_calibrated']:.3f} tempered (each fold of the validation rows at "
-               "the temperature fitted on the others); calibration error "
+               f"{found['log_loss_calibrated']:.3f} calibrated (each fold of the validation rows "
+               "at the calibration fitted on the others); calibration error "
                f"{found['ece']:.3f}, {found['ece_calibrated']:.3f}")
     if found["applied"]:
-        return (f"Its probabilities are calibrated (temperature {found['temperature']:.2f}; "
-                f"{numbers}); its predictions are its own. ")
+        mapped = ", then its top class's confidence mapped" if found.get("top_label") else ""
+        return (f"Its probabilities are calibrated (temperature {found['temperature']:.2f}"
+                f"{mapped}; {numbers}); its predictions are its own. ")
     return f"Its probabilities are as fitted: a temperature did not lower their log-loss ({numbers}). "
 
 

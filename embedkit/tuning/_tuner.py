@@ -217,9 +217,10 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         `TemperatureScaled` of itself.
     calibration_ : dict or None
         Classes only: whether the pick's probabilities were calibrated (``applied``), at what
-        ``temperature``, and the validation rows' ``log_loss`` and ``ece`` as fitted and
-        calibrated (``log_loss_calibrated``, ``ece_calibrated``: each fold of the validation
-        rows at the temperature fitted on the others).
+        ``temperature``, whether its top class's confidence was then mapped (``top_label``),
+        and the validation rows' ``log_loss`` and ``ece`` as fitted and calibrated
+        (``log_loss_calibrated``, ``ece_calibrated``: each fold of the validation rows at the
+        calibration fitted on the others).
     pick_ : str
         The leaderboard name of the pick.
     refit_ : bool
