@@ -157,9 +157,13 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
 
 def held_out_calibration(tuner, X_test, y_test) -> dict:
     """The pick's held-out log-loss and calibration error as saved (``pick_log_loss``,
-    ``pick_ece``) and with its last step's temperature taken off (``raw_*``: the pick as
-    fitted), and the ``temperature`` the finish applied (1.0: none); test rows of a class the
-    search never saw are not counted. Numbers and label sets: empty."""
+    ``pick_ece``), with its last step's calibration taken off (``raw_*``: the pick as fitted)
+    and with its temperature alone (``temperature_only_*``: without the top class's map,
+    where the finish kept one), the ``temperature`` the finish applied (1.0: none) and whether
+    it mapped the top class (``top_label``); test rows of a class the search never saw are not
+    counted. Numbers and label sets: empty."""
+    import copy
+
     from sklearn.pipeline import Pipeline
 
     from embedkit import TemperatureScaled
@@ -168,14 +172,18 @@ def held_out_calibration(tuner, X_test, y_test) -> dict:
     if tuner.calibration_ is None:
         return {}
     model, classes = tuner.best_estimator_, np.asarray(tuner.classes_)
-    raw = model
+    raw = alone = model
     if isinstance(model, Pipeline) and isinstance(model.steps[-1][1], TemperatureScaled):
-        raw = Pipeline([*model.steps[:-1], (model.steps[-1][0], model.steps[-1][1].estimator)])
+        name, scaled = model.steps[-1]
+        raw = Pipeline([*model.steps[:-1], (name, scaled.estimator)])
+        unmapped = copy.copy(scaled)
+        unmapped.top_ = None
+        alone = Pipeline([*model.steps[:-1], (name, unmapped)])
     seen = np.isin(y_test, classes)
     X, y = X_test[seen], y_test[seen]
     out = {"temperature": float(tuner.calibration_["temperature"]) if tuner.calibration_["applied"]
-           else 1.0}
-    for key, m in (("pick", model), ("raw", raw)):
+           else 1.0, "top_label": bool(tuner.calibration_.get("top_label", False))}
+    for key, m in (("pick", model), ("raw", raw), ("temperature_only", alone)):
         proba = m.predict_proba(X)
         out[f"{key}_log_loss"] = log_loss(y, proba, classes)
         out[f"{key}_ece"] = expected_calibration_error(y, proba, classes)
