@@ -97,6 +97,42 @@ def test_in_the_search_only_the_engine_assigns_its_state():
                          "keep the state on the object that decides it.")
 
 
+#: the schedule's side: what decides and plans the search, and what it reads of the engine
+SCHEDULE_SIDE = ("_schedule", "_plans", "_value", "_twin", "_jobs", "_finish", "_leaderboard")
+#: the engine's members the schedule's side may read: no more than it reads today (issue 59's
+#: aim is a read-only view of at most 12); the data and its split count once, as ``data``
+ENGINE_MEMBERS_READ = 26
+
+
+def _engine_members_read() -> dict[str, set[str]]:
+    """Each member of the engine the schedule's side reads (as ``s.x``, ``search.x`` or
+    ``self.search.x``), with the modules that read it."""
+    read: dict[str, set[str]] = {}
+    for name in SCHEDULE_SIDE:
+        tree = ast.parse((PACKAGE / "tuning" / f"{name}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            owner = node.value
+            if (isinstance(owner, ast.Name) and owner.id in ("s", "search")) or (
+                    isinstance(owner, ast.Attribute) and owner.attr == "search"
+                    and isinstance(owner.value, ast.Name) and owner.value.id == "self"):
+                read.setdefault(node.attr, set()).add(name)
+    return read
+
+
+def test_the_schedules_side_reads_no_more_of_the_engine_than_it_did():
+    """The schedule, the plans and the finish read the engine through a narrow surface; the
+    documents, targets and split are one member, ``data`` (`embedkit.tuning._split.Split`). A
+    new member read widens the ring the search is meant to leave behind: read it through one
+    already read, or through ``data``."""
+    read = _engine_members_read()
+    assert "data" in read and not {"docs", "train", "valid", "y_valid", "folds"} & set(read)
+    assert len(read) <= ENGINE_MEMBERS_READ, (
+        f"the schedule's side reads {len(read)} members of the engine (at most "
+        f"{ENGINE_MEMBERS_READ}): {sorted(read)}")
+
+
 def test_a_features_and_head_pipeline_is_built_in_the_registry_alone():
     """Every ``Pipeline([("features", ...), ("head", ...)])`` the package composes comes from
     `embedkit.registry.pair_pipeline`: the CLI's pairs, the search's candidates, baselines and

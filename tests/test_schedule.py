@@ -109,17 +109,17 @@ def _begin(df, seconds, pairs, lines=None, **kwargs) -> tuple[Search, Schedule]:
 
 def _scored(search, c, right: int, fit: float = 1.0, predict: float = 0.0, measure: bool = True):
     """``c`` as the engine records it once fitted: right on the first ``right`` validation rows
-    (an accuracy of ``right / len(search.valid)``), wrong on the others; its pair's state learns
+    (an accuracy of ``right / len(search.data.valid)``), wrong on the others; its pair's state learns
     its seconds where ``measure``."""
-    n, k = len(search.valid), len(search.classes)
-    truth = np.searchsorted(search.classes, search.y_valid)
+    n, k = len(search.data.valid), len(search.data.classes)
+    truth = np.searchsorted(search.data.classes, search.data.y_valid)
     c.proba = np.eye(k)[np.where(np.arange(n) < right, truth, (truth + 1) % k)]
-    c.status, c.score = "scored", search.score_proba(c.proba)
+    c.status, c.score = "scored", search.data.score_proba(c.proba)
     c.fit_seconds, c.predict_seconds = fit, predict
     if c not in search.candidates:
         search.candidates.append(c)
     if measure:
-        search.costs[c.pair].observe(work_of(c.build(), search.n_rows(c)), fit)
+        search.costs[c.pair].observe(work_of(c.build(), search.data.n_rows(c)), fit)
         search.costs[c.pair].observe_predict(n, predict)
     return c
 
@@ -164,7 +164,7 @@ def _default(schedule, pair) -> Candidate:
 def _measured(search, schedule, pair, seconds_of_own_recipe: float) -> None:
     """A fine-tuning pair whose own recipe on every training row takes this many seconds, with
     the margin (no load, no prediction cost)."""
-    work = schedule.plans.head(_default(schedule, pair)).fit_work(len(search.train))
+    work = schedule.plans.head(_default(schedule, pair)).fit_work(len(search.data.train))
     search.costs[pair] = PairState(rate=seconds_of_own_recipe / MARGIN / work, predict_rate=0.0)
 
 
@@ -319,16 +319,16 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     load = schedule.ask("cores")
     # 0.035 s a document (0.04375 with the margin): all 5,452 need 239 s, over 100 s
     _told(search, schedule, load, (0.035, None, 0.035))
-    m = int(START_SHARE * 1000 / (MARGIN * 0.035)) - len(search.valid)
-    assert m == 1195 and len(search.valid) == 1090
+    m = int(START_SHARE * 1000 / (MARGIN * 0.035)) - len(search.data.valid)
+    assert m == 1195 and len(search.data.valid) == 1090
     encode = schedule.ask("cores")
     assert encode.kind == "encode" and encode.label == "minilm: encoding 2,285 documents"
     assert encode.estimate == pytest.approx(MARGIN * 0.035 * 2285)
     frozen = _default(schedule, ("minilm", "logreg-cv"))
-    assert len(frozen.rows) == m and np.array_equal(frozen.rows, search.sample_rows(m))
+    assert len(frozen.rows) == m and np.array_equal(frozen.rows, search.data.sample_rows(m))
     # stratified: every class in proportion, to a row
-    share = np.unique(search.y_train, return_counts=True)[1] / len(search.train)
-    counts = np.unique(search.y_train[frozen.rows], return_counts=True)[1]
+    share = np.unique(search.data.y_train, return_counts=True)[1] / len(search.data.train)
+    counts = np.unique(search.data.y_train[frozen.rows], return_counts=True)[1]
     assert np.all(np.abs(counts - m * share) <= 1)
     _told(search, schedule, encode, _encoded(schedule))
     assert any("minilm: 2,285 documents encoded once" in line for line in lines)
@@ -336,12 +336,12 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     baseline = schedule.ask("cores")
     assert baseline.name == MINILM_BASELINE and baseline.rows is frozen.rows
     assert baseline.label == f"{MINILM_BASELINE} (rows={m})"
-    rest = len(search.docs) - 2285  # what a refit on every document still has to encode
+    rest = len(search.data.docs) - 2285  # what a refit on every document still has to encode
     assert baseline.extra_refit == pytest.approx(MARGIN * 0.035 * rest)
     assert frozen.extra_refit == pytest.approx(MARGIN * 0.035 * rest)
     schedule.tell(baseline, _scored(search, baseline, 700))
     chosen = schedule.ask("cores")  # the frozen default, on the rows encoded: no job first
-    assert chosen is frozen and search.n_rows(chosen) == m
+    assert chosen is frozen and search.data.n_rows(chosen) == m
     assert chosen.estimate == pytest.approx(HEADS["logreg-cv"].cost * m / 1000)
 
     # slower still: the share pays for fewer rows than `MIN_ROWS`; the pass takes `MIN_ROWS`
@@ -429,7 +429,7 @@ def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models
 def _sparse(search, schedule, seconds_on_every_row: float, pair=("tfidf", "logreg")):
     """A sparse default whose fit on every training row takes this many seconds (with the
     margin; nothing else costs), and its cost on ``m`` rows."""
-    n = len(search.train)
+    n = len(search.data.train)
     search.costs[pair] = PairState(rate=seconds_on_every_row / MARGIN / n ** 1.1, predict_rate=0.0)
 
     def cost(m):
@@ -445,14 +445,14 @@ def test_a_default_too_dear_for_the_start_share_starts_on_the_largest_nested_sub
     leaves less than a doubling to grow by, on every row, or the most rows that fit the time
     left."""
     search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
-    share, n = START_SHARE * 1000, len(search.train)
+    share, n = START_SHARE * 1000, len(search.data.train)
     assert n == 4362
 
     c, cost = _sparse(search, schedule, 400.0)  # 100 s pay for 1,236 rows
     assert schedule.plans.estimate(c)
     best = int(n * (share / 400.0) ** (1 / 1.1))
     assert best - n // 100 <= len(c.rows) <= best
-    assert np.array_equal(c.rows, search.sample_rows(len(c.rows)))  # nested, stratified
+    assert np.array_equal(c.rows, search.data.sample_rows(len(c.rows)))  # nested, stratified
     assert c.estimate == pytest.approx(cost(len(c.rows))) and c.estimate <= share
     assert f"rows={len(c.rows)}" in c.label
 
@@ -469,7 +469,7 @@ def test_a_default_too_dear_for_the_start_share_starts_on_the_largest_nested_sub
     # 1,600 rows to train on: 1,000 are more than half of them, and all of them do not fit the
     # time left (1,500 s): the most rows that do
     search, schedule = _begin(trec.iloc[:2000], 1000, [("tfidf", "logreg")])
-    n = len(search.train)
+    n = len(search.data.train)
     assert n == 1600
     c, cost = _sparse(search, schedule, 1500.0)
     assert schedule.plans.estimate(c)
@@ -498,7 +498,7 @@ def test_a_scored_model_grows_to_growth_times_its_rows_keeping_the_rows_it_had(t
     assert len(grown) == 1 and grown[0].grown_from is first and grown[0].variant_of is None
     grown = grown[0]
     assert len(grown.rows) == GROWTH * MIN_ROWS and set(first.rows) <= set(grown.rows)
-    assert np.array_equal(grown.rows, search.sample_rows(GROWTH * MIN_ROWS))
+    assert np.array_equal(grown.rows, search.data.sample_rows(GROWTH * MIN_ROWS))
     assert grown.estimate == pytest.approx(cost(GROWTH * MIN_ROWS))
     assert grown.label == f"tfidf + logreg (rows={GROWTH * MIN_ROWS})"
     assert schedule.ask("cores").key == grown.key  # the only option: it is asked for
@@ -513,8 +513,8 @@ def test_a_scored_model_grows_to_growth_times_its_rows_keeping_the_rows_it_had(t
     assert schedule.plans.grown(grown) is None
     smaller = schedule.plans.grown(first)
     assert smaller.estimate <= 600 and smaller.grown_from is first
-    most = int(len(search.train) * 0.6 ** (1 / 1.1))
-    assert most - len(search.train) // 100 <= len(smaller.rows) <= most
+    most = int(len(search.data.train) * 0.6 ** (1 / 1.1))
+    assert most - len(search.data.train) // 100 <= len(smaller.rows) <= most
     assert set(first.rows) <= set(smaller.rows)
 
 
@@ -532,8 +532,8 @@ def test_a_grown_frozen_model_needs_a_pass_over_the_rows_not_encoded_yet_only(tr
     grown = growth["minilm + logreg-cv (rows=1195)"]  # the baseline grows too, on the same rows
     assert len(grown.rows) == GROWTH * 1195
     todo = schedule.plans.unencoded(grown)
-    assert len(todo) == 2 * 1195 and set(todo) == set(search.train[grown.rows]) - set(
-        search.train[frozen.rows])
+    assert len(todo) == 2 * 1195 and set(todo) == set(search.data.train[grown.rows]) - set(
+        search.data.train[frozen.rows])
     assert schedule.plans.pass_seconds(grown) == pytest.approx(MARGIN * 0.035 * 2 * 1195)
     assert grown.estimate == pytest.approx(MARGIN * 0.035 * 2 * 1195 + HEADS["logreg-cv"].cost
                                            * GROWTH * 1195 / 1000)
@@ -759,7 +759,7 @@ def test_a_fine_tuning_recipe_cuts_epochs_blocks_and_rows_before_it_reads_fewer_
     search, schedule = _begin(news, 300, [FINETUNE])
     c = _default(schedule, FINETUNE)
     head = schedule.plans.head(c)
-    n = len(search.train)
+    n = len(search.data.train)
     assert int(head.max_length) == 256 and n == 1780
 
     def batches(rows):
@@ -883,7 +883,7 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
     cross-validation; grown, it gets more steps."""
     rows = _slice(questions, 200)  # scored by 5-fold cross-validation
     search, schedule = _begin(rows, 300, [SETFIT], validation="auto")
-    assert search.fits_each == 5 and len(search.train) == 200
+    assert search.data.fits_each == 5 and len(search.data.train) == 200
     _prologue(search, schedule, 30, 35, per_doc=0.001)
     probe, c = schedule.ask("cores"), _default(schedule, SETFIT)
     assert isinstance(probe, Job) and (probe.kind, probe.about) == ("probe", SETFIT)
@@ -906,7 +906,7 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
     assert seconds(steps) <= START_SHARE * search.left() - DECIDING < seconds(steps + 1)
 
     _scored(search, c, 50, fit=2 * c.estimate, measure=False)  # twice what the bound promised
-    search.costs[SETFIT].observe(5 * work_of(c.build(), search.n_rows(c)), c.fit_seconds)
+    search.costs[SETFIT].observe(5 * work_of(c.build(), search.data.n_rows(c)), c.fit_seconds)
     grown = schedule.plans.grown(c)
     assert grown.recipe["head__max_steps"] > steps and grown.grown_from is c
 
@@ -924,7 +924,7 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
     some = Finish.restored(search, c, state.seconds(work_of(full.build(), 200)) / 2)
     assert steps < some.recipe["head__max_steps"] < own
     assert Finish.restored(search, c, state.overhead) is c  # too little time: as scored
-    search.folds = None  # rows held out: the cut was the budget's, not the folds'
+    search.data.folds = None  # rows held out: the cut was the budget's, not the folds'
     assert Finish.restored(search, c, math.inf) is c
 
 
@@ -961,7 +961,7 @@ def test_a_refit_given_a_deadline_ends_its_training_in_time_and_keeps_what_it_re
     assert took <= time.monotonic() - began < 12.0 + 3.0  # every step would take minutes here
     head = model.named_steps["head"]
     assert head.out_of_time_ and 1 <= head.n_steps_ < steps and head.max_seconds is None
-    assert len(model.predict(search.docs[:5])) == 5
+    assert len(model.predict(search.data.docs[:5])) == 5
     assert re.search(r"refit .* on all 40 documents \(\d+ s; its training stopped in time, after "
                      r"\d+ steps\)$", lines[-1]), lines
     assert search.costs[pair].rate == 0.05 and search.costs[pair].fits == 0
@@ -1003,7 +1003,7 @@ def test_under_cross_validation_setfits_folds_leave_the_time_of_its_own_refit(qu
     _scored(search, c, 50, fit=c.estimate, measure=False)
     full = Finish.restored(search, c, search.left() - c.estimate)
     assert full.recipe["head__max_steps"] == 400 and full.share == 1.0
-    search.folds = None  # rows held out: its fit is the model, nothing is kept back
+    search.data.folds = None  # rows held out: its fit is the model, nothing is kept back
     assert schedule.plans.refit_kept(head, state) == 0.0
 
 
@@ -1107,7 +1107,7 @@ def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed
     state, source = schedule.plans.scaled(mpnet, base)
     assert (state.overhead, state.rate, state.margin) == (16.0, 4.0, 1.0)
     assert source == "scaled from finetune-short's measured step by its 8.0x compute"
-    n, valid = len(search.train), len(search.valid)
+    n, valid = len(search.data.train), len(search.data.valid)
     fit = state.seconds(base.fit_work(n), valid, base.predict_work(valid))
     one = clone(base).set_params(epochs=1)
     probe = sum(16.0 + 4.0 * one.fit_work(steps * 32) for steps in (1, *PROBE_STEPS))
@@ -1539,7 +1539,7 @@ def test_a_recipe_sized_to_the_time_left_still_fits_once_the_clock_has_moved(tre
     search, schedule = _begin(df, 200, [FINETUNE])
     _prologue(search, schedule, 400, 380)
     c = _default(schedule, FINETUNE)
-    n, head = len(search.train), schedule.plans.head(c)
+    n, head = len(search.data.train), schedule.plans.head(c)
     assert n == 2400
     search.clock = Ticking(200)
     # the cheapest recipe on every row needs 1.1 times the time left: on 1,000 rows it needs

@@ -159,15 +159,15 @@ def test_every_model_is_scored_on_the_same_validation_rows(tuned, trec_slice):
     tuner, _ = tuned
     search = tuner.search_
     train, _ = trec_slice
-    assert len(search.valid) == 60 and not set(search.train) & set(search.valid)
+    assert len(search.data.valid) == 60 and not set(search.data.train) & set(search.data.valid)
     board = tuner.leaderboard_
     scored = board[board["status"] == "scored"]
     assert {TFIDF_BASELINE, MINILM_BASELINE} <= set(scored["pipeline"])
     # re-scoring a baseline fitted on the training rows on the validation rows gives its number
-    again = baseline_pipelines()[TFIDF_BASELINE].fit(search.X_train, search.y_train)
+    again = baseline_pipelines()[TFIDF_BASELINE].fit(search.data.X_train, search.data.y_train)
     row = scored.set_index("pipeline").loc[TFIDF_BASELINE]
-    assert row["accuracy"] == accuracy_score(search.y_valid, again.predict(search.X_valid))
-    assert (scored.loc[scored["kind"] != "ensemble", "documents"] == len(search.train)).all()
+    assert row["accuracy"] == accuracy_score(search.data.y_valid, again.predict(search.data.X_valid))
+    assert (scored.loc[scored["kind"] != "ensemble", "documents"] == len(search.data.train)).all()
     # the pick is the better baseline unless a model beats it beyond one paired standard error
     # on those rows (`vs_baseline` against `vs_baseline_se`, computed here again)
     assert board["pick"].sum() == 1
@@ -210,12 +210,12 @@ def test_a_candidate_that_loses_to_the_baselines_is_no_part_of_the_pick(trec_sli
     assert abs(sum(members.values()) - 1) < 1e-12 and all(m in search.candidates for m in pick.weights)
     scored = [c for c in search.scored() if c.kind != "ensemble"]
     weights, crossed = select([c.proba for c in scored], [c.fit_seconds for c in scored],
-                              search.y_valid, search.classes, search.scoring, search.seed)
+                              search.data.y_valid, search.data.classes, search.data.scoring, search.data.seed)
     assert {scored[i]: w for i, w in weights.items()} == pick.weights
     np.testing.assert_allclose(pick.proba, crossed)
-    for half in stratified_halves(search.y_valid, search.seed):  # each half: a vote of the members
+    for half in stratified_halves(search.data.y_valid, search.data.seed):  # each half: a vote of the members
         assert np.allclose(pick.proba[half].sum(axis=1), 1.0)
-    right = search.classes[pick.proba.argmax(axis=1)] == search.y_valid
+    right = search.data.classes[pick.proba.argmax(axis=1)] == search.data.y_valid
     assert pick.score == pytest.approx(right.mean())  # the score and the paired difference: one
     base = max((c for c in scored if c.kind == "baseline"), key=lambda c: c.score)
     assert board.loc[tuner.pick_, "vs_baseline"] == pytest.approx(100 * (pick.score - base.score))
@@ -300,8 +300,8 @@ def test_leaderboard_files_and_the_model_folder(tuned, trec_slice, tmp_path):
     search = tuner.search_
     board = tuner.leaderboard_.set_index("pipeline")
     for c in search.scored():
-        want_loss = log_loss(search.y_valid, c.proba, search.classes)
-        want_ece = expected_calibration_error(search.y_valid, c.proba, search.classes)
+        want_loss = log_loss(search.data.y_valid, c.proba, search.data.classes)
+        want_ece = expected_calibration_error(search.data.y_valid, c.proba, search.data.classes)
         assert board.loc[c.label, "log_loss"] == pytest.approx(want_loss) and want_loss > 0
         assert board.loc[c.label, "ece"] == pytest.approx(want_ece) and 0 <= want_ece <= 1
     assert board.loc[board["status"] != "scored", "ece"].isna().all()
@@ -328,7 +328,8 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     search, docs = tuner.search_, test["text"][:60]
     found = tuner.calibration_  # the run's own, said in its log and on its leaderboard
     assert any(found["said"] in line for line in lines)
-    assert found["log_loss"] == pytest.approx(log_loss(search.y_valid, found["proba"], search.classes))
+    assert found["log_loss"] == pytest.approx(
+        log_loss(search.data.y_valid, found["proba"], search.data.classes))
     assert not found["applied"] or found["log_loss_calibrated"] < found["log_loss"]
     pick = search.best()
     model = pick.model  # as fitted on the training rows: its validation probabilities are pick.proba
@@ -452,7 +453,7 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.5, 0.5]
     states = [m.estimator.get_params()["head__random_state"] for _, m in head.members]
     assert states == [0, 1]
-    n = len(search.docs)
+    n = len(search.data.docs)
     refits = [line for line in lines if "] refit " in line]
     assert len(refits) == 2 and all(
         f"refit {plan.label.replace('seed 0)', f'seed {s})')} on all {n:,} documents (" in line
@@ -530,7 +531,7 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     def reserve(budget, filling, keep=False):
         search = _search(train, budget)
         search.candidates.append(leader)
-        search.costs[leader.pair].observe(work_of(pipe, len(search.train)), 10.0)
+        search.costs[leader.pair].observe(work_of(pipe, len(search.data.train)), 10.0)
         finish = Finish(budget=budget)
         reserved = finish.reserve(search, filling=filling)
         return (search, finish) if keep else reserved
@@ -662,11 +663,11 @@ def test_fine_tuning_reads_a_tables_other_columns_only_where_they_help(trec_slic
         "not ahead beyond noise; fine-tuning reads text alone"
     assert sum(verdict in line for line in lines) == 1
     assert finetune.roles == (roles if helps else alone.roles)
-    text = search.read_texts(np.arange(3), finetune.roles)
-    assert list(text) == (list(train["text"].iloc[search.train[:3]]) if not helps else
+    text = search.data.read_texts(np.arange(3), finetune.roles)
+    assert list(text) == (list(train["text"].iloc[search.data.train[:3]]) if not helps else
                           [f"text: {t}\nextra: {e}" for t, e in zip(
-                              train["text"].iloc[search.train[:3]],
-                              table["extra"].iloc[search.train[:3]], strict=True)])
+                              train["text"].iloc[search.data.train[:3]],
+                              table["extra"].iloc[search.data.train[:3]], strict=True)])
     assert not [v for v in schedule.variants("cores") if v.variant_of is alone]
     assert schedule.plans.grown(alone) is None or all(
         g.line() is not alone for g in schedule.growth("cores"))
@@ -919,10 +920,10 @@ def test_many_classes_of_three_documents_get_one_of_each_on_either_side():
     frame = pd.DataFrame({"text": [f"document {i}" for i in range(3 * k)],
                           "label": np.repeat([f"c{i}" for i in range(k)], 3)})
     search = _search(frame, 60)
-    assert len(search.valid) == k and len(search.train) == 2 * k
-    assert set(search.y_valid) == set(search.y_train) == set(frame["label"])
+    assert len(search.data.valid) == k and len(search.data.train) == 2 * k
+    assert set(search.data.y_valid) == set(search.data.y_train) == set(frame["label"])
     small = _search(frame.iloc[:300], 60)  # 100 classes: 20% of the rows, at least one each
-    assert len(small.valid) == 100 and set(small.y_valid) == set(frame["label"][:300])
+    assert len(small.data.valid) == 100 and set(small.data.y_valid) == set(frame["label"][:300])
 
 
 class _Remembers(DummyClassifier):
@@ -986,20 +987,20 @@ def test_few_documents_are_scored_on_every_row_by_folds_and_the_pick_refit_on_al
     lines = []
     tuner = embedkit.tune(few["text"], few["label"], budget="1m", pairs=PAIRS, progress=lines.append)
     search = tuner.search_
-    assert search.fits_each == 5 and (search.valid == np.arange(90)).all()
-    assert (search.train == search.valid).all() and any(
+    assert search.data.fits_each == 5 and (search.data.valid == np.arange(90)).all()
+    assert (search.data.train == search.data.valid).all() and any(
         "90 rows, too few to hold some out: each model is scored on every row by 5-fold "
         "cross-validation" in line for line in lines)
     board = tuner.leaderboard_.set_index("pipeline")
     assert (board["documents"] == 72).all()  # what a fold's fit learns from
     base = next(c for c in search.candidates if c.name == TFIDF_BASELINE)
-    held = search.folds == 2  # the baseline's probabilities there: its fit on the other folds
-    fitted = base.build().fit(search.X_train[~held], search.y_train[~held])
-    np.testing.assert_allclose(base.proba[held], aligned(fitted, search.X_train[held],
-                                                         search.classes))
+    held = search.data.folds == 2  # the baseline's probabilities there: its fit on the other folds
+    fitted = base.build().fit(search.data.X_train[~held], search.data.y_train[~held])
+    np.testing.assert_allclose(base.proba[held], aligned(fitted, search.data.X_train[held],
+                                                         search.data.classes))
     assert any(f"refit {tuner.pick_} on all 90 documents" in line for line in lines)
     held_out = embedkit.tune(few["text"], few["label"], budget="1m", pairs=PAIRS, validation=0.2)
-    assert held_out.search_.fits_each == 1 and len(held_out.search_.valid) == 20
+    assert held_out.search_.data.fits_each == 1 and len(held_out.search_.data.valid) == 20
 
 
 def test_few_labelled_documents_a_class_put_setfit_in_the_defaults_for_classifier_fine_tuning():
@@ -1080,7 +1081,7 @@ def test_a_document_longer_than_any_model_reads_is_cut_once_and_said(trec_slice)
         "the first 1,000,000 by every model; an encoder reads less of every document "
         "(all-MiniLM-L6-v2 at its 256 tokens: the first 8,192 characters at most)",
         "task: classification (a class per document), chosen by accuracy"]
-    assert max(len(d) for d in tuner.search_.docs) == MAX_DOCUMENT_CHARS
+    assert max(len(d) for d in tuner.search_.data.docs) == MAX_DOCUMENT_CHARS
 
 
 def test_tune_is_a_function_and_tuner_an_estimator_after_importing_the_module():
@@ -1231,7 +1232,7 @@ def _slow(search):
     c = Candidate(representation="tfidf", head="mlp", tier="sparse + linear", status="scored",
                   params={"head__epochs": 100_000, "head__early_stopping": False}, score=0.5,
                   fit_seconds=1.0, predict_seconds=0.1)
-    c.model = c.but(params={"head__epochs": 1}).build().fit(search.X_train, search.y_train)
+    c.model = c.but(params={"head__epochs": 1}).build().fit(search.data.X_train, search.data.y_train)
     search.costs[c.pair] = PairState(rate=1e-9)
     return c
 

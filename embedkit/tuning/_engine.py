@@ -34,15 +34,15 @@ import numpy as np
 
 from .._budget import DECIDING, Clock, format_bytes, format_seconds
 from .._stopping import DeadlineReached, MemoryLimitReached, deadline, stop_when
-from ..data.columns import encoded_text, take
+from ..data.columns import take
 from ..machine import PeakRSS, ShortOfMemory, resident
-from ..representations.table import on_table
 from . import _lanes, _selection
 from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._pick import choose, versus
-from ._settings import CV_ROWS, ENCODER, FOLDS, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE, VALID_ROWS
+from ._settings import ENCODER, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE
+from ._split import Split
 from ._value import TRAINING_TIERS
 
 __all__ = ["Search"]
@@ -57,18 +57,13 @@ class Search:
                  device_lane: bool | None = None, client=None, task: str = "classification",
                  roles=None, predict_limit: float | None = None, standing=(),
                  memory: float | None = None):
-        self.docs, self.y, self.clock, self.pairs = docs, y, clock, list(pairs)
+        # the documents, the targets and their split (`split`): read by everything, changed by none
+        self.data = Split(docs, y, task=task, roles=roles, scoring=scoring, validation=validation,
+                          seed=random_state)
+        self.clock, self.pairs = clock, list(pairs)
         # the pairs whose best model stands as the pick before the baselines (`_pick.choose`)
         self.standing = tuple(standing)
-        # a table (`embedkit.data.columns`): ``docs`` is a DataFrame whose columns have these roles, and
-        # ``texts`` the text an encoder reads of each row (what the encoder's pass caches)
-        self.roles = roles
-        self.texts = docs if roles is None else encoded_text(docs, roles)
-        # "regression": a number per document, ``classes`` None; "multilabel": a 0/1 row of
-        # labels per document, ``classes`` its columns
-        self.task = task
-        self.scoring, self.validation, self.finetune = scoring, validation, finetune
-        self.cache, self.seed, self.say = cache, random_state, say
+        self.finetune, self.cache, self.say = finetune, cache, say
         self.finish = Finish() if finish is None else finish  # what the end needs, kept back
         self.candidates: list[Candidate] = []
         self.tiers_reached: list[str] = []
@@ -85,75 +80,18 @@ class Search:
         self.running: dict[Any, Any] = {}  # what runs (a candidate or a job) -> its future
         self.lanes: dict[str, Any] = {}
         self._pick: tuple[int, Candidate | None] = (-1, None)
-        # under cross-validation (`split`): the fold of each row, and the fits a model's score takes
-        self.folds: np.ndarray | None = None
-        self.fits_each = 1
-        self._order: np.ndarray | None = None
 
-    # -- the split and scoring ------------------------------------------------------------------
+    # -- the split -------------------------------------------------------------------------------
     def split(self) -> None:
-        """Hold out the validation rows (``validation``: their share; "auto": 0.2, but below
-        `CV_ROWS` documents, not label sets, none: every row is a validation row, predicted by
-        the fit of the `FOLDS` that left it out)."""
-        from sklearn.model_selection import train_test_split
-
-        numbers, sets = self.task == "regression", self.task == "multilabel"
-        n, n_classes = len(self.docs), 1 if numbers or sets else len(np.unique(self.y))
-        key = None if numbers else _selection.strata(self.y)
-        if self.validation == "auto" and n < CV_ROWS and not sets:
-            self.folds, self.fits_each = _selection.fold_of(self.y, FOLDS, self.seed, key is not None), FOLDS
-            return self._keep(np.arange(n), np.arange(n))
-        # a share of the rows, at most `VALID_ROWS` (predicting them is part of every model's
-        # cost), at least two of a class where they can be spared, never fewer than one of every
-        # class (a stratified split needs it: 10,000 classes of 3 documents), two left to train
-        share = 0.2 if self.validation == "auto" else self.validation
-        size = int(min(max(round(share * n), 2 * n_classes, 20),
-                       max(VALID_ROWS, n_classes), n - 2 * n_classes))
-        if sets and np.unique(key, return_counts=True)[1].min() < 2:
-            key = None  # a rarest label on one row: not stratifiable; `covering` keeps it in training
-        train, valid = train_test_split(np.arange(n), test_size=size, stratify=key,
-                                        random_state=self.seed)
-        if sets:  # every label on some training row: a validation row of each moved to them
-            moved = np.setdiff1d(_selection.covering(np.sort(train), self.y, valid), train)
-            train, valid = np.union1d(train, moved), np.setdiff1d(valid, moved)
-        self._keep(np.sort(train), np.sort(valid))
-
-    def _keep(self, train: np.ndarray, valid: np.ndarray) -> None:
-        """The training and validation rows (the same rows, all of them, under cross-validation),
-        their documents and targets, the classes, and the lanes that fit on them."""
-        numbers, sets = self.task == "regression", self.task == "multilabel"
-        self.train, self.valid = train, valid
-        self.X_train, self.y_train = take(self.docs, self.train), self.y[self.train]
-        self.X_valid, self.y_valid = take(self.docs, self.valid), self.y[self.valid]
-        # label sets: the label columns (the models fit the 0/1 matrix); a number: none
-        self.classes = (None if numbers else np.arange(self.y.shape[1]) if sets
-                        else np.unique(self.y))
+        """Split the data (`Split.split`) and set up the lanes that fit on it."""
+        self.data.split()
+        d = self.data
         self.lanes = {"cores": _lanes.Inline()}  # the cores last: a fit there blocks
         if self.device_lane:
             self.lanes = {"device": _lanes.Device(), **self.lanes}
         if self.client is not None:
             self.lanes = {"cluster": _lanes.Cluster(self.client, (
-                self.X_train, self.y_train, self.X_valid, self.classes, self.folds)),
-                **self.lanes}
-
-    def score_proba(self, proba: np.ndarray) -> float:
-        """The scorer's value for validation probabilities (columns in ``classes`` order)."""
-        return _selection.score(self.scoring, proba, self.y_valid, self.classes)
-
-    def sample_rows(self, m: int) -> np.ndarray:
-        """``m`` training rows (positions into the training rows), stratified, seeded; the rows
-        of a smaller ``m`` are among them (`embedkit.tuning._selection.stratified_order`)."""
-        if self._order is None:
-            self._order = _selection.stratified_order(self.y_train, self.seed)
-        return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order)
-
-    def read_texts(self, rows: np.ndarray, roles=None) -> np.ndarray:
-        """The text a head that reads raw text gets for ``rows`` (positions into the training
-        rows): the documents, or a table's columns (``roles``, else the search's) joined
-        (`embedkit.representations.table.on_table`)."""
-        if self.roles is None:
-            return self.X_train[rows]
-        return on_table("passthrough", roles or self.roles).fit_transform(take(self.X_train, rows))
+                d.X_train, d.y_train, d.X_valid, d.classes, d.folds)), **self.lanes}
 
     def left(self) -> float:
         """Seconds the search may still spend: the budget minus what the finish needs."""
@@ -163,22 +101,13 @@ class Search:
         """Seconds the finish keeps back now (`embedkit.tuning._finish.Finish.reserve`)."""
         return self.finish.reserve(self, filling=self.schedule is not None and self.schedule.filling)
 
-    def n_rows(self, c: Candidate) -> int:
-        """The rows ``c`` fits on (under cross-validation, those of a fold's fit)."""
-        rows = len(self.train) if c.rows is None else len(c.rows)
-        return rows if self.folds is None else round(rows * (self.fits_each - 1) / self.fits_each)
-
-    def fit_rows(self, rows: int) -> int:
-        """The rows a model's score fits on in all, on ``rows`` training rows: those, or under
-        cross-validation the sum of its folds' fits'."""
-        return rows if self.folds is None else rows * (self.fits_each - 1)
-
     def scored(self) -> list[Candidate]:
         return [c for c in self.candidates if c.status == "scored"]
 
     def versus(self, a: Candidate, b: Candidate):
         """Paired evidence of ``a`` against ``b`` on the validation rows (`embedkit.tuning._pick`)."""
-        return versus(a, b, self.y_valid, self.classes, self.scoring, self.seed)
+        d = self.data
+        return versus(a, b, d.y_valid, d.classes, d.scoring, d.seed)
 
     def best_or_none(self) -> Candidate | None:
         return self.best() if any(c.status == "scored" for c in self.candidates) else None
@@ -189,8 +118,9 @@ class Search:
         scored = self.scored()
         if self._pick[0] != len(scored) or self._pick[1] not in scored:
             within = [c for c in scored if self.within_limit(c)]
-            self._pick = (len(scored), choose(within, self.y_valid, self.classes, self.scoring,
-                                              self.seed, self.standing) if within else
+            d = self.data
+            self._pick = (len(scored), choose(within, d.y_valid, d.classes, d.scoring, d.seed,
+                                              self.standing) if within else
                           min(scored, key=lambda c: (c.row_seconds, -c.score)))
         return self._pick[1]
 
@@ -201,8 +131,9 @@ class Search:
         state = self.costs[c.pair]
         if state.measured:
             pipe = c.build()
-            return state.seconds(self.fits_each * work_of(pipe, self.n_rows(c)), len(self.valid),
-                                 predict_work(pipe, len(self.valid)))
+            d = self.data
+            return state.seconds(d.fits_each * work_of(pipe, d.n_rows(c)), len(d.valid),
+                                 predict_work(pipe, len(d.valid)))
         if c.lane == "cores" and c.prior <= 0.01 * self.clock.budget:
             return c.prior
         return self.probe(c)
@@ -210,21 +141,22 @@ class Search:
     def probe(self, c: Candidate) -> float:
         """Fit ``c`` on a slice of its training rows; its state learns the cost per unit of
         work, and the estimate scales it up to all of them."""
-        n = self.n_rows(c)
+        d = self.data
+        n = d.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
         if 3 * m >= n:
             return c.prior
-        rows = self.sample_rows(m) if c.rows is None else np.sort(
-            np.random.default_rng(self.seed).choice(c.rows, m, replace=False))
+        rows = d.sample_rows(m) if c.rows is None else np.sort(
+            np.random.default_rng(d.seed).choice(c.rows, m, replace=False))
         try:
-            model, _, fit_s, predict_s = fit_and_score(c.build, rows, self.X_train, self.y_train,
-                                                       take(self.X_valid, slice(0, PROBE_ROWS[0])),
-                                                       self.classes)
+            model, _, fit_s, predict_s = fit_and_score(c.build, rows, d.X_train, d.y_train,
+                                                       take(d.X_valid, slice(0, PROBE_ROWS[0])),
+                                                       d.classes)
         except Exception:  # the full fit will say what is wrong
             return c.prior
         state = self.costs[c.pair]
         state.observe(work_of(model, m), fit_s)
-        state.observe_predict(min(PROBE_ROWS[0], len(self.valid)), predict_s)
+        state.observe_predict(min(PROBE_ROWS[0], len(d.valid)), predict_s)
         return self.estimate(c)
 
     def fits(self, c) -> bool:
@@ -241,7 +173,7 @@ class Search:
     def _memory_rows(self, c: Candidate) -> int:
         """The rows ``c``'s memory grows with: those its fits read, but none for a head that
         trains an encoder (its memory is its batches')."""
-        return 0 if c.tier in TRAINING_TIERS else self.fit_rows(self.n_rows(c))
+        return 0 if c.tier in TRAINING_TIERS else self.data.fit_rows(self.data.n_rows(c))
 
     def memory_fits(self, c: Candidate) -> bool:
         """Whether what ``c`` is expected to grow the process by fits under the limit (yes
@@ -277,9 +209,9 @@ class Search:
         elif isinstance(lane, _lanes.Cluster):  # the data is on the workers already
             work = (fit_and_score, action.builder(), action.rows)
         else:
-            work = (fit_and_score, action.builder(), action.rows, self.X_train, self.y_train,
-                    self.X_valid, self.classes, self.folds,
-                    None if self.folds is None else self.left())
+            d = self.data
+            work = (fit_and_score, action.builder(), action.rows, d.X_train, d.y_train, d.X_valid,
+                    d.classes, d.folds, None if d.folds is None else self.left())
         if lane.blocking:  # stopped where it would take the time to write the output
             mem = None
             try:
@@ -327,7 +259,7 @@ class Search:
             return err
         if isinstance(err, FoldsTooDear):  # its cost is measured now (a fold's fit): the
             # schedule sizes it again or leaves it out
-            self.costs[c.pair].observe(work_of(c.build(), self.n_rows(c)), err.seconds)
+            self.costs[c.pair].observe(work_of(c.build(), self.data.n_rows(c)), err.seconds)
             c.estimate, c.fit_seconds = err.seconds * err.folds, err.seconds
             return err
         if err is not None:
@@ -339,14 +271,14 @@ class Search:
         if c.lane == "cluster":
             outcome, c.where = outcome
         c.model, c.proba, c.fit_seconds, c.predict_seconds = outcome
-        c.row_seconds = (c.predict_seconds / max(len(self.valid), 1)
+        c.row_seconds = (c.predict_seconds / max(len(self.data.valid), 1)
                          + (self.encode_rates.get(c.encoder, 0.0) if c.encoder else 0.0))
-        c.score, c.status = self.score_proba(c.proba), "scored"
+        c.score, c.status = self.data.score_proba(c.proba), "scored"
         if not self.within_limit(c):
             c.note = "; ".join(n for n in (c.note, self.over_limit(c)) if n)
         state = self.costs[c.pair]
-        state.observe(self.fits_each * work_of(c.model, self.n_rows(c)), c.fit_seconds)
-        state.observe_predict(len(self.valid), c.predict_seconds)
+        state.observe(self.data.fits_each * work_of(c.model, self.data.n_rows(c)), c.fit_seconds)
+        state.observe_predict(len(self.data.valid), c.predict_seconds)
         self.say(f"{self.clock.stamp()} {c.tier}: {c.label}: {c.score:.3f} "
                  f"({c.fit_seconds + c.predict_seconds:.1f} s)")
         self._update_ensemble()
@@ -454,16 +386,17 @@ class Search:
         if len(scored) < 2:
             return
         weights, proba = _selection.select(
-            [c.proba for c in scored], [c.fit_seconds for c in scored], self.y_valid,
-            self.classes, self.scoring, self.seed, row_seconds=[c.row_seconds for c in scored],
+            [c.proba for c in scored], [c.fit_seconds for c in scored], self.data.y_valid,
+            self.data.classes, self.data.scoring, self.data.seed,
+            row_seconds=[c.row_seconds for c in scored],
             limit=self.predict_limit)
         if not weights:
             return
         members = {scored[i]: w for i, w in weights.items()}
         self.candidates.append(Candidate(
             name=f"ensemble of {len(members)} models", tier="ensembles", kind="ensemble",
-            task=self.task, roles=self.roles,
-            status="scored", score=self.score_proba(proba), proba=proba,  # cross-fitted
+            task=self.data.task, roles=self.data.roles,
+            status="scored", score=self.data.score_proba(proba), proba=proba,  # cross-fitted
             note="; ".join(f"{c.label}: {w:.2f}" for c, w in members.items()),
             fit_seconds=sum(c.fit_seconds for c in members),
             predict_seconds=sum(c.predict_seconds for c in members),

@@ -58,7 +58,7 @@ class Finish:
         """Seconds to refit ``c`` (its members) on all the documents, from their pairs' cost
         records, with ``seeds`` seeds of each fine-tuned member."""
         members = list(c.weights) if c.weights else [c]
-        n_all = len(search.docs)
+        n_all = len(search.data.docs)
         return sum(search.costs[m.pair].seconds(work_of(m.build(), n_all), margin=REFIT_MARGIN)
                    * (seeds if _seeded(m) else 1) + m.extra_refit for m in members)
 
@@ -120,30 +120,30 @@ class Finish:
                     continue
                 done.append(i)
             if len(done) == len(members):
-                self._more_seeds(search, members, fitted, clock, say)
+                self.more_seeds(search, members, fitted, clock, say)
         except KeyboardInterrupt:
             interrupted = True
             say(f"{clock.stamp()} interrupted: the refit stops here")
         for i in set(range(len(members))) - set(done):
             member = scored[i]
             reason = why.get(i) or (
-                f"all {len(search.docs):,} documents are {self.added(search, member):.0%} more "
+                f"all {len(search.data.docs):,} documents are {self.added(search, member):.0%} more "
                 "rows: too few to be worth a refit" if not self.worth(search, member) else
                 "a refit on all the documents needs about "
                 f"{format_seconds(self.refit_seconds(search, member))}")
             say(f"{clock.stamp()} kept {member.label} as fitted on its "
-                f"{search.n_rows(member):,} training rows ({reason})")
+                f"{search.data.n_rows(member):,} training rows ({reason})")
         seeds = max(len(models) for models in fitted)
         flat = [(label, model, weight / len(models))  # a member's seeds share its weight
                 for models, (_, weight) in zip(fitted, members, strict=True)
                 for label, model, _ in models]
         estimator = flat[0][1]
-        if search.task == "multilabel":  # the members' mean, thresholded, predicting names
+        if search.data.task == "multilabel":  # the members' mean, thresholded, predicting names
             estimator = self._label_sets(search, pick, flat)
         elif len(flat) > 1:
             frozen = tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
                            for i, (label, model, _) in enumerate(flat))
-            if search.task == "regression":  # the weighted mean of the members' numbers
+            if search.data.task == "regression":  # the weighted mean of the members' numbers
                 from sklearn.ensemble import VotingRegressor
 
                 ensemble = VotingRegressor(list(frozen), weights=[w for _, _, w in flat])
@@ -152,10 +152,10 @@ class Finish:
 
                 ensemble = EnsembleClassifier(members=frozen, method="vote",
                                               weights=[w for _, _, w in flat])
-            head = ensemble.fit(search.docs, search.y)  # members are frozen: fit only reads labels
+            head = ensemble.fit(search.data.docs, search.data.y)  # members are frozen: fit only reads labels
             estimator = pair_pipeline("passthrough", head)
         calibration = None
-        if search.task == "classification" and pick.proba is not None:
+        if search.data.task == "classification" and pick.proba is not None:
             estimator, calibration = self.calibrate(search, pick, estimator)
             say(f"{clock.stamp()} {calibration['said']}")
         refit_as = (members[0][0].label if not pick.weights and done and members[0][0] is not pick
@@ -173,10 +173,10 @@ class Finish:
         plans = getattr(search.schedule, "plans", None)
         head = None if plans is None else plans.heads.get(c.pair)
         state = search.costs[c.pair]
-        if (search.folds is None or c.share >= 1 or c.grown_from is not None
+        if (search.data.folds is None or c.share >= 1 or c.grown_from is not None
                 or not hasattr(head, "sized_for") or not state.measured):
             return c
-        n = len(search.docs)
+        n = len(search.data.docs)
         sized = head.sized_for(n, seconds - c.extra_refit,
                                lambda work: state.seconds(work))
         if sized is None or sized[1] < n:
@@ -211,9 +211,9 @@ class Finish:
         from ..data.targets import expected_calibration_error, log_loss
         from ..heads.calibration import EPS, TemperatureScaled, cross_tempered
 
-        proba, y, classes = np.asarray(pick.proba), search.y_valid, search.classes
+        proba, y, classes = np.asarray(pick.proba), search.data.y_valid, search.data.classes
         codes = np.searchsorted(classes, y)  # classes: the sorted labels of every row
-        tempered = cross_tempered(proba, codes, random_state=search.seed)
+        tempered = cross_tempered(proba, codes, random_state=search.data.seed)
         rows = np.arange(len(codes))
         gain = (np.log(np.clip(tempered[rows, codes], EPS, 1.0))
                 - np.log(np.clip(proba[rows, codes], EPS, 1.0)))  # each row's lower log-loss
@@ -235,8 +235,8 @@ class Finish:
             return estimator, out
         # then the top class's confidence mapped, where that lowers the calibration error
         # without raising the log-loss beyond its noise (both cross-fitted)
-        mapped = cross_tempered(proba, codes, random_state=search.seed,
-                                top_label=search.task != "multilabel")
+        mapped = cross_tempered(proba, codes, random_state=search.data.seed,
+                                top_label=search.data.task != "multilabel")
         change = (np.log(np.clip(mapped[rows, codes], EPS, 1.0))
                   - np.log(np.clip(tempered[rows, codes], EPS, 1.0)))
         spread = change.std(ddof=1) / np.sqrt(len(change)) if len(change) > 1 else np.inf
@@ -269,19 +269,19 @@ class Finish:
         from ..heads.ensemble import EnsembleClassifier
         from ._selection import label_set_score
 
-        _, threshold = label_set_score(search.scoring, pick.proba, search.y_valid)
-        names = np.asarray(self.labels if self.labels is not None else range(search.y.shape[1]))
-        sets = [names[row.astype(bool)].tolist() for row in np.asarray(search.y)]
+        _, threshold = label_set_score(search.data.scoring, pick.proba, search.data.y_valid)
+        names = np.asarray(self.labels if self.labels is not None else range(search.data.y.shape[1]))
+        sets = [names[row.astype(bool)].tolist() for row in np.asarray(search.data.y)]
         head = EnsembleClassifier(
             members=tuple((f"m{i}: {label}"[:80], FrozenEstimator(model))
                           for i, (label, model, _) in enumerate(flat)),
             method="vote", weights=[w for _, _, w in flat], threshold=threshold)
-        return pair_pipeline("passthrough", head.fit(search.docs, sets))
+        return pair_pipeline("passthrough", head.fit(search.data.docs, sets))
 
     @staticmethod
     def added(search, member) -> float:
         """The share of rows a refit on every document adds to ``member``'s training rows."""
-        return len(search.docs) / max(search.n_rows(member), 1) - 1
+        return len(search.data.docs) / max(search.data.n_rows(member), 1) - 1
 
     def worth(self, search, member) -> bool:
         """Whether a refit of ``member`` adds `REFIT_SHARE` of its rows or more."""
@@ -301,20 +301,20 @@ class Finish:
         if timed:
             state = search.costs[member.pair]
             after = (0.1 * seconds if math.isnan(state.predict_rate) else
-                     MARGIN * (state.overhead + state.predict_rate * len(search.docs)))
+                     MARGIN * (state.overhead + state.predict_rate * len(search.data.docs)))
             head.set_params(max_seconds=max(seconds - after, 1.0))
-        model.fit(search.docs, search.y)
+        model.fit(search.data.docs, search.data.y)
         took, cut = time.monotonic() - began, getattr(head, "out_of_time_", False)
         if timed:  # the limit was this refit's, not the model's: a refit of the saved one has none
             head.set_params(max_seconds=None)
         if not cut:  # a training ended by its time limit did less work than its recipe's
-            search.costs[member.pair].observe(work_of(model, len(search.docs)), took)
+            search.costs[member.pair].observe(work_of(model, len(search.data.docs)), took)
         said = f"; its training stopped in time, after {head.n_steps_} steps" if cut else ""
-        say(f"{clock.stamp()} refit {member.label} on all {len(search.docs):,} documents "
+        say(f"{clock.stamp()} refit {member.label} on all {len(search.data.docs):,} documents "
             f"({took:.0f} s{said})")
         return member.label, model, took
 
-    def _more_seeds(self, search, members, fitted, clock: Clock, say) -> None:
+    def more_seeds(self, search, members, fitted, clock: Clock, say) -> None:
         """Add seeds to the refit fine-tuned members, round by round, while the next one's
         measured cost fits in the time left (at most `MAX_SEEDS` each)."""
         seeded = [i for i, (member, _) in enumerate(members) if _seeded(member)]

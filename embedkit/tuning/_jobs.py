@@ -39,18 +39,18 @@ def load_encoder(s, representation: str, estimate: float) -> Job:
     as the search's passes will run (documents cached by an earlier search cost nothing), the
     last without it, as predicting new documents will."""
     def run():
-        encoder = _encoder(s, representation).fit(s.texts[:2])  # loads the model, once
-        sample = np.random.default_rng(s.seed).choice(len(s.texts), min(72, len(s.texts)),
+        encoder = _encoder(s, representation).fit(s.data.texts[:2])  # loads the model, once
+        sample = np.random.default_rng(s.data.seed).choice(len(s.data.texts), min(72, len(s.data.texts)),
                                                       replace=False)
-        encoder.transform(s.texts[sample[:8]])  # the first batch pays the kernels' warm-up
+        encoder.transform(s.data.texts[sample[:8]])  # the first batch pays the kernels' warm-up
         sample = sample[8:] if len(sample) > 8 else sample
         began = time.monotonic()
-        encoder.transform(s.texts[sample])
+        encoder.transform(s.data.texts[sample])
         cached = (time.monotonic() - began) / len(sample)
         if encoder.get_params().get("cache") is None:  # every pass was a fresh one
             return cached, sample, cached
         began = time.monotonic()
-        encoder.set_params(cache=None).transform(s.texts[sample])
+        encoder.set_params(cache=None).transform(s.data.texts[sample])
         return cached, sample, (time.monotonic() - began) / len(sample)
 
     return Job(f"{representation}: loading and timing it", run, estimate=estimate,
@@ -63,15 +63,15 @@ def encode(s, representation: str, index: np.ndarray, per_doc: float, estimate: 
     encoded, seconds, index)``; it stops early where its own rate shows the rest would not fit
     the time left."""
     def run():
-        encoder = _encoder(s, representation).fit(s.texts[index[:2]])
+        encoder = _encoder(s, representation).fit(s.data.texts[index[:2]])
         began = time.monotonic()
         if "cluster" in s.lanes:
             from ..cache import store_encoded
 
-            docs = s.texts[index]
+            docs = s.data.texts[index]
             store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
             return len(index), time.monotonic() - began, index
-        done, seconds = timed_pass(encoder, s.texts[index], per_doc, s.left)
+        done, seconds = timed_pass(encoder, s.data.texts[index], per_doc, s.left)
         return done, seconds, index
 
     return Job(f"{representation}: encoding {len(index):,} documents", run, estimate=estimate,

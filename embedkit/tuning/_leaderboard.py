@@ -50,7 +50,7 @@ def leaderboard(tuner) -> pd.DataFrame:
         note = "; ".join(n for n in (c.note, c.truncated) if n)
         rows.append({"pipeline": c.label, "kind": c.kind, "tier": c.tier,
                      "representation": c.representation, "head": c.head,
-                     "params": describe(c.params), "documents": search.n_rows(c), name: c.score,
+                     "params": describe(c.params), "documents": search.data.n_rows(c), name: c.score,
                      "vs_baseline": math.nan if vs is None else 100 * vs.difference,
                      "vs_baseline_se": math.nan if vs is None else 100 * vs.se,
                      "fit_seconds": c.fit_seconds + (0 if math.isnan(c.predict_seconds)
@@ -67,13 +67,13 @@ def leaderboard(tuner) -> pd.DataFrame:
              .drop(columns="_order").reset_index(drop=True))
     board.insert(0, "rank", np.arange(1, len(board) + 1))
     board.attrs.update(
-        n_docs=len(search.docs), n_valid=len(search.valid), metrics=[name], budget_s=tuner.budget_,
+        n_docs=len(search.data.docs), n_valid=len(search.data.valid), metrics=[name], budget_s=tuner.budget_,
         memory_limit_mb=(search.memory or math.nan) / 2**20, peak_mb=largest_process_mb(),
-        protocol=(f"one validation split: {len(search.valid):,} of {len(search.docs):,} documents "
+        protocol=(f"one validation split: {len(search.data.valid):,} of {len(search.data.docs):,} documents "
                   f"({split}, seed {tuner.random_state}); every model trained on the other "
-                  f"{len(search.train):,}" if search.folds is None else
-                  f"{search.fits_each}-fold cross-validation ({split}, seed {tuner.random_state}): "
-                  f"every one of the {len(search.docs):,} documents scored by the fit of the "
+                  f"{len(search.data.train):,}" if search.data.folds is None else
+                  f"{search.data.fits_each}-fold cross-validation ({split}, seed {tuner.random_state}): "
+                  f"every one of the {len(search.data.docs):,} documents scored by the fit of the "
                   "folds without it"),
         baseline=None if base is None else base.label,
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
@@ -101,7 +101,7 @@ def calibration_figures(tuner) -> dict:
         shown[f"calibrated, temperature {found['temperature']:.2f}{mapped}"] = (
             found["proba_calibrated"], found["ece_calibrated"])
     return {f"The pick's probabilities {name}: ECE {ece:.3f}": reliability_diagram(
-        search.y_valid, proba, search.classes) for name, (proba, ece) in shown.items()}
+        search.data.y_valid, proba, search.data.classes) for name, (proba, ece) in shown.items()}
 
 
 def pipelines(tuner) -> dict:
@@ -127,18 +127,18 @@ def _also(c, search, chosen_by: str) -> dict:
     from ..data.targets import expected_calibration_error, log_loss
     from ._selection import label_set_score
 
-    if search.task == "regression":
+    if search.data.task == "regression":
         return {"rmse": math.nan if c.proba is None else float(
-            np.sqrt(np.mean((np.asarray(c.proba)[:, 0] - search.y_valid) ** 2)))}
+            np.sqrt(np.mean((np.asarray(c.proba)[:, 0] - search.data.y_valid) ** 2)))}
     calibration = {"log_loss": math.nan, "ece": math.nan} if c.proba is None else {
-        "log_loss": log_loss(search.y_valid, c.proba, search.classes),
-        "ece": expected_calibration_error(search.y_valid, c.proba, search.classes)}
-    if search.task != "multilabel":
+        "log_loss": log_loss(search.data.y_valid, c.proba, search.data.classes),
+        "ece": expected_calibration_error(search.data.y_valid, c.proba, search.data.classes)}
+    if search.data.task != "multilabel":
         return calibration
-    out = {m: math.nan if c.proba is None else label_set_score(m, c.proba, search.y_valid)[0]
+    out = {m: math.nan if c.proba is None else label_set_score(m, c.proba, search.data.y_valid)[0]
            for m in ("f1_micro", "f1_macro") if m != chosen_by}
     return {**out, **calibration, "threshold": math.nan if c.proba is None
-            else label_set_score(chosen_by, c.proba, search.y_valid)[1]}
+            else label_set_score(chosen_by, c.proba, search.data.y_valid)[1]}
 
 
 def _final(meta: dict) -> str:

@@ -71,7 +71,7 @@ class Plans:
         if c.pair not in self.heads:
             head = HEADS[c.head].factory()
             if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
-                sample = self.search.read_texts(self.search.sample_rows(LENGTH_SAMPLE), c.roles)
+                sample = self.search.data.read_texts(self.search.data.sample_rows(LENGTH_SAMPLE), c.roles)
                 try:  # reads the encoder's tokenizer: the first use of its files
                     head.set_params(max_length=head.length_for(sample))
                 except ResourceNotFound as err:
@@ -115,16 +115,16 @@ class Plans:
         """Positions (into the documents) of ``c``'s training rows and the validation rows whose
         vectors of ``c``'s representation are not cached yet."""
         s = self.search
-        train = s.train if c.rows is None else s.train[c.rows]
+        train = s.data.train if c.rows is None else s.data.train[c.rows]
         # the validation rows first (a pass stopped early still covers them); under
         # cross-validation the training rows are the same rows
-        index = np.concatenate([s.valid, train[~np.isin(train, s.valid)]])
+        index = np.concatenate([s.data.valid, train[~np.isin(train, s.data.valid)]])
         done = self.encoded.get(c.encoder)
         return index if done is None else index[~done[index]]
 
     def mark_encoded(self, representation: str, index: np.ndarray) -> None:
         """The vectors of ``representation`` for the documents at ``index`` are cached."""
-        done = self.encoded.setdefault(representation, np.zeros(len(self.search.docs), bool))
+        done = self.encoded.setdefault(representation, np.zeros(len(self.search.data.docs), bool))
         done[index] = True
 
     # -- estimates ------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ class Plans:
         s = self.search
         setup, encoding = (0.0 if c.factory is not None else self.setup(c)), self.pass_seconds(c)
         if c.factory is None and (encoding or setup):
-            return setup + (encoding + HEADS[c.head].cost * s.n_rows(c) / 1000
+            return setup + (encoding + HEADS[c.head].cost * s.data.n_rows(c) / 1000
                             if encoding else c.prior)
         return s.estimate(c) + encoding
 
@@ -169,13 +169,13 @@ class Plans:
         """A model whose fit on every training row costs more than `START_SHARE` of the time left
         starts on the largest stratified subsample that fits in it (at least `MIN_ROWS`); where
         that leaves not even a doubling to grow by, on every row, or the most that fit."""
-        s, n = self.search, len(self.search.train)
+        s, n = self.search, len(self.search.data.train)
         share = START_SHARE * s.left()
         if c.estimate <= share or n <= MIN_ROWS:
             return
 
         def cost(m: int) -> float:
-            c.rows = None if m >= n else s.sample_rows(m)
+            c.rows = None if m >= n else s.data.sample_rows(m)
             return self.cost(c)
 
         m = MIN_ROWS if cost(MIN_ROWS) > share else largest(
@@ -190,19 +190,19 @@ class Plans:
         """The next fit of scored ``c``: `GROWTH` times its rows, or at every row its head's own
         epochs, with its estimate; the whole time left where a step after it would not fit.
         None: it is grown already, or its next step does not fit."""
-        s, n = self.search, len(self.search.train)
+        s, n = self.search, len(self.search.data.train)
         head = self.head(c) if c.factory is None else None
         if hasattr(head, "sized_for"):
             return self._grown_recipe(c, head)
         if c.rows is None:
             return None
         rows = min(n, GROWTH * len(c.rows))
-        grown = c.but(rows=None if rows >= n else s.sample_rows(rows), grown_from=c,
+        grown = c.but(rows=None if rows >= n else s.data.sample_rows(rows), grown_from=c,
                       variant_of=None)
         grown.estimate = self.cost(grown)
         if grown.estimate > s.left() and rows < n:  # what fits, when that is still a step
             def cost(m: int) -> float:
-                grown.rows = None if m >= n else s.sample_rows(m)
+                grown.rows = None if m >= n else s.data.sample_rows(m)
                 return self.cost(grown)
 
             low = int(1.5 * len(c.rows))
@@ -223,7 +223,7 @@ class Plans:
         grown = c.but(grown_from=c, variant_of=None, recipe={}, rows=None)
         if not self.sized(grown, head, state, seconds=target) or grown.estimate > s.left():
             return None
-        if work_of(grown.build(), s.n_rows(grown)) <= 1.5 * work_of(c.build(), s.n_rows(c)):
+        if work_of(grown.build(), s.data.n_rows(grown)) <= 1.5 * work_of(c.build(), s.data.n_rows(c)):
             return None  # not a step: the time left buys little more than it had
         return grown
 
@@ -241,9 +241,9 @@ class Plans:
         out, no recipe fits (without a probe where the scaled cost says so)."""
         s, head = self.search, self.head(c)
         c.rows = None  # from every training row (a recipe cuts them); ``n`` a fit's rows
-        state, n = s.costs[c.pair], s.n_rows(c)
+        state, n = s.costs[c.pair], s.data.n_rows(c)
         setup = self.setup(c)  # a model not fetched yet: its fetch counts
-        c.seed, probe, source = s.seed, setup, ""
+        c.seed, probe, source = s.data.seed, setup, ""
         if not state.measured and head.probe_recipe(PROBE_STEPS[1], n) is None:
             # its first fit measures it (quicker than a probe): sized on a cost scaled from one
             # measured here, with the margin (no probe brings it back), else its own recipe at
@@ -280,8 +280,8 @@ class Plans:
         # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
         # either: then the richest recipe the time left pays for, at once
         start = max(START_SHARE * s.left(), 0.0) + probe
-        least = state.seconds(s.fits_each * head.least_work(n), len(s.valid),
-                              head.predict_work(len(s.valid)))
+        least = state.seconds(s.data.fits_each * head.least_work(n), len(s.data.valid),
+                              head.predict_work(len(s.data.valid)))
 
         def first(keep: float) -> bool:  # sized with ``keep`` seconds kept for its refit
             once = (1 + GROWTH) * least + probe + room + keep > s.left()
@@ -310,7 +310,7 @@ class Plans:
         pick on its own recipe: `Finish.restored`); none where rows are held out (its fit is the
         model)."""
         s = self.search
-        return 0.0 if s.folds is None else state.seconds(head.fit_work(len(s.docs)))
+        return 0.0 if s.data.folds is None else state.seconds(head.fit_work(len(s.data.docs)))
 
     def sized(self, c: Candidate, head, state: PairState, probe: float = 0.0,
               room: float = 0.0, seconds: float | None = None, keep: float = 0.0) -> bool:
@@ -318,10 +318,11 @@ class Plans:
         ``keep``) less ``probe`` and ``room`` on ``state``'s cost; False (``c.estimate`` the full
         recipe's) when none does."""
         s, c.rows = self.search, None
-        n = s.n_rows(c)  # every training row; under cross-validation a fold's fit's
+        n = s.data.n_rows(c)  # every training row; under cross-validation a fold's fit's
 
         def cost(work: float) -> float:  # a fit's work, under cross-validation once a fold
-            return state.seconds(s.fits_each * work, len(s.valid), head.predict_work(len(s.valid)))
+            valid = len(s.data.valid)
+            return state.seconds(s.data.fits_each * work, valid, head.predict_work(valid))
 
         c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
         budget = min(s.left() if seconds is None else seconds, s.left() - keep)
@@ -331,9 +332,9 @@ class Plans:
         params, rows = sized
         c.recipe.update({f"head__{k}": v for k, v in params.items()})
         c.params = {k: v for k, v in c.params.items() if k not in c.recipe}
-        c.rows = s.sample_rows(rows) if rows < n else None
+        c.rows = s.data.sample_rows(rows) if rows < n else None
         c.estimate = cost(work_of(c.build(), rows)) + probe
-        c.share = head.gain_share(params, rows, n, 1 if s.classes is None else len(s.classes))
+        c.share = head.gain_share(params, rows, n, 1 if s.data.classes is None else len(s.data.classes))
         c.least = cost(head.least_work(n)) + probe
         c.truncated = (f"read to {params['max_length']} word pieces where 95% of the documents "
                        f"need {int(head.max_length)}: the time left paid for no more"
@@ -347,7 +348,7 @@ class Plans:
         s, own = self.search, {k[6:]: v for k, v in c.params.items() if k.startswith("head__")}
         before = (c.recipe, c.params, c.rows, c.estimate, c.share, c.truncated)
         if (not self.sized(c, clone(self.head(c)).set_params(**own), s.costs[c.pair])
-                or s.n_rows(c) < s.n_rows(c.variant_of)):
+                or s.data.n_rows(c) < s.data.n_rows(c.variant_of)):
             c.recipe, c.params, c.rows, c.estimate, c.share, c.truncated = before
 
     def scaled(self, c: Candidate, head) -> tuple[PairState, str] | None:
@@ -387,8 +388,8 @@ def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
     fits of `PROBE_STEPS` steps (each as the head's `probe_recipe` sets it); their difference is
     the steps, the rest loading the model. The search's state of ``c``'s pair learns it (a
     `embedkit.tuning._candidate.Job`'s ``run``)."""
-    n = len(s.train)
-    rng = np.random.default_rng(s.seed)
+    n = len(s.data.train)
+    rng = np.random.default_rng(s.data.seed)
 
     def fit_of(steps: int) -> tuple[Candidate, np.ndarray | None]:
         params, rows = head.probe_recipe(steps, n)
@@ -396,14 +397,14 @@ def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
                             **{f"head__{k}": v for k, v in params.items()}}, rows=None, grown_from=None)
         # label sets: a row of each label a slice lacks joins it (a head cannot learn an absent label)
         return one, (None if rows >= n else covering(np.sort(rng.choice(n, rows, replace=False)),
-                                                     s.y_train, rng.permutation(n)))
+                                                     s.data.y_train, rng.permutation(n)))
 
     warm, *timed = (fit_of(steps) for steps in (1, *PROBE_STEPS))
     works = tuple(work_of(one.build(), n if rows is None else len(rows)) for one, rows in timed)
 
     def fit(one: Candidate, rows: np.ndarray | None) -> None:
-        one.build().fit(s.X_train if rows is None else take(s.X_train, rows),
-                        s.y_train if rows is None else s.y_train[rows])
+        one.build().fit(s.data.X_train if rows is None else take(s.data.X_train, rows),
+                        s.data.y_train if rows is None else s.data.y_train[rows])
 
     def run() -> str:
         state = s.costs[c.pair]

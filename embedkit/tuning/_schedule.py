@@ -73,9 +73,9 @@ class Schedule(Worth):
         lane = ("device" if tier.lane == "device" and s.device_lane
                 else "cluster" if s.client is not None and tier.remote else "cores")
         return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache, lane=lane,
-                         task=s.task, roles=s.roles,
-                         prior=(encoding * len(s.train) + HEADS[head].cost
-                                * s.fit_rows(len(s.train))) / 1000,
+                         task=s.data.task, roles=s.data.roles,
+                         prior=(encoding * len(s.data.train) + HEADS[head].cost
+                                * s.data.fit_rows(len(s.data.train))) / 1000,
                          encoder=rep if tier.name == "frozen encoder" else "")
 
     # -- the prologue ---------------------------------------------------------------------------
@@ -88,19 +88,20 @@ class Schedule(Worth):
         self.defaults = [self.candidate(r, h) for r, h in s.pairs
                          if not (s.finetune is False and pair_kind(r, h) in TRAINS_ENCODER)]
         tiers = {t.name: sum(c.tier == t.name for c in self.defaults) for t in TIERS}
-        rows = (f"{len(s.train):,} training rows, {len(s.valid):,} validation rows" if s.folds is None
-                else f"{len(s.train):,} rows, too few to hold some out: each model is scored on "
-                     f"every row by {s.fits_each}-fold cross-validation, then refit on all of them")
+        d = s.data
+        rows = (f"{len(d.train):,} training rows, {len(d.valid):,} validation rows" if d.folds is None
+                else f"{len(d.train):,} rows, too few to hold some out: each model is scored on "
+                     f"every row by {d.fits_each}-fold cross-validation, then refit on all of them")
         s.say(f"{s.clock.stamp()} {rows}; tiers: "
               + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
         self.twin = Twin(s, self.defaults)  # on a table: does fine-tuning read all of it?
         first = self.twin.prologue()
         self.defaults += first[1:]
         (tfidf, build), (self.minilm, _) = list(self.baselines.items())[:2]
-        chars = float(np.mean([len(d) for d in s.texts[s.valid]])) if len(s.valid) else 0.0
+        chars = float(np.mean([len(t) for t in d.texts[d.valid]])) if len(d.valid) else 0.0
         s.reached("baselines")
         baseline = Candidate(name=tfidf, representation="plain TF-IDF", head="LR", kind="baseline",
-                             tier="baselines", factory=build, prior=s.fit_rows(len(s.train)) / 1000 * (
+                             tier="baselines", factory=build, prior=d.fit_rows(len(d.train)) / 1000 * (
                                  BASELINE_COST[0] + BASELINE_COST[1] * chars / 500))
         self.plans.estimate(baseline)
         self.queue = [baseline, *first, "encoder"]
@@ -109,14 +110,14 @@ class Schedule(Worth):
         """The prologue encoder's load, or nothing where not even that and a least pass fit:
         the MiniLM baseline and the frozen tier are then left out."""
         s = self.search
-        least = min(len(s.docs), len(s.valid) + MIN_ENCODED_ROWS)
+        least = min(len(s.data.docs), len(s.data.valid) + MIN_ENCODED_ROWS)
         rough = ENCODER_LOAD + REPRESENTATIONS[ENCODER].cost * least / 1000
         if rough <= s.left():
             return _jobs.load_encoder(s, ENCODER, ENCODER_LOAD)
         for c in [self._minilm(None), *self._frozen()]:
             c.estimate = rough
             s.leave_out(c, f"loading the encoder and a pass over the validation rows and "
-                           f"{least - len(s.valid):,} training rows need about "
+                           f"{least - len(s.data.valid):,} training rows need about "
                            f"{format_seconds(rough)}; a budget of about "
                            f"{format_seconds(s.clock.elapsed() + rough + s.reserve())} would include it")
         return None
@@ -142,19 +143,19 @@ class Schedule(Worth):
 
             per_doc *= available_cores() / s.lanes["cluster"].slots
         cost = MARGIN * per_doc
-        need, rows = cost * len(s.docs), None
+        need, rows = cost * len(s.data.docs), None
         if need > START_SHARE * s.left():  # a cheap start of at least MIN_ROWS, within the share
-            m = max(int(START_SHARE * s.left() / cost) - len(s.valid), MIN_ROWS)
-            m = min(m, int(ENCODE_SHARE * s.left() / cost) - len(s.valid), len(s.train))
-            if m < min(MIN_ENCODED_ROWS, len(s.train)):
+            m = max(int(START_SHARE * s.left() / cost) - len(s.data.valid), MIN_ROWS)
+            m = min(m, int(ENCODE_SHARE * s.left() / cost) - len(s.data.valid), len(s.data.train))
+            if m < min(MIN_ENCODED_ROWS, len(s.data.train)):
                 enough = s.clock.elapsed() + (need + s.reserve() + 30) / ENCODE_SHARE
                 for c in [self._minilm(None), *self._frozen()]:
                     c.estimate = need
                     s.leave_out(c, f"the encoder's pass over even {MIN_ENCODED_ROWS} of the "
-                                   f"{len(s.docs):,} documents does not fit the time left; a budget "
+                                   f"{len(s.data.docs):,} documents does not fit the time left; a budget "
                                    f"of about {format_seconds(enough)} would include all of them")
                 return None
-            rows = None if m >= len(s.train) else s.sample_rows(m)
+            rows = None if m >= len(s.data.train) else s.data.sample_rows(m)
         for c in self._frozen():
             c.rows = rows
         self.first = self._minilm(rows)
@@ -303,14 +304,14 @@ class Schedule(Worth):
         weakest on few labels (a TF-IDF + MLP variant right on 32 of 32 sms-spam rows out of
         fold scored 54.5% on new ones: results/few_labels_tune.md)."""
         s, out = self.search, []
-        if s.folds is not None:
+        if s.data.folds is not None:
             return out
         parents = {c.grown_from for c in s.candidates if c.grown_from is not None}
         for first in (f for f in s.scored() if f.kind == "candidate" and f.lane == lane
                       and f.variant_of is None and f not in parents and f.line() in self.defaults
                       and f.line() is not self.twin.twin):
             base = {**first.recipe, **first.params}
-            for params in sampled_settings(first.representation, first.head, None, s.seed):
+            for params in sampled_settings(first.representation, first.head, None, s.data.seed):
                 option = first.but(params={**first.params, **params}, variant_of=first,
                                    grown_from=None)
                 if {**base, **params} != base and option.key not in self.tried:
@@ -362,7 +363,7 @@ class Schedule(Worth):
         s, plans, rep = self.search, self.plans, job.about
         if isinstance(outcome, BaseException):  # its models' fits then fail and say so
             s.say(f"{s.clock.stamp()} frozen encoder: {rep}: failed ({outcome})"[:300])
-            plans.encoded.setdefault(rep, np.ones(len(s.docs), bool))
+            plans.encoded.setdefault(rep, np.ones(len(s.data.docs), bool))
             return
         done, seconds, index = outcome
         plans.mark_encoded(rep, index[:done])
@@ -383,13 +384,13 @@ class Schedule(Worth):
                                                           "left" if done < len(index) else ""))
         if self.queue and self.queue[0] == "minilm":
             self.queue[0] = self.first
-            rest = len(s.docs) - len(index)
+            rest = len(s.data.docs) - len(index)
             for c in [self.first, *self._frozen()]:  # a refit on every document encodes the rest
                 ratio = encoder_ratio(c.representation) if c.name == "" else 1.0
                 c.extra_refit = ratio * MARGIN * plans.per_doc * rest
         for o in self.defaults:  # their priors held the pass
             if o.representation == rep:
-                o.prior = HEADS[o.head].cost * s.fit_rows(len(s.train) if o.rows is None
+                o.prior = HEADS[o.head].cost * s.data.fit_rows(len(s.data.train) if o.rows is None
                                                           else len(o.rows)) / 1000
 
     def _prepared(self, job: Job, outcome) -> None:

@@ -401,7 +401,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             self._write(texts, y, clock, say)
         self.budget_used_ = clock.elapsed()
         seeds = f" as the mean of {self.seeds_} seeds" if self.seeds_ > 1 else ""
-        rows = "the validation rows" if search.folds is None else "every row, out of fold"
+        rows = "the validation rows" if search.data.folds is None else "every row, out of fold"
         as_ = f", refit as {done.refit_as}" if done.refit_as else ""
         say(f"{clock.stamp()} done: {self.pick_}{seeds} ({pick.score:.3f} on {rows}{as_}); "
             f"{self.budget_used_:.0f} s of {clock.budget:.0f} s used, "

@@ -26,7 +26,7 @@ class Twin:
     """The text-alone twin of a table search's first sparse default, and what it says."""
 
     def __init__(self, search, defaults: list[Candidate]):
-        roles = search.roles
+        roles = search.data.roles
         self.search, self.table, self.twin, self.verdict = search, None, None, None
         if roles is None or not roles.text or roles.columns == roles.text[:1]:
             return

@@ -87,11 +87,11 @@ class Worth:
         exponent its last two fits measured, else `CURVE_EXPONENT`; above the best's score, or
         above its own where it is the best."""
         s, last = self.search, grown.grown_from
-        work = [work_of(c.build(), s.n_rows(c)) for c in (grown, last)]
+        work = [work_of(c.build(), s.data.n_rows(c)) for c in (grown, last)]
         before = last.grown_from
         exponent = CURVE_EXPONENT
         if before is not None:
-            earlier = work_of(before.build(), s.n_rows(before))
+            earlier = work_of(before.build(), s.data.n_rows(before))
             errors = (1 - last.score, 1 - before.score)
             if min(errors) > 0 and work[1] > earlier:
                 exponent = float(np.clip(-math.log(errors[0] / errors[1])
@@ -104,8 +104,8 @@ class Worth:
 
     def noise(self, score: float) -> float:
         """One standard error of a score on the validation rows (a binomial one for accuracy)."""
-        n = len(self.search.valid)
-        if self.search.scoring == "accuracy":
+        n = len(self.search.data.valid)
+        if self.search.data.scoring == "accuracy":
             return max(math.sqrt(max(score * (1 - score), 0) / n), 0.005)
         return 0.01 * max(abs(score), 1.0)
 
