@@ -967,6 +967,37 @@ def test_a_refit_given_a_deadline_ends_its_training_in_time_and_keeps_what_it_re
     assert search.costs[pair].rate == 0.05 and search.costs[pair].fits == 0
 
 
+def test_a_probe_that_runs_past_the_time_left_is_stopped_and_learns_its_cost_is_at_least_that(
+        trec, monkeypatch):
+    """A model's probe on a slice (NBSVM + logreg-cv, 160 of 1,600 training rows) is stopped
+    once it has run the time left (on 20newsgroups at two minutes such a probe ran 220 s past
+    the deadline): its pair learns the seconds it ran as the slice's cost, so every row's fit
+    is estimated far beyond the time left."""
+    search, schedule = _begin(_slice(trec, 2000), 300, [("nbsvm", "logreg-cv")])
+    c = schedule.candidate("nbsvm", "logreg-cv")
+    monkeypatch.setattr(search, "left", lambda: 0.2)
+    began = time.monotonic()
+    estimate = search.probe(c)
+    ran = time.monotonic() - began
+    assert 0.2 <= ran < 0.2 + 2.0 and search.costs[c.pair].measured
+    assert estimate > 5 * 0.2  # 160 rows took at least 0.2 s: 1,600 take ten times that or more
+
+
+def test_a_seed_whose_refit_runs_past_the_time_left_is_stopped_and_dropped(questions):
+    """A fine-tuned member's next seed is refit where its measured cost fits the time left; an
+    hour slower than measured (here: its seed claims 0.5 s, its recipe takes minutes) is stopped
+    at the time left and that seed dropped, the seeds refit before it kept, none added after."""
+    search, schedule = _begin(_slice(questions, 40), 300, [FINETUNE], validation="auto")
+    c = _default(schedule, FINETUNE).but(params={"head__epochs": 100}, seed=0)
+    fitted, lines = [[(c.label, None, 0.5)]], []
+    began = time.monotonic()
+    search.finish.more_seeds(search, [(c, 1.0)], fitted, Clock(6.0), lines.append)
+    assert time.monotonic() - began < 6.0 + 3.0
+    assert fitted == [[(c.label, None, 0.5)]]
+    assert re.search(r"dropped seed 1 of finetune-short .*: its refit was stopped \(stopped after "
+                     r"\d+ s, at its deadline\)$", lines[-1]), lines
+
+
 def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_out_measured(
         questions, monkeypatch):
     """Under cross-validation a model stops after its first fold where the folds would run past

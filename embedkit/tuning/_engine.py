@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -140,21 +141,34 @@ class Search:
 
     def probe(self, c: Candidate) -> float:
         """Fit ``c`` on a slice of its training rows; its state learns the cost per unit of
-        work, and the estimate scales it up to all of them."""
+        work, and the estimate scales it up to all of them. The slice's fit is stopped once it
+        has run the time left (`left`): a model whose slice does not fit in it cannot fit
+        either, and its state learns that cost as at least the seconds it ran; one stopped at
+        the memory limit learns what it grew the process by."""
         d = self.data
         n = d.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
-        if 3 * m >= n:
+        limit = self.left()
+        if 3 * m >= n or limit <= 0:
             return c.prior
         rows = d.sample_rows(m) if c.rows is None else np.sort(
             np.random.default_rng(d.seed).choice(c.rows, m, replace=False))
+        state, began, mem = self.costs[c.pair], time.monotonic(), None
         try:
-            model, _, fit_s, predict_s = fit_and_score(c.build, rows, d.X_train, d.y_train,
-                                                       take(d.X_valid, slice(0, PROBE_ROWS[0])),
-                                                       d.classes)
+            with self.guard(limit) as mem:
+                model, _, fit_s, predict_s = fit_and_score(
+                    c.build, rows, d.X_train, d.y_train, take(d.X_valid, slice(0, PROBE_ROWS[0])),
+                    d.classes)
+        except DeadlineReached:  # measured as at least what it ran
+            state.observe(work_of(c.build(), m), time.monotonic() - began)
+            return self.estimate(c)
+        except MemoryLimitReached:  # `memory_fits` now says what its rows need
+            if mem is not None:
+                state.observe_memory(0 if c.tier in TRAINING_TIERS else m,
+                                     max(mem.peak - mem.start, 0.0))
+            return c.prior
         except Exception:  # the full fit will say what is wrong
             return c.prior
-        state = self.costs[c.pair]
         state.observe(work_of(model, m), fit_s)
         state.observe_predict(min(PROBE_ROWS[0], len(d.valid)), predict_s)
         return self.estimate(c)

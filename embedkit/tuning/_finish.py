@@ -316,7 +316,8 @@ class Finish:
 
     def more_seeds(self, search, members, fitted, clock: Clock, say) -> None:
         """Add seeds to the refit fine-tuned members, round by round, while the next one's
-        measured cost fits in the time left (at most `MAX_SEEDS` each)."""
+        measured cost fits in the time left (at most `MAX_SEEDS` each); a seed whose refit runs
+        past the time left (or the memory limit) is stopped and dropped, and no more are added."""
         seeded = [i for i, (member, _) in enumerate(members) if _seeded(member)]
         while seeded:
             i = min(seeded, key=lambda j: len(fitted[j]))
@@ -324,10 +325,17 @@ class Finish:
             if len(fitted[i]) >= _settings.MAX_SEEDS:
                 return
             cost = REFIT_MARGIN * max(seconds for _, _, seconds in fitted[i])
-            if cost > clock.left() - self.write_seconds(member, len(fitted[i]) + 1):
+            limit = clock.left() - self.write_seconds(member, len(fitted[i]) + 1)
+            if cost > limit:
                 return
-            fitted[i].append(self.refit(search, member.but(seed=member.seed + len(fitted[i])),
-                                        clock, say))
+            seed = member.seed + len(fitted[i])
+            try:  # a slower hour: the seed dropped, not the output's time taken
+                with search.guard(limit):
+                    fitted[i].append(self.refit(search, member.but(seed=seed), clock, say))
+            except (DeadlineReached, MemoryLimitReached) as err:
+                say(f"{clock.stamp()} dropped seed {seed} of {member.label}: its refit was "
+                    f"stopped ({err})")
+                return
 
 
 def _weights(c) -> int:
