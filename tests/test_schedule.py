@@ -438,6 +438,25 @@ def _sparse(search, schedule, seconds_on_every_row: float, pair=("tfidf", "logre
     return schedule.candidate(*pair), cost
 
 
+def test_the_baseline_is_fitted_on_every_row_wherever_they_fit_the_time_left(trec):
+    """The TF-IDF baseline is the yardstick and, where no model beats it, the pick: it is not
+    started small like a default; only where every row does not fit the time left is it fitted
+    on the most rows that do."""
+    search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
+    base = schedule.queue[0]
+    assert base.kind == "baseline" and base.name == TFIDF_BASELINE
+    n, left = len(search.data.train), search.left()
+    for seconds, rows in ((400.0, None), (0.9 * left, None), (1500.0, "fewer")):
+        search.costs[base.pair] = PairState(rate=seconds / MARGIN / n ** 1.1, predict_rate=0.0)
+        base.rows = None
+        assert schedule.plans.estimate(base)
+        if rows is None:  # more than `START_SHARE` of the time left, within it: every row
+            assert base.rows is None and base.estimate == pytest.approx(seconds)
+        else:
+            assert MIN_ROWS < len(base.rows) < n and base.estimate <= left
+            assert base.estimate > 0.9 * left * 0.9  # the most rows that fit, not a share
+
+
 def test_a_default_too_dear_for_the_start_share_starts_on_the_largest_nested_subsample_that_fits(
         trec):
     """A default whose fit on every row costs more than `START_SHARE` of the time left starts on

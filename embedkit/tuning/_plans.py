@@ -168,9 +168,12 @@ class Plans:
     def start_small(self, c: Candidate) -> None:
         """A model whose fit on every training row costs more than `START_SHARE` of the time left
         starts on the largest stratified subsample that fits in it (at least `MIN_ROWS`); where
-        that leaves not even a doubling to grow by, on every row, or the most that fit."""
+        that leaves not even a doubling to grow by, on every row, or the most that fit. A
+        baseline is the yardstick every model is judged by and the pick where none beats it:
+        it is cut only where every row does not fit the time left (a TF-IDF baseline on half
+        of 20newsgroups' rows scored 3 points below the one on all of them)."""
         s, n = self.search, len(self.search.data.train)
-        share = START_SHARE * s.left()
+        share = (1.0 if c.kind == "baseline" else START_SHARE) * s.left()
         if c.estimate <= share or n <= MIN_ROWS:
             return
 
