@@ -209,15 +209,12 @@ class Finish:
         from sklearn.pipeline import Pipeline
 
         from ..data.targets import expected_calibration_error, log_loss
-        from ..heads.calibration import EPS, TemperatureScaled, cross_tempered
+        from ..heads.calibration import TemperatureScaled, cross_tempered
 
         proba, y, classes = np.asarray(pick.proba), search.data.y_valid, search.data.classes
         codes = np.searchsorted(classes, y)  # classes: the sorted labels of every row
         tempered = cross_tempered(proba, codes, random_state=search.data.seed)
-        rows = np.arange(len(codes))
-        gain = (np.log(np.clip(tempered[rows, codes], EPS, 1.0))
-                - np.log(np.clip(proba[rows, codes], EPS, 1.0)))  # each row's lower log-loss
-        noise = gain.std(ddof=1) / np.sqrt(len(gain)) if len(gain) > 1 else np.inf
+        gain, noise = _lower_log_loss(tempered, proba, codes)
         out = {"log_loss": log_loss(y, proba, classes),
                "ece": expected_calibration_error(y, proba, classes),
                "log_loss_calibrated": log_loss(y, tempered, classes),
@@ -226,7 +223,7 @@ class Finish:
                "proba_calibrated": tempered}
         last = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
         same = list(np.asarray(last.classes_)) == list(classes)
-        if not same or not gain.mean() > PICK_Z * noise:
+        if not same or not gain > PICK_Z * noise:
             out["said"] = ("kept the pick's probabilities as they are: " + (
                 "it was fitted on rows that lack a class" if not same else
                 "a temperature fitted on other validation rows does not lower their log-loss "
@@ -237,11 +234,9 @@ class Finish:
         # without raising the log-loss beyond its noise (both cross-fitted)
         mapped = cross_tempered(proba, codes, random_state=search.data.seed,
                                 top_label=search.data.task != "multilabel")
-        change = (np.log(np.clip(mapped[rows, codes], EPS, 1.0))
-                  - np.log(np.clip(tempered[rows, codes], EPS, 1.0)))
-        spread = change.std(ddof=1) / np.sqrt(len(change)) if len(change) > 1 else np.inf
+        change, spread = _lower_log_loss(mapped, tempered, codes)
         ece_mapped = expected_calibration_error(y, mapped, classes)
-        top = ece_mapped < out["ece_calibrated"] and change.mean() >= -PICK_Z * spread
+        top = ece_mapped < out["ece_calibrated"] and change >= -PICK_Z * spread
         scaled = TemperatureScaled(last, top_label=top).fit_held_out(proba, y)
         top = scaled.top_ is not None
         if top:
@@ -336,6 +331,21 @@ class Finish:
                 say(f"{clock.stamp()} dropped seed {seed} of {member.label}: its refit was "
                     f"stopped ({err})")
                 return
+
+
+def _lower_log_loss(new, old, codes) -> tuple[float, float]:
+    """How much lower the log-loss of probabilities ``new`` is than that of ``old`` on the rows
+    of classes ``codes``: the mean of the rows' paired differences and its standard error (inf
+    on fewer than two rows)."""
+    import numpy as np
+
+    from ..heads.calibration import EPS
+
+    rows = np.arange(len(codes))
+    diff = (np.log(np.clip(new[rows, codes], EPS, 1.0))
+            - np.log(np.clip(old[rows, codes], EPS, 1.0)))
+    return float(diff.mean()), (float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1
+                                else math.inf)
 
 
 def _weights(c) -> int:
