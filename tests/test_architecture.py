@@ -101,7 +101,7 @@ def test_in_the_search_only_the_engine_assigns_its_state():
 SCHEDULE_SIDE = ("_schedule", "_plans", "_value", "_twin", "_jobs", "_finish", "_leaderboard")
 #: the engine's members the schedule's side may read: no more than it reads today (issue 59's
 #: aim is a read-only view of at most 12); the data and its split count once, as ``data``
-ENGINE_MEMBERS_READ = 26
+ENGINE_MEMBERS_READ = 21
 
 
 def _engine_members_read() -> dict[str, set[str]]:

@@ -8,6 +8,7 @@ of what it asked for (a candidate scored, a job's result, which the engine recor
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -627,7 +628,6 @@ def test_the_order_is_the_most_expected_gain_per_second_and_a_default_too_dear_i
         questions, monkeypatch):
     """Of the defaults waiting, `ask` returns the most expected gain per estimated second among
     those that fit; one that does not fit is left out, with the budget that would include it."""
-    import dataclasses
 
     monkeypatch.setitem(HEADS, "mlp", dataclasses.replace(HEADS["mlp"], gain=3.0))
     pairs = [("tfidf", "logreg"), ("bow", "logreg"), ("tfidf", "mlp"), ("bow", "mlp")]
@@ -1223,7 +1223,6 @@ def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions,
     so that a fine-tuning expected to bring 6 points still fits after it; where even that leaves
     no room, the better one runs first and MiniLM waits; one left out in the same call keeps no
     room."""
-    import dataclasses
 
     better = ("passthrough", "finetune")  # fully fine-tuned: declared here to bring 6 points
     monkeypatch.setitem(HEADS, "finetune", dataclasses.replace(HEADS["finetune"], gain=6.0))
@@ -1265,7 +1264,6 @@ def test_the_growth_of_a_cheaper_model_leaves_the_room_kept_for_a_better_default
     to bring more) still fits after it; its growth must not take that room either: with 289.5 s
     left, the better one (287 s, 15.7 points expected) comes before MiniLM's second fit (30 s,
     7.7 points expected), after which it no longer fits."""
-    import dataclasses
 
     better = ("passthrough", "finetune")
     monkeypatch.setitem(HEADS, "finetune", dataclasses.replace(HEADS["finetune"], gain=6.0))
@@ -1462,7 +1460,7 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
     greedy_pair = ("tfidf", "mlp")
     search = _search(questions, 120, [("tfidf", "logreg"), greedy_pair, ("bow", "logreg")])
-    search.memory = resident() + 200 * 2**20
+    search.asked = dataclasses.replace(search.asked, memory=resident() + 200 * 2**20)
     search.run(Schedule(_baselines()))
     greedy = next(c for c in search.candidates if c.pair == greedy_pair)
     assert greedy.status == "left out" and not search.interrupted
@@ -1608,7 +1606,6 @@ def test_a_dear_head_waits_for_a_cheaper_one_of_its_tier_to_be_measured(question
     """Neither fine-tuning head measured yet: the base-size encoder, declared to bring more, is
     not probed first (on 1,780 news articles its probe took 357 s of a 10-minute budget); MiniLM
     is, and the base-size one is then sized on MiniLM's measured step times their compute."""
-    import dataclasses
 
     from embedkit.heads import TransformerClassifier
     from embedkit.storage import resources
@@ -1634,7 +1631,6 @@ def test_a_dear_head_waits_for_a_cheaper_one_of_its_tier_to_be_measured(question
 def test_a_cheap_default_runs_where_the_better_ones_fit_as_well_after_it(questions, monkeypatch):
     """Two better defaults whose cheapest fits cannot both fit the time left anyway: a cheap one
     that leaves the same of them fitting is not held back by the sum of their times."""
-    import dataclasses
 
     better = ("passthrough", "finetune")
     monkeypatch.setitem(HEADS, "finetune", dataclasses.replace(HEADS["finetune"], gain=6.0))

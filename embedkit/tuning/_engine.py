@@ -15,7 +15,7 @@ nothing) and ``schedule.tell(action, outcome)`` (what came of it), as scikit-lea
 * **Anytime**: Ctrl-C (``KeyboardInterrupt``) ends the search, marks what was running as
   interrupted, and the finish goes on with the best model so far. A fit on the cores that runs
   past the search's deadline is stopped there (`embedkit._stopping.deadline`) and marked so.
-* **Memory, a budget like time** (``memory``: bytes the process may hold): every fit on the
+* **Memory, a budget like time** (``asked.memory``: bytes the process may hold): every fit on the
   cores is measured (`embedkit.machine.PeakRSS`: what it grew the process by, on the
   leaderboard) and its pair's state learns it; a model whose pair measured more than the limit
   leaves room for is left out before it runs, saying what it needs; a fit that grows the process
@@ -38,6 +38,7 @@ from .._stopping import DeadlineReached, MemoryLimitReached, deadline, stop_when
 from ..data.columns import take
 from ..machine import PeakRSS, ShortOfMemory, resident
 from . import _lanes, _selection
+from ._asked import Asked
 from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
@@ -61,10 +62,11 @@ class Search:
         # the documents, the targets and their split (`split`): read by everything, changed by none
         self.data = Split(docs, y, task=task, roles=roles, scoring=scoring, validation=validation,
                           seed=random_state)
-        self.clock, self.pairs = clock, list(pairs)
-        # the pairs whose best model stands as the pick before the baselines (`_pick.choose`)
-        self.standing = tuple(standing)
-        self.finetune, self.cache, self.say = finetune, cache, say
+        # what it was asked for: read by everything, changed by none
+        self.asked = Asked(pairs=tuple(pairs), finetune=finetune, cache=cache, device_lane=device_lane,
+                           client=client, memory=memory, predict_limit=predict_limit,
+                           standing=tuple(standing))
+        self.clock, self.say = clock, say
         self.finish = Finish() if finish is None else finish  # what the end needs, kept back
         self.candidates: list[Candidate] = []
         self.tiers_reached: list[str] = []
@@ -72,12 +74,7 @@ class Search:
         # seconds to encode a document not cached yet, by frozen encoder: what a model reading
         # that encoder's cache adds to its predictions on new documents (the schedule measures it)
         self.encode_rates: dict[str, float] = {}
-        # seconds a row a model may take to predict (None: any); one above it is never picked
-        self.predict_limit = predict_limit
-        # bytes this process may hold (None: no limit but the machine's `MEMORY_FLOOR`)
-        self.memory = memory
         self.schedule = None  # what orders the candidates (`begin`): it says when the fill began
-        self.device_lane, self.client = device_lane, client  # client: a Dask cluster's
         self.running: dict[Any, Any] = {}  # what runs (a candidate or a job) -> its future
         self.lanes: dict[str, Any] = {}
         self._pick: tuple[int, Candidate | None] = (-1, None)
@@ -88,10 +85,10 @@ class Search:
         self.data.split()
         d = self.data
         self.lanes = {"cores": _lanes.Inline()}  # the cores last: a fit there blocks
-        if self.device_lane:
+        if self.asked.device_lane:
             self.lanes = {"device": _lanes.Device(), **self.lanes}
-        if self.client is not None:
-            self.lanes = {"cluster": _lanes.Cluster(self.client, (
+        if self.asked.client is not None:
+            self.lanes = {"cluster": _lanes.Cluster(self.asked.client, (
                 d.X_train, d.y_train, d.X_valid, d.classes, d.folds)), **self.lanes}
 
     def left(self) -> float:
@@ -121,7 +118,7 @@ class Search:
             within = [c for c in scored if self.within_limit(c)]
             d = self.data
             self._pick = (len(scored), choose(within, d.y_valid, d.classes, d.scoring, d.seed,
-                                              self.standing) if within else
+                                              self.asked.standing) if within else
                           min(scored, key=lambda c: (c.row_seconds, -c.score)))
         return self._pick[1]
 
@@ -193,17 +190,17 @@ class Search:
         """Whether what ``c`` is expected to grow the process by fits under the limit (yes
         before its pair was measured: its fit is watched, and stopped at the limit; no where
         the process is over the limit already)."""
-        if self.memory is None:
+        if self.asked.memory is None:
             return True
         need = self.memory_need(c)
-        return resident() + (0.0 if math.isnan(need) else need) <= self.memory
+        return resident() + (0.0 if math.isnan(need) else need) <= self.asked.memory
 
     @contextlib.contextmanager
     def guard(self, seconds: float):
         """The block measured (yields its `PeakRSS`) and stopped at ``seconds`` (`DeadlineReached`)
         or where the process outgrows the memory limit or the machine runs short
         (`MemoryLimitReached`)."""
-        short = ShortOfMemory(self.memory, MEMORY_FLOOR)
+        short = ShortOfMemory(self.asked.memory, MEMORY_FLOOR)
         with PeakRSS(collect=False) as mem, \
                 stop_when(short, lambda: MemoryLimitReached(short.why())), deadline(seconds):
             yield mem
@@ -325,10 +322,10 @@ class Search:
         if not why and c.estimate <= self.left() and not self.memory_fits(c):
             held, grows = resident(), self.memory_need(c)
             why = (f"this process holds {format_bytes(held)}, over the memory limit of "
-                   f"{format_bytes(self.memory)} already" if math.isnan(grows) else
+                   f"{format_bytes(self.asked.memory)} already" if math.isnan(grows) else
                    f"its fit needs about {format_bytes(grows)} of memory beyond the "
                    f"{format_bytes(held)} this process holds, over the limit of "
-                   f"{format_bytes(self.memory)}; a limit of about {format_bytes(held + grows)} "
+                   f"{format_bytes(self.asked.memory)}; a limit of about {format_bytes(held + grows)} "
                    "would include it")
         c.note = why or (f"needs about {format_seconds(c.estimate)}, {format_seconds(max(self.left(), 0))} "
                          f"were left; a budget of about {format_seconds(need)} would include it")
@@ -388,11 +385,11 @@ class Search:
     # -- ensembles --------------------------------------------------------------------------------
     def within_limit(self, c: Candidate) -> bool:
         """Whether ``c`` predicts within the predict limit (always, without one)."""
-        return self.predict_limit is None or c.row_seconds <= self.predict_limit
+        return self.asked.predict_limit is None or c.row_seconds <= self.asked.predict_limit
 
     def over_limit(self, c: Candidate) -> str:
         return (f"over the predict limit: {1000 * c.row_seconds:.2f} ms a row, the limit "
-                f"{1000 * self.predict_limit:.2f} ms; not picked")
+                f"{1000 * self.asked.predict_limit:.2f} ms; not picked")
 
     def _update_ensemble(self) -> None:
         self.candidates = [c for c in self.candidates if c.kind != "ensemble"]
@@ -403,7 +400,7 @@ class Search:
             [c.proba for c in scored], [c.fit_seconds for c in scored], self.data.y_valid,
             self.data.classes, self.data.scoring, self.data.seed,
             row_seconds=[c.row_seconds for c in scored],
-            limit=self.predict_limit)
+            limit=self.asked.predict_limit)
         if not weights:
             return
         members = {scored[i]: w for i, w in weights.items()}

@@ -27,8 +27,8 @@ __all__ = ["encode", "load_encoder", "prepare", "probe"]
 
 def _encoder(s, representation: str):
     encoder = REPRESENTATIONS[representation].factory()
-    if s.cache is not None and "cache" in encoder.get_params():
-        encoder.set_params(cache=s.cache)
+    if s.asked.cache is not None and "cache" in encoder.get_params():
+        encoder.set_params(cache=s.asked.cache)
     return encoder
 
 

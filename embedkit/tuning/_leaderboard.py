@@ -68,7 +68,7 @@ def leaderboard(tuner) -> pd.DataFrame:
     board.insert(0, "rank", np.arange(1, len(board) + 1))
     board.attrs.update(
         n_docs=len(search.data.docs), n_valid=len(search.data.valid), metrics=[name], budget_s=tuner.budget_,
-        memory_limit_mb=(search.memory or math.nan) / 2**20, peak_mb=largest_process_mb(),
+        memory_limit_mb=(search.asked.memory or math.nan) / 2**20, peak_mb=largest_process_mb(),
         protocol=(f"one validation split: {len(search.data.valid):,} of {len(search.data.docs):,} documents "
                   f"({split}, seed {tuner.random_state}); every model trained on the other "
                   f"{len(search.data.train):,}" if search.data.folds is None else

@@ -70,9 +70,9 @@ class Schedule(Worth):
         """A registry pair's default: its tier, lane and the registry's prior cost."""
         s, tier = self.search, tier_of(rep, head)
         encoding = 0.0 if rep == ENCODER else REPRESENTATIONS[rep].cost  # the prologue pays it
-        lane = ("device" if tier.lane == "device" and s.device_lane
-                else "cluster" if s.client is not None and tier.remote else "cores")
-        return Candidate(representation=rep, head=head, tier=tier.name, cache=s.cache, lane=lane,
+        lane = ("device" if tier.lane == "device" and s.asked.device_lane
+                else "cluster" if s.asked.client is not None and tier.remote else "cores")
+        return Candidate(representation=rep, head=head, tier=tier.name, cache=s.asked.cache, lane=lane,
                          task=s.data.task, roles=s.data.roles,
                          prior=(encoding * len(s.data.train) + HEADS[head].cost
                                 * s.data.fit_rows(len(s.data.train))) / 1000,
@@ -85,8 +85,8 @@ class Schedule(Worth):
 
         s = self.search = search
         self.plans = Plans(s)
-        self.defaults = [self.candidate(r, h) for r, h in s.pairs
-                         if not (s.finetune is False and pair_kind(r, h) in TRAINS_ENCODER)]
+        self.defaults = [self.candidate(r, h) for r, h in s.asked.pairs
+                         if not (s.asked.finetune is False and pair_kind(r, h) in TRAINS_ENCODER)]
         tiers = {t.name: sum(c.tier == t.name for c in self.defaults) for t in TIERS}
         d = s.data
         rows = (f"{len(d.train):,} training rows, {len(d.valid):,} validation rows" if d.folds is None
@@ -128,7 +128,7 @@ class Schedule(Worth):
     def _minilm(self, rows) -> Candidate:
         return Candidate(name=self.minilm, representation="plain MiniLM", head="LR",
                          tier="baselines", kind="baseline", factory=self.baselines[self.minilm],
-                         rows=rows, cache=self.search.cache, encoder=ENCODER)
+                         rows=rows, cache=self.search.asked.cache, encoder=ENCODER)
 
     def _first_pass(self, per_doc: float) -> Job | None:
         """The prologue encoder's first pass: every document where that takes at most
@@ -231,7 +231,7 @@ class Schedule(Worth):
                 return _jobs.prepare(name, entry.setup)
         if c.pair in plans.unprobed:
             return _jobs.probe(s, c, plans.head(c), c.estimate)
-        if s.cache is not None and plans.pass_seconds(c):
+        if s.asked.cache is not None and plans.pass_seconds(c):
             index = plans.unencoded(c)
             return _jobs.encode(s, c.encoder, index, plans.doc_seconds(c.encoder) / MARGIN,
                                 plans.pass_seconds(c))
@@ -378,7 +378,7 @@ class Schedule(Worth):
         elif rep != ENCODER:
             plans.rates[rep] = seconds / max(done, 1)
         what = f"{done:,} of {len(index):,} documents" if done < len(index) else f"{done:,} documents"
-        where = f" on the cluster's {len(s.client.nthreads())} workers" if "cluster" in s.lanes else ""
+        where = f" on the cluster's {len(s.asked.client.nthreads())} workers" if "cluster" in s.lanes else ""
         s.say(f"{s.clock.stamp()} frozen encoder: {rep}: {what} encoded once{where} in {seconds:.0f} s "
               "(cached for every model that reads it)" + ("; the rest would not fit the time "
                                                           "left" if done < len(index) else ""))

@@ -350,9 +350,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                         standing=standing_pairs(pairs, per_class), memory=self.memory_limit_)
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
-        if search.standing:
+        if search.asked.standing:
             say(f"{clock.stamp()} few labels ({per_class:g} documents in the median class): "
-                f"{', '.join(' + '.join(p) for p in search.standing)} stands as the pick unless "
+                f"{', '.join(' + '.join(p) for p in search.asked.standing)} stands as the pick unless "
                 "a model beats it beyond the noise of its scores")
         self.notes_ += without
         for note in self.notes_:
@@ -363,7 +363,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
 
         # threads set once, by policy, for the search and the finish: torch and the tokenizer
         # get this process's cores (less one that feeds an accelerator), BLAS one
-        threads = plan_threads(workers=1, reserve=1 if search.device_lane else 0).block()
+        threads = plan_threads(workers=1, reserve=1 if search.asked.device_lane else 0).block()
         with threads, _quiet_about_slices():
             search.run(Schedule({name: (lambda pipe=pipe: clone(pipe))
                                  for name, pipe in baseline_pipelines(
