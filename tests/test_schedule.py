@@ -826,6 +826,56 @@ def test_the_fine_tuning_ladder_cuts_epochs_then_blocks_then_rows_then_length():
     assert head.sized_for(3200, 20, cost) is None  # not even 1,000 rows at 64
 
 
+def test_a_fine_tuning_fits_memory_is_declared_before_any_load_and_its_batch_halved_to_fit():
+    """`fit_memory` (issue 60), from the encoder's config alone: the packaged MiniLM's 22.7
+    million weights at `TRAINED_WEIGHT_BYTES` each trained (`FROZEN_WEIGHT_BYTES` frozen), what
+    its trained blocks keep for the backward pass, linear in the batch, between linear and
+    quadratic in the length (the attention weights), and `FIT_OVERHEAD`; `batched_for` halves the
+    batch and doubles the accumulation (the same documents an update, the same work) until the
+    fit fits the room, None where one document a batch does not; SetFit, whose steps draw its
+    pairs, only says whether its own batch fits. (How close this comes to measured fits:
+    `pipelines/benchmarks/bench_memory.py`.)"""
+    from embedkit.heads import SetFitClassifier, TransformerClassifier
+    from embedkit.heads.finetune.sizing import (
+        FIT_OVERHEAD,
+        FROZEN_WEIGHT_BYTES,
+        TRAINED_WEIGHT_BYTES,
+        parameters,
+    )
+
+    tables, blocks = parameters("all-minilm-l6-v2")
+    assert tables + blocks == pytest.approx(22.7e6, rel=0.01)  # all-MiniLM-L6-v2's published size
+    assert sum(parameters("all-mpnet-base-v2")) == pytest.approx(109.5e6, rel=0.01)
+    head = TransformerClassifier(max_length=128, batch_size=16)
+    weights = TransformerClassifier(max_length=128, batch_size=16, fine_tune="none").fit_memory()
+    assert weights == pytest.approx(FIT_OVERHEAD + FROZEN_WEIGHT_BYTES * 22.7e6, rel=0.01)  # nothing kept
+    trained = FIT_OVERHEAD + TRAINED_WEIGHT_BYTES * (tables + blocks)
+    active = head.fit_memory() - trained
+    assert 0 < active < trained
+    doubled = head.set_params(batch_size=32).fit_memory() - trained
+    assert doubled == pytest.approx(2 * active)
+    longer = head.set_params(batch_size=16, max_length=256).fit_memory() - trained
+    assert 2 * active < longer < 4 * active  # the attention weights grow with its square
+    assert TransformerClassifier(fine_tune="last_k", k=3).fit_memory() < TransformerClassifier().fit_memory()
+
+    head = TransformerClassifier(max_length=256, batch_size=16)
+    assert head.batched_for(head.fit_memory()) == {}
+    room = (clone(head).set_params(batch_size=8).fit_memory()
+            + clone(head).set_params(batch_size=4).fit_memory()) / 2
+    assert head.batched_for(room) == {"batch_size": 4, "gradient_accumulation": 4}
+    assert clone(head).set_params(batch_size=4).fit_memory() <= room < clone(head).set_params(
+        batch_size=8).fit_memory()
+    assert head.batched_for(clone(head).set_params(batch_size=1).fit_memory() - 1) is None
+    assert TransformerClassifier(batch_size=8, gradient_accumulation=2).batched_for(
+        TransformerClassifier(batch_size=2).fit_memory()) == {"batch_size": 2, "gradient_accumulation": 8}
+
+    pairs = SetFitClassifier(model="all-mpnet-base-v2", max_length=64, batch_size=16)
+    assert pairs.fit_memory() == pytest.approx(
+        TransformerClassifier(model="all-mpnet-base-v2", max_length=64, batch_size=32).fit_memory())
+    assert pairs.batched_for(pairs.fit_memory()) == {}
+    assert pairs.batched_for(pairs.fit_memory() - 1) is None
+
+
 def test_a_cut_recipe_keeps_a_concave_share_of_the_gain_and_a_subsample_its_examples_per_class():
     """A recipe cut to the time left keeps (its work / its own recipe's) ** `WORK_EXPONENT` of the
     head's gain, on every row; a subsample keeps it all while it holds `ROWS_PER_CLASS` rows a

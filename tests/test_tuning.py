@@ -4,6 +4,7 @@ ensemble, fine-tuning sized to the time left, interruption, the command, and cle
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import accuracy_score
 from sklearn.pipeline import Pipeline
@@ -590,7 +592,7 @@ def test_the_fine_tuning_head_is_measured_and_sizes_its_recipe_to_the_time_left(
     schedule.begin(search)
     plan = schedule.candidate("passthrough", "finetune-short")
     assert schedule.plans.estimate(plan) and plan.pair in schedule.plans.unprobed
-    probe = _jobs.probe(search, plan, schedule.plans.head(plan), plan.estimate)
+    probe = _jobs.probe(search, plan, schedule.plans, plan.estimate)
     schedule.tell(probe, probe.run())
     assert any("fine-tuning probe:" in line and "s a step of 32" in line for line in lines)
     record = search.costs[plan.pair]
@@ -619,6 +621,56 @@ def test_the_fine_tuning_head_is_measured_and_sizes_its_recipe_to_the_time_left(
     assert not schedule.plans.estimate(none)
     assert none.status == "left out" and "a budget of about" in none.note
     assert record.fits == 2  # measured once: no second probe
+
+
+def test_under_a_memory_limit_fine_tuning_trains_smaller_batches_or_is_left_out_before_any_load(
+        trec_slice):
+    """Memory before a pair's first fit (issue 60): its head's declared need (`fit_memory`, with
+    the margin) stands for its pair's until a fit measures it; where its own batch does not fit
+    the memory the limit leaves, its head, and so every recipe and probe of the pair, takes the
+    largest batch that does, the accumulation making up the documents of an update; where one
+    document a batch does not fit, the pair is left out before anything is loaded or measured,
+    saying what it needs."""
+    from embedkit.machine import resident
+    from embedkit.tuning._schedule import Schedule
+    from embedkit.tuning._settings import MARGIN
+
+    train, _ = trec_slice
+    own = HEADS["finetune-short"].factory().set_params(max_length=32)  # what trec's questions need
+
+    def need(batch):
+        return MARGIN * clone(own).set_params(batch_size=batch).fit_memory()
+
+    search = _search(train, 550)
+    search.asked = dataclasses.replace(search.asked, memory=resident() + (need(8) + need(16)) / 2)
+    schedule = Schedule(baseline_pipelines())
+    schedule.begin(search)
+    plan = schedule.candidate("passthrough", "finetune-short")
+    before = search.asked.memory - resident()
+    assert schedule.plans.estimate(plan)
+    head, after = schedule.plans.head(plan), search.asked.memory - resident()
+    assert head.max_length == 32 and head.batch_size < own.batch_size
+    assert head.batch_size * head.gradient_accumulation == own.batch_size  # the same update
+    assert MARGIN * head.fit_memory() <= before and need(2 * head.batch_size) > after
+    recipe = schedule.plans.own(plan)  # what its probe and every recipe of its pair start from
+    assert recipe == {"head__max_length": 32, "head__batch_size": head.batch_size,
+                      "head__gradient_accumulation": head.gradient_accumulation}
+    assert plan.but(recipe=recipe).build().get_params()["head__batch_size"] == head.batch_size
+    assert search.costs[plan.pair].memory_need(0) == MARGIN * head.fit_memory()  # nothing measured
+    assert search.fits(plan)
+
+    tight = _search(train, 550)
+    tight.asked = dataclasses.replace(tight.asked, memory=resident() + need(1) / 2)
+    schedule = Schedule(baseline_pipelines())
+    schedule.begin(tight)
+    plan = schedule.candidate("passthrough", "finetune-short")
+    schedule.plans.estimate(plan)
+    assert not tight.fits(plan)
+    tight.leave_out(plan)
+    assert plan.status == "left out" and tight.costs[plan.pair].fits == 0
+    assert re.search(r"^its fit needs about [\d.]+ MB of memory \(its weights and batches, estimated "
+                     r"before any fit\) beyond the .* this process holds, over the limit of .*; a "
+                     r"limit of about .* would include it$", plan.note), plan.note
 
 
 @pytest.mark.parametrize("helps", [False, True], ids=["noise column", "telling column"])

@@ -36,7 +36,7 @@ from ..machine import collecting_new_objects, resolve_device, resolve_precision
 from ._base import LEARNING_RATE
 from ._targets import check_target_rows, encode_class_labels
 from ._tasks import ReadsText
-from .finetune.sizing import REFERENCE_BATCH, REFERENCE_LENGTH, SizedForBudget
+from .finetune.sizing import REFERENCE_BATCH, REFERENCE_LENGTH, SizedForBudget, fit_memory
 from .pairs import contrastive_pairs, count_pairs
 
 __all__ = ["LEAST_STEPS", "SetFitClassifier"]
@@ -359,6 +359,16 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
         """``({"max_steps": steps}, n_rows)``: its pairs come from every row, so a probe is a fit
         on all of them cut to ``steps``; None where its cheapest recipe is no more steps."""
         return None if steps >= min(self._steps(n_rows), LEAST_STEPS) else ({"max_steps": steps}, n_rows)
+
+    def fit_memory(self) -> float:
+        """Bytes a fit grows the process by, whatever its rows: the body trained whole on
+        batches of ``batch_size`` pairs, two texts each (`.finetune.sizing.fit_memory`)."""
+        return fit_memory(self, sentences=2 * int(self.batch_size))
+
+    def batched_for(self, room: float) -> dict | None:
+        """``{}`` where its fit (`fit_memory`) takes at most ``room`` bytes, else None: a
+        smaller batch of pairs would change what it learns (its steps draw the pairs)."""
+        return {} if self.fit_memory() <= room else None
 
     # -- inference ----------------------------------------------------------------------------
     def transform(self, X) -> np.ndarray:

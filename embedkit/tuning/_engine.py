@@ -15,10 +15,11 @@ nothing) and ``schedule.tell(action, outcome)`` (what came of it), as scikit-lea
 * **Anytime**: Ctrl-C (``KeyboardInterrupt``) ends the search, marks what was running as
   interrupted, and the finish goes on with the best model so far. A fit on the cores that runs
   past the search's deadline is stopped there (`embedkit._stopping.deadline`) and marked so.
-* **Memory, a budget like time** (``asked.memory``: bytes the process may hold): every fit on the
-  cores is measured (`embedkit.machine.PeakRSS`: what it grew the process by, on the
-  leaderboard) and its pair's state learns it; a model whose pair measured more than the limit
-  leaves room for is left out before it runs, saying what it needs; a fit that grows the process
+* **Memory, a budget like time** (``asked.memory``: bytes the process may hold): every fit on
+  the cores is measured (`embedkit.machine.PeakRSS`: what it grew the process by, on the
+  leaderboard) and its pair's state learns it (before that, what its head declares, where it
+  does); a model whose pair needs more than the limit leaves room for is left out before it
+  runs, saying what it needs; a fit that grows the process
   past the limit, or leaves the machine less than `MEMORY_FLOOR` free, is stopped there
   (`embedkit._stopping.stop_when`) and left out, and the search goes on.
 """
@@ -177,8 +178,8 @@ class Search:
     # -- memory -----------------------------------------------------------------------------------
     def memory_need(self, c: Candidate) -> float:
         """Bytes ``c``'s fit is expected to grow the process by: its pair's dearest measured fit
-        (`PairState.memory_need`) scaled to its rows (`_memory_rows`); NaN before its pair was
-        measured."""
+        (`PairState.memory_need`) scaled to its rows (`_memory_rows`), before one its head's
+        declared need; NaN where neither is known."""
         return self.costs[c.pair].memory_need(self._memory_rows(c))
 
     def _memory_rows(self, c: Candidate) -> int:
@@ -188,7 +189,7 @@ class Search:
 
     def memory_fits(self, c: Candidate) -> bool:
         """Whether what ``c`` is expected to grow the process by fits under the limit (yes
-        before its pair was measured: its fit is watched, and stopped at the limit; no where
+        where nothing is known of it: its fit is watched, and stopped at the limit; no where
         the process is over the limit already)."""
         if self.asked.memory is None:
             return True
@@ -321,9 +322,11 @@ class Search:
         need = self.clock.elapsed() + c.estimate + self.reserve()
         if not why and c.estimate <= self.left() and not self.memory_fits(c):
             held, grows = resident(), self.memory_need(c)
+            prior = (" (its weights and batches, estimated before any fit)"
+                     if math.isnan(self.costs[c.pair].memory) else "")
             why = (f"this process holds {format_bytes(held)}, over the memory limit of "
                    f"{format_bytes(self.asked.memory)} already" if math.isnan(grows) else
-                   f"its fit needs about {format_bytes(grows)} of memory beyond the "
+                   f"its fit needs about {format_bytes(grows)} of memory{prior} beyond the "
                    f"{format_bytes(held)} this process holds, over the limit of "
                    f"{format_bytes(self.asked.memory)}; a limit of about {format_bytes(held + grows)} "
                    "would include it")

@@ -85,7 +85,8 @@ def prepare(name: str, estimate: float) -> Job:
                estimate=estimate, kind="prepare", about=name)
 
 
-def probe(s, c, head, estimate: float) -> Job:
-    """A few timed training steps of ``head`` (``c``'s pair) on its device."""
-    return Job(f"{c.head}: measuring a training step", probe_fits(s, c, head), lane=c.lane,
-               estimate=estimate, kind="probe", about=c.pair)
+def probe(s, c, plans, estimate: float) -> Job:
+    """A few timed training steps of ``c``'s head, as ``plans`` set it (`Plans.head`), on its
+    device."""
+    return Job(f"{c.head}: measuring a training step", probe_fits(s, c, plans.head(c), plans.own(c)),
+               lane=c.lane, estimate=estimate, kind="probe", about=c.pair)

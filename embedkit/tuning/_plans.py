@@ -23,6 +23,7 @@ from sklearn.base import clone
 
 from .._budget import DECIDING, format_seconds, largest
 from ..data.columns import take
+from ..machine import resident
 from ..registry import HEADS, REPRESENTATIONS
 from ..storage.fetch import ResourceNotFound
 from ._candidate import Candidate
@@ -66,20 +67,33 @@ class Plans:
         return c.factory is None and hasattr(self.head(c), "sized_for")
 
     def head(self, c: Candidate):
-        """The pair's head, with the data's ``max_length`` where it sizes itself (once); a model
-        this machine lacks and cannot fetch raises `ResourceNotFound`, once for every ask."""
+        """The pair's head, where it sizes itself (once) with the data's ``max_length`` and, on
+        the cores, the largest batch whose fit fits the memory the limit leaves (`batched_for`;
+        its need, declared, stands for the pair's until a fit measures it); a model this machine
+        lacks and cannot fetch raises `ResourceNotFound`, once for every ask."""
         if c.pair not in self.heads:
-            head = HEADS[c.head].factory()
+            s, head = self.search, HEADS[c.head].factory()
             if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
-                sample = self.search.data.read_texts(self.search.data.sample_rows(LENGTH_SAMPLE), c.roles)
+                sample = s.data.read_texts(s.data.sample_rows(LENGTH_SAMPLE), c.roles)
                 try:  # reads the encoder's tokenizer: the first use of its files
                     head.set_params(max_length=head.length_for(sample))
                 except ResourceNotFound as err:
                     head = err
+            if hasattr(head, "fit_memory") and c.lane == "cores":  # a device's memory is its own
+                if s.asked.memory is not None:
+                    head.set_params(**(head.batched_for((s.asked.memory - resident()) / MARGIN) or {}))
+                s.costs[c.pair].declare_memory(head.fit_memory())
             self.heads[c.pair] = head
         if isinstance(self.heads[c.pair], ResourceNotFound):
             raise self.heads[c.pair]
         return self.heads[c.pair]
+
+    def own(self, c: Candidate) -> dict:
+        """The settings of ``c``'s head that the data and the machine chose (`head`), as a
+        recipe: its ``max_length``, and its batch where the memory cut it."""
+        head, factory = self.head(c), HEADS[c.head].factory()
+        return {f"head__{k}": getattr(head, k) for k in ("max_length", "batch_size", "gradient_accumulation")
+                if k == "max_length" or getattr(head, k, None) != getattr(factory, k, None)}
 
     def setup(self, c: Candidate) -> float:
         """Seconds of the one-time preparations ``c``'s steps still need (0: done)."""
@@ -253,7 +267,7 @@ class Plans:
             # its prior
             scaled = self.scaled(c, head)
             if scaled is None:
-                c.recipe = {"head__max_length": int(head.max_length), **{
+                c.recipe = {**self.own(c), **{
                     f"head__{k}": v for k, v in head.sized_for(n, np.inf, lambda work: 0.0)[0].items()}}
                 c.estimate = setup + c.prior
                 return True
@@ -327,7 +341,7 @@ class Plans:
             valid = len(s.data.valid)
             return state.seconds(s.data.fits_each * work, valid, head.predict_work(valid))
 
-        c.recipe, c.estimate = {"head__max_length": int(head.max_length)}, cost(head.fit_work(n))
+        c.recipe, c.estimate = self.own(c), cost(head.fit_work(n))
         budget = min(s.left() if seconds is None else seconds, s.left() - keep)
         sized = head.sized_for(n, budget - probe - room - DECIDING, cost)
         if sized is None:
@@ -386,7 +400,7 @@ class Plans:
                 f"measured pass, {compute(head) / compute(encoder):.1f}x its compute, as a lower bound")
 
 
-def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
+def probe_fits(s, c: Candidate, head, own: dict) -> Callable[[], None]:
     """What measures ``head``'s cost on its device: an untimed warm-up fit of one step, then
     fits of `PROBE_STEPS` steps (each as the head's `probe_recipe` sets it); their difference is
     the steps, the rest loading the model. The search's state of ``c``'s pair learns it (a
@@ -396,8 +410,8 @@ def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
 
     def fit_of(steps: int) -> tuple[Candidate, np.ndarray | None]:
         params, rows = head.probe_recipe(steps, n)
-        one = c.but(recipe={"head__max_length": int(head.max_length),
-                            **{f"head__{k}": v for k, v in params.items()}}, rows=None, grown_from=None)
+        one = c.but(recipe={**own, **{f"head__{k}": v for k, v in params.items()}}, rows=None,
+                    grown_from=None)
         # label sets: a row of each label a slice lacks joins it (a head cannot learn an absent label)
         return one, (None if rows >= n else covering(np.sort(rng.choice(n, rows, replace=False)),
                                                      s.data.y_train, rng.permutation(n)))
@@ -415,8 +429,8 @@ def probe_fits(s, c: Candidate, head) -> Callable[[], None]:
             fit(*warm)
             state.measure_steps(lambda i: fit(*timed[i]), works)
         except ValueError as err:  # e.g. a class missing from a probe slice: the prior stands
-            own = c.but(recipe={"head__max_length": int(head.max_length)}, rows=None, grown_from=None)
-            state.observe(work_of(own.build(), n), c.prior / 1.25)
+            state.observe(work_of(c.but(recipe=own, rows=None, grown_from=None).build(), n),
+                          c.prior / 1.25)
             return f"{c.tier} probe: {err}"
         step = state.rate * (works[1] - works[0]) / (PROBE_STEPS[1] - PROBE_STEPS[0])
         return (f"{c.tier} probe: {step:.2f} s a step of {int(head.batch_size)} at max_length "

@@ -230,7 +230,7 @@ class Schedule(Worth):
             if entry.setup and not plans.ready.get(name, True):
                 return _jobs.prepare(name, entry.setup)
         if c.pair in plans.unprobed:
-            return _jobs.probe(s, c, plans.head(c), c.estimate)
+            return _jobs.probe(s, c, plans, c.estimate)
         if s.asked.cache is not None and plans.pass_seconds(c):
             index = plans.unencoded(c)
             return _jobs.encode(s, c.encoder, index, plans.doc_seconds(c.encoder) / MARGIN,

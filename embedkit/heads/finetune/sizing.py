@@ -19,7 +19,12 @@ picks the richest one that fits the seconds it is given:
 * **the share of the gain** a cut recipe is expected to keep (`gain_share`): accuracy does not
   fall with the work a recipe drops but far more slowly (a pretrained encoder learns most of a
   task in its first epoch), and a subsample costs little while it holds enough examples of
-  every class.
+  every class;
+* **memory** of a fit (`fit_memory`), before anything is loaded: the encoder's weights, with
+  their gradients and AdamW's two moments where they are trained, and what the trained blocks
+  keep for the backward pass of the largest batch; a search with less memory than that halves
+  the batch and doubles the gradient accumulation (`batched_for`: the same effective batch, the
+  same work), down to one document a batch.
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ import numpy as np
 from ...data.documents import CHARS_PER_TOKEN, within_reach
 
 __all__ = ["FORWARD_SHARE", "REFERENCE_BATCH", "REFERENCE_LENGTH", "SizedForBudget", "compute",
-           "fewest_rows", "fit_work", "gain_share", "least_work", "length_for", "predict_work",
-           "rate_from_pass", "sized_for"]
+           "fewest_rows", "fit_memory", "fit_work", "gain_share", "least_work", "length_for",
+           "parameters", "predict_work", "rate_from_pass", "sized_for"]
 
 #: share of a training step that is the forward pass (a frozen block, or prediction, costs this)
 FORWARD_SHARE = 0.4
@@ -52,6 +57,19 @@ WORK_EXPONENT = 0.25
 #: proportion): a slice with a few hundred examples of every class is most of what fine-tuning
 #: needs, one with far fewer of some classes is not (the same validation scores)
 ROWS_PER_CLASS = 500
+#: bytes a weight of the encoder takes in float32 while it is trained (itself, its gradient,
+#: AdamW's two moments: 16; and what the load and the update hold beside them for a moment) and
+#: while it is not; a trained block keeps for the backward pass, per word piece of a batch, this
+#: many bytes times its width (the inputs of its linear maps, its activation, its dropout masks)
+#: and this many times its attention heads times the batch's length (the attention weights,
+#: before and after the softmax and the dropout); and what any fit holds beside (the tokenized
+#: documents, the trainer). Fitted on the nine fits of `pipelines/benchmarks/bench_memory.py`
+#: (MiniLM and mpnet, fine-tuning and SetFit, 64 to 256 word pieces, batches of 4 to 32 texts):
+#: least squares gave 1.5 times the 16 bytes a trained weight, 0.7 times 70 a width, 2 times 9
+#: an attention head and 180 MB, each within 11% of every fit; rounded up here
+TRAINED_WEIGHT_BYTES, FROZEN_WEIGHT_BYTES = 25, 6
+ACTIVATION_WIDTH, ACTIVATION_ATTENTION = 52, 19
+FIT_OVERHEAD = 200 * 2**20
 
 
 @functools.cache
@@ -73,6 +91,39 @@ def _config(model: str):
 def depth(model: str) -> int:
     """Transformer blocks of ``model`` (read from its config, not its weights)."""
     return int(getattr(_config(str(model)), "num_hidden_layers", 6))
+
+
+def parameters(model: str) -> tuple[float, float]:
+    """``(embeddings, blocks)``: the weights of ``model``'s embedding tables and of its
+    transformer blocks, counted from its config (BERT-like shapes: the attention's four maps and
+    the feed-forward's two, with their biases)."""
+    config = _config(str(model))
+    width = float(getattr(config, "hidden_size", 384))
+    inner = float(getattr(config, "intermediate_size", 4 * width))
+    tables = float(getattr(config, "vocab_size", 30522)) + float(
+        getattr(config, "max_position_embeddings", 512)) + 2
+    block = 4 * width * (width + 1) + 2 * width * inner + inner + width + 4 * width
+    return tables * width, depth(model) * block
+
+
+def fit_memory(head, sentences: int | None = None) -> float:
+    """Bytes a fit of ``head`` grows the process by, whatever its rows: the encoder's weights
+    (`TRAINED_WEIGHT_BYTES` each where trained, `FROZEN_WEIGHT_BYTES` where not), what its
+    trained blocks keep for the backward pass of a batch of ``sentences`` texts (default its
+    ``batch_size``) of ``max_length`` word pieces (`ACTIVATION_WIDTH`, `ACTIVATION_ATTENTION`),
+    and what any fit holds beside (`FIT_OVERHEAD`)."""
+    config = _config(str(head.model))
+    tables, blocks = parameters(head.model)
+    whole = getattr(head, "fine_tune", "full") == "full"  # SetFit trains its body whole
+    share = 1.0 if whole else (_share(head) - FORWARD_SHARE) / (1 - FORWARD_SHARE)  # of the blocks
+    embedded = TRAINED_WEIGHT_BYTES if whole else FROZEN_WEIGHT_BYTES
+    weights = (embedded * tables + TRAINED_WEIGHT_BYTES * share * blocks
+               + FROZEN_WEIGHT_BYTES * (1 - share) * blocks)
+    length = int(head.max_length)
+    tokens = (int(head.batch_size) if sentences is None else sentences) * length
+    per_token = (ACTIVATION_WIDTH * float(getattr(config, "hidden_size", 384))
+                 + ACTIVATION_ATTENTION * float(getattr(config, "num_attention_heads", 12)) * length)
+    return FIT_OVERHEAD + weights + share * depth(head.model) * tokens * per_token
 
 
 def _share(head) -> float:
@@ -242,3 +293,24 @@ class SizedForBudget:
     def least_said(self, n_rows: int) -> str:
         """This head's cheapest recipe, in words."""
         return f"one epoch on {fewest_rows(self, n_rows):,} rows"
+
+    def fit_memory(self) -> float:
+        """Bytes a fit grows the process by, whatever its rows (`fit_memory`)."""
+        return fit_memory(self)
+
+    def batched_for(self, room: float) -> dict | None:
+        """``{"batch_size": b, "gradient_accumulation": a}``: this head's batch halved, and its
+        accumulation doubled (the same documents an update, the same work), until its fit
+        (`fit_memory`) takes at most ``room`` bytes; ``{}`` where its own batch does, None where
+        one document a batch does not."""
+        from sklearn.base import clone
+
+        batch, every = int(self.batch_size), int(self.gradient_accumulation)
+        if self.fit_memory() <= room:
+            return {}
+        while batch > 1:
+            batch, every = batch // 2, every * 2
+            params = {"batch_size": batch, "gradient_accumulation": every}
+            if clone(self).set_params(**params).fit_memory() <= room:
+                return params
+        return None
