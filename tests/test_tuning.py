@@ -500,13 +500,13 @@ class NothingKept(Finish):
         return 0.0
 
 
-def _search(train, seconds, lines=None, docs=None):
+def _search(train, seconds, lines=None, docs=None, validation=0.2):
     """A split Search of ``train`` on a clock that does not move."""
     from embedkit.tuning._engine import Search
 
     found = Search((train["text"] if docs is None else docs).to_numpy(object),
                    train["label"].to_numpy(), clock=_paused(seconds), pairs=[],
-                   scoring="accuracy", validation=0.2, finetune="auto", cache=None,
+                   scoring="accuracy", validation=validation, finetune="auto", cache=None,
                    random_state=0, say=(lines.append if lines is not None else lambda line: None),
                    finish=NothingKept())
     found.split()
@@ -561,6 +561,46 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     search.costs[leader.pair] = PairState()
     search.costs[leader.pair].observe(work_of(pipe, 240), 1.0)
     assert finish.reserve(search, filling=True) == pytest.approx(2 * one / 10 + DECIDING)
+
+
+def test_a_leading_baseline_keeps_back_its_refit_wherever_it_fits(trec_slice):
+    """While the five-line TF-IDF baseline leads, the tiers may not spend its refit on every
+    document, even above a quarter of the budget (the user's own five lines fit every
+    document); where it does not fit the time left, nothing is kept for it. A refit that adds
+    too few rows to be worth its time (`REFIT_SHARE`) is never kept back."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from embedkit.tuning._candidate import Candidate
+    from embedkit.tuning._costs import work_of
+    from embedkit.tuning._settings import REFIT_MARGIN, REFIT_SHARE
+
+    train, _ = trec_slice
+
+    def plain():
+        return make_pipeline(TfidfVectorizer(), LogisticRegression())
+
+    leader = Candidate(name="plain TF-IDF + LR", representation="plain TF-IDF", head="LR",
+                       kind="baseline", tier="baselines", factory=plain, status="scored",
+                       score=0.8, fit_seconds=10.0, predict_seconds=1.0)
+
+    def reserve(budget, docs=None):
+        search = _search(train, budget, docs=docs)
+        search.candidates.append(leader)
+        search.costs[leader.pair].observe(work_of(plain(), len(search.data.train)), 10.0)
+        return Finish(budget=budget).reserve(search, filling=False)
+
+    one = REFIT_MARGIN * 10.0 * (300 / 240) ** 1.1  # 300 documents, 240 training rows
+    assert reserve(4 * one + 1) == pytest.approx(one)
+    assert reserve(2 * one) == pytest.approx(one)  # over a quarter of the budget: still kept
+    assert reserve(one - 1) == 0  # beyond the time left: kept for nothing
+    # with the validation rows a hundredth of the documents, the refit adds too few to be kept
+    search = _search(pd.concat([train] * 8, ignore_index=True), 1000, validation=0.01)
+    assert Finish.added(search, leader) < REFIT_SHARE
+    search.candidates.append(leader)
+    search.costs[leader.pair].observe(work_of(plain(), len(search.data.train)), 10.0)
+    assert Finish(budget=1000).reserve(search) == 0
 
 
 def _paused(seconds):

@@ -55,9 +55,9 @@ class Finish:
             min(max(WRITE_SECONDS, 0.02 * self.budget), 30.0) + copies * weights / WRITE_RATE)
 
     def refit_seconds(self, search, c, seeds: int = 1) -> float:
-        """Seconds to refit ``c`` (its members) on all the documents, from their pairs' cost
-        records, with ``seeds`` seeds of each fine-tuned member."""
-        members = list(c.weights) if c.weights else [c]
+        """Seconds to refit ``c`` (its members worth a refit: `worth`) on all the documents,
+        from their pairs' cost records, with ``seeds`` seeds of each fine-tuned member."""
+        members = [m for m in (list(c.weights) if c.weights else [c]) if self.worth(search, m)]
         n_all = len(search.data.docs)
         return sum(search.costs[m.pair].seconds(work_of(m.build(), n_all), margin=REFIT_MARGIN)
                    * (seeds if _seeded(m) else 1) + m.extra_refit for m in members)
@@ -66,7 +66,10 @@ class Finish:
         """What the finish needs: writing the output, and the refit of the leader. While the tiers
         run (``filling`` False; the schedule says when every tier's defaults are done), only a
         refit under a quarter of the budget is kept back (a dearer one would starve them; that
-        leader is kept as fitted unless time is left at the end). Once they are done, the fill
+        leader is kept as fitted unless time is left at the end), or a five-line baseline's
+        wherever it fits the time left: while the leader is the model a user would write
+        instead, on every document, the search may not spend the refit that makes it that model
+        (every other leader beat it on the validation rows). Once they are done, the fill
         never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a fine-tuned
         model, or one, whichever the time left paid for when one first did (kept from then on:
         a fit that overruns later must not hand the seeds' time to the fill), and the moment
@@ -77,7 +80,9 @@ class Finish:
         write = self.write_seconds(best := search.best())
         if not filling:
             need = self.refit_seconds(search, best)
-            return write + (need if need <= 0.25 * search.clock.budget else 0.0)
+            kept = need <= 0.25 * search.clock.budget or (
+                best.kind == "baseline" and need <= search.clock.left() - write)
+            return write + (need if kept else 0.0)
         if not self.reserved_seeds:  # while none fits, asked again: a new leader may be cheaper
             self.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
