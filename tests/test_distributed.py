@@ -226,7 +226,7 @@ def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, clu
                        backend="dask").fit(docs, labels)
 
     def scores(tuner):
-        return {c.label: c.score for c in tuner.search_.candidates if c.kind == "candidate"}
+        return {c.label: c.score for c in tuner.search_.board.candidates if c.kind == "candidate"}
 
     assert len(scores(local)) == 1 + 11 + 1 + 1 + 1  # every setting of the three pairs
     assert scores(remote).keys() == scores(local).keys()
@@ -236,10 +236,10 @@ def test_tune_on_the_cluster_fits_the_local_candidates_on_both_workers(trec, clu
     assert any("minilm: 300 documents encoded once" in line for line in lines)
     encoded = [t for t in stream.data if str(t["key"]).startswith("_transform")]
     assert len({t["worker"] for t in encoded}) == 2
-    baseline = next(c for c in remote.search_.candidates if c.name == "plain MiniLM + LR")
+    baseline = next(c for c in remote.search_.board.candidates if c.name == "plain MiniLM + LR")
     assert baseline.score == pytest.approx(
-        next(c for c in local.search_.candidates if c.name == baseline.name).score, abs=1e-9)
-    fitted = [c for c in remote.search_.candidates
+        next(c for c in local.search_.board.candidates if c.name == baseline.name).score, abs=1e-9)
+    fitted = [c for c in remote.search_.board.candidates
               if c.kind == "candidate" and c.representation != "minilm"]
     assert {c.lane for c in fitted} == {"cluster"} and len({c.where for c in fitted}) == 2
     overlap = [(a, b) for a in fitted for b in fitted if a is not b

@@ -719,8 +719,8 @@ WEIGHTS_LIMITED = """
 import resource, signal, sys
 import safetensors.torch
 import embedkit.storage.persist as persist
-import embedkit.tuning._engine as engine
-choose, save, save_file = engine.choose, persist.save, safetensors.torch.save_file
+import embedkit.tuning._view as view
+choose, save, save_file = view.choose, persist.save, safetensors.torch.save_file
 
 def neural(scored, *args, **kwargs):  # the pick: an MLP, whose weights safetensors writes
     mlp = [c for c in scored if "mlp" in c.label]  # "tfidf + mlp", and its variants
@@ -737,7 +737,7 @@ def weights(*args, **kwargs):  # the real writer, which says when it failed
         print(f"weights: {type(err).__name__}", file=sys.stderr)
         raise
 
-engine.choose, persist.save, safetensors.torch.save_file = neural, limited, weights
+view.choose, persist.save, safetensors.torch.save_file = neural, limited, weights
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 from embedkit.cli import app
 app(sys.argv[2:])

@@ -117,8 +117,8 @@ def _scored(search, c, right: int, fit: float = 1.0, predict: float = 0.0, measu
     c.proba = np.eye(k)[np.where(np.arange(n) < right, truth, (truth + 1) % k)]
     c.status, c.score = "scored", search.data.score_proba(c.proba)
     c.fit_seconds, c.predict_seconds = fit, predict
-    if c not in search.candidates:
-        search.candidates.append(c)
+    if c not in search.board.candidates:
+        search.board.candidates.append(c)
     if measure:
         search.costs[c.pair].observe(work_of(c.build(), search.data.n_rows(c)), fit)
         search.costs[c.pair].observe_predict(n, predict)
@@ -278,7 +278,7 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     assert 0 < per_doc < 0.5 and len(sample) == 64
     assert fresh > 0  # timed again without the cache: what a new document costs
     _told(search, schedule, load, (per_doc, sample, fresh))
-    assert search.encode_rates["minilm"] == fresh and math.isnan(search.encoder_seconds)
+    assert search.encode_rates["minilm"] == fresh and math.isnan(search.board.encoder_seconds)
 
     encode = schedule.ask("cores")
     assert isinstance(encode, Job) and (encode.kind, encode.about) == ("encode", "minilm")
@@ -292,7 +292,7 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     assert any("frozen encoder: minilm: 300 documents encoded once" in line for line in lines)
     # what a new document costs a model reading the cache: the pass's rate, at least the fresh
     assert search.encode_rates["minilm"] == max(outcome[1] / 300, fresh)
-    assert search.encoder_seconds == outcome[1]
+    assert search.board.encoder_seconds == outcome[1]
     assert schedule.plans.per_doc == pytest.approx(outcome[1] / 300)  # the pass's own rate
 
     baseline = schedule.ask("cores")
@@ -302,7 +302,7 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     # the pass is paid: the frozen pair costs its head alone, on cached vectors
     assert schedule.plans.pass_seconds(frozen) == 0.0
     assert frozen.prior == pytest.approx(HEADS["logreg-cv"].cost * 240 / 1000)
-    assert search.tiers_reached == ["baselines"]
+    assert search.board.tiers_reached == ["baselines"]
     chosen = schedule.ask("cores")
     assert isinstance(chosen, Candidate) and chosen.kind == "candidate"
 
@@ -367,7 +367,7 @@ def test_the_minilm_baseline_and_the_frozen_pairs_are_left_out_when_no_least_pas
     schedule.tell(base, _scored(search, base, 40))
     chosen = schedule.ask("cores")
     assert chosen.pair == ("tfidf", "logreg")
-    left = {c.label: c for c in search.candidates if c.status == "left out"}
+    left = {c.label: c for c in search.board.candidates if c.status == "left out"}
     assert set(left) == {MINILM_BASELINE, "minilm + logreg-cv"}
     assert left[MINILM_BASELINE].note == (
         "loading the encoder and a pass over the validation rows and 200 training rows need "
@@ -381,7 +381,7 @@ def test_the_minilm_baseline_and_the_frozen_pairs_are_left_out_when_no_least_pas
     _told(search, schedule, schedule.ask("cores"), (1.0, None, 1.0))  # 1 s a document: 1,290 need 27 min
     chosen = schedule.ask("cores")
     assert chosen.pair == ("tfidf", "logreg")
-    left = [c for c in search.candidates if c.status == "left out"]
+    left = [c for c in search.board.candidates if c.status == "left out"]
     assert [c.label for c in left] == [MINILM_BASELINE, "minilm + logreg-cv"]
     # the budget at which the pass over every document takes `ENCODE_SHARE` of it (with 30 s)
     assert left[0].note == ("the encoder's pass over even 200 of the 5,452 documents does not "
@@ -400,7 +400,7 @@ def test_on_a_small_set_a_pass_longer_than_the_time_left_is_not_asked(questions)
     schedule.tell(base, _scored(search, base, 40))
     _told(search, schedule, schedule.ask("cores"), (2.0, None, 2.0))
     asked = schedule.ask("cores")
-    assert not (isinstance(asked, Job) and asked.estimate > search.left())  # today: 750 s
+    assert not (isinstance(asked, Job) and asked.estimate > search.time.left())  # today: 750 s
 
 
 def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models_out(questions):
@@ -417,7 +417,7 @@ def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models
     _told(search, schedule, encode, _encoded(schedule, done=100, per_doc=0.5))  # 50 s for 100
     assert any("minilm: 100 of 300 documents encoded once in 50 s (cached for every model that "
                "reads it); the rest would not fit the time left" in line for line in lines)
-    left = [c for c in search.candidates if c.status == "left out"]
+    left = [c for c in search.board.candidates if c.status == "left out"]
     assert [c.label for c in left] == [MINILM_BASELINE, "minilm + logreg-cv"]
     assert all(c.note == "the encoder's pass stopped after 100 of 300 documents: the rest "
                          "would not fit the time left" for c in left)
@@ -446,7 +446,7 @@ def test_the_baseline_is_fitted_on_every_row_wherever_they_fit_the_time_left(tre
     search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
     base = schedule.queue[0]
     assert base.kind == "baseline" and base.name == TFIDF_BASELINE
-    n, left = len(search.data.train), search.left()
+    n, left = len(search.data.train), search.time.left()
     for seconds, rows in ((400.0, None), (0.9 * left, None), (1500.0, "fewer")):
         search.costs[base.pair] = PairState(rate=seconds / MARGIN / n ** 1.1, predict_rate=0.0)
         base.rows = None
@@ -529,7 +529,7 @@ def test_a_scored_model_grows_to_growth_times_its_rows_keeping_the_rows_it_had(t
 
     # 600 s left: every row does not fit, and the most rows that do are not 1.5 times 3,000:
     # no step; from 1,000 rows, 3,000 do not fit either, the most that do (over 1,500) do
-    search.clock = Paused(600)
+    search.time.clock = Paused(600)
     assert schedule.plans.grown(grown) is None
     smaller = schedule.plans.grown(first)
     assert smaller.estimate <= 600 and smaller.grown_from is first
@@ -598,7 +598,7 @@ def test_a_grown_model_is_worth_what_its_measured_curve_promises_over_the_best(t
     assert schedule.curve_gain(last) == pytest.approx(100 * (expected - 850 / 1090))
 
     # a leader (here the MiniLM baseline, on its own) above what the curve promises: nothing
-    leader = search.candidates[1]
+    leader = search.board.candidates[1]
     _scored(search, leader, 1000)
     assert schedule.curve_gain(last) == 0.0 and schedule.gain(last) == 0.0
 
@@ -645,7 +645,7 @@ def test_the_order_is_the_most_expected_gain_per_second_and_a_default_too_dear_i
     assert order == [(("tfidf", "mlp"), pytest.approx(20.0)), (("tfidf", "logreg"), pytest.approx(10.0)),
                      (("bow", "logreg"), pytest.approx(20.0))]
     dear = _default(schedule, ("bow", "mlp"))
-    assert dear.status == "left out" and dear in search.candidates
+    assert dear.status == "left out" and dear in search.board.candidates
     assert dear.note == ("needs about 6.7 min, 5.0 min were left; a budget of about 6.7 min "
                          "would include it")
     assert any("left out bow + mlp: needs about 6.7 min" in line for line in lines)
@@ -972,7 +972,7 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
         return MARGIN * (2.0 + 0.05 * 5 * clone(head).set_params(max_steps=steps).fit_work(160))
 
     assert c.estimate == pytest.approx(seconds(steps))
-    assert seconds(steps) <= START_SHARE * search.left() - DECIDING < seconds(steps + 1)
+    assert seconds(steps) <= START_SHARE * search.time.left() - DECIDING < seconds(steps + 1)
 
     _scored(search, c, 50, fit=2 * c.estimate, measure=False)  # twice what the bound promised
     search.costs[SETFIT].observe(5 * work_of(c.build(), search.data.n_rows(c)), c.fit_seconds)
@@ -1026,7 +1026,7 @@ def test_a_refit_given_a_deadline_ends_its_training_in_time_and_keeps_what_it_re
     search.costs[pair] = PairState(overhead=1.0, rate=0.05, predict_rate=0.01)
     lines = []
     began = time.monotonic()
-    label, model, took = Finish.refit(search, c, search.clock, lines.append, seconds=12.0)
+    label, model, took = Finish.refit(search, c, search.time.clock, lines.append, seconds=12.0)
     assert took <= time.monotonic() - began < 12.0 + 3.0  # every step would take minutes here
     head = model.named_steps["head"]
     assert head.out_of_time_ and 1 <= head.n_steps_ < steps and head.max_seconds is None
@@ -1044,7 +1044,7 @@ def test_a_probe_that_runs_past_the_time_left_is_stopped_and_learns_its_cost_is_
     is estimated far beyond the time left."""
     search, schedule = _begin(_slice(trec, 2000), 300, [("nbsvm", "logreg-cv")])
     c = schedule.candidate("nbsvm", "logreg-cv")
-    monkeypatch.setattr(search, "left", lambda: 0.2)
+    monkeypatch.setattr(search.time, "left", lambda: 0.2)
     began = time.monotonic()
     estimate = search.probe(c)
     ran = time.monotonic() - began
@@ -1076,7 +1076,7 @@ def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_
                               validation="auto")
     c = schedule.candidate("tfidf", "logreg-cv")
     c.estimate = 0.5
-    monkeypatch.setattr(search, "left", lambda: 1e-4)  # less than any fold takes
+    monkeypatch.setattr(search.time, "left", lambda: 1e-4)  # less than any fold takes
     search.submit(c)
     search.collect(schedule, block=True)
     assert c.status == "left out" and c.note.startswith("its first fold took ")
@@ -1099,9 +1099,9 @@ def test_under_cross_validation_setfits_folds_leave_the_time_of_its_own_refit(qu
     refit = state.seconds(head.fit_work(200))  # its own 400 steps once, with the margin
     assert schedule.plans.refit_kept(head, state) == refit
     assert 40 < c.recipe["head__max_steps"] < 400 and c.share < 1
-    assert c.estimate + refit <= search.left() - DECIDING  # the folds leave the refit its time
+    assert c.estimate + refit <= search.time.left() - DECIDING  # the folds leave the refit its time
     _scored(search, c, 50, fit=c.estimate, measure=False)
-    full = Finish.restored(search, c, search.left() - c.estimate)
+    full = Finish.restored(search, c, search.time.left() - c.estimate)
     assert full.recipe["head__max_steps"] == 400 and full.share == 1.0
     search.data.folds = None  # rows held out: its fit is the model, nothing is kept back
     assert schedule.plans.refit_kept(head, state) == 0.0
@@ -1118,7 +1118,7 @@ def test_setfits_cheapest_folds_are_not_given_up_for_the_time_of_its_refit(quest
         probe = schedule.ask("cores")
         search.costs[SETFIT] = PairState(overhead=2.0, rate=0.2, predict_rate=0.0)
         schedule.tell(probe, "contrastive tuning probe: measured")
-        monkeypatch.setattr(search, "left", lambda: left)
+        monkeypatch.setattr(search.time, "left", lambda: left)
         return schedule.ask("cores"), schedule.plans, search
 
     c, plans, search = planned(300.0)
@@ -1145,7 +1145,7 @@ def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(q
     c = schedule.ask("cores")
     first = c.recipe["head__max_steps"]
     search.costs[SETFIT] = PairState(overhead=2.0, rate=0.2, predict_rate=0.0)  # 4x the probe's
-    schedule.tell(c, FoldsTooDear(4 * c.estimate / 5, 5, search.left()))
+    schedule.tell(c, FoldsTooDear(4 * c.estimate / 5, 5, search.time.left()))
     assert c.status == "waiting" and any(f"{c.label}: its first fold took " in line
                                          and line.endswith(": sized again on what it measured")
                                          for line in lines)
@@ -1154,7 +1154,7 @@ def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(q
     assert c.estimate == pytest.approx(  # sized on the dearer rate the fold measured
         MARGIN * (2.0 + 0.2 * 5 * clone(head).set_params(max_steps=steps).fit_work(160)))
     search.costs[SETFIT] = PairState(overhead=2.0, rate=50.0, predict_rate=0.0)  # 40 steps: hours
-    schedule.tell(c, FoldsTooDear(600.0, 5, search.left()))
+    schedule.tell(c, FoldsTooDear(600.0, 5, search.time.left()))
     assert schedule.ask("cores") is None and c.status == "left out"
     assert "nor its cheapest recipe, 40 steps of 16 pairs" in c.note
 
@@ -1263,7 +1263,7 @@ def test_a_preparation_that_fails_leaves_its_pairs_out_and_the_search_goes_on(
     mpnet = _default(schedule, MPNET)
     assert mpnet.status == "left out" and mpnet.note == (
         "preparing finetune-mpnet failed (could not reach the package index)")
-    assert "fine-tuning" in search.tiers_reached
+    assert "fine-tuning" in search.board.tiers_reached
     assert schedule.ask("cores").pair == ("tfidf", "logreg")  # the search goes on
 
 
@@ -1324,10 +1324,10 @@ def test_the_growth_of_a_cheaper_model_leaves_the_room_kept_for_a_better_default
     first = schedule.ask("cores")
     assert first.pair == FINETUNE and first.estimate == pytest.approx(10.5)
     _scored(search, first, 40, fit=first.estimate, measure=False)
-    search.clock = Paused(300 - first.estimate)
+    search.time.clock = Paused(300 - first.estimate)
     dear = _default(schedule, better)
     (grown,) = schedule.growth("cores")
-    assert grown.estimate == pytest.approx(30.0) and dear.estimate + grown.estimate > search.left()
+    assert grown.estimate == pytest.approx(30.0) and dear.estimate + grown.estimate > search.time.left()
     assert schedule.gain(dear) > schedule.gain(grown)
     assert schedule.ask("cores") is dear  # today: MiniLM's growth, and the better one is left out
 
@@ -1370,10 +1370,10 @@ def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_
     _scored(search, first, 54, fit=20.0, measure=False)
     assert schedule.growth("cores") == []  # its own recipe on every row: grown already
     # the time left now pays for one epoch of it, not two
-    _measured(search, schedule, FINETUNE, 1.1 * search.left())
+    _measured(search, schedule, FINETUNE, 1.1 * search.time.left())
     chosen = []
     while (c := schedule.ask("cores")) is not None:
-        assert c.variant_of is first and c.rows is None and c.estimate <= search.left()
+        assert c.variant_of is first and c.rows is None and c.estimate <= search.time.left()
         assert c.recipe["head__epochs"] == 1 and "head__epochs" not in c.params
         chosen.append(c)
     # the other learning rate on one epoch: half the work of its own two-epoch recipe; then three
@@ -1391,7 +1391,7 @@ def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_
     _measured(search, schedule, FINETUNE, 25.0)
     first = _scored(search, schedule.ask("cores"), 54, fit=20.0, measure=False)
     # so dear that only fewer rows than its first's would fit: no variant
-    _measured(search, schedule, FINETUNE, 10 * search.left())
+    _measured(search, schedule, FINETUNE, 10 * search.time.left())
     assert schedule.ask("cores") is None
 
 
@@ -1426,10 +1426,10 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     # scored as it would be (the pick), the finish can refit it with every seed it may average
     _scored(gpu, first, 55, fit=0.2)
     schedule.filling = True  # every default done
-    assert gpu.best() is first
-    assert gpu.finish.refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.left()
+    assert gpu.board.best() is first
+    assert gpu.finish.refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.time.left()
     assert gpu.finish.reserved_seeds == RESERVED_SEEDS
-    assert gpu.reserve() == pytest.approx(DECIDING + gpu.finish.refit_seconds(gpu, first,
+    assert gpu.time.reserve() == pytest.approx(DECIDING + gpu.finish.refit_seconds(gpu, first,
                                                                              RESERVED_SEEDS))
 
 
@@ -1475,13 +1475,13 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
     search.say = progress
     search.costs[FINETUNE] = PairState(overhead=1.0, rate=0.5)  # measured: no probe
     search.run(Schedule(_baselines()))
-    tuned = next(c for c in search.candidates if c.pair == FINETUNE)
-    assert tuned.lane == "device" and tuned.status == "interrupted" and search.interrupted
-    cores = [c for c in search.candidates if c.tier == "sparse + linear"]
+    tuned = next(c for c in search.board.candidates if c.pair == FINETUNE)
+    assert tuned.lane == "device" and tuned.status == "interrupted" and search.board.interrupted
+    cores = [c for c in search.board.candidates if c.tier == "sparse + linear"]
     assert cores[0].status == "scored" and cores[0].started >= tuned.started  # beside it
-    assert not search.running
-    assert search.best().status == "scored"
-    assert {c.status for c in search.candidates} <= {"scored", "interrupted"}
+    assert not search.board.running
+    assert search.board.best().status == "scored"
+    assert {c.status for c in search.board.candidates} <= {"scored", "interrupted"}
 
 
 def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search_goes_on(
@@ -1512,14 +1512,14 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     search = _search(questions, 120, [("tfidf", "logreg"), greedy_pair, ("bow", "logreg")])
     search.asked = dataclasses.replace(search.asked, memory=resident() + 200 * 2**20)
     search.run(Schedule(_baselines()))
-    greedy = next(c for c in search.candidates if c.pair == greedy_pair)
-    assert greedy.status == "left out" and not search.interrupted
+    greedy = next(c for c in search.board.candidates if c.pair == greedy_pair)
+    assert greedy.status == "left out" and not search.board.interrupted
     assert re.search(r"^stopped at .* of memory, over the limit of [\d.]+ [MG]B, after it grew the "
                      r"process by \d+ MB; a limit of more than .* would include it$",
                      greedy.note), greedy.note
     assert 150 * 2**20 < greedy.memory < 800 * 2**20
     assert search.costs[greedy_pair].memory == greedy.memory
-    others = [c for c in search.candidates if c.pair != greedy_pair and c.kind == "candidate"]
+    others = [c for c in search.board.candidates if c.pair != greedy_pair and c.kind == "candidate"]
     assert len(others) >= 2 and all(c.status == "scored" and c.memory >= 0 for c in others)
     later = greedy.but(params={"head__epochs": 20}, estimate=1.0)
     assert search.fits(later) is False
@@ -1639,17 +1639,17 @@ def test_a_recipe_sized_to_the_time_left_still_fits_once_the_clock_has_moved(tre
     c = _default(schedule, FINETUNE)
     n, head = len(search.data.train), schedule.plans.head(c)
     assert n == 2400
-    search.clock = Ticking(200)
+    search.time.clock = Ticking(200)
     # the cheapest recipe on every row needs 1.1 times the time left: on 1,000 rows it needs
     # 0.47 of it, and a step of growth after it would not fit: the most rows the time left pays
     # for, at once
     cheapest = head.least_work(n) * math.ceil(n / 32) / math.ceil(1000 / 32)
-    search.costs[FINETUNE] = PairState(rate=1.1 * search.left() / MARGIN / cheapest,
+    search.costs[FINETUNE] = PairState(rate=1.1 * search.time.left() / MARGIN / cheapest,
                                        predict_rate=0.0)
     chosen = schedule.ask("cores")
     assert chosen is c and chosen.status == "waiting"
     assert chosen.recipe["head__epochs"] == 1 and chosen.recipe["head__k"] == 3
-    assert 2000 <= len(chosen.rows) < n and chosen.estimate <= search.left()
+    assert 2000 <= len(chosen.rows) < n and chosen.estimate <= search.time.left()
 
 
 def test_a_dear_head_waits_for_a_cheaper_one_of_its_tier_to_be_measured(questions, monkeypatch):

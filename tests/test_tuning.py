@@ -121,18 +121,63 @@ def trec_slice():
     return train.reset_index(drop=True), test.reset_index(drop=True)
 
 
+class _Narrow:
+    """The engine as far as the schedule's side may see it: the members the static check finds
+    it reading (`tests/test_architecture.py`), read-only; what it reads is kept in ``read``."""
+
+    def __init__(self, engine, members, read):
+        object.__setattr__(self, "engine", engine)
+        object.__setattr__(self, "members", frozenset(members))
+        object.__setattr__(self, "read", read)
+
+    def __getattr__(self, name):
+        if name not in self.members:
+            raise AssertionError(f"the schedule read the engine's {name!r}, beyond {sorted(self.members)}")
+        self.read.add(name)
+        return getattr(self.engine, name)
+
+    def __setattr__(self, name, value):
+        raise AssertionError(f"the schedule assigned the engine's {name!r}")
+
+
 @pytest.fixture(scope="session")
 def tuned(trec_slice):
+    """A whole tune whose schedule is handed the engine narrowed to the members the schedule's
+    side may read (`_Narrow`): its ``read`` is the third item."""
+    from test_architecture import _engine_members_read
+
+    from embedkit.tuning._engine import Search
+
     train, _ = trec_slice
-    lines = []
-    # cheap pairs and a budget they cannot fill: the search ends when every setting is scored
-    tuner = embedkit.tune(train["text"], train["label"], budget="2m", pairs=PAIRS,
-                          validation=0.2, progress=lines.append)  # held out, not the folds of "auto"
-    return tuner, lines
+    lines, read = [], set()
+    members = _engine_members_read()
+
+    def begin(search, schedule):
+        search.split()
+        search.schedule = schedule
+        schedule.begin(_Narrow(search, members, read))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Search, "begin", begin)
+        # cheap pairs and a budget they cannot fill: the search ends when every setting is scored
+        tuner = embedkit.tune(train["text"], train["label"], budget="2m", pairs=PAIRS,
+                              validation=0.2, progress=lines.append)  # held out, not the folds of "auto"
+    return tuner, lines, read
+
+
+def test_the_schedule_runs_a_whole_search_through_the_members_it_may_read(tuned):
+    """The static count of what the schedule's side reads of the engine holds at run time: a
+    whole search (the prologue's jobs, the tiers, the fill, the ensemble) ran with its schedule
+    handed the engine narrowed to those members (`_Narrow` fails on any other), so nothing
+    reaches past them by another name; and it read the time, the board and the data through
+    them."""
+    tuner, lines, read = tuned
+    assert {"time", "board", "data", "asked"} <= read, read
+    assert len(tuner.search_.board.scored()) >= 4 and any("done:" in line for line in lines)
 
 
 def test_tune_returns_an_estimator_whose_pick_beats_a_dummy(tuned, trec_slice):
-    tuner, lines = tuned
+    tuner, lines, _ = tuned
     train, test = trec_slice
     assert isinstance(tuner, Tuner) and isinstance(tuner.best_estimator_, Pipeline)
     pred = tuner.predict(test["text"])
@@ -158,7 +203,7 @@ def test_tune_returns_an_estimator_whose_pick_beats_a_dummy(tuned, trec_slice):
 
 
 def test_every_model_is_scored_on_the_same_validation_rows(tuned, trec_slice):
-    tuner, _ = tuned
+    tuner, *_ = tuned
     search = tuner.search_
     train, _ = trec_slice
     assert len(search.data.valid) == 60 and not set(search.data.train) & set(search.data.valid)
@@ -182,9 +227,9 @@ def test_every_model_is_scored_on_the_same_validation_rows(tuned, trec_slice):
         assert pick["pipeline"] == base["pipeline"]
     else:
         assert pick["pipeline"] in set(beyond["pipeline"])
-    by_label = {c.label: c for c in search.candidates}
+    by_label = {c.label: c for c in search.board.candidates}
     for _, r in scored.iterrows():  # the columns are the paired evidence on the validation rows
-        vs = search.versus(by_label[r["pipeline"]], by_label[base["pipeline"]])
+        vs = search.board.versus(by_label[r["pipeline"]], by_label[base["pipeline"]])
         assert r["vs_baseline"] == pytest.approx(100 * vs.difference)
         assert r["vs_baseline_se"] == pytest.approx(100 * vs.se)
     assert list(board["rank"]) == list(range(1, len(board) + 1))
@@ -205,12 +250,12 @@ def test_a_candidate_that_loses_to_the_baselines_is_no_part_of_the_pick(trec_sli
                  progress=False)
     board = tuner.leaderboard_.set_index("pipeline")
     search = tuner.search_
-    pick = next(c for c in search.candidates if c.label == tuner.pick_)
+    pick = next(c for c in search.board.candidates if c.label == tuner.pick_)
     assert pick.kind == "ensemble" and tuner.refit_, tuner.pick_
     members = {m.name: w for m, w in pick.weights.items()}
     assert set(members) == {"plain TF-IDF + LR", "plain MiniLM + LR"}, members
-    assert abs(sum(members.values()) - 1) < 1e-12 and all(m in search.candidates for m in pick.weights)
-    scored = [c for c in search.scored() if c.kind != "ensemble"]
+    assert abs(sum(members.values()) - 1) < 1e-12 and all(m in search.board.candidates for m in pick.weights)
+    scored = [c for c in search.board.scored() if c.kind != "ensemble"]
     weights, crossed = select([c.proba for c in scored], [c.fit_seconds for c in scored],
                               search.data.y_valid, search.data.classes, search.data.scoring, search.data.seed)
     assert {scored[i]: w for i, w in weights.items()} == pick.weights
@@ -236,13 +281,13 @@ def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice)
     from embedkit.heads import EnsembleClassifier
     from embedkit.tuning._candidate import Candidate
 
-    tuner, _ = tuned
+    tuner, *_ = tuned
     _, test = trec_slice
     search = tuner.search_
-    a, b = [c for c in search.candidates if c.kind == "candidate" and c.status == "scored"][:2]
+    a, b = [c for c in search.board.candidates if c.kind == "candidate" and c.status == "scored"][:2]
     pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
                      weights={a: 0.7, b: 0.3}, fit_seconds=0.0)
-    pipe = search.finish.run(search, pair, search.clock, lambda line: None).estimator
+    pipe = search.finish.run(search, pair, search.time.clock, lambda line: None).estimator
     head = pipe.named_steps["head"]
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.7, 0.3]
     docs = test["text"][:30].tolist()
@@ -260,9 +305,9 @@ def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(t
     from embedkit.tuning._candidate import Candidate
     from embedkit.tuning._costs import PairState
 
-    tuner, _ = tuned
+    tuner, *_ = tuned
     search = tuner.search_
-    a, b = [c for c in search.candidates if c.kind == "candidate" and c.status == "scored"][:2]
+    a, b = [c for c in search.board.candidates if c.kind == "candidate" and c.status == "scored"][:2]
     pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
                      weights={a: 0.6, b: 0.4}, fit_seconds=0.0)
     saved = search.costs[b.pair]
@@ -285,7 +330,7 @@ def test_leaderboard_files_and_the_model_folder(tuned, trec_slice, tmp_path):
     from embedkit.tuning import pipelines
     from embedkit.tuning._leaderboard import write_leaderboard
 
-    tuner, _ = tuned
+    tuner, *_ = tuned
     train, _ = trec_slice
     paths = write_leaderboard(tuner.leaderboard_, tmp_path, title="TREC slice", dataset=train,
                               pipelines=pipelines(tuner))
@@ -301,7 +346,7 @@ def test_leaderboard_files_and_the_model_folder(tuned, trec_slice, tmp_path):
     # every scored row's calibration on the validation rows, from the probabilities it stored
     search = tuner.search_
     board = tuner.leaderboard_.set_index("pipeline")
-    for c in search.scored():
+    for c in search.board.scored():
         want_loss = log_loss(search.data.y_valid, c.proba, search.data.classes)
         want_ece = expected_calibration_error(search.data.y_valid, c.proba, search.data.classes)
         assert board.loc[c.label, "log_loss"] == pytest.approx(want_loss) and want_loss > 0
@@ -325,7 +370,7 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     from embedkit.tuning._finish import Finish
     from embedkit.tuning._leaderboard import calibration_figures, write_leaderboard
 
-    tuner, lines = tuned
+    tuner, lines, _ = tuned
     _, test = trec_slice
     search, docs = tuner.search_, test["text"][:60]
     found = tuner.calibration_  # the run's own, said in its log and on its leaderboard
@@ -333,7 +378,7 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     assert found["log_loss"] == pytest.approx(
         log_loss(search.data.y_valid, found["proba"], search.data.classes))
     assert not found["applied"] or found["log_loss_calibrated"] < found["log_loss"]
-    pick = search.best()
+    pick = search.board.best()
     model = pick.model  # as fitted on the training rows: its validation probabilities are pick.proba
 
     sure = copy.copy(pick)
@@ -407,13 +452,13 @@ def test_fine_tuning_runs_and_its_variants_keep_its_recipe_and_rows(finetuned, t
     assert all("max_length=32" in label for label in ft["pipeline"])  # TREC questions are short
     assert all(label.endswith(", seed 0)") for label in ft["pipeline"])  # no seed candidates
     assert list(ft["pipeline"]) and not board["pipeline"].str.contains("mean of").any()
-    plan = next(c for c in tuner.search_.candidates if c.tier == "fine-tuning")
+    plan = next(c for c in tuner.search_.board.candidates if c.tier == "fine-tuning")
     assert plan.variant_of is None and plan.recipe["head__epochs"] == 2 and plan.status == "scored"
 
     lead = plan.but(status="scored", score=1.0, proba=plan.proba, fit_seconds=1.0, predict_seconds=0.0,
                     rows=np.arange(100))
     search = _search(trec_slice[0], 300)
-    search.candidates.append(lead)
+    search.board.candidates.append(lead)
     schedule = Schedule(baseline_pipelines())
     schedule.begin(search)
     schedule.defaults = [lead]
@@ -442,7 +487,7 @@ def test_a_fine_tuned_pick_is_refit_as_the_mean_of_its_seeds(finetuned, monkeypa
 
     tuner, _ = finetuned
     search = tuner.search_
-    plan = next(c for c in search.candidates if c.tier == "fine-tuning")
+    plan = next(c for c in search.board.candidates if c.tier == "fine-tuning")
     monkeypatch.setattr(_settings, "MAX_SEEDS", 2)  # two seeds show the mechanism at half the cost
     lines = []
     done = search.finish.run(search, plan, Clock(600), lines.append)
@@ -480,8 +525,8 @@ def test_the_output_keeps_the_time_to_write_a_fine_tuned_models_weights(finetune
     from embedkit.storage.outputs import WRITE_RATE
 
     tuner, _ = finetuned
-    plan = next(c for c in tuner.search_.candidates if c.tier == "fine-tuning")
-    sparse = next(c for c in tuner.search_.candidates if c.pair == ("tfidf", "logreg-cv"))
+    plan = next(c for c in tuner.search_.board.candidates if c.tier == "fine-tuning")
+    sparse = next(c for c in tuner.search_.board.candidates if c.pair == ("tfidf", "logreg-cv"))
     weights = sum(p.numel() * p.element_size()
                   for p in plan.model.named_steps["head"].module_.parameters())
     assert 80e6 < weights < 100e6  # MiniLM's 22.7 million float32 parameters
@@ -532,7 +577,7 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
 
     def reserve(budget, filling, keep=False):
         search = _search(train, budget)
-        search.candidates.append(leader)
+        search.board.candidates.append(leader)
         search.costs[leader.pair].observe(work_of(pipe, len(search.data.train)), 10.0)
         finish = Finish(budget=budget)
         reserved = finish.reserve(search, filling=filling)
@@ -549,11 +594,11 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     # the fill stops where the time left is its reserve; the clock moves on before the finish
     # decides, and the refit of the leader it kept the time for still fits
     search, finish = reserve(one + 2, filling=True, keep=True)
-    search.clock = _paused(finish.reserve(search, filling=True) - 0.9 * DECIDING)
-    assert finish.reserved_seeds == 1 and finish.refit_seconds(search, leader) <= search.clock.left()
+    search.time.clock = _paused(finish.reserve(search, filling=True) - 0.9 * DECIDING)
+    assert finish.reserved_seeds == 1 and finish.refit_seconds(search, leader) <= search.time.to_deadline()
     # kept once a refit fits: a fit that overran later does not hand the seeds' time over
     search, finish = reserve(2 * one + 1, filling=True, keep=True)
-    search.clock = _paused(one)
+    search.time.clock = _paused(one)
     assert finish.reserve(search, filling=True) == pytest.approx(2 * one + DECIDING)
     # while none fits it is asked again: a cheaper leader's refit is kept back when it comes
     search, finish = reserve(one - 1, filling=True, keep=True)
@@ -587,7 +632,7 @@ def test_a_leading_baseline_keeps_back_its_refit_wherever_it_fits(trec_slice):
 
     def reserve(budget, docs=None):
         search = _search(train, budget, docs=docs)
-        search.candidates.append(leader)
+        search.board.candidates.append(leader)
         search.costs[leader.pair].observe(work_of(plain(), len(search.data.train)), 10.0)
         return Finish(budget=budget).reserve(search, filling=False)
 
@@ -598,7 +643,7 @@ def test_a_leading_baseline_keeps_back_its_refit_wherever_it_fits(trec_slice):
     # with the validation rows a hundredth of the documents, the refit adds too few to be kept
     search = _search(pd.concat([train] * 8, ignore_index=True), 1000, validation=0.01)
     assert Finish.added(search, leader) < REFIT_SHARE
-    search.candidates.append(leader)
+    search.board.candidates.append(leader)
     search.costs[leader.pair].observe(work_of(plain(), len(search.data.train)), 10.0)
     assert Finish(budget=1000).reserve(search) == 0
 
@@ -743,7 +788,7 @@ def test_fine_tuning_reads_a_tables_other_columns_only_where_they_help(trec_slic
     for _ in range(3):  # the prologue: the TF-IDF baseline, the table's default, its twin
         search.submit(schedule.ask("cores"))
         search.collect(schedule, block=False)
-    baseline, on_table, alone = [c for c in search.candidates if c.kind != "ensemble"]
+    baseline, on_table, alone = [c for c in search.board.candidates if c.kind != "ensemble"]
     assert baseline.status == "scored"  # it reads the text column of the table
     assert (on_table.label, alone.label) == ("tfidf + logreg", "tfidf + logreg (text alone)")
     assert alone.status == on_table.status == "scored" and alone.roles.columns == ("text",)
@@ -805,7 +850,7 @@ def test_a_predict_limit_picks_and_ensembles_only_models_that_predict_within_it(
                  pairs=[("tfidf", "logreg"), ("minilm", "logreg-cv")], predict_limit=limit,
                  validation=0.2)
     search, board = tuner.search_, tuner.leaderboard_.set_index("pipeline")
-    scored = {c.label: c for c in search.scored()}
+    scored = {c.label: c for c in search.board.scored()}
     minilm = [c for c in scored.values() if c.encoder == "minilm" and c.kind != "ensemble"]
     assert minilm and search.encode_rates["minilm"] > limit  # measured: the pass a document
     for c in minilm:  # the encoder's pass counted: its cost a row is at least the pass's
@@ -827,7 +872,7 @@ def test_a_predict_limit_picks_and_ensembles_only_models_that_predict_within_it(
     lines = []
     tuner = tune(train["text"], train["label"], budget="20s", progress=lines.append,
                  pairs=[("tfidf", "logreg")], predict_limit=1e-9, validation=0.2)
-    costs = {c.label: c.row_seconds for c in tuner.search_.scored()}
+    costs = {c.label: c.row_seconds for c in tuner.search_.board.scored()}
     assert costs[tuner.pick_] == min(costs.values())
     assert any("no model predicts within the limit of 0.00 ms a row" in line for line in lines)
 
@@ -1085,7 +1130,7 @@ def test_few_documents_are_scored_on_every_row_by_folds_and_the_pick_refit_on_al
         "cross-validation" in line for line in lines)
     board = tuner.leaderboard_.set_index("pipeline")
     assert (board["documents"] == 72).all()  # what a fold's fit learns from
-    base = next(c for c in search.candidates if c.name == TFIDF_BASELINE)
+    base = next(c for c in search.board.candidates if c.name == TFIDF_BASELINE)
     held = search.data.folds == 2  # the baseline's probabilities there: its fit on the other folds
     fitted = base.build().fit(search.data.X_train[~held], search.data.y_train[~held])
     np.testing.assert_allclose(base.proba[held], aligned(fitted, search.data.X_train[held],
@@ -1340,11 +1385,11 @@ def test_a_fit_past_the_deadline_is_stopped_and_the_validated_model_kept(trec_sl
 
     train, _ = trec_slice
     search = _search(train, 600)
-    search.clock = Clock(4.0)
+    search.time.clock = Clock(4.0)
     slow = _slow(search)
     said = []
     began = time.monotonic()
-    done = Finish(budget=4.0).run(search, slow, search.clock, said.append)
+    done = Finish(budget=4.0).run(search, slow, search.time.clock, said.append)
     assert time.monotonic() - began < 6.0
     assert not done.refit and done.estimator is slow.model and not done.interrupted
     assert any("its refit ran past the budget's deadline and was stopped" in line for line in said)
@@ -1363,10 +1408,10 @@ def test_a_fit_past_the_deadline_is_stopped_and_the_validated_model_kept(trec_sl
             raise AssertionError("a fit stopped at the deadline is never told as scored")
 
     search = _search(train, 600)
-    search.clock, search.say = Clock(3.0), said.append
+    search.time.clock, search.say = Clock(3.0), said.append
     began = time.monotonic()
     search.run(OneSlowFit())
     assert time.monotonic() - began < 5.0
-    stopped = search.candidates[-1]
+    stopped = search.board.candidates[-1]
     assert stopped.status == "interrupted" and "stopped at the search's deadline" in stopped.note
-    assert not search.interrupted  # no Ctrl-C: the finish goes on as usual
+    assert not search.board.interrupted  # no Ctrl-C: the finish goes on as usual

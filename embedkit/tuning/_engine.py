@@ -1,9 +1,10 @@
-"""The engine of the budgeted search behind `embedkit.Tuner`: it owns the clock, the split, the
-lanes, the records and the finish; what to try and in which order is a schedule's
-(`embedkit.tuning._schedule`), which sees the engine only through `Search.run`'s two calls:
-``schedule.ask(lane)`` (what this lane runs next: a `Candidate` to fit and score, a `Job`, or
-nothing) and ``schedule.tell(action, outcome)`` (what came of it), as scikit-learn's
-``_run_search`` sees ``evaluate_candidates`` only.
+"""The engine of the budgeted search behind `embedkit.Tuner`: it owns the split, the search's
+time and its board (`embedkit.tuning._view`: the clock with what the finish keeps back; every
+candidate, what runs, the pick so far), the lanes, the pairs' costs and the finish; what to
+try and in which order is a schedule's (`embedkit.tuning._schedule`), which sees the engine
+only through `Search.run`'s two calls: ``schedule.ask(lane)`` (what this lane runs next: a
+`Candidate` to fit and score, a `Job`, or nothing) and ``schedule.tell(action, outcome)`` (what
+came of it), as scikit-learn's ``_run_search`` sees ``evaluate_candidates`` only.
 
 * **One validation split**, stratified and seeded: every candidate, baseline and ensemble is
   scored on the same rows, so any two compare row by row (`embedkit.tuning._pick`).
@@ -38,15 +39,15 @@ from .._budget import DECIDING, Clock, format_bytes, format_seconds
 from .._stopping import DeadlineReached, MemoryLimitReached, deadline, stop_when
 from ..data.columns import take
 from ..machine import PeakRSS, ShortOfMemory, resident
-from . import _lanes, _selection
+from . import _lanes
 from ._asked import Asked
 from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
-from ._pick import choose, versus
 from ._settings import ENCODER, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE
 from ._split import Split
 from ._value import TRAINING_TIERS
+from ._view import Board, Time
 
 __all__ = ["Search"]
 
@@ -67,18 +68,18 @@ class Search:
         self.asked = Asked(pairs=tuple(pairs), finetune=finetune, cache=cache, device_lane=device_lane,
                            client=client, memory=memory, predict_limit=predict_limit,
                            standing=tuple(standing))
-        self.clock, self.say = clock, say
+        self.say = say
         self.finish = Finish() if finish is None else finish  # what the end needs, kept back
-        self.candidates: list[Candidate] = []
-        self.tiers_reached: list[str] = []
-        self.costs, self.encoder_seconds, self.interrupted = States(), math.nan, False
+        # its time: the clock and what the finish keeps back; what it found and runs
+        self.time = Time(clock, lambda: self.finish.reserve(
+            self, filling=self.schedule is not None and self.schedule.filling))
+        self.board = Board(self.data, self.asked)
+        self.costs = States()
         # seconds to encode a document not cached yet, by frozen encoder: what a model reading
         # that encoder's cache adds to its predictions on new documents (the schedule measures it)
         self.encode_rates: dict[str, float] = {}
         self.schedule = None  # what orders the candidates (`begin`): it says when the fill began
-        self.running: dict[Any, Any] = {}  # what runs (a candidate or a job) -> its future
         self.lanes: dict[str, Any] = {}
-        self._pick: tuple[int, Candidate | None] = (-1, None)
 
     # -- the split -------------------------------------------------------------------------------
     def split(self) -> None:
@@ -92,37 +93,6 @@ class Search:
             self.lanes = {"cluster": _lanes.Cluster(self.asked.client, (
                 d.X_train, d.y_train, d.X_valid, d.classes, d.folds)), **self.lanes}
 
-    def left(self) -> float:
-        """Seconds the search may still spend: the budget minus what the finish needs."""
-        return self.clock.left() - self.reserve()
-
-    def reserve(self) -> float:
-        """Seconds the finish keeps back now (`embedkit.tuning._finish.Finish.reserve`)."""
-        return self.finish.reserve(self, filling=self.schedule is not None and self.schedule.filling)
-
-    def scored(self) -> list[Candidate]:
-        return [c for c in self.candidates if c.status == "scored"]
-
-    def versus(self, a: Candidate, b: Candidate):
-        """Paired evidence of ``a`` against ``b`` on the validation rows (`embedkit.tuning._pick`)."""
-        d = self.data
-        return versus(a, b, d.y_valid, d.classes, d.scoring, d.seed)
-
-    def best_or_none(self) -> Candidate | None:
-        return self.best() if any(c.status == "scored" for c in self.candidates) else None
-
-    def best(self) -> Candidate:
-        """The pick so far (`embedkit.tuning._pick.choose`): the better baseline (or the standing
-        pair's best model), unless models beat it beyond their noise on the validation rows."""
-        scored = self.scored()
-        if self._pick[0] != len(scored) or self._pick[1] not in scored:
-            within = [c for c in scored if self.within_limit(c)]
-            d = self.data
-            self._pick = (len(scored), choose(within, d.y_valid, d.classes, d.scoring, d.seed,
-                                              self.asked.standing) if within else
-                          min(scored, key=lambda c: (c.row_seconds, -c.score)))
-        return self._pick[1]
-
     # -- estimates ------------------------------------------------------------------------------
     def estimate(self, c: Candidate) -> float:
         """Seconds ``c`` will take: from its pair's state, else a probe on a slice, else the
@@ -133,20 +103,20 @@ class Search:
             d = self.data
             return state.seconds(d.fits_each * work_of(pipe, d.n_rows(c)), len(d.valid),
                                  predict_work(pipe, len(d.valid)))
-        if c.lane == "cores" and c.prior <= 0.01 * self.clock.budget:
+        if c.lane == "cores" and c.prior <= 0.01 * self.time.budget:
             return c.prior
         return self.probe(c)
 
     def probe(self, c: Candidate) -> float:
         """Fit ``c`` on a slice of its training rows; its state learns the cost per unit of
         work, and the estimate scales it up to all of them. The slice's fit is stopped once it
-        has run the time left (`left`): a model whose slice does not fit in it cannot fit
+        has run the time left (`Time.left`): a model whose slice does not fit in it cannot fit
         either, and its state learns that cost as at least the seconds it ran; one stopped at
         the memory limit learns what it grew the process by."""
         d = self.data
         n = d.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
-        limit = self.left()
+        limit = self.time.left()
         if 3 * m >= n or limit <= 0:
             return c.prior
         rows = d.sample_rows(m) if c.rows is None else np.sort(
@@ -173,7 +143,7 @@ class Search:
 
     def fits(self, c) -> bool:
         """Whether ``c`` fits the time left and the memory (`memory_fits`)."""
-        return c.estimate <= self.left() and self.memory_fits(c)
+        return c.estimate <= self.time.left() and self.memory_fits(c)
 
     # -- memory -----------------------------------------------------------------------------------
     def memory_need(self, c: Candidate) -> float:
@@ -210,11 +180,11 @@ class Search:
     def submit(self, action) -> None:
         """Run ``action`` on its lane: on the cores it runs now (stopped at the search's deadline),
         elsewhere it starts in the background and `collect` records it."""
-        if isinstance(action, Candidate) and action not in self.candidates:
-            self.candidates.append(action)
+        if isinstance(action, Candidate) and action not in self.board.candidates:
+            self.board.candidates.append(action)
         action.status = "running"
         if isinstance(action, Candidate):
-            action.started = self.clock.elapsed()
+            action.started = self.time.elapsed()
         lane = self.lanes[action.lane]
         if isinstance(action, Job):
             work = (action.run,)
@@ -223,31 +193,31 @@ class Search:
         else:
             d = self.data
             work = (fit_and_score, action.builder(), action.rows, d.X_train, d.y_train, d.X_valid,
-                    d.classes, d.folds, None if d.folds is None else self.left())
+                    d.classes, d.folds, None if d.folds is None else self.time.left())
         if lane.blocking:  # stopped where it would take the time to write the output
             mem = None
             try:
-                with self.guard(self.clock.left() - self.finish.write_seconds(self.best_or_none())
+                with self.guard(self.time.to_deadline() - self.finish.write_seconds(self.board.best_or_none())
                                 - DECIDING) as mem:
-                    self.running[action] = lane.submit(*work)
+                    self.board.running[action] = lane.submit(*work)
             except MemoryLimitReached as err:  # left out by `_record`, the search goes on
-                self.running[action] = _lanes.failed(err)
+                self.board.running[action] = _lanes.failed(err)
             finally:
                 if mem is not None:
                     action.memory = max(mem.peak - mem.start, 0.0)
         else:
-            self.running[action] = lane.submit(*work)
-            self.say(f"{self.clock.stamp()} {getattr(action, 'tier', 'job')}: {action.label}: "
+            self.board.running[action] = lane.submit(*work)
+            self.say(f"{self.time.stamp()} {getattr(action, 'tier', 'job')}: {action.label}: "
                      f"started on the {action.lane} (about {format_seconds(action.estimate)})")
 
     def collect(self, schedule, block: bool) -> None:
         """Record what has finished (waiting for the first to finish if ``block``), and tell the
         schedule."""
         if block:
-            _lanes.first_done(list(self.running.values()))
-        for action, future in list(self.running.items()):
+            _lanes.first_done(list(self.board.running.values()))
+        for action, future in list(self.board.running.items()):
             if future.done():
-                del self.running[action]
+                del self.board.running[action]
                 outcome = self._record(action, future)
                 schedule.tell(action, outcome)
 
@@ -264,7 +234,7 @@ class Search:
         if not math.isnan(c.memory):
             self.costs[c.pair].observe_memory(self._memory_rows(c), c.memory)
         if isinstance(err, MemoryLimitReached):
-            c.fit_seconds = self.clock.elapsed() - c.started
+            c.fit_seconds = self.time.elapsed() - c.started
             self.leave_out(c, f"{err}, after it grew the process by {format_bytes(c.memory)}; a "
                               f"limit of more than {format_bytes(resident() + self.memory_need(c))}"
                               " would include it")
@@ -276,8 +246,8 @@ class Search:
             return err
         if err is not None:
             c.status, c.note = "failed", f"{type(err).__name__}: {err}"[:300]
-            c.fit_seconds = self.clock.elapsed() - c.started
-            self.say(f"{self.clock.stamp()} {c.label}: failed ({c.note[:120]})")
+            c.fit_seconds = self.time.elapsed() - c.started
+            self.say(f"{self.time.stamp()} {c.label}: failed ({c.note[:120]})")
             return err
         outcome = future.result()
         if c.lane == "cluster":
@@ -286,14 +256,14 @@ class Search:
         c.row_seconds = (c.predict_seconds / max(len(self.data.valid), 1)
                          + (self.encode_rates.get(c.encoder, 0.0) if c.encoder else 0.0))
         c.score, c.status = self.data.score_proba(c.proba), "scored"
-        if not self.within_limit(c):
-            c.note = "; ".join(n for n in (c.note, self.over_limit(c)) if n)
+        if not self.board.within_limit(c):
+            c.note = "; ".join(n for n in (c.note, self.board.over_limit(c)) if n)
         state = self.costs[c.pair]
         state.observe(self.data.fits_each * work_of(c.model, self.data.n_rows(c)), c.fit_seconds)
         state.observe_predict(len(self.data.valid), c.predict_seconds)
-        self.say(f"{self.clock.stamp()} {c.tier}: {c.label}: {c.score:.3f} "
+        self.say(f"{self.time.stamp()} {c.tier}: {c.label}: {c.score:.3f} "
                  f"({c.fit_seconds + c.predict_seconds:.1f} s)")
-        self._update_ensemble()
+        self.board.update_ensemble()
         return c
 
     def measured(self, job: Job, outcome) -> None:
@@ -311,16 +281,17 @@ class Search:
             if done:
                 fresh = self.encode_rates.get(ENCODER, 0.0) * encoder_ratio(job.about)
                 self.encode_rates[job.about] = max(seconds / done, fresh)
-            self.encoder_seconds = (0.0 if math.isnan(self.encoder_seconds)
-                                    else self.encoder_seconds) + seconds
+            board = self.board
+            board.encoder_seconds = (0.0 if math.isnan(board.encoder_seconds)
+                                     else board.encoder_seconds) + seconds
 
     def leave_out(self, c: Candidate, why: str = "") -> None:
         """``c`` left out, with ``why``, else what it needs: time, or memory where the time fits."""
-        if c not in self.candidates:
-            self.candidates.append(c)
+        if c not in self.board.candidates:
+            self.board.candidates.append(c)
         c.status = "left out"
-        need = self.clock.elapsed() + c.estimate + self.reserve()
-        if not why and c.estimate <= self.left() and not self.memory_fits(c):
+        need = self.time.budget_for(c.estimate)
+        if not why and c.estimate <= self.time.left() and not self.memory_fits(c):
             held, grows = resident(), self.memory_need(c)
             prior = (" (its weights and batches, estimated before any fit)"
                      if math.isnan(self.costs[c.pair].memory) else "")
@@ -330,13 +301,10 @@ class Search:
                    f"{format_bytes(held)} this process holds, over the limit of "
                    f"{format_bytes(self.asked.memory)}; a limit of about {format_bytes(held + grows)} "
                    "would include it")
-        c.note = why or (f"needs about {format_seconds(c.estimate)}, {format_seconds(max(self.left(), 0))} "
+        left = format_seconds(max(self.time.left(), 0))
+        c.note = why or (f"needs about {format_seconds(c.estimate)}, {left} "
                          f"were left; a budget of about {format_seconds(need)} would include it")
-        self.say(f"{self.clock.stamp()} left out {c.label}: {c.note}")
-
-    def reached(self, tier: str) -> None:
-        if tier not in self.tiers_reached:
-            self.tiers_reached.append(tier)
+        self.say(f"{self.time.stamp()} left out {c.label}: {c.note}")
 
     def begin(self, schedule) -> None:
         """The split, and ``schedule`` begun on it: from now on it orders the candidates."""
@@ -355,7 +323,7 @@ class Search:
                 self.collect(schedule, block=False)
                 started = False
                 for name, lane in self.lanes.items():
-                    while sum(a.lane == name for a in self.running) < lane.slots:
+                    while sum(a.lane == name for a in self.board.running) < lane.slots:
                         found = schedule.ask(name)
                         if found is None:
                             break
@@ -364,7 +332,7 @@ class Search:
                         if lane.blocking:
                             self.collect(schedule, block=False)
                             break
-                if not started and not self.running:
+                if not started and not self.board.running:
                     return
                 if not started:
                     self.collect(schedule, block=True)
@@ -372,47 +340,15 @@ class Search:
             self._stop(isinstance(err, KeyboardInterrupt))
 
     def _stop(self, by_user: bool) -> None:
-        self.interrupted = self.interrupted or by_user
+        self.board.interrupted = self.board.interrupted or by_user
         why = "stopped by Ctrl-C (or SIGTERM)" if by_user else "stopped at the search's deadline"
-        for c in self.candidates:  # running on a lane, or in this thread when it came
+        for c in self.board.candidates:  # running on a lane, or in this thread when it came
             if c.status == "running":
                 c.status, c.note = "interrupted", f"{why} before it was scored"
         for lane in self.lanes.values():
             lane.stop()
-        _lanes.first_done([f for a, f in self.running.items() if a.lane == "device"], timeout=60)
-        self.running.clear()
-        self.say(f"{self.clock.stamp()} " + ("interrupted: finishing with the best model so far"
-                                             if by_user else "the deadline: finishing with the "
-                                             "best model so far"))
-
-    # -- ensembles --------------------------------------------------------------------------------
-    def within_limit(self, c: Candidate) -> bool:
-        """Whether ``c`` predicts within the predict limit (always, without one)."""
-        return self.asked.predict_limit is None or c.row_seconds <= self.asked.predict_limit
-
-    def over_limit(self, c: Candidate) -> str:
-        return (f"over the predict limit: {1000 * c.row_seconds:.2f} ms a row, the limit "
-                f"{1000 * self.asked.predict_limit:.2f} ms; not picked")
-
-    def _update_ensemble(self) -> None:
-        self.candidates = [c for c in self.candidates if c.kind != "ensemble"]
-        scored = [c for c in self.scored() if self.within_limit(c)]
-        if len(scored) < 2:
-            return
-        weights, proba = _selection.select(
-            [c.proba for c in scored], [c.fit_seconds for c in scored], self.data.y_valid,
-            self.data.classes, self.data.scoring, self.data.seed,
-            row_seconds=[c.row_seconds for c in scored],
-            limit=self.asked.predict_limit)
-        if not weights:
-            return
-        members = {scored[i]: w for i, w in weights.items()}
-        self.candidates.append(Candidate(
-            name=f"ensemble of {len(members)} models", tier="ensembles", kind="ensemble",
-            task=self.data.task, roles=self.data.roles,
-            status="scored", score=self.data.score_proba(proba), proba=proba,  # cross-fitted
-            note="; ".join(f"{c.label}: {w:.2f}" for c, w in members.items()),
-            fit_seconds=sum(c.fit_seconds for c in members),
-            predict_seconds=sum(c.predict_seconds for c in members),
-            row_seconds=sum(c.row_seconds for c in members), weights=members))
-        self.reached("ensembles")
+        _lanes.first_done([f for a, f in self.board.running.items() if a.lane == "device"], timeout=60)
+        self.board.running.clear()
+        self.say(f"{self.time.stamp()} " + ("interrupted: finishing with the best model so far"
+                                            if by_user else "the deadline: finishing with the "
+                                            "best model so far"))

@@ -74,19 +74,19 @@ class Finish:
         model, or one, whichever the time left paid for when one first did (kept from then on:
         a fit that overruns later must not hand the seeds' time to the fill), and the moment
         until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it."""
-        scored = [c for c in search.candidates if c.status == "scored"]
+        scored = search.board.scored()
         if not scored:
             return self.write_seconds()
-        write = self.write_seconds(best := search.best())
+        write = self.write_seconds(best := search.board.best())
         if not filling:
             need = self.refit_seconds(search, best)
-            kept = need <= 0.25 * search.clock.budget or (
-                best.kind == "baseline" and need <= search.clock.left() - write)
+            kept = need <= 0.25 * search.time.budget or (
+                best.kind == "baseline" and need <= search.time.to_deadline() - write)
             return write + (need if kept else 0.0)
         if not self.reserved_seeds:  # while none fits, asked again: a new leader may be cheaper
             self.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
-                 if self.refit_seconds(search, best, seeds) <= search.clock.left() - write), 0)
+                 if self.refit_seconds(search, best, seeds) <= search.time.to_deadline() - write), 0)
         if not self.reserved_seeds:
             return write
         return write + DECIDING + self.refit_seconds(search, best, self.reserved_seeds)
@@ -107,7 +107,7 @@ class Finish:
             members = [(self.restored(search, pick, left - DECIDING), 1.0)]
         for i in sorted(range(len(members)), key=lambda i: -members[i][1]):  # heaviest first
             need = self.refit_seconds(search, members[i][0])
-            if not search.interrupted and need <= left and self.worth(search, members[i][0]):
+            if not search.board.interrupted and need <= left and self.worth(search, members[i][0]):
                 chosen.append(i)
                 left -= need
         done, interrupted, why = [], False, {}

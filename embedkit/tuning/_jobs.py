@@ -71,7 +71,7 @@ def encode(s, representation: str, index: np.ndarray, per_doc: float, estimate: 
             docs = s.data.texts[index]
             store_encoded(encoder, list(docs), s.lanes["cluster"].encode(encoder, docs))
             return len(index), time.monotonic() - began, index
-        done, seconds = timed_pass(encoder, s.data.texts[index], per_doc, s.left)
+        done, seconds = timed_pass(encoder, s.data.texts[index], per_doc, s.time.left)
         return done, seconds, index
 
     return Job(f"{representation}: encoding {len(index):,} documents", run, estimate=estimate,

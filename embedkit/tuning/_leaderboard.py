@@ -41,12 +41,12 @@ def leaderboard(tuner) -> pd.DataFrame:
     name = tuner.scoring_
     split = {"regression": "shuffled", "multilabel": "stratified by each row's rarest label"}.get(
         tuner.task_, "stratified")
-    scored = search.scored()
+    scored = search.board.scored()
     baselines = [c for c in scored if c.kind == "baseline"]
     base = max(baselines, key=lambda c: c.score) if baselines else None
     rows = []
-    for c in search.candidates:
-        vs = search.versus(c, base) if base is not None and c.status == "scored" else None
+    for c in search.board.candidates:
+        vs = search.board.versus(c, base) if base is not None and c.status == "scored" else None
         note = "; ".join(n for n in (c.note, c.truncated) if n)
         rows.append({"pipeline": c.label, "kind": c.kind, "tier": c.tier,
                      "representation": c.representation, "head": c.head,
@@ -79,7 +79,7 @@ def leaderboard(tuner) -> pd.DataFrame:
         tiers_reached=list(tuner.tiers_reached_), interrupted=tuner.interrupted_,
         refit_interrupted=getattr(tuner, "refit_interrupted_", False),
         notes=list(getattr(tuner, "notes_", [])),
-        encoder_seconds=search.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_,
+        encoder_seconds=search.board.encoder_seconds, refit=tuner.refit_, seeds=tuner.seeds_,
         refit_members=getattr(tuner, "refit_members_", (int(tuner.refit_), 1)),
         calibration={k: v for k, v in (getattr(tuner, "calibration_", None) or {}).items()
                      if not k.startswith("proba")})
@@ -108,7 +108,7 @@ def pipelines(tuner) -> dict:
     """Each leaderboard row's pipeline, unfitted (for the report's parameter listing); an
     ensemble's row has none of its own."""
     out = {}
-    for c in tuner.search_.candidates:
+    for c in tuner.search_.board.candidates:
         if c.kind == "ensemble":
             continue
         try:

@@ -158,8 +158,8 @@ class Plans:
         """Set ``c.estimate`` (and its rows, or a sized head's recipe, where it starts on what is
         cheap); False: it was left out, nothing of it fits."""
         s = self.search
-        if c.tier in TRAINING_TIERS and s.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
-            s.reached(c.tier)  # not the time to import torch, load and measure
+        if c.tier in TRAINING_TIERS and s.time.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
+            s.board.reached(c.tier)  # not the time to import torch, load and measure
             c.estimate = max(1.25 * c.prior, MIN_PROBE_SECONDS)
             s.leave_out(c)
             return False
@@ -187,7 +187,7 @@ class Plans:
         it is cut only where every row does not fit the time left (a TF-IDF baseline on half
         of 20newsgroups' rows scored 3 points below the one on all of them)."""
         s, n = self.search, len(self.search.data.train)
-        share = (1.0 if c.kind == "baseline" else START_SHARE) * s.left()
+        share = (1.0 if c.kind == "baseline" else START_SHARE) * s.time.left()
         if c.estimate <= share or n <= MIN_ROWS:
             return
 
@@ -198,7 +198,7 @@ class Plans:
         m = MIN_ROWS if cost(MIN_ROWS) > share else largest(
             MIN_ROWS, n, lambda m: cost(m) <= share, max(n // 100, 1))
         if 2 * m > n:
-            m = n if cost(n) <= s.left() else largest(m, n, lambda k: cost(k) <= s.left(),
+            m = n if cost(n) <= s.time.left() else largest(m, n, lambda k: cost(k) <= s.time.left(),
                                                        max(n // 100, 1))
         c.estimate = cost(m)
 
@@ -217,16 +217,16 @@ class Plans:
         grown = c.but(rows=None if rows >= n else s.data.sample_rows(rows), grown_from=c,
                       variant_of=None)
         grown.estimate = self.cost(grown)
-        if grown.estimate > s.left() and rows < n:  # what fits, when that is still a step
+        if grown.estimate > s.time.left() and rows < n:  # what fits, when that is still a step
             def cost(m: int) -> float:
                 grown.rows = None if m >= n else s.data.sample_rows(m)
                 return self.cost(grown)
 
             low = int(1.5 * len(c.rows))
-            if low >= n or cost(low) > s.left():
+            if low >= n or cost(low) > s.time.left():
                 return None
-            grown.estimate = cost(largest(low, n, lambda m: cost(m) <= s.left(), max(n // 100, 1)))
-        return grown if grown.estimate <= s.left() else None
+            grown.estimate = cost(largest(low, n, lambda m: cost(m) <= s.time.left(), max(n // 100, 1)))
+        return grown if grown.estimate <= s.time.left() else None
 
     def _grown_recipe(self, c: Candidate, head) -> Candidate | None:
         s, state = self.search, self.search.costs[c.pair]
@@ -235,10 +235,10 @@ class Plans:
             return None
         last = c.fit_seconds + c.predict_seconds
         target = GROWTH * last
-        if s.left() - target < GROWTH * target:  # no step after this one: what is left
-            target = s.left()
+        if s.time.left() - target < GROWTH * target:  # no step after this one: what is left
+            target = s.time.left()
         grown = c.but(grown_from=c, variant_of=None, recipe={}, rows=None)
-        if not self.sized(grown, head, state, seconds=target) or grown.estimate > s.left():
+        if not self.sized(grown, head, state, seconds=target) or grown.estimate > s.time.left():
             return None
         if work_of(grown.build(), s.data.n_rows(grown)) <= 1.5 * work_of(c.build(), s.data.n_rows(c)):
             return None  # not a step: the time left buys little more than it had
@@ -274,11 +274,12 @@ class Plans:
             state = PairState(overhead=scaled[0].overhead, rate=scaled[0].rate)
             source = f" here ({scaled[1]})"
         elif not state.measured:
-            if s.left() < MIN_PROBE_SECONDS:
-                s.reached(c.tier)
+            if s.time.left() < MIN_PROBE_SECONDS:
+                s.board.reached(c.tier)
                 c.estimate = c.prior
-                enough = s.clock.elapsed() + MIN_PROBE_SECONDS + c.prior + s.reserve()
-                s.leave_out(c, f"too little time left to measure it ({format_seconds(max(s.left(), 0))}); "
+                enough = s.time.budget_for(MIN_PROBE_SECONDS + c.prior)
+                left = format_seconds(max(s.time.left(), 0))
+                s.leave_out(c, f"too little time left to measure it ({left}); "
                                f"it needs roughly {format_seconds(c.prior)} on two CPU cores, a "
                                f"budget of about {format_seconds(enough)}")
                 return False
@@ -296,12 +297,12 @@ class Plans:
         # what is cheap: the share of the time left a first fit may take; where even its
         # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
         # either: then the richest recipe the time left pays for, at once
-        start = max(START_SHARE * s.left(), 0.0) + probe
+        start = max(START_SHARE * s.time.left(), 0.0) + probe
         least = state.seconds(s.data.fits_each * head.least_work(n), len(s.data.valid),
                               head.predict_work(len(s.data.valid)))
 
         def first(keep: float) -> bool:  # sized with ``keep`` seconds kept for its refit
-            once = (1 + GROWTH) * least + probe + room + keep > s.left()
+            once = (1 + GROWTH) * least + probe + room + keep > s.time.left()
             return self.sized(c, head, state, probe, room, start, keep) or self.sized(
                 c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING,
                 keep)
@@ -310,10 +311,10 @@ class Plans:
         if not any(first(keep) for keep in dict.fromkeys((self.refit_kept(head, state), 0.0))):
             if room:  # it waits for the defaults expected to bring more
                 return False
-            s.reached(c.tier)
-            enough = s.clock.elapsed() + probe + c.estimate + s.reserve()
+            s.board.reached(c.tier)
+            enough = s.time.budget_for(probe + c.estimate)
             s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
-                           f"{format_seconds(max(s.left(), 0))} were left (nor its cheapest recipe, "
+                           f"{format_seconds(max(s.time.left(), 0))} were left (nor its cheapest recipe, "
                            f"{head.least_said(n)}); a budget of about "
                            f"{format_seconds(enough)} would include the full recipe")
             return False
@@ -342,7 +343,7 @@ class Plans:
             return state.seconds(s.data.fits_each * work, valid, head.predict_work(valid))
 
         c.recipe, c.estimate = self.own(c), cost(head.fit_work(n))
-        budget = min(s.left() if seconds is None else seconds, s.left() - keep)
+        budget = min(s.time.left() if seconds is None else seconds, s.time.left() - keep)
         sized = head.sized_for(n, budget - probe - room - DECIDING, cost)
         if sized is None:
             return False

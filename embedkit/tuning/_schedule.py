@@ -92,14 +92,14 @@ class Schedule(Worth):
         rows = (f"{len(d.train):,} training rows, {len(d.valid):,} validation rows" if d.folds is None
                 else f"{len(d.train):,} rows, too few to hold some out: each model is scored on "
                      f"every row by {d.fits_each}-fold cross-validation, then refit on all of them")
-        s.say(f"{s.clock.stamp()} {rows}; tiers: "
+        s.say(f"{s.time.stamp()} {rows}; tiers: "
               + ", ".join(f"{t} ({n} pairs)" for t, n in tiers.items() if n))
         self.twin = Twin(s, self.defaults)  # on a table: does fine-tuning read all of it?
         first = self.twin.prologue()
         self.defaults += first[1:]
         (tfidf, build), (self.minilm, _) = list(self.baselines.items())[:2]
         chars = float(np.mean([len(t) for t in d.texts[d.valid]])) if len(d.valid) else 0.0
-        s.reached("baselines")
+        s.board.reached("baselines")
         baseline = Candidate(name=tfidf, representation="plain TF-IDF", head="LR", kind="baseline",
                              tier="baselines", factory=build, prior=d.fit_rows(len(d.train)) / 1000 * (
                                  BASELINE_COST[0] + BASELINE_COST[1] * chars / 500))
@@ -112,14 +112,14 @@ class Schedule(Worth):
         s = self.search
         least = min(len(s.data.docs), len(s.data.valid) + MIN_ENCODED_ROWS)
         rough = ENCODER_LOAD + REPRESENTATIONS[ENCODER].cost * least / 1000
-        if rough <= s.left():
+        if rough <= s.time.left():
             return _jobs.load_encoder(s, ENCODER, ENCODER_LOAD)
         for c in [self._minilm(None), *self._frozen()]:
             c.estimate = rough
             s.leave_out(c, f"loading the encoder and a pass over the validation rows and "
                            f"{least - len(s.data.valid):,} training rows need about "
                            f"{format_seconds(rough)}; a budget of about "
-                           f"{format_seconds(s.clock.elapsed() + rough + s.reserve())} would include it")
+                           f"{format_seconds(s.time.budget_for(rough))} would include it")
         return None
 
     def _frozen(self) -> list[Candidate]:
@@ -144,11 +144,11 @@ class Schedule(Worth):
             per_doc *= available_cores() / s.lanes["cluster"].slots
         cost = MARGIN * per_doc
         need, rows = cost * len(s.data.docs), None
-        if need > START_SHARE * s.left():  # a cheap start of at least MIN_ROWS, within the share
-            m = max(int(START_SHARE * s.left() / cost) - len(s.data.valid), MIN_ROWS)
-            m = min(m, int(ENCODE_SHARE * s.left() / cost) - len(s.data.valid), len(s.data.train))
+        if need > START_SHARE * s.time.left():  # a cheap start of at least MIN_ROWS, within the share
+            m = max(int(START_SHARE * s.time.left() / cost) - len(s.data.valid), MIN_ROWS)
+            m = min(m, int(ENCODE_SHARE * s.time.left() / cost) - len(s.data.valid), len(s.data.train))
             if m < min(MIN_ENCODED_ROWS, len(s.data.train)):
-                enough = s.clock.elapsed() + (need + s.reserve() + 30) / ENCODE_SHARE
+                enough = s.time.elapsed() + (need + s.time.reserve() + 30) / ENCODE_SHARE
                 for c in [self._minilm(None), *self._frozen()]:
                     c.estimate = need
                     s.leave_out(c, f"the encoder's pass over even {MIN_ENCODED_ROWS} of the "
@@ -175,7 +175,7 @@ class Schedule(Worth):
             return None
         self.twin.apply(self.defaults, self.plans)
         waiting = [c for c in self.defaults if c.status == "waiting"]
-        self.filling = not waiting and not any(c in s.running for c in self.defaults)
+        self.filling = not waiting and not any(c in s.board.running for c in self.defaults)
         options = [c for c in waiting if c.lane == lane and c.key not in later]
         options += [c for c in self.growth(lane) + ([] if options else self.variants(lane))
                     if c.key not in later]
@@ -189,7 +189,7 @@ class Schedule(Worth):
                 continue
             if not s.fits(c):
                 if c.variant_of is None and c.grown_from is None:
-                    s.reached(c.tier)
+                    s.board.reached(c.tier)
                     s.leave_out(c)
                 continue
             reach = 1.0 if c.variant_of is None else self.reach(c.pair)
@@ -205,7 +205,7 @@ class Schedule(Worth):
             return job
         if chosen is not None:
             self.tried |= {chosen.key, origin[chosen]} if chosen.variant_of is not None else {chosen.key}
-            s.reached(chosen.tier)
+            s.board.reached(chosen.tier)
         elif (firsts := [c for c in options if c.variant_of is None and c.grown_from is None]
               ) and all(c.status == "left out" for c in firsts):
             return self.ask(lane)  # the last defaults, all left out: the fill
@@ -260,11 +260,11 @@ class Schedule(Worth):
                     left -= least
             return out
 
-        kept = fitting(s.left())
+        kept = fitting(s.time.left())
         if kept and growth and c.grown_from.grown_from is not None:
             return False
         room = sum(o.estimate if o.least is None else o.least for o in kept)
-        if fitting(s.left() - c.estimate) == kept:
+        if fitting(s.time.left() - c.estimate) == kept:
             return True
         return (c in waiting and self.plans.sizes_itself(c)
                 and self.plans.plan(c, room))  # a first recipe cut into what the room leaves
@@ -285,9 +285,9 @@ class Schedule(Worth):
     def growth(self, lane: str) -> list[Candidate]:
         """The next fit of every scored model on ``lane`` that grew no further yet."""
         s = self.search
-        parents = {c.grown_from for c in s.candidates if c.grown_from is not None}
+        parents = {c.grown_from for c in s.board.candidates if c.grown_from is not None}
         out = []
-        for c in s.scored():
+        for c in s.board.scored():
             if (c.kind == "ensemble" or c.lane != lane or c in parents or c.variant_of is not None
                     or c.line() is self.twin.twin):  # the twin answers one question
                 continue
@@ -306,8 +306,8 @@ class Schedule(Worth):
         s, out = self.search, []
         if s.data.folds is not None:
             return out
-        parents = {c.grown_from for c in s.candidates if c.grown_from is not None}
-        for first in (f for f in s.scored() if f.kind == "candidate" and f.lane == lane
+        parents = {c.grown_from for c in s.board.candidates if c.grown_from is not None}
+        for first in (f for f in s.board.scored() if f.kind == "candidate" and f.lane == lane
                       and f.variant_of is None and f not in parents and f.line() in self.defaults
                       and f.line() is not self.twin.twin):
             base = {**first.recipe, **first.params}
@@ -331,7 +331,7 @@ class Schedule(Worth):
         failed = isinstance(outcome, BaseException)
         if action.kind == "load":
             if failed:
-                s.say(f"{s.clock.stamp()} frozen encoder: {ENCODER}: failed ({outcome})"[:300])
+                s.say(f"{s.time.stamp()} frozen encoder: {ENCODER}: failed ({outcome})"[:300])
                 return
             per_doc, self.sample, _ = outcome  # the fresh rate: the engine records it
             job = self._first_pass(per_doc)
@@ -344,7 +344,7 @@ class Schedule(Worth):
         elif action.kind == "probe":
             plans.unprobed.discard(action.about)
             if not failed:
-                s.say(f"{s.clock.stamp()} {outcome}")
+                s.say(f"{s.time.stamp()} {outcome}")
 
     def too_dear(self, c: Candidate, err: FoldsTooDear) -> None:
         """``c`` stopped after its first fold, which measured it: a default that sizes itself
@@ -354,15 +354,15 @@ class Schedule(Worth):
         s = self.search
         if c in self.defaults and self.plans.sizes_itself(c):
             c.status = "waiting"
-            s.say(f"{s.clock.stamp()} {c.label}: {err}: sized again on what it measured")
+            s.say(f"{s.time.stamp()} {c.label}: {err}: sized again on what it measured")
             return
-        need = s.clock.elapsed() + c.estimate + s.reserve()
+        need = s.time.budget_for(c.estimate)
         s.leave_out(c, f"{err}; a budget of about {format_seconds(need)} would include it")
 
     def _passed(self, job: Job, outcome) -> None:
         s, plans, rep = self.search, self.plans, job.about
         if isinstance(outcome, BaseException):  # its models' fits then fail and say so
-            s.say(f"{s.clock.stamp()} frozen encoder: {rep}: failed ({outcome})"[:300])
+            s.say(f"{s.time.stamp()} frozen encoder: {rep}: failed ({outcome})"[:300])
             plans.encoded.setdefault(rep, np.ones(len(s.data.docs), bool))
             return
         done, seconds, index = outcome
@@ -379,7 +379,7 @@ class Schedule(Worth):
             plans.rates[rep] = seconds / max(done, 1)
         what = f"{done:,} of {len(index):,} documents" if done < len(index) else f"{done:,} documents"
         where = f" on the cluster's {len(s.asked.client.nthreads())} workers" if "cluster" in s.lanes else ""
-        s.say(f"{s.clock.stamp()} frozen encoder: {rep}: {what} encoded once{where} in {seconds:.0f} s "
+        s.say(f"{s.time.stamp()} frozen encoder: {rep}: {what} encoded once{where} in {seconds:.0f} s "
               "(cached for every model that reads it)" + ("; the rest would not fit the time "
                                                           "left" if done < len(index) else ""))
         if self.queue and self.queue[0] == "minilm":
@@ -397,10 +397,10 @@ class Schedule(Worth):
         s, name = self.search, job.about
         if isinstance(outcome, BaseException):  # e.g. no network for a fetch: its pairs go
             for o in [o for o in self.defaults if o.status == "waiting" and name in o.pair]:
-                s.reached(o.tier)
+                s.board.reached(o.tier)
                 s.leave_out(o, f"preparing {name} failed ({outcome})"[:300])
             self.plans.ready[name] = True
             return
         self.plans.ready[name] = True
-        s.say(f"{s.clock.stamp()} {name}: prepared once (kept on disk for every later run)")
+        s.say(f"{s.time.stamp()} {name}: prepared once (kept on disk for every later run)")
 

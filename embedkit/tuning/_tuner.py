@@ -255,7 +255,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
     published_ : bool
         Whether ``output`` holds this fit's result (set in the step that publishes it).
     search_ : `embedkit.tuning._engine.Search`
-        The search itself (``candidates``, the split's ``train`` / ``valid`` rows).
+        The search itself (``board.candidates``: every model it tried; ``data``: the split).
 
     Raises
     ------
@@ -370,9 +370,9 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                                      self.cache, self.task_, None if self.roles_ is None
                                      else self.roles_.text[0]).items()}))
         self.search_ = search
-        if not any(c.status == "scored" for c in search.candidates):
-            failed = [f"{c.label} failed ({c.note})" for c in search.candidates if c.status == "failed"]
-            if search.interrupted:  # stopped before anything was scored: nothing to keep
+        if not any(c.status == "scored" for c in search.board.candidates):
+            failed = [f"{c.label} failed ({c.note})" for c in search.board.candidates if c.status == "failed"]
+            if search.board.interrupted:  # stopped before anything was scored: nothing to keep
                 raise KeyboardInterrupt
             if failed:  # not a budget problem: the data
                 raise ValueError("no model could be scored: " + "; ".join(failed[:3]) + ". Check "
@@ -381,11 +381,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
                               "plain TF-IDF baseline was scored; give a larger budget (at least "
                               f"{format_seconds(max(2 * clock.budget, 120))}).")
         order = ["baselines", *(t.name for t in TIERS), "ensembles"]
-        self.tiers_reached_ = [t for t in order if t in search.tiers_reached]
-        self.interrupted_ = search.interrupted
-        pick = search.best()
+        self.tiers_reached_ = [t for t in order if t in search.board.tiers_reached]
+        self.interrupted_ = search.board.interrupted
+        pick = search.board.best()
         self.pick_ = pick.label
-        if not search.within_limit(pick):
+        if not search.board.within_limit(pick):
             say(f"{clock.stamp()} no model predicts within the limit of "
                 f"{1000 * self.predict_limit:.2f} ms a row: the pick is the cheapest to predict "
                 f"({1000 * pick.row_seconds:.2f} ms a row)")

@@ -66,9 +66,9 @@ class Twin:
         if table.status != "scored" or twin.status != "scored":
             self.verdict = True  # no evidence: the table, as asked
             return self.verdict
-        self.verdict = s.versus(table, twin).beyond()
+        self.verdict = s.board.versus(table, twin).beyond()
         reads = "the table" if self.verdict else f"{twin.alone} alone"
-        s.say(f"{s.clock.stamp()} columns: {table.label} {table.score:.3f} on the table, "
+        s.say(f"{s.time.stamp()} columns: {table.label} {table.score:.3f} on the table, "
               f"{twin.score:.3f} on {twin.alone} alone: "
               + ("ahead beyond noise" if self.verdict else "not ahead beyond noise")
               + f"; fine-tuning reads {reads}")

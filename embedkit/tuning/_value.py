@@ -65,9 +65,9 @@ class Worth:
             return self.curve_gain(c)
         gain = self.declared(c)
         s = self.search
-        siblings = [o for o in s.scored() if o.tier == c.tier and o.kind == "candidate"
+        siblings = [o for o in s.board.scored() if o.tier == c.tier and o.kind == "candidate"
                     and o.pair != c.pair and o.variant_of is None and o.grown_from is None]
-        baselines = [o.score for o in s.scored() if o.kind == "baseline"]
+        baselines = [o.score for o in s.board.scored() if o.kind == "baseline"]
         if c.variant_of is None and siblings and baselines:
             o = max(siblings, key=lambda o: o.score)
             gain = max(100.0 * (o.score - max(baselines)) + gain - self.declared(o), 0.0)
@@ -99,7 +99,7 @@ class Worth:
         if work[0] <= work[1] or last.score >= 1:
             return 0.0
         expected = 1 - (1 - last.score) * (work[0] / work[1]) ** -exponent
-        leader = max((c for c in s.scored() if c.kind != "ensemble"), key=lambda c: c.score)
+        leader = max((c for c in s.board.scored() if c.kind != "ensemble"), key=lambda c: c.score)
         return 100.0 * max(expected - max(leader.score, last.score), 0.0)
 
     def noise(self, score: float) -> float:
@@ -113,7 +113,7 @@ class Worth:
         """1 when the pair's best is within one standard error of the leader's score, falling
         to 0 at three: what a variant of it can still change."""
         s = self.search
-        singles = [c for c in s.scored() if c.kind != "ensemble"]
+        singles = [c for c in s.board.scored() if c.kind != "ensemble"]
         leader = max(c.score for c in singles)
         best = max((c.score for c in singles
                     if c.pair == pair or GENERALISES.get(c.name) == pair), default=-math.inf)
