@@ -45,6 +45,7 @@ class Finish:
         # labels: the names of the label-set matrix's columns (label sets only)
         self.output, self.budget, self.labels = output, budget, labels
         self.reserved_seeds = 0  # how many of the refit's seeds the fill keeps time for (`reserve`)
+        self.kept_for = None  # the leading baseline whose refit the tiers may not take (`reserve`)
 
     # -- what it keeps back ---------------------------------------------------------------------
     def write_seconds(self, c=None, copies: int = 1) -> float:
@@ -67,7 +68,8 @@ class Finish:
         run (``filling`` False; the schedule says when every tier's defaults are done), only a
         refit under a quarter of the budget is kept back (a dearer one would starve them; that
         leader is kept as fitted unless time is left at the end), or a five-line baseline's
-        wherever it fits the time left: while the leader is the model a user would write
+        wherever it fits the time left, and from then on while it leads (with the moment until
+        the finish decides, as the fill's): while the leader is the model a user would write
         instead, on every document, the search may not spend the refit that makes it that model
         (every other leader beat it on the validation rows). Once they are done, the fill
         never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a fine-tuned
@@ -80,9 +82,13 @@ class Finish:
         write = self.write_seconds(best := search.board.best())
         if not filling:
             need = self.refit_seconds(search, best)
-            kept = need <= 0.25 * search.time.budget or (
-                best.kind == "baseline" and need <= search.time.to_deadline() - write)
-            return write + (need if kept else 0.0)
+            if need <= 0.25 * search.time.budget:
+                return write + need
+            if best.kind == "baseline" and (best is self.kept_for or need + DECIDING
+                                            <= search.time.to_deadline() - write):
+                self.kept_for = best  # kept from then on, as the fill's seeds are
+                return write + DECIDING + need
+            return write
         if not self.reserved_seeds:  # while none fits, asked again: a new leader may be cheaper
             self.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
