@@ -650,6 +650,8 @@ def test_a_leading_baseline_keeps_back_its_refit_wherever_it_fits(trec_slice):
     search, finish = reserve(2 * one, keep=True)
     search.time.clock = _paused(one)
     assert finish.reserve(search) == pytest.approx(one + DECIDING)
+    # and the fill, once the tiers are done, keeps it in turn
+    assert finish.reserve(search, filling=True) == pytest.approx(one + DECIDING)
     # with the validation rows a hundredth of the documents, the refit adds too few to be kept
     search = _search(pd.concat([train] * 8, ignore_index=True), 1000, validation=0.01)
     assert Finish.added(search, leader) < REFIT_SHARE

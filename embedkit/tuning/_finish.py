@@ -69,13 +69,14 @@ class Finish:
         refit under a quarter of the budget is kept back (a dearer one would starve them; that
         leader is kept as fitted unless time is left at the end), or a five-line baseline's
         wherever it fits the time left, and from then on while it leads (with the moment until
-        the finish decides, as the fill's): while the leader is the model a user would write
-        instead, on every document, the search may not spend the refit that makes it that model
-        (every other leader beat it on the validation rows). Once they are done, the fill
-        never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a fine-tuned
-        model, or one, whichever the time left paid for when one first did (kept from then on:
-        a fit that overruns later must not hand the seeds' time to the fill), and the moment
-        until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it."""
+        the finish decides, as the fill's, which keeps it in turn): while the leader is the model
+        a user would write instead, on every document, the search may not spend the refit that
+        makes it that model (every other leader beat it on the validation rows). Once they are
+        done, the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds
+        of a fine-tuned model, or one, whichever the time left paid for when one first did
+        (kept from then on: a fit that overruns later must not hand the seeds' time to the
+        fill), and the moment until the finish decides (`DECIDING`), so a fill stopped at its
+        edge leaves it."""
         scored = search.board.scored()
         if not scored:
             return self.write_seconds()
@@ -92,7 +93,8 @@ class Finish:
         if not self.reserved_seeds:  # while none fits, asked again: a new leader may be cheaper
             self.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
-                 if self.refit_seconds(search, best, seeds) <= search.time.to_deadline() - write), 0)
+                 if self.refit_seconds(search, best, seeds) <= search.time.to_deadline() - write),
+                int(best is self.kept_for))  # the tiers kept it: the fill keeps it too
         if not self.reserved_seeds:
             return write
         return write + DECIDING + self.refit_seconds(search, best, self.reserved_seeds)
