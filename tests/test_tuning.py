@@ -608,13 +608,10 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     assert finish.reserve(search, filling=True) == pytest.approx(2 * one / 10 + DECIDING)
 
 
-def test_a_leading_baseline_keeps_back_its_refit_wherever_it_fits(trec_slice):
-    """While the five-line TF-IDF baseline leads, the tiers may not spend its refit on every
-    document, even above a quarter of the budget (the user's own five lines fit every
-    document); where it does not fit the time left, nothing is kept for it; once kept, it stays
-    kept while the baseline leads (on 20newsgroups at 3 minutes a probe stopped at the time
-    left overran it by a second, and the tiers then took the refit's time). A refit that adds
-    too few rows to be worth its time (`REFIT_SHARE`) is never kept back."""
+def test_a_refit_not_worth_its_time_is_never_kept_back(trec_slice):
+    """Where the validation rows add too few rows for a refit to be worth its time
+    (`REFIT_SHARE`), the finish would not run it, so neither the tiers nor the fill keep its
+    time back; with a share worth it, the same leader's refit is kept."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -622,7 +619,7 @@ def test_a_leading_baseline_keeps_back_its_refit_wherever_it_fits(trec_slice):
     from embedkit._budget import DECIDING
     from embedkit.tuning._candidate import Candidate
     from embedkit.tuning._costs import work_of
-    from embedkit.tuning._settings import REFIT_MARGIN, REFIT_SHARE
+    from embedkit.tuning._settings import REFIT_SHARE
 
     train, _ = trec_slice
 
@@ -633,31 +630,18 @@ def test_a_leading_baseline_keeps_back_its_refit_wherever_it_fits(trec_slice):
                        kind="baseline", tier="baselines", factory=plain, status="scored",
                        score=0.8, fit_seconds=10.0, predict_seconds=1.0)
 
-    def reserve(budget, keep=False):
-        search = _search(train, budget)
+    def reserve(validation, filling):
+        search = _search(pd.concat([train] * 8, ignore_index=True), 1000, validation=validation)
         search.board.candidates.append(leader)
         search.costs[leader.pair].observe(work_of(plain(), len(search.data.train)), 10.0)
-        finish = Finish(budget=budget)
-        reserved = finish.reserve(search, filling=False)
-        return (search, finish) if keep else reserved
+        return Finish.added(search, leader), Finish(budget=1000).reserve(search, filling=filling)
 
-    one = REFIT_MARGIN * 10.0 * (300 / 240) ** 1.1  # 300 documents, 240 training rows
-    assert reserve(4 * one + 1) == pytest.approx(one)
-    # over a quarter of the budget: still kept, with the moment until the finish decides
-    assert reserve(2 * one) == pytest.approx(one + DECIDING)
-    assert reserve(one) == 0  # beyond the time left: kept for nothing
-    # kept once it fitted: a probe that overran the time left does not hand it to the tiers
-    search, finish = reserve(2 * one, keep=True)
-    search.time.clock = _paused(one)
-    assert finish.reserve(search) == pytest.approx(one + DECIDING)
-    # and the fill, once the tiers are done, keeps it in turn
-    assert finish.reserve(search, filling=True) == pytest.approx(one + DECIDING)
-    # with the validation rows a hundredth of the documents, the refit adds too few to be kept
-    search = _search(pd.concat([train] * 8, ignore_index=True), 1000, validation=0.01)
-    assert Finish.added(search, leader) < REFIT_SHARE
-    search.board.candidates.append(leader)
-    search.costs[leader.pair].observe(work_of(plain(), len(search.data.train)), 10.0)
-    assert Finish(budget=1000).reserve(search) == 0
+    # 2,400 documents: a hundredth held out adds 1% of rows, a fifth adds 25%
+    for filling in (False, True):
+        added, kept = reserve(0.01, filling)
+        assert added < REFIT_SHARE and kept <= DECIDING  # at most the moment the finish decides
+        added, kept = reserve(0.2, filling)
+        assert added > REFIT_SHARE and kept > 10 + DECIDING  # ten seconds' fit, scaled up
 
 
 def _paused(seconds):

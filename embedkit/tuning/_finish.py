@@ -45,7 +45,6 @@ class Finish:
         # labels: the names of the label-set matrix's columns (label sets only)
         self.output, self.budget, self.labels = output, budget, labels
         self.reserved_seeds = 0  # how many of the refit's seeds the fill keeps time for (`reserve`)
-        self.kept_for = None  # the leading baseline whose refit the tiers may not take (`reserve`)
 
     # -- what it keeps back ---------------------------------------------------------------------
     def write_seconds(self, c=None, copies: int = 1) -> float:
@@ -67,34 +66,23 @@ class Finish:
         """What the finish needs: writing the output, and the refit of the leader. While the tiers
         run (``filling`` False; the schedule says when every tier's defaults are done), only a
         refit under a quarter of the budget is kept back (a dearer one would starve them; that
-        leader is kept as fitted unless time is left at the end), or a five-line baseline's
-        wherever it fits the time left, and from then on while it leads (with the moment until
-        the finish decides, as the fill's, which keeps it in turn): while the leader is the model
-        a user would write instead, on every document, the search may not spend the refit that
-        makes it that model (every other leader beat it on the validation rows). Once they are
-        done, the fill never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds
-        of a fine-tuned model, or one, whichever the time left paid for when one first did
-        (kept from then on: a fit that overruns later must not hand the seeds' time to the
-        fill), and the moment until the finish decides (`DECIDING`), so a fill stopped at its
-        edge leaves it."""
+        leader is kept as fitted unless time is left at the end). Once they are done, the fill
+        never takes the time of the leader's refit with ``RESERVED_SEEDS`` seeds of a fine-tuned
+        model, or one, whichever the time left paid for when one first did (kept from then on:
+        a fit that overruns later must not hand the seeds' time to the fill), and the moment
+        until the finish decides (`DECIDING`), so a fill stopped at its edge leaves it. A refit
+        not worth its time (`worth`) is never kept back: the finish would not run it."""
         scored = search.board.scored()
         if not scored:
             return self.write_seconds()
         write = self.write_seconds(best := search.board.best())
         if not filling:
             need = self.refit_seconds(search, best)
-            if need <= 0.25 * search.time.budget:
-                return write + need
-            if best.kind == "baseline" and (best is self.kept_for or need + DECIDING
-                                            <= search.time.to_deadline() - write):
-                self.kept_for = best  # kept from then on, as the fill's seeds are
-                return write + DECIDING + need
-            return write
+            return write + (need if need <= 0.25 * search.time.budget else 0.0)
         if not self.reserved_seeds:  # while none fits, asked again: a new leader may be cheaper
             self.reserved_seeds = next(
                 (seeds for seeds in range(RESERVED_SEEDS, 0, -1)
-                 if self.refit_seconds(search, best, seeds) <= search.time.to_deadline() - write),
-                int(best is self.kept_for))  # the tiers kept it: the fill keeps it too
+                 if self.refit_seconds(search, best, seeds) <= search.time.to_deadline() - write), 0)
         if not self.reserved_seeds:
             return write
         return write + DECIDING + self.refit_seconds(search, best, self.reserved_seeds)
