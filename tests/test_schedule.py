@@ -1673,7 +1673,6 @@ def test_a_dear_head_waits_for_a_cheaper_one_of_its_tier_to_be_measured(question
     probe = schedule.ask("cores")
     assert isinstance(probe, Job) and probe.kind == "probe" and probe.about == FINETUNE
     _measured(search, schedule, FINETUNE, 30.0)
-    schedule.plans.unprobed.discard(FINETUNE)
     assert schedule.plans.estimate(dear) and "scaled from finetune-short's measured step" in (
         schedule.plans.scaled(dear, schedule.plans.head(dear))[1])
 

@@ -672,13 +672,15 @@ def test_the_fine_tuning_head_is_measured_and_sizes_its_recipe_to_the_time_left(
     schedule = Schedule(baseline_pipelines())
     schedule.begin(search)
     plan = schedule.candidate("passthrough", "finetune-short")
-    assert schedule.plans.estimate(plan) and plan.pair in schedule.plans.unprobed
+    assert schedule.plans.estimate(plan) and search.costs[plan.pair].probe_due
     probe = _jobs.probe(search, plan, schedule.plans, plan.estimate)
-    schedule.tell(probe, probe.run())
+    outcome = probe.run()
+    search.measured(probe, outcome)  # as the engine records it, then tells the schedule
+    schedule.tell(probe, outcome)
     assert any("fine-tuning probe:" in line and "s a step of 32" in line for line in lines)
     record = search.costs[plan.pair]
     assert record.measured and record.fits == 2 and record.rate > 0
-    assert plan.pair not in schedule.plans.unprobed
+    assert not record.probe_due
     assert schedule.plans.estimate(plan)
     assert "max_length=32" in plan.label  # TREC questions are short: not the recipe's 64
     assert 0 < plan.estimate <= START_SHARE * 550

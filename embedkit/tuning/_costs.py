@@ -91,6 +91,9 @@ class PairState:
     memory_rows: int = 0
     # bytes its head declares a fit needs before one is measured (its `fit_memory`; NaN: none)
     memory_prior: float = math.nan
+    # sized on a cost scaled from another pair's, or on none: its own probe comes first once the
+    # order chooses it (`await_probe`; the engine records the probe's end, `probed`)
+    probe_due: bool = False
 
     @property
     def measured(self) -> bool:
@@ -116,6 +119,14 @@ class PairState:
         """Its head declares a fit needs ``need`` bytes (its `fit_memory`): the need until a fit
         is measured."""
         self.memory_prior = need
+
+    def await_probe(self) -> None:
+        """Its cost is not measured on itself yet: a probe of its own measures it before a fit."""
+        self.probe_due = True
+
+    def probed(self) -> None:
+        """Its probe ended (measured, or failed: the prior then stands)."""
+        self.probe_due = False
 
     def memory_need(self, rows: int) -> float:
         """Bytes a fit on ``rows`` rows is expected to grow the process by, with the margin:

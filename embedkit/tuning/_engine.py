@@ -271,7 +271,9 @@ class Search:
         document it has never seen costs (`encode_rates`); a pass, its seconds (`encoder_seconds`)
         and, where it encoded documents, the seconds a new one costs a model that reads its cache:
         where the pass found them cached already, at least the fresh prologue encoder's rate scaled
-        by the registry's cost ratio."""
+        by the registry's cost ratio; a probe's end (measured, or failed: the prior stands)."""
+        if job.kind == "probe":
+            self.costs[job.about].probed()
         if isinstance(outcome, BaseException):
             return
         if job.kind == "load":
@@ -285,12 +287,14 @@ class Search:
             board.encoder_seconds = (0.0 if math.isnan(board.encoder_seconds)
                                      else board.encoder_seconds) + seconds
 
-    def leave_out(self, c: Candidate, why: str = "") -> None:
-        """``c`` left out, with ``why``, else what it needs: time, or memory where the time fits."""
+    def leave_out(self, c: Candidate, why: str = "", need: float | None = None,
+                  including: str = "it") -> None:
+        """``c`` left out, with ``why``, else what it needs: time, or memory where the time fits.
+        ``need``: the seconds from now that would include ``including`` (``c``, its full recipe,
+        every document), rendered here as the budget that would, the one place it is worded."""
         if c not in self.board.candidates:
             self.board.candidates.append(c)
         c.status = "left out"
-        need = self.time.budget_for(c.estimate)
         if not why and c.estimate <= self.time.left() and not self.memory_fits(c):
             held, grows = resident(), self.memory_need(c)
             prior = (" (its weights and batches, estimated before any fit)"
@@ -301,9 +305,13 @@ class Search:
                    f"{format_bytes(held)} this process holds, over the limit of "
                    f"{format_bytes(self.asked.memory)}; a limit of about {format_bytes(held + grows)} "
                    "would include it")
-        left = format_seconds(max(self.time.left(), 0))
-        c.note = why or (f"needs about {format_seconds(c.estimate)}, {left} "
-                         f"were left; a budget of about {format_seconds(need)} would include it")
+        elif not why:
+            why, need = (f"needs about {format_seconds(c.estimate)}, "
+                         f"{format_seconds(max(self.time.left(), 0))} were left"), c.estimate
+        if need is not None:
+            budget = format_seconds(self.time.budget_for(need))
+            why += f"; a budget of about {budget} would include {including}"
+        c.note = why
         self.say(f"{self.time.stamp()} left out {c.label}: {c.note}")
 
     def begin(self, schedule) -> None:

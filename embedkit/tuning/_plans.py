@@ -52,8 +52,6 @@ class Plans:
         self.search = search
         self.heads: dict[tuple, object] = {}
         self.ready: dict[str, bool] = {}
-        #: pairs sized on a scaled cost, measured by a probe once the order chooses them
-        self.unprobed: set[tuple] = set()
         #: seconds a document of the prologue encoder's pass, as measured (None: not yet)
         self.per_doc: float | None = None
         #: which documents each frozen encoder's pass has cached; seconds a document of each
@@ -277,23 +275,22 @@ class Plans:
             if s.time.left() < MIN_PROBE_SECONDS:
                 s.board.reached(c.tier)
                 c.estimate = c.prior
-                enough = s.time.budget_for(MIN_PROBE_SECONDS + c.prior)
                 left = format_seconds(max(s.time.left(), 0))
                 s.leave_out(c, f"too little time left to measure it ({left}); "
-                               f"it needs roughly {format_seconds(c.prior)} on two CPU cores, a "
-                               f"budget of about {format_seconds(enough)}")
+                               f"it needs roughly {format_seconds(c.prior)} on two CPU cores",
+                            need=MIN_PROBE_SECONDS + c.prior)
                 return False
             scaled = self.scaled(c, head)
             if scaled is None:  # nothing measured to scale from: the schedule probes it first,
                 # then sizes it; worth, until then, the probe and its cheapest recipe's prior
                 c.estimate = setup + MIN_PROBE_SECONDS + c.prior * min(1.0, MIN_ROWS / n)
-                self.unprobed.add(c.pair)
+                s.costs[c.pair].await_probe()
                 return True
             state, source = scaled[0], f" here ({scaled[1]})"
             probes = (head.probe_recipe(steps, n) for steps in (1, *PROBE_STEPS))
             probe += state.margin * sum(state.fit_seconds(clone(head).set_params(**params).fit_work(rows))
                                         for params, rows in probes)
-            self.unprobed.add(c.pair)
+            s.costs[c.pair].await_probe()
         # what is cheap: the share of the time left a first fit may take; where even its
         # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
         # either: then the richest recipe the time left pays for, at once
@@ -312,11 +309,9 @@ class Plans:
             if room:  # it waits for the defaults expected to bring more
                 return False
             s.board.reached(c.tier)
-            enough = s.time.budget_for(probe + c.estimate)
             s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
                            f"{format_seconds(max(s.time.left(), 0))} were left (nor its cheapest recipe, "
-                           f"{head.least_said(n)}); a budget of about "
-                           f"{format_seconds(enough)} would include the full recipe")
+                           f"{head.least_said(n)})", need=probe + c.estimate, including="the full recipe")
             return False
         return True
 

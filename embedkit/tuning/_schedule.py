@@ -118,8 +118,7 @@ class Schedule(Worth):
             c.estimate = rough
             s.leave_out(c, f"loading the encoder and a pass over the validation rows and "
                            f"{least - len(s.data.valid):,} training rows need about "
-                           f"{format_seconds(rough)}; a budget of about "
-                           f"{format_seconds(s.time.budget_for(rough))} would include it")
+                           f"{format_seconds(rough)}", need=rough)
         return None
 
     def _frozen(self) -> list[Candidate]:
@@ -148,12 +147,13 @@ class Schedule(Worth):
             m = max(int(START_SHARE * s.time.left() / cost) - len(s.data.valid), MIN_ROWS)
             m = min(m, int(ENCODE_SHARE * s.time.left() / cost) - len(s.data.valid), len(s.data.train))
             if m < min(MIN_ENCODED_ROWS, len(s.data.train)):
-                enough = s.time.elapsed() + (need + s.time.reserve() + 30) / ENCODE_SHARE
+                # the pass over every document within `ENCODE_SHARE` of what is left then
+                enough = (need + s.time.reserve() + 30) / ENCODE_SHARE - s.time.reserve()
                 for c in [self._minilm(None), *self._frozen()]:
                     c.estimate = need
                     s.leave_out(c, f"the encoder's pass over even {MIN_ENCODED_ROWS} of the "
-                                   f"{len(s.data.docs):,} documents does not fit the time left; a budget "
-                                   f"of about {format_seconds(enough)} would include all of them")
+                                   f"{len(s.data.docs):,} documents does not fit the time left",
+                                need=enough, including="all of them")
                 return None
             rows = None if m >= len(s.data.train) else s.data.sample_rows(m)
         for c in self._frozen():
@@ -197,7 +197,7 @@ class Schedule(Worth):
             gain = (reach > 0, self.gain(c) * (reach or 1.0) / max(c.estimate, 0.1))
             if gain > value:
                 chosen, value = c, gain
-        if chosen is not None and chosen.pair in self.plans.unprobed:
+        if chosen is not None and s.costs[chosen.pair].probe_due:
             return self._needs(chosen)  # measured first: what it then costs decides the rest
         if chosen is not None and not self._roomy(chosen, waiting):
             return self.ask(lane, later | {chosen.key})
@@ -229,7 +229,7 @@ class Schedule(Worth):
         for name, entry in steps:
             if entry.setup and not plans.ready.get(name, True):
                 return _jobs.prepare(name, entry.setup)
-        if c.pair in plans.unprobed:
+        if s.costs[c.pair].probe_due:
             return _jobs.probe(s, c, plans, c.estimate)
         if s.asked.cache is not None and plans.pass_seconds(c):
             index = plans.unencoded(c)
@@ -274,12 +274,12 @@ class Schedule(Worth):
         of its tier, not measured either, to be measured first: the dearer is then sized on the
         cheaper's measured step, scaled by their compute, instead of paying a probe of its own
         first (on 1,780 news articles a probe of fine-tuned all-mpnet-base-v2 took 357 s)."""
-        plans = self.plans
-        if c.pair not in plans.unprobed:
+        s, plans = self.search, self.plans
+        if not s.costs[c.pair].probe_due:
             return False
         compute = plans.head(c).compute()
         return any(o is not c and o.status == "waiting" and o.tier == c.tier and o.lane == c.lane
-                   and o.pair in plans.unprobed and plans.head(o).compute() < compute
+                   and s.costs[o.pair].probe_due and plans.head(o).compute() < compute
                    for o in self.defaults)
 
     def growth(self, lane: str) -> list[Candidate]:
@@ -327,7 +327,7 @@ class Schedule(Worth):
             self.too_dear(action, outcome)
         if not isinstance(action, Job):
             return
-        s, plans = self.search, self.plans
+        s = self.search
         failed = isinstance(outcome, BaseException)
         if action.kind == "load":
             if failed:
@@ -342,7 +342,6 @@ class Schedule(Worth):
         elif action.kind == "prepare":
             self._prepared(action, outcome)
         elif action.kind == "probe":
-            plans.unprobed.discard(action.about)
             if not failed:
                 s.say(f"{s.time.stamp()} {outcome}")
 
@@ -356,8 +355,7 @@ class Schedule(Worth):
             c.status = "waiting"
             s.say(f"{s.time.stamp()} {c.label}: {err}: sized again on what it measured")
             return
-        need = s.time.budget_for(c.estimate)
-        s.leave_out(c, f"{err}; a budget of about {format_seconds(need)} would include it")
+        s.leave_out(c, str(err), need=c.estimate)
 
     def _passed(self, job: Job, outcome) -> None:
         s, plans, rep = self.search, self.plans, job.about
