@@ -11,7 +11,7 @@ times its head's ``epochs`` where it has one. A state keeps what a fit pays what
 (``overhead``: loading a model), the dearest measured seconds per unit of work, seconds per
 predicted row and bytes of memory a fit grows the process by; and the ``margin`` its
 estimates carry: `MARGIN` for what this machine measured, none for a cost only scaled from
-another pair's (its probe then measures it).
+another pair's (its probe then measures it); and whether that probe of its own is still due.
 """
 
 from __future__ import annotations
