@@ -162,11 +162,16 @@ def _default(schedule, pair) -> Candidate:
     return next(c for c in schedule.defaults if c.pair == pair)
 
 
+def _cost(search, pair, **measured) -> None:
+    """``pair``'s cost set as if measured (exact estimates), the head its plans sized kept."""
+    search.costs[pair] = PairState(**measured, head=search.costs[pair].head)
+
+
 def _measured(search, schedule, pair, seconds_of_own_recipe: float) -> None:
     """A fine-tuning pair whose own recipe on every training row takes this many seconds, with
     the margin (no load, no prediction cost)."""
     work = schedule.plans.head(_default(schedule, pair)).fit_work(len(search.data.train))
-    search.costs[pair] = PairState(rate=seconds_of_own_recipe / MARGIN / work, predict_rate=0.0)
+    _cost(search, pair, rate=seconds_of_own_recipe / MARGIN / work, predict_rate=0.0)
 
 
 # -- costs and identity ------------------------------------------------------------------------
@@ -431,7 +436,7 @@ def _sparse(search, schedule, seconds_on_every_row: float, pair=("tfidf", "logre
     """A sparse default whose fit on every training row takes this many seconds (with the
     margin; nothing else costs), and its cost on ``m`` rows."""
     n = len(search.data.train)
-    search.costs[pair] = PairState(rate=seconds_on_every_row / MARGIN / n ** 1.1, predict_rate=0.0)
+    _cost(search, pair, rate=seconds_on_every_row / MARGIN / n ** 1.1, predict_rate=0.0)
 
     def cost(m):
         return seconds_on_every_row * (m / n) ** 1.1
@@ -448,7 +453,7 @@ def test_the_baseline_is_fitted_on_every_row_wherever_they_fit_the_time_left(tre
     assert base.kind == "baseline" and base.name == TFIDF_BASELINE
     n, left = len(search.data.train), search.time.left()
     for seconds, rows in ((400.0, None), (0.9 * left, None), (1500.0, "fewer")):
-        search.costs[base.pair] = PairState(rate=seconds / MARGIN / n ** 1.1, predict_rate=0.0)
+        _cost(search, base.pair, rate=seconds / MARGIN / n ** 1.1, predict_rate=0.0)
         base.rows = None
         assert schedule.plans.estimate(base)
         if rows is None:  # more than `START_SHARE` of the time left, within it: every row
@@ -635,7 +640,7 @@ def test_the_order_is_the_most_expected_gain_per_second_and_a_default_too_dear_i
     search, schedule = _begin(questions, 300, pairs, lines)
     _prologue(search, schedule, 30, 29)
     for pair, seconds in zip(pairs, (10.0, 20.0, 20.0, 400.0), strict=True):
-        search.costs[pair] = PairState(overhead=seconds / MARGIN, rate=0.0, predict_rate=0.0)
+        _cost(search, pair, overhead=seconds / MARGIN, rate=0.0, predict_rate=0.0)
     order = []
     while (c := schedule.ask("cores")) is not None and c.variant_of is None:
         order.append((c.pair, c.estimate))
@@ -649,7 +654,7 @@ def test_the_order_is_the_most_expected_gain_per_second_and_a_default_too_dear_i
     assert dear.note == ("needs about 6.7 min, 5.0 min were left; a budget of about 6.7 min "
                          "would include it")
     assert any("left out bow + mlp: needs about 6.7 min" in line for line in lines)
-    assert schedule.filling  # every default is done: the fill has begun
+    assert search.board.filling  # every default is done: the fill has begun
     assert c is not None and c.variant_of is not None
 
 
@@ -659,14 +664,14 @@ def test_when_the_last_defaults_waiting_do_not_fit_the_same_call_starts_the_fill
     pairs = [("tfidf", "logreg"), ("bow", "logreg")]
     search, schedule = _begin(questions, 30, pairs)
     _prologue(search, schedule, 30, 29)
-    search.costs[("tfidf", "logreg")] = PairState(overhead=1.0, rate=0.0, predict_rate=0.0)
-    search.costs[("bow", "logreg")] = PairState(overhead=40.0, rate=0.0, predict_rate=0.0)
+    _cost(search, ("tfidf", "logreg"), overhead=1.0, rate=0.0, predict_rate=0.0)
+    _cost(search, ("bow", "logreg"), overhead=40.0, rate=0.0, predict_rate=0.0)
     first = _scored(search, schedule.ask("cores"), 40, measure=False)
-    assert first.pair == ("tfidf", "logreg") and not schedule.filling
+    assert first.pair == ("tfidf", "logreg") and not search.board.filling
     found = schedule.ask("cores")
     dear = _default(schedule, ("bow", "logreg"))
     assert dear.status == "left out" and dear.estimate == pytest.approx(50.0)
-    assert found.variant_of is first and found.pair == first.pair and schedule.filling
+    assert found.variant_of is first and found.pair == first.pair and search.board.filling
     assert found.params and found.estimate == pytest.approx(MARGIN * 1.0)
 
 
@@ -917,7 +922,7 @@ def test_an_unmeasured_fine_tuning_with_nothing_to_scale_from_is_probed_once_cho
         MIN_PROBE_SECONDS + HEADS["finetune-short"].cost * 240 / 1000)
     assert c.status == "waiting" and not search.costs[FINETUNE].measured
     # what the probe's run does: the pair's state learns the step
-    search.costs[FINETUNE] = PairState(overhead=2.0, rate=1.0, predict_rate=0.0)
+    _cost(search, FINETUNE, overhead=2.0, rate=1.0, predict_rate=0.0)
     schedule.tell(probe, "fine-tuning probe: 0.50 s a step of 32 at max_length 32")
     assert any("fine-tuning probe: 0.50 s a step" in line for line in lines)
     chosen = schedule.ask("cores")
@@ -961,7 +966,7 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
         ({"max_steps": k}, 200) for k in (1, *PROBE_STEPS)]  # every row, a few steps
     assert probe.estimate == c.estimate and not search.costs[SETFIT].measured
     # what the probe's run does: the pair's state learns the step (a second a unit of work)
-    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.05, predict_rate=0.0)
+    _cost(search, SETFIT, overhead=2.0, rate=0.05, predict_rate=0.0)
     schedule.tell(probe, "contrastive tuning probe: measured")
     assert schedule.ask("cores") is c
     steps = c.recipe["head__max_steps"]
@@ -1023,7 +1028,7 @@ def test_a_refit_given_a_deadline_ends_its_training_in_time_and_keeps_what_it_re
     from the cut work."""
     search, schedule = _begin(_slice(questions, 40), 300, [pair], validation="auto")
     c = _default(schedule, pair).but(params=longer)
-    search.costs[pair] = PairState(overhead=1.0, rate=0.05, predict_rate=0.01)
+    _cost(search, pair, overhead=1.0, rate=0.05, predict_rate=0.01)
     lines = []
     began = time.monotonic()
     label, model, took = Finish.refit(search, c, search.time.clock, lines.append, seconds=12.0)
@@ -1092,7 +1097,7 @@ def test_under_cross_validation_setfits_folds_leave_the_time_of_its_own_refit(qu
     search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], validation="auto")
     _prologue(search, schedule, 30, 35, per_doc=0.001)
     probe = schedule.ask("cores")
-    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.2, predict_rate=0.0)
+    _cost(search, SETFIT, overhead=2.0, rate=0.2, predict_rate=0.0)
     schedule.tell(probe, "contrastive tuning probe: measured")
     c = schedule.ask("cores")
     head, state = schedule.plans.head(c), search.costs[SETFIT]
@@ -1116,7 +1121,7 @@ def test_setfits_cheapest_folds_are_not_given_up_for_the_time_of_its_refit(quest
         search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], validation="auto")
         _prologue(search, schedule, 30, 35, per_doc=0.001)
         probe = schedule.ask("cores")
-        search.costs[SETFIT] = PairState(overhead=2.0, rate=0.2, predict_rate=0.0)
+        _cost(search, SETFIT, overhead=2.0, rate=0.2, predict_rate=0.0)
         schedule.tell(probe, "contrastive tuning probe: measured")
         monkeypatch.setattr(search.time, "left", lambda: left)
         return schedule.ask("cores"), schedule.plans, search
@@ -1140,11 +1145,11 @@ def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(q
     search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], lines, validation="auto")
     _prologue(search, schedule, 30, 35, per_doc=0.001)
     probe = schedule.ask("cores")
-    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.05, predict_rate=0.0)
+    _cost(search, SETFIT, overhead=2.0, rate=0.05, predict_rate=0.0)
     schedule.tell(probe, "contrastive tuning probe: measured")
     c = schedule.ask("cores")
     first = c.recipe["head__max_steps"]
-    search.costs[SETFIT] = PairState(overhead=2.0, rate=0.2, predict_rate=0.0)  # 4x the probe's
+    _cost(search, SETFIT, overhead=2.0, rate=0.2, predict_rate=0.0)  # 4x the probe's
     schedule.tell(c, FoldsTooDear(4 * c.estimate / 5, 5, search.time.left()))
     assert c.status == "waiting" and any(f"{c.label}: its first fold took " in line
                                          and line.endswith(": sized again on what it measured")
@@ -1153,7 +1158,7 @@ def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(q
     head, steps = schedule.plans.head(c), c.recipe["head__max_steps"]
     assert c.estimate == pytest.approx(  # sized on the dearer rate the fold measured
         MARGIN * (2.0 + 0.2 * 5 * clone(head).set_params(max_steps=steps).fit_work(160)))
-    search.costs[SETFIT] = PairState(overhead=2.0, rate=50.0, predict_rate=0.0)  # 40 steps: hours
+    _cost(search, SETFIT, overhead=2.0, rate=50.0, predict_rate=0.0)  # 40 steps: hours
     schedule.tell(c, FoldsTooDear(600.0, 5, search.time.left()))
     assert schedule.ask("cores") is None and c.status == "left out"
     assert "nor its cheapest recipe, 40 steps of 16 pairs" in c.note
@@ -1198,9 +1203,9 @@ def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed
     lines = []
     search, schedule = _begin(questions, 600, [FINETUNE, MPNET], lines)
     base = HEADS["finetune-mpnet"].factory().set_params(max_length=32)  # the data's length
-    schedule.plans.heads[MPNET] = base  # its tokenizer is not read: nothing to fetch
+    search.costs[MPNET].set_head(base)  # its tokenizer is not read: nothing to fetch
     _prologue(search, schedule, 40, 38)
-    search.costs[FINETUNE] = PairState(overhead=2.0, rate=0.5)
+    _cost(search, FINETUNE, overhead=2.0, rate=0.5)
     short = schedule.ask("cores")
     assert short.pair == FINETUNE  # cheaper per point
     mpnet = _default(schedule, MPNET)
@@ -1225,7 +1230,7 @@ def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed
     probe_job = schedule.ask("cores")  # then measured on its device
     assert (probe_job.kind, probe_job.about) == ("probe", MPNET)
     assert probe_job.estimate == pytest.approx(probe + fit)  # fetched: its setup no longer counts
-    search.costs[MPNET] = PairState(overhead=10.0, rate=5.0, predict_rate=0.0)
+    _cost(search, MPNET, overhead=10.0, rate=5.0, predict_rate=0.0)
     schedule.tell(probe_job, "fine-tuning probe: measured")
     chosen = schedule.ask("cores")
     assert chosen is mpnet and chosen.estimate <= START_SHARE * 600
@@ -1238,7 +1243,7 @@ def test_a_fine_tuning_whose_scaled_cost_does_not_fit_is_left_out_without_a_prob
     full = ("passthrough", "finetune")
     search, schedule = _begin(questions, 300, [FINETUNE, full])
     _prologue(search, schedule, 40, 38)
-    search.costs[FINETUNE] = PairState(overhead=1.0, rate=400.0)  # 400 s a unit: slow
+    _cost(search, FINETUNE, overhead=1.0, rate=400.0)  # 400 s a unit: slow
     assert schedule.ask("cores") is None  # neither fits; nothing is probed
     c = _default(schedule, full)
     assert c.status == "left out" and "here (scaled from finetune-short's measured step by its " \
@@ -1253,10 +1258,10 @@ def test_a_preparation_that_fails_leaves_its_pairs_out_and_the_search_goes_on(
     monkeypatch.setattr(TransformerClassifier, "ready",
                         lambda self: str(self.model) != "all-mpnet-base-v2")
     search, schedule = _begin(questions, 600, [("tfidf", "logreg"), MPNET])
-    schedule.plans.heads[MPNET] = HEADS["finetune-mpnet"].factory().set_params(max_length=32)
+    search.costs[MPNET].set_head(HEADS["finetune-mpnet"].factory().set_params(max_length=32))
     _prologue(search, schedule, 40, 38)
-    search.costs[MPNET] = PairState(overhead=1.0, rate=0.1)  # measured: no probe
-    search.costs[("tfidf", "logreg")] = PairState(overhead=100.0, rate=0.0)  # dearer per point
+    _cost(search, MPNET, overhead=1.0, rate=0.1)  # measured: no probe
+    _cost(search, ("tfidf", "logreg"), overhead=100.0, rate=0.0)  # dearer per point
     job = schedule.ask("cores")
     assert (job.kind, job.about) == ("prepare", "finetune-mpnet")
     schedule.tell(job, OSError("could not reach the package index"))
@@ -1340,7 +1345,7 @@ def test_every_default_that_fits_is_fitted_before_a_model_grows_past_its_second_
     search, schedule = _begin(trec, 1000, [("tfidf", "logreg"), static])
     _prologue(search, schedule, 700, 650)
     _, cost = _sparse(search, schedule, 400.0)
-    search.costs[static] = PairState(overhead=500.0 / MARGIN, rate=0.0, predict_rate=0.0)
+    _cost(search, static, overhead=500.0 / MARGIN, rate=0.0, predict_rate=0.0)
     first = schedule.ask("cores")
     assert first.pair == ("tfidf", "logreg") and first.estimate == pytest.approx(100.0, rel=0.02)
     _scored(search, first, 800, measure=False)
@@ -1403,7 +1408,7 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     pairs = [("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"), FINETUNE]
     search, schedule = _begin(questions, 300, pairs)
     _prologue(search, schedule, 40, 38)
-    search.costs[FINETUNE] = PairState(overhead=5.0, rate=2.0)
+    _cost(search, FINETUNE, overhead=5.0, rate=2.0)
     order = []
     while (c := schedule.ask("cores")) is not None and c.pair != FINETUNE:
         order.append(c.pair)
@@ -1414,7 +1419,7 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     assert on_cpu.estimate == pytest.approx(MARGIN * (5.0 + 2.0 * 8 + 2.0 * 0.4))  # 8 units
 
     gpu, schedule = _begin(questions, 300, pairs, device_lane=True, finish=Finish(budget=300.0))
-    gpu.costs[FINETUNE] = PairState(overhead=5.0 / 50, rate=2.0 / 50)
+    _cost(gpu, FINETUNE, overhead=5.0 / 50, rate=2.0 / 50)
     assert list(gpu.lanes) == ["device", "cores"]
     assert schedule.ask("device") is None  # the prologue first, on the cores
     _prologue(gpu, schedule, 40, 38)
@@ -1425,7 +1430,7 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     assert schedule.ask("cores").pair[0] in ("tfidf", "nbsvm")  # the cores, beside it
     # scored as it would be (the pick), the finish can refit it with every seed it may average
     _scored(gpu, first, 55, fit=0.2)
-    schedule.filling = True  # every default done
+    gpu.board.fill(True)  # every default done
     assert gpu.board.best() is first
     assert gpu.finish.refit_seconds(gpu, first, MAX_SEEDS) < 0.2 * gpu.time.left()
     assert gpu.finish.reserved_seeds == RESERVED_SEEDS
@@ -1473,7 +1478,7 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
     pairs = [("tfidf", "logreg"), ("bow", "logreg"), FINETUNE]
     search = _search(questions, 120, pairs, device_lane=True)
     search.say = progress
-    search.costs[FINETUNE] = PairState(overhead=1.0, rate=0.5)  # measured: no probe
+    _cost(search, FINETUNE, overhead=1.0, rate=0.5)  # measured: no probe
     search.run(Schedule(_baselines()))
     tuned = next(c for c in search.board.candidates if c.pair == FINETUNE)
     assert tuned.lane == "device" and tuned.status == "interrupted" and search.board.interrupted
@@ -1644,8 +1649,7 @@ def test_a_recipe_sized_to_the_time_left_still_fits_once_the_clock_has_moved(tre
     # 0.47 of it, and a step of growth after it would not fit: the most rows the time left pays
     # for, at once
     cheapest = head.least_work(n) * math.ceil(n / 32) / math.ceil(1000 / 32)
-    search.costs[FINETUNE] = PairState(rate=1.1 * search.time.left() / MARGIN / cheapest,
-                                       predict_rate=0.0)
+    _cost(search, FINETUNE, rate=1.1 * search.time.left() / MARGIN / cheapest, predict_rate=0.0)
     chosen = schedule.ask("cores")
     assert chosen is c and chosen.status == "waiting"
     assert chosen.recipe["head__epochs"] == 1 and chosen.recipe["head__k"] == 3
@@ -1666,7 +1670,7 @@ def test_a_dear_head_waits_for_a_cheaper_one_of_its_tier_to_be_measured(question
     monkeypatch.setitem(HEADS, "finetune-mpnet", dataclasses.replace(
         HEADS["finetune-mpnet"], cost=HEADS["finetune-short"].cost))
     search, schedule = _begin(questions, 600, [FINETUNE, MPNET])
-    schedule.plans.heads[MPNET] = HEADS["finetune-mpnet"].factory().set_params(max_length=32)
+    search.costs[MPNET].set_head(HEADS["finetune-mpnet"].factory().set_params(max_length=32))
     _prologue(search, schedule, 40, 38)
     dear = _default(schedule, MPNET)
     assert schedule.gain(dear) > schedule.gain(_default(schedule, FINETUNE))
@@ -1687,7 +1691,7 @@ def test_a_cheap_default_runs_where_the_better_ones_fit_as_well_after_it(questio
     _prologue(search, schedule, 30, 29)
     _measured(search, schedule, FINETUNE, 2 * 200.0)  # cheapest: about 200 s of the 300
     _measured(search, schedule, better, 2 * 200.0)
-    search.costs[("tfidf", "logreg")] = PairState(rate=1e-6, predict_rate=0.0)
+    _cost(search, ("tfidf", "logreg"), rate=1e-6, predict_rate=0.0)
     first = schedule.ask("cores")  # the two dear ones: one of them fits, with or without it
     assert first.pair == ("tfidf", "logreg") and first.estimate < 1.0
 
@@ -1705,7 +1709,7 @@ def test_on_long_documents_the_cheap_models_and_minilms_probe_come_before_the_ba
     monkeypatch.setattr(TransformerClassifier, "ready", lambda self: True)
     docs = bbc.sample(1780, random_state=0).reset_index(drop=True)
     search, schedule = _begin(docs, 600, list(DEFAULT_PAIRS))
-    schedule.plans.heads[MPNET] = HEADS["finetune-mpnet"].factory().set_params(max_length=256)
+    search.costs[MPNET].set_head(HEADS["finetune-mpnet"].factory().set_params(max_length=256))
     _prologue(search, schedule, 349, 341, per_doc=0.022)
     asked = []
     while not isinstance(action := schedule.ask("cores"), Job):

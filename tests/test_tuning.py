@@ -793,7 +793,7 @@ def test_fine_tuning_reads_a_tables_other_columns_only_where_they_help(trec_slic
     assert on_table.key != alone.key and alone in schedule.defaults
     assert (on_table.score > alone.score + 0.1) is helps
     finetune = next(c for c in schedule.defaults if c.tier == "fine-tuning")
-    schedule.twin.apply(schedule.defaults, schedule.plans)
+    schedule.twin.apply(schedule.defaults)
     verdict = "ahead beyond noise; fine-tuning reads the table" if helps else \
         "not ahead beyond noise; fine-tuning reads text alone"
     assert sum(verdict in line for line in lines) == 1

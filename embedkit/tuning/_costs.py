@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..registry import REPRESENTATIONS
 from ._settings import ENCODER, MARGIN
@@ -94,6 +95,10 @@ class PairState:
     # sized on a cost scaled from another pair's, or on none: its own probe comes first once the
     # order chooses it (`await_probe`; the engine records the probe's end, `probed`)
     probe_due: bool = False
+    # its head as this data and machine set it (the length its documents need, the batch the
+    # memory allows), once planned (`embedkit.tuning._plans.Plans.head`); where its model is not
+    # on this machine, the error that says so
+    head: Any = field(default=None, repr=False, compare=False)
 
     @property
     def measured(self) -> bool:
@@ -127,6 +132,14 @@ class PairState:
     def probed(self) -> None:
         """Its probe ended (measured, or failed: the prior then stands)."""
         self.probe_due = False
+
+    def set_head(self, head) -> None:
+        """Its head as planned (or the error of its missing model): every later plan reads it."""
+        self.head = head
+
+    def forget_head(self) -> None:
+        """Its documents changed (a table's twin read one column): planned again when asked."""
+        self.head = None
 
     def memory_need(self, rows: int) -> float:
         """Bytes a fit on ``rows`` rows is expected to grow the process by, with the margin:

@@ -72,7 +72,7 @@ class Search:
         self.finish = Finish() if finish is None else finish  # what the end needs, kept back
         # its time: the clock and what the finish keeps back; what it found and runs
         self.time = Time(clock, lambda: self.finish.reserve(
-            self, filling=self.schedule is not None and self.schedule.filling))
+            self, filling=self.board.filling))
         self.board = Board(self.data, self.asked)
         self.costs = States()
         # seconds to encode a document not cached yet, by frozen encoder: what a model reading

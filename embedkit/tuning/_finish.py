@@ -171,9 +171,8 @@ class Finish:
         first fit carries: this recipe was never fitted, unlike a refit's at `REFIT_MARGIN`),
         where ``c``'s recipe was cut to pay for a fit of every fold (its ``share`` below 1) and
         never grew; else ``c``. The folds were paid for to score it; the refit is one fit."""
-        plans = getattr(search.schedule, "plans", None)
-        head = None if plans is None else plans.heads.get(c.pair)
         state = search.costs[c.pair]
+        head = state.head  # as its plans set it
         if (search.data.folds is None or c.share >= 1 or c.grown_from is not None
                 or not hasattr(head, "sized_for") or not state.measured):
             return c

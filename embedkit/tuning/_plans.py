@@ -50,7 +50,6 @@ class Plans:
 
     def __init__(self, search):
         self.search = search
-        self.heads: dict[tuple, object] = {}
         self.ready: dict[str, bool] = {}
         #: seconds a document of the prologue encoder's pass, as measured (None: not yet)
         self.per_doc: float | None = None
@@ -69,7 +68,8 @@ class Plans:
         the cores, the largest batch whose fit fits the memory the limit leaves (`batched_for`;
         its need, declared, stands for the pair's until a fit measures it); a model this machine
         lacks and cannot fetch raises `ResourceNotFound`, once for every ask."""
-        if c.pair not in self.heads:
+        state = self.search.costs[c.pair]
+        if state.head is None:
             s, head = self.search, HEADS[c.head].factory()
             if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
                 sample = s.data.read_texts(s.data.sample_rows(LENGTH_SAMPLE), c.roles)
@@ -80,11 +80,11 @@ class Plans:
             if hasattr(head, "fit_memory") and c.lane == "cores":  # a device's memory is its own
                 if s.asked.memory is not None:
                     head.set_params(**(head.batched_for((s.asked.memory - resident()) / MARGIN) or {}))
-                s.costs[c.pair].declare_memory(head.fit_memory())
-            self.heads[c.pair] = head
-        if isinstance(self.heads[c.pair], ResourceNotFound):
-            raise self.heads[c.pair]
-        return self.heads[c.pair]
+                state.declare_memory(head.fit_memory())
+            state.set_head(head)
+        if isinstance(state.head, ResourceNotFound):
+            raise state.head
+        return state.head
 
     def own(self, c: Candidate) -> dict:
         """The settings of ``c``'s head that the data and the machine chose (`head`), as a
@@ -371,8 +371,8 @@ class Plans:
         scaled from; None when neither is measured. Both heads read the data's own length, so
         the work a unit counts is the same for both."""
         s = self.search
-        donors = [(pair, other) for pair, other in self.heads.items() if pair != c.pair
-                  and hasattr(other, "compute") and s.costs[pair].measured]
+        donors = [(pair, other.head) for pair, other in list(s.costs.items()) if pair != c.pair
+                  and hasattr(other.head, "compute") and other.measured]
         if not hasattr(head, "compute"):
             return None
         if not donors:

@@ -62,9 +62,6 @@ class Schedule(Worth):
         self.tried: set[tuple] = set()
         self.queue: list = []  # the prologue's actions still to hand out, in order
         self.search = self.plans = self.twin = None
-        # True once every tier's defaults are done: the fill has begun (the finish then keeps
-        # the time of the leader's refit with its seeds back, `embedkit.tuning._finish.Finish.reserve`)
-        self.filling = False
 
     def candidate(self, rep: str, head: str) -> Candidate:
         """A registry pair's default: its tier, lane and the registry's prior cost."""
@@ -173,9 +170,11 @@ class Schedule(Worth):
             return self._prologue()
         if self.queue:
             return None
-        self.twin.apply(self.defaults, self.plans)
+        self.twin.apply(self.defaults)
         waiting = [c for c in self.defaults if c.status == "waiting"]
-        self.filling = not waiting and not any(c in s.board.running for c in self.defaults)
+        # every tier's defaults done: the fill has begun (the finish then keeps the time of the
+        # leader's refit with its seeds back, `embedkit.tuning._finish.Finish.reserve`)
+        s.board.fill(not waiting and not any(c in s.board.running for c in self.defaults))
         options = [c for c in waiting if c.lane == lane and c.key not in later]
         options += [c for c in self.growth(lane) + ([] if options else self.variants(lane))
                     if c.key not in later]

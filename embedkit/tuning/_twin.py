@@ -45,7 +45,7 @@ class Twin:
         self.table.lane = self.twin.lane = "cores"
         return [self.table, self.twin]
 
-    def apply(self, candidates: list[Candidate], plans) -> None:
+    def apply(self, candidates: list[Candidate]) -> None:
         """Once both are done: where the table's other columns did not help, the fine-tuning
         defaults not started yet read the first text column alone (their sizing on the joined
         text dropped)."""
@@ -54,7 +54,7 @@ class Twin:
         for c in candidates:
             if c.tier in READERS and c.status == "waiting" and not c.alone:
                 c.roles, c.alone = self.twin.roles, self.twin.alone
-                plans.heads.pop(c.pair, None)
+                self.search.costs[c.pair].forget_head()
 
     def _decide(self) -> bool | None:
         """True: the table helps (or there is no evidence); None: not known yet."""

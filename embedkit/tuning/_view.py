@@ -58,15 +58,18 @@ class Time:
 class Board:
     """What the search has found and runs: every ``candidates`` (waiting, running, scored, left
     out, failed, and the ensemble of the scored), what is ``running`` on the lanes (an action:
-    its future), the tiers reached, the seconds of the frozen encoders' passes, whether Ctrl-C
-    ``interrupted`` it; the pick so far (`best`) and the paired evidence of two models
-    (`versus`), both on the validation rows of ``data``, within the predict limit ``asked``."""
+    its future), the tiers reached, whether the ``filling`` has begun (every tier's defaults
+    done: the schedule says so, `fill`; the finish then keeps more back), the seconds of the
+    frozen encoders' passes, whether Ctrl-C ``interrupted`` it; the pick so far (`best`) and the
+    paired evidence of two models (`versus`), both on the validation rows of ``data``, within
+    the predict limit ``asked``."""
 
     def __init__(self, data, asked):
         self.data, self.asked = data, asked
         self.candidates: list[Candidate] = []
         self.running: dict[Any, Any] = {}
         self.tiers_reached: list[str] = []
+        self.filling = False
         self.encoder_seconds, self.interrupted = math.nan, False
         self._pick: tuple[int, Candidate | None] = (-1, None)
 
@@ -76,6 +79,10 @@ class Board:
     def reached(self, tier: str) -> None:
         if tier not in self.tiers_reached:
             self.tiers_reached.append(tier)
+
+    def fill(self, begun: bool) -> None:
+        """Whether every tier's defaults are done (none waits or runs): the fill's phase."""
+        self.filling = begun
 
     def versus(self, a: Candidate, b: Candidate):
         """Paired evidence of ``a`` against ``b`` on the validation rows (`embedkit.tuning._pick`)."""
