@@ -772,7 +772,8 @@ def test_a_fine_tuning_default_starts_on_the_richest_recipe_that_fits_the_start_
     _measured(search, schedule, FINETUNE, 1000.0)  # not even that fits 300 s: left out
     assert not schedule.plans.estimate(c)
     assert c.status == "left out" and c.note == (
-        "one fit needs about 16.7 min, 5.0 min were left (nor its cheapest recipe, one epoch on "
+        "one fit needs about 16.7 min (measured on itself here), 5.0 min were left (nor its "
+        "cheapest recipe, one epoch on "
         "240 rows); a budget of about 16.7 min would include the full recipe")
 
 
@@ -1247,7 +1248,7 @@ def test_a_fine_tuning_whose_scaled_cost_does_not_fit_is_left_out_without_a_prob
     assert schedule.ask("cores") is None  # neither fits; nothing is probed
     c = _default(schedule, full)
     assert c.status == "left out" and "here (scaled from finetune-short's measured step by its " \
-        "1.0x compute)" in c.note and "a budget of about" in c.note
+        "1.0x compute; never measured on itself)" in c.note and "a budget of about" in c.note
     assert not search.costs[full].measured
 
 

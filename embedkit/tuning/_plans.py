@@ -258,7 +258,9 @@ class Plans:
         c.rows = None  # from every training row (a recipe cuts them); ``n`` a fit's rows
         state, n = s.costs[c.pair], s.data.n_rows(c)
         setup = self.setup(c)  # a model not fetched yet: its fetch counts
-        c.seed, probe, source = s.data.seed, setup, ""
+        # what the leaderboard's note says the cost came from: this pair's own probe or fits, or
+        # another pair's step scaled (it was then never measured on itself)
+        c.seed, probe, source = s.data.seed, setup, " (measured on itself here)"
         if not state.measured and head.probe_recipe(PROBE_STEPS[1], n) is None:
             # its first fit measures it (quicker than a probe): sized on a cost scaled from one
             # measured here, with the margin (no probe brings it back), else its own recipe at
@@ -270,7 +272,7 @@ class Plans:
                 c.estimate = setup + c.prior
                 return True
             state = PairState(overhead=scaled[0].overhead, rate=scaled[0].rate)
-            source = f" here ({scaled[1]})"
+            source = f" here ({scaled[1]}; never measured on itself)"
         elif not state.measured:
             if s.time.left() < MIN_PROBE_SECONDS:
                 s.board.reached(c.tier)
@@ -286,7 +288,7 @@ class Plans:
                 c.estimate = setup + MIN_PROBE_SECONDS + c.prior * min(1.0, MIN_ROWS / n)
                 s.costs[c.pair].await_probe()
                 return True
-            state, source = scaled[0], f" here ({scaled[1]})"
+            state, source = scaled[0], f" here ({scaled[1]}; never measured on itself)"
             probes = (head.probe_recipe(steps, n) for steps in (1, *PROBE_STEPS))
             probe += state.margin * sum(state.fit_seconds(clone(head).set_params(**params).fit_work(rows))
                                         for params, rows in probes)
