@@ -154,7 +154,6 @@ def tuned(trec_slice):
 
     def begin(search, schedule):
         search.split()
-        search.schedule = schedule
         schedule.begin(_Narrow(search, members, read))
 
     with pytest.MonkeyPatch.context() as patch:

@@ -78,7 +78,6 @@ class Search:
         # seconds to encode a document not cached yet, by frozen encoder: what a model reading
         # that encoder's cache adds to its predictions on new documents (the schedule measures it)
         self.encode_rates: dict[str, float] = {}
-        self.schedule = None  # what orders the candidates (`begin`): it says when the fill began
         self.lanes: dict[str, Any] = {}
 
     # -- the split -------------------------------------------------------------------------------
@@ -317,7 +316,6 @@ class Search:
     def begin(self, schedule) -> None:
         """The split, and ``schedule`` begun on it: from now on it orders the candidates."""
         self.split()
-        self.schedule = schedule
         schedule.begin(self)
 
     def run(self, schedule) -> None:
