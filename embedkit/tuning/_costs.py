@@ -19,13 +19,33 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..registry import REPRESENTATIONS
 from ._settings import ENCODER, MARGIN
 
-__all__ = ["PairState", "States", "encoder_ratio", "head_of", "predict_work", "sample_seconds",
-           "timed_pass", "work_of"]
+__all__ = ["PairState", "SizesItself", "States", "encoder_ratio", "head_of", "predict_work",
+           "sample_seconds", "timed_pass", "work_of"]
+
+
+@runtime_checkable
+class SizesItself(Protocol):
+    """What the search reads of a head that sizes its own recipe to the time it is given
+    (fine-tuning, SetFit: `embedkit.heads.finetune.sizing.SizedForBudget` implements it, with
+    what it means); a head without it costs ``rows ** 1.1`` a unit of work, times its epochs
+    (`work_of`), and is fitted as set."""
+
+    def length_for(self, docs) -> int: ...
+    def fit_work(self, n_rows: int) -> float: ...
+    def predict_work(self, n_rows: int) -> float: ...
+    def compute(self) -> float: ...
+    def probe_recipe(self, steps: int, n_rows: int) -> tuple[dict, int] | None: ...
+    def sized_for(self, n_rows: int, seconds: float, cost) -> tuple[dict, int] | None: ...
+    def gain_share(self, params: dict, rows: int, n_rows: int, classes: int) -> float: ...
+    def least_work(self, n_rows: int) -> float: ...
+    def least_said(self, n_rows: int) -> str: ...
+    def fit_memory(self) -> float: ...
+    def batched_for(self, room: float) -> dict | None: ...
 
 
 def encoder_ratio(representation: str) -> float:
@@ -41,7 +61,7 @@ def head_of(pipe):
 def work_of(pipe, rows: int) -> float:
     """Units of work of fitting ``pipe`` on ``rows`` documents."""
     head = head_of(pipe)
-    if hasattr(head, "fit_work"):
+    if isinstance(head, SizesItself):
         return float(head.fit_work(rows))
     epochs = head.get_params().get("epochs") if hasattr(head, "get_params") else None
     return max(rows, 1) ** 1.1 * (epochs if isinstance(epochs, int) and epochs > 0 else 1)
@@ -50,7 +70,7 @@ def work_of(pipe, rows: int) -> float:
 def predict_work(pipe, rows: int) -> float | None:
     """Units of work of predicting ``rows`` documents, for a head that counts it; else None."""
     head = head_of(pipe)
-    return float(head.predict_work(rows)) if hasattr(head, "predict_work") else None
+    return float(head.predict_work(rows)) if isinstance(head, SizesItself) else None
 
 
 def sample_seconds(encoder, sample) -> float:

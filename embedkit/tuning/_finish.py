@@ -16,7 +16,7 @@ from .._stopping import DeadlineReached, MemoryLimitReached
 from ..registry import pair_pipeline
 from ..storage.outputs import WRITE_RATE, WRITE_SECONDS
 from . import _settings
-from ._costs import head_of, work_of
+from ._costs import SizesItself, head_of, work_of
 from ._settings import MARGIN, PICK_Z, REFIT_MARGIN, REFIT_SHARE, RESERVED_SEEDS
 
 __all__ = ["Finish", "Finished"]
@@ -174,7 +174,7 @@ class Finish:
         state = search.costs[c.pair]
         head = state.head  # as its plans set it
         if (search.data.folds is None or c.share >= 1 or c.grown_from is not None
-                or not hasattr(head, "sized_for") or not state.measured):
+                or not isinstance(head, SizesItself) or not state.measured):
             return c
         n = len(search.data.docs)
         sized = head.sized_for(n, seconds - c.extra_refit,

@@ -27,7 +27,7 @@ from ..machine import resident
 from ..registry import HEADS, REPRESENTATIONS
 from ..storage.fetch import ResourceNotFound
 from ._candidate import Candidate
-from ._costs import PairState, encoder_ratio, work_of
+from ._costs import PairState, SizesItself, encoder_ratio, work_of
 from ._selection import covering
 from ._settings import (
     ENCODER,
@@ -61,7 +61,7 @@ class Plans:
     def sizes_itself(self, c: Candidate) -> bool:
         """Whether ``c`` is a registry pair whose head sizes its own recipe to the time it is
         given (fine-tuning, SetFit: `embedkit.heads.finetune.sizing.SizedForBudget`)."""
-        return c.factory is None and hasattr(self.head(c), "sized_for")
+        return c.factory is None and isinstance(self.head(c), SizesItself)
 
     def head(self, c: Candidate):
         """The pair's head, where it sizes itself (once) with the data's ``max_length`` and, on
@@ -71,13 +71,13 @@ class Plans:
         state = self.search.costs[c.pair]
         if state.head is None:
             s, head = self.search, HEADS[c.head].factory()
-            if hasattr(head, "length_for"):  # on a sample: tokenizing a million texts takes minutes
+            if isinstance(head, SizesItself):  # on a sample: tokenizing a million texts takes minutes
                 sample = s.data.read_texts(s.data.sample_rows(LENGTH_SAMPLE), c.roles)
                 try:  # reads the encoder's tokenizer: the first use of its files
                     head.set_params(max_length=head.length_for(sample))
                 except ResourceNotFound as err:
                     head = err
-            if hasattr(head, "fit_memory") and c.lane == "cores":  # a device's memory is its own
+            if isinstance(head, SizesItself) and c.lane == "cores":  # a device's memory is its own
                 if s.asked.memory is not None:
                     head.set_params(**(head.batched_for((s.asked.memory - resident()) / MARGIN) or {}))
                 state.declare_memory(head.fit_memory())
@@ -173,7 +173,7 @@ class Plans:
         c.estimate = self.cost(c)
         if first and c.rows is None:
             self.start_small(c)
-        elif c.variant_of is not None and not s.fits(c) and hasattr(self.head(c), "sized_for"):
+        elif c.variant_of is not None and not s.fits(c) and isinstance(self.head(c), SizesItself):
             self.cut(c)
         return True
 
@@ -207,7 +207,7 @@ class Plans:
         None: it is grown already, or its next step does not fit."""
         s, n = self.search, len(self.search.data.train)
         head = self.head(c) if c.factory is None else None
-        if hasattr(head, "sized_for"):
+        if isinstance(head, SizesItself):
             return self._grown_recipe(c, head)
         if c.rows is None:
             return None
@@ -374,8 +374,8 @@ class Plans:
         the work a unit counts is the same for both."""
         s = self.search
         donors = [(pair, other.head) for pair, other in list(s.costs.items()) if pair != c.pair
-                  and hasattr(other.head, "compute") and other.measured]
-        if not hasattr(head, "compute"):
+                  and isinstance(other.head, SizesItself) and other.measured]
+        if not isinstance(head, SizesItself):
             return None
         if not donors:
             return self.from_pass(head)

@@ -257,6 +257,11 @@ class SizedForBudget:
     fits of a few steps that measure a step (the search's probe, `probe_recipe`); a head whose
     recipe is cut another way overrides them, as `embedkit.heads.SetFitClassifier` does."""
 
+    def length_for(self, docs) -> int:
+        """The word pieces this head reads of each of ``docs``: its own ``max_length`` (a head
+        that reads as far as the documents need overrides it)."""
+        return int(self.max_length)
+
     def probe_recipe(self, steps: int, n_rows: int) -> tuple[dict, int] | None:
         """``(params, rows)`` of a fit of ``steps`` training steps on ``n_rows`` documents: one
         epoch on a slice of ``steps`` batches; None where that slice is every row (its first fit
