@@ -160,16 +160,44 @@ class Schedule(Worth):
         return _jobs.encode(s, ENCODER, index, per_doc, cost * len(index))
 
     # -- the order ------------------------------------------------------------------------------
-    def ask(self, lane: str, later: frozenset = frozenset()):
+    def ask(self, lane: str):
         """What ``lane`` runs next: the prologue's actions in order, then, of every pair's default
         waiting, the growth of every scored model and (once the defaults are done) variants, the
         most expected gain per estimated second among those that fit; a job first where the
-        chosen one needs one (a preparation, a probe, a frozen pass). None: nothing fits."""
+        chosen one needs one (a preparation, a probe, a frozen pass). None: nothing fits.
+        One pass chooses; the next pass looks again without what the last one ruled out (a
+        prologue item left out, a choice that would take a better default's time)."""
+        s, later = self.search, frozenset()
+        while True:
+            if self.queue:
+                if lane != "cores":
+                    return None
+                if (item := self._prologue()) is not None:
+                    return item
+                continue
+            chosen, waiting, firsts, origin = self._choose(lane, later)
+            if chosen is None:
+                if firsts and all(c.status == "left out" for c in firsts):
+                    later = frozenset()  # the last defaults, all left out: the fill
+                    continue
+                return None
+            if s.costs[chosen.pair].probe_due:
+                return self._needs(chosen)  # measured first: what it then costs decides the rest
+            if not self._roomy(chosen, waiting):
+                later |= {chosen.key}
+                continue
+            if (job := self._needs(chosen)) is not None:
+                return job
+            self.tried |= {chosen.key, origin[chosen]} if chosen.variant_of is not None else {chosen.key}
+            s.board.reached(chosen.tier)
+            return chosen
+
+    def _choose(self, lane: str, later: frozenset):
+        """Of what ``lane`` may run but ``later``, the most expected gain per estimated second
+        that fits, beside the defaults waiting, the first fits among the options and each option's
+        key before it was planned (a variant's before `cut`: tried once, however it was cut; a
+        default's before it started small is its fit on every row, its growth's last step)."""
         s = self.search
-        if self.queue and lane == "cores":
-            return self._prologue()
-        if self.queue:
-            return None
         self.twin.apply(self.defaults)
         waiting = [c for c in self.defaults if c.status == "waiting"]
         # every tier's defaults done: the fill has begun (the finish then keeps the time of the
@@ -178,9 +206,7 @@ class Schedule(Worth):
         options = [c for c in waiting if c.lane == lane and c.key not in later]
         options += [c for c in self.growth(lane) + ([] if options else self.variants(lane))
                     if c.key not in later]
-        chosen, value = None, (False, 0.0)
-        origin = {}  # a variant's key before `cut`: tried once, however it was cut (a default's
-        # key before it started small is its fit on every row: its growth's last step)
+        chosen, value, origin = None, (False, 0.0), {}
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
             origin[c] = c.key
             if c.grown_from is None and not self.plans.estimate(c) or (
@@ -196,27 +222,17 @@ class Schedule(Worth):
             gain = (reach > 0, self.gain(c) * (reach or 1.0) / max(c.estimate, 0.1))
             if gain > value:
                 chosen, value = c, gain
-        if chosen is not None and s.costs[chosen.pair].probe_due:
-            return self._needs(chosen)  # measured first: what it then costs decides the rest
-        if chosen is not None and not self._roomy(chosen, waiting):
-            return self.ask(lane, later | {chosen.key})
-        if chosen is not None and (job := self._needs(chosen)) is not None:
-            return job
-        if chosen is not None:
-            self.tried |= {chosen.key, origin[chosen]} if chosen.variant_of is not None else {chosen.key}
-            s.board.reached(chosen.tier)
-        elif (firsts := [c for c in options if c.variant_of is None and c.grown_from is None]
-              ) and all(c.status == "left out" for c in firsts):
-            return self.ask(lane)  # the last defaults, all left out: the fill
-        return chosen
+        firsts = [c for c in options if c.variant_of is None and c.grown_from is None]
+        return chosen, waiting, firsts, origin
 
     def _prologue(self):
+        """The prologue's next action; None where its item left nothing to run (an encoder that
+        does not fit, a baseline left out): the next one is asked for."""
         item = self.queue.pop(0)
         if item == "encoder":
-            job = self._encoder_job()
-            return job if job is not None else self.ask("cores")
+            return self._encoder_job()
         if item.kind == "candidate" and not self.plans.estimate(item):
-            return self.ask("cores")  # left out: nothing of it fits
+            return None  # left out: nothing of it fits
         return item
 
     def _needs(self, c: Candidate) -> Job | None:
