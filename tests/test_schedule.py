@@ -1622,6 +1622,30 @@ def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions
     assert schedule.plans.pass_seconds(chosen) == 0.0
 
 
+def test_the_prologues_pass_stopped_by_an_error_leaves_the_minilm_baseline_out_and_goes_on(questions):
+    """The prologue encoder's own pass can end in an error (the memory limit met while it
+    encodes): the search goes on without the MiniLM baseline, which is left out saying so; before,
+    the next ask met the baseline's place in the prologue unfilled and raised inside the search."""
+    from embedkit._stopping import MemoryLimitReached
+
+    lines = []
+    search, schedule = _begin(questions, 600, [("tfidf", "logreg"), ("minilm", "logreg")], lines)
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 40))
+    load = schedule.ask("cores")
+    _told(search, schedule, load, (0.004, None, 0.004))
+    encode = schedule.ask("cores")
+    assert isinstance(encode, Job) and encode.kind == "encode"
+    stopped = MemoryLimitReached("stopped at 3.1 GB of memory, over the limit of 3.0 GB")
+    _told(search, schedule, encode, stopped)
+    chosen = schedule.ask("cores")
+    assert isinstance(chosen, Candidate) and chosen.kind == "candidate"
+    minilm = next(c for c in search.board.candidates if c.name == MINILM_BASELINE)
+    assert minilm.status == "left out" and minilm.note == (
+        "the encoder's pass stopped: stopped at 3.1 GB of memory, over the limit of 3.0 GB")
+    assert any("frozen encoder: minilm: failed (stopped at 3.1 GB" in line for line in lines)
+
+
 class Ticking(Clock):
     """A clock that moves half a second each time it is read: a decision takes time."""
 

@@ -377,6 +377,9 @@ class Schedule(Worth):
         if isinstance(outcome, BaseException):  # its models' fits then fail and say so
             s.say(f"{s.time.stamp()} frozen encoder: {rep}: failed ({outcome})"[:300])
             plans.encoded.setdefault(rep, np.ones(len(s.data.docs), bool))
+            if self.queue and self.queue[0] == "minilm":  # the prologue's own pass: no baseline
+                self.queue.pop(0)
+                s.leave_out(self._minilm(None), f"the encoder's pass stopped: {outcome}"[:300])
             return
         done, seconds, index = outcome
         plans.mark_encoded(rep, index[:done])
