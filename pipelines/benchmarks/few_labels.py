@@ -441,19 +441,24 @@ def _library_markdown(table: pd.DataFrame) -> str:
 
 
 def library_verdict(table: pd.DataFrame) -> str:
-    """Per size: the cells where embedkit's SetFit is behind SetFit's by more than one standard
-    error of the paired difference, by accuracy (a cell from one draw has no standard error and
-    is named as such), and the cells where its mean fit time is more than `WITHIN` times
-    SetFit's."""
+    """Per size: of the cells of several draws, those where embedkit's SetFit is behind
+    SetFit's by more than one standard error of the paired difference, by accuracy; the cells of
+    one draw, which have no standard error, apart, each with its difference (counting them as not
+    behind would call a single draw's gap noise unmeasured); and the cells where its mean fit
+    time is more than `WITHIN` times SetFit's."""
     lines = []
     for n in sorted(set(table.index.get_level_values("n_per_class"))):
         part = table.xs(n, level="n_per_class")
-        behind = part.index[part["accuracy diff"] < -part["accuracy se"]].tolist()
-        single = part.index[part["accuracy se"].isna()].tolist()
+        several = part[part["accuracy se"].notna()]
+        behind = several.index[several["accuracy diff"] < -several["accuracy se"]].tolist()
+        single = part[part["accuracy se"].isna()]
         slower = part.index[part["fit ratio"] > WITHIN].tolist()
         text = (f"* {n} per class: embedkit's SetFit behind SetFit's by more than one standard error "
-                f"on {len(behind)} of {len(part)} datasets ({', '.join(behind) or 'none'})")
-        text += f"; one draw only: {', '.join(single)}" if single else ""
+                f"on {len(behind)} of {len(several)} datasets of several draws "
+                f"({', '.join(behind) or 'none'})")
+        text += ("; one draw only, no standard error: " + ", ".join(
+            f"{name} {100 * diff:+.1f} points" for name, diff in single["accuracy diff"].items())
+            if len(single) else "")
         lines.append(text + f"; fit time within {WITHIN:g}x of SetFit's on "
                      f"{len(part) - len(slower)} of {len(part)} (over it: "
                      f"{', '.join(slower) or 'none'}).")
