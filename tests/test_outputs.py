@@ -869,3 +869,23 @@ def test_tune_names_the_cell_of_text_in_a_column_of_numbers(tmp_path):
             "read as numbers, as --task regression reads it); to predict classes, pass --task "
             "classification.")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_file_the_memory_limit_holds_too_few_rows_of_is_refused_before_it_is_read(tmp_path):
+    """``--memory`` that leaves room for fewer rows of the file than a search starts on (issue
+    60): refused before the file is read, saying what it would hold, the room and the fix;
+    nothing written. (Room for more: a random sample of the rows that fit is read, as
+    `tests/test_reading.py` and `pipelines/benchmarks/tune_large.py` show.)"""
+    path = tmp_path / "long.csv"
+    pd.DataFrame({"text": ["word " * 1000] * 4000, "label": [0, 1] * 2000}).to_csv(path, index=False)
+    out = tmp_path / "out"
+    done = _child("import sys\nfrom embedkit.cli import app\napp(sys.argv[1:])", "tune", "-f", path,
+                  "--memory", "400MB", "--budget", "1m", "-o", out, cwd=tmp_path)
+    text = " ".join(done.stderr.replace("│", " ").split())
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(rf"{re.escape(str(path))}: its 4,000 rows \(19 MB\) would hold about 8\d MB "
+                     r"of memory as read; within the limit of 400 MB, beside the \d+ MB this "
+                     r"process holds, the search has room for [\d,]+ of them, fewer than the "
+                     r"3,000 it starts on: give a larger limit \(--memory 8GB, say\), or free memory\.",
+                     text), text
+    assert not out.exists()

@@ -301,3 +301,51 @@ def test_a_label_cell_of_only_the_separator_is_said_to_hold_no_label(tmp_path):
     assert load_table(path, ["text"], "genres", ["*"]).attrs["notes"][-1].startswith("3 cells")
     path.write_text("text,genres\na,drama|\nb,comedy\n")
     assert load_texts(path, label_column="genres").attrs["notes"] == []  # a label, and an empty part
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.jsonl", "a.parquet"])
+def test_a_sample_of_rows_is_uniform_in_file_order_and_the_same_for_a_seed(name, tmp_path, monkeypatch):
+    """`read_table(rows=)` (issue 60: a file larger than memory): a sample drawn as the file
+    streams by chunks, every row as likely as any other whatever chunk it is in, in the file's
+    order, the same for a seed, every row where the file has no more."""
+    import embedkit.data.reading as reading
+
+    monkeypatch.setattr(reading, "SAMPLE_CHUNK", 70)  # many chunks, a ragged last one
+    n = 1000
+    path = _write(pd.DataFrame({"text": [f"doc {i}" for i in range(n)], "label": np.arange(n) % 4}),
+                  tmp_path / name)
+    counts = np.zeros(n)
+    for seed in range(60):
+        got = read_table(path, ["text", "label"], rows=250, seed=seed)
+        assert len(got) == 250 and got.attrs["file_rows"] == n
+        rows = got.index.to_numpy()
+        assert (np.diff(rows) > 0).all()  # the file's order, no row twice
+        assert got["text"].tolist() == [f"doc {i}" for i in rows]  # each row whole
+        counts[rows] += 1
+    # each row drawn a quarter of the time: a tenth of the file (100 rows, 60 draws) holds
+    # 1,500 of the 15,000 drawn, with a standard deviation near 34 by chance
+    tenths = counts.reshape(10, -1).sum(axis=1)
+    assert np.abs(tenths - 1500).max() < 150, tenths
+    again = read_table(path, ["text", "label"], rows=250, seed=7)
+    assert again.index.tolist() == read_table(path, ["text", "label"], rows=250, seed=7).index.tolist()
+    assert len(read_table(path, ["text", "label"], rows=n + 5)) == n
+    with pytest.raises(ValueError, match=r"rows=0; pass a positive number of rows"):
+        read_table(path, ["text", "label"], rows=0)
+
+
+def test_a_sampled_read_keeps_the_checks_and_says_the_files_rows(tmp_path):
+    """A sample read by `load_texts` / `load_table` is read as the whole file would be: its
+    labels, a missing text an error naming the row wherever the sample falls."""
+    path = tmp_path / "a.csv"
+    pd.DataFrame({"text": ["good", "bad", "fine", "poor"] * 50, "label": ["p", "n", "p ", "n"] * 50,
+                  "age": range(200)}).to_csv(path, index=False)
+    got = load_texts(path, rows=40, seed=0)
+    assert len(got) == 40 and got.attrs["file_rows"] == 200 and set(got["label"]) == {"p", "n"}
+    table = load_table(path, ["text"], "label", ["age"], rows=40, seed=0)
+    assert table["age"].tolist() == sorted(table["age"]) and table.attrs["file_rows"] == 200
+    assert table["age"].tolist() != list(range(40))  # drawn from the whole file, not its head
+    broken = tmp_path / "b.jsonl"
+    pd.DataFrame({"text": ["a"] * 150 + [None] + ["b"] * 49, "label": [0, 1] * 100}).to_json(
+        broken, orient="records", lines=True)
+    with pytest.raises(ValueError, match=r"1 row\(s\) have no text in column 'text'.*at rows 150"):
+        load_texts(broken, rows=10)

@@ -71,21 +71,23 @@ def cluster(scheduler, dask_workers):
     return dask_backend(scheduler, dask_workers)
 
 
-def read_file(file: Path, text_columns, label_column, columns, encoding: str = "utf-8"):
+def read_file(file: Path, text_columns, label_column, columns, encoding: str = "utf-8",
+              rows: int | None = None, seed: int = 0):
     """``(data, roles)``: a table (`embedkit.data.reading.load_table`) where several text columns or any
     ``--column`` are named, with the roles named (``text_columns``, ``categorical``, ``numeric``;
     `embedkit.data.columns.named_roles`), else one text column (`embedkit.data.reading.load_texts`; None).
     Several label columns (a list, `tune`'s repeated ``--label-column``) are read as the table's
-    last columns under their own names; one, as ``label``."""
+    last columns under their own names; one, as ``label``. ``rows``: a random sample of that many
+    rows, drawn with ``seed``, read as the file streams (`embedkit.data.reading.read_table`)."""
     from ..data.columns import named_roles
     from ..data.reading import load_table, load_texts
 
     texts = list(text_columns or ["text"])
     labels = [label_column] if isinstance(label_column, str) else list(dict.fromkeys(label_column))
     if not (columns or len(texts) > 1 or len(labels) > 1):
-        return load_texts(file, texts[0], labels[0], encoding), None
+        return load_texts(file, texts[0], labels[0], encoding, rows=rows, seed=seed), None
     names, roles = named_roles(columns or ())
-    df = load_table(file, texts, labels[0], [*names, *labels[1:]], encoding)
+    df = load_table(file, texts, labels[0], [*names, *labels[1:]], encoding, rows=rows, seed=seed)
     if len(labels) > 1:  # the others were read as columns: they go after the features
         df = df.rename(columns={"label": labels[0]})
         df = df[[c for c in df.columns if c not in labels] + labels]

@@ -144,15 +144,21 @@ def tune(
 
             _enough(budget, seconds, time.monotonic() - began, 1 + WRITE_SECONDS, "starting",
                     "the plain TF-IDF baseline and writing the output", floor=True)  # at once
+            from .._budget import format_bytes
             from ..data.datasets import load_dataset
-            from ..data.reading import size_file
+            from ..data.reading import READ_MEMORY, size_file
             from ..storage.outputs import check_output_folder
-            from ..tuning import Tuner, least_budget  # loaded before the check: their time counts
+            from ..tuning import Tuner, least_budget, memory_limit, rows_to_read  # their time counts
 
             size = size_file(file) if file is not None else None
+            read = None  # the rows read: every one, unless the memory holds fewer
             if size is not None:  # sized, not read: what it says holds once the file is read
+                limit = memory_limit(memory)
+                read = rows_to_read(size.rows, size.characters, limit, str(file))
+                read = None if read >= size.rows else read
                 _enough(budget, seconds, time.monotonic() - began, size.seconds + least_budget(
-                    rows=size.rows, characters=size.characters, output=output), "starting",
+                    rows=read or size.rows, characters=size.characters * (read or size.rows)
+                    // max(size.rows, 1), output=output), "starting",
                     f"reading the file ({_size_said(size.characters)}, {size.rows:,} documents at "
                     "most), the plain TF-IDF baseline on them and writing the output")
             check_output_folder(output, overwrite=overwrite, inputs=[file] if file else [])
@@ -160,8 +166,15 @@ def tune(
             if len(labels) > 1 and file is None:
                 raise ValueError("several --label-column need --file: a built-in dataset has one "
                                  "label column.")
-            df, table = (opt.read_file(file, text_column, labels, column, encoding)
+            df, table = (opt.read_file(file, text_column, labels, column, encoding, rows=read, seed=seed)
                          if file is not None else (load_dataset(dataset), None))
+            if read is not None:
+                df.attrs.setdefault("notes", []).append(
+                    f"read a random {len(df):,} of the {df.attrs['file_rows']:,} rows of {file} "
+                    f"(seed {seed}): as read, all of them would hold about "
+                    f"{format_bytes(READ_MEMORY * size.characters)} of memory, more than the search "
+                    f"keeps for its data within its limit of {format_bytes(limit)}; a larger "
+                    "--memory reads more")
             targets = labels if len(labels) > 1 else ["label"]
             features = [c for c in df.columns if c not in (*targets, "split")]  # a table: several
             opt.notes(df)

@@ -43,8 +43,9 @@ from ._file_checks import (
 )
 from .documents import MAX_ROWS_SHOWN
 
-__all__ = ["LABEL_SEPARATOR", "READ_COST", "FileSize", "load_table", "load_texts",
-           "one_label_per_name", "read_chunks", "read_folder", "read_table", "size_file"]
+__all__ = ["LABEL_SEPARATOR", "READ_COST", "READ_MEMORY", "SAMPLE_CHUNK", "FileSize", "load_table",
+           "load_texts", "one_label_per_name", "read_chunks", "read_folder", "read_table",
+           "size_file"]
 
 #: the separator of a label set written in one cell (``"drama|comedy"``), read and written so
 LABEL_SEPARATOR = "|"
@@ -52,6 +53,13 @@ LABEL_SEPARATOR = "|"
 #: checks every row's fields, the checks of the values): 23 MB of news articles (116k lines)
 #: were read in 1.9 s and 5.7 MB of questions (100k lines) in 1.2 s, on two busy cores
 READ_COST = (8e-8, 7e-6)
+#: bytes of memory a row read holds, a byte of the file: Python's strings and pandas' frames
+#: beside the file's bytes (a 98 MB CSV of 1,000,000 short texts grew the process by 414 MB when
+#: read, `pipelines/benchmarks/make_short_texts.py`'s file)
+READ_MEMORY = 4.5
+#: rows read at a time where a file is sampled (`read_table`'s ``rows``): a chunk of short
+#: texts holds some tens of MB beside the sample
+SAMPLE_CHUNK = 100_000
 
 
 class FileSize(NamedTuple):
@@ -258,8 +266,13 @@ def read_chunks(path, columns: Sequence[str], chunk_size: int | None = 10_000, *
 
 
 def read_table(path, columns: Sequence[str], *, optional: Sequence[str] = (),
-               encoding: str = "utf-8", hint: str = "") -> pd.DataFrame:
-    """Read ``columns`` of a whole CSV/TSV/JSONL/parquet file, as `read_chunks` reads them.
+               encoding: str = "utf-8", hint: str = "", rows: int | None = None,
+               seed: int = 0) -> pd.DataFrame:
+    """Read ``columns`` of a whole CSV/TSV/JSONL/parquet file, as `read_chunks` reads them; or,
+    given ``rows``, a uniform random sample of that many of its rows (every row where it has
+    no more), drawn with ``seed`` as the file streams by `SAMPLE_CHUNK` rows at a time: memory
+    holds the sample and one chunk, never the file. The rows keep the file's order, and
+    ``.attrs["file_rows"]`` says how many the file has.
 
     Examples
     --------
@@ -268,11 +281,55 @@ def read_table(path, columns: Sequence[str], *, optional: Sequence[str] = (),
     >>> pd.DataFrame({"text": ["a", "b"], "label": [1, 0]}).to_json(path, orient="records", lines=True)
     >>> read_table(path, ["text", "label"]).label.tolist()
     [1, 0]
+    >>> read_table(path, ["text", "label"], rows=1).attrs["file_rows"]
+    2
     """
-    frames = list(read_chunks(path, columns, None, optional=optional, encoding=encoding, hint=hint))
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, (int, np.integer))
+                             or rows < 1):
+        raise ValueError(f"rows={rows!r}; pass a positive number of rows to read, or None for all.")
+    frames = read_chunks(path, columns, None if rows is None else SAMPLE_CHUNK, optional=optional,
+                         encoding=encoding, hint=hint)
+    frames = list(frames) if rows is None else _sample(frames, int(rows), seed)
     if not frames:  # an empty file
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in dict.fromkeys(columns)})
-    return frames[0] if len(frames) == 1 else pd.concat(frames)
+    out = frames[0] if len(frames) == 1 else pd.concat(frames)
+    out.attrs["file_rows"] = out.attrs.get("file_rows", len(out))
+    return out
+
+
+def _sample(frames: Iterator[pd.DataFrame], rows: int, seed: int) -> list[pd.DataFrame]:
+    """``rows`` of ``frames``' rows drawn uniformly without replacement, as one frame (none for
+    no rows): each row gets a random key, and the rows of the ``rows`` least keys are kept (a
+    reservoir: once it is full, a row whose key is above the largest kept never enters), in
+    their order."""
+    rng = np.random.default_rng(seed)
+    kept, keys, total, bound = [], [], 0, 1.0
+    pending = 0
+    for frame in frames:
+        total += len(frame)
+        drawn = rng.random(len(frame))
+        chosen = drawn < bound
+        kept.append(frame[chosen])
+        keys.append(drawn[chosen])
+        pending += int(chosen.sum())
+        if pending > 2 * rows:  # trim back to the least keys: memory stays near the sample's
+            kept, keys, bound = _least(kept, keys, rows)
+            pending = rows
+    if not total:
+        return []
+    kept, keys, _ = _least(kept, keys, rows)
+    out = kept[0].sort_index()
+    out.attrs["file_rows"] = total
+    return [out]
+
+
+def _least(frames: list, keys: list, rows: int):
+    """The rows of the ``rows`` least keys, as one frame and its keys, and the largest kept key."""
+    frame, key = pd.concat(frames), np.concatenate(keys)
+    if len(key) > rows:
+        order = np.argpartition(key, rows - 1)[:rows]
+        frame, key = frame.iloc[order], key[order]
+    return [frame], [key], float(key.max()) if len(key) >= rows else 1.0
 
 
 def read_folder(path, encoding: str = "utf-8") -> pd.DataFrame:
@@ -306,7 +363,7 @@ def read_folder(path, encoding: str = "utf-8") -> pd.DataFrame:
 
 
 def load_texts(path, text_column: str = "text", label_column: str | None = "label",
-               encoding: str = "utf-8") -> pd.DataFrame:
+               encoding: str = "utf-8", *, rows: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Load the user's own labelled texts from a file or a folder per class.
 
     Reads CSV/TSV, parquet and JSON Lines files (values as this module's docstring says: the
@@ -321,12 +378,18 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
     label_column : str or None, default="label"
         None loads unlabelled texts.
     encoding : str, default="utf-8"
+    rows : int, optional
+        Read a uniform random sample of this many rows (drawn with ``seed``; every row where the
+        file has no more), streaming the file so that memory holds the sample, not the file
+        (`read_table`). A folder per class is read whole.
+    seed : int, default=0
 
     Returns
     -------
     pandas.DataFrame with ``text`` (and ``label``, ``split``) columns. Labels that differ only
     by surrounding spaces (``"pos"`` and ``"pos "``) are read as one, stripped, and
-    ``.attrs["notes"]`` says which (the commands print it).
+    ``.attrs["notes"]`` says which (the commands print it); ``.attrs["file_rows"]``: the rows
+    the file has.
 
     Raises
     ------
@@ -354,7 +417,7 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
                          "column (text_column= and label_column=; on the command line --text-column "
                          "and --label-column); name the column of labels, e.g. label_column=label.")
     columns = [text_column] + ([label_column] if label_column else [])
-    df = read_table(path, columns, optional=["split"], encoding=encoding)
+    df = read_table(path, columns, optional=["split"], encoding=encoding, rows=rows, seed=seed)
     if df.empty:
         blank = not raw_bytes(path, 1 << 16).strip() and file_format(path) != "parquet"
         raise ValueError(f"{path} is empty: " + ("it holds no header and no rows." if blank else
@@ -367,6 +430,7 @@ def load_texts(path, text_column: str = "text", label_column: str | None = "labe
         out.attrs["notes"] = [n for n in (note, _no_label(df[label_column], label_column)) if n]
     if "split" in df.columns:
         out["split"] = df["split"].to_numpy()
+    out.attrs["file_rows"] = df.attrs["file_rows"]
     return out
 
 
@@ -384,10 +448,12 @@ def _header(path: Path, encoding: str) -> list[str]:
 
 
 def load_table(path, text_columns: Sequence[str], label_column: str | None = "label",
-               columns: Sequence[str] = (), encoding: str = "utf-8") -> pd.DataFrame:
+               columns: Sequence[str] = (), encoding: str = "utf-8", *, rows: int | None = None,
+               seed: int = 0) -> pd.DataFrame:
     """Load a table: text columns (at least one) beside categorical and numeric ones, and the
-    labels, read as `load_texts` reads one text column, every column named checked first.
-    ``columns`` are the other columns to learn from, ``["*"]`` every other column of the file.
+    labels, read as `load_texts` reads one text column (``rows``: a random sample of that many,
+    as there), every column named checked first. ``columns`` are the other columns to learn
+    from, ``["*"]`` every other column of the file.
 
     Returns the feature columns under their own names (the text ones first), then ``label`` (and
     ``split`` where the file has one).
@@ -418,7 +484,7 @@ def load_table(path, text_columns: Sequence[str], label_column: str | None = "la
                             f"a name the reader keeps for the {clash[0]}s")
                          + "; name each column once (rename it in the file if it must be both).")
     wanted = features + ([label_column] if label_column else [])
-    df = read_table(path, wanted, optional=["split"], encoding=encoding, hint=(
+    df = read_table(path, wanted, optional=["split"], encoding=encoding, rows=rows, seed=seed, hint=(
         "Name existing columns (text_columns=, label_column=, columns=; on the command line "
         "--text-column, --label-column, --column)."))
     if df.empty:
@@ -431,6 +497,7 @@ def load_table(path, text_columns: Sequence[str], label_column: str | None = "la
     if "split" in df.columns:
         out["split"] = df["split"].to_numpy()
     out.attrs["text_columns"] = text_columns
+    out.attrs["file_rows"] = df.attrs["file_rows"]
     return out
 
 

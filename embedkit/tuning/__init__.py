@@ -21,11 +21,13 @@ from ._tuner import (
     baseline_pipelines,
     leaderboard,
     least_budget,
+    memory_limit,
     parse_budget,
     pipelines,
+    rows_to_read,
     tune,
 )
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
-           "least_budget", "parse_budget", "pipelines", "tune"]
+           "least_budget", "memory_limit", "parse_budget", "pipelines", "rows_to_read", "tune"]

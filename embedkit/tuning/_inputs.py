@@ -10,16 +10,19 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._budget import format_bytes, parse_memory
 from ..data.documents import MAX_DOCUMENT_CHARS
 from ..data.reading import one_label_per_name
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, pair_pipeline
 from ..storage.outputs import WRITE_SECONDS
 from ._settings import (
     BASELINE_COST,
+    DATA_SHARE,
     DEFAULT_PAIRS,
     FEW_LABEL_PAIRS,
     FEW_LABELS,
     MARGIN,
+    MEMORY_SHARE,
     MIN_PER_LABEL,
     MIN_ROWS,
     PER_DOC_SECONDS,
@@ -28,7 +31,8 @@ from ._settings import (
 
 __all__ = ["DEFAULT_SCORING", "MINILM_BASELINE", "TFIDF_BASELINE", "Inputs", "Target",
            "baseline_pipelines", "beyond_reach", "check_labels", "check_scoring", "check_table",
-           "chosen_pairs", "least_budget", "pairs_for_task", "prepare", "standing_pairs"]
+           "chosen_pairs", "least_budget", "memory_limit", "pairs_for_task", "prepare", "rows_to_read",
+           "standing_pairs"]
 
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
@@ -108,6 +112,53 @@ def least_budget(docs=(), output=None, *, rows: int | None = None,
     used = min(rows, MIN_ROWS + VALID_ROWS)
     fit = MARGIN * used / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
     return 1.0 + PER_DOC_SECONDS * rows + fit + (WRITE_SECONDS if output is not None else 0.0)
+
+
+def memory_limit(memory) -> float:
+    """Bytes the search may hold: ``memory`` (a size), else `MEMORY_SHARE` of the memory free
+    now on top of what this process holds. A limit this process has passed already is refused."""
+    from ..machine import free_memory, resident
+
+    held = resident()
+    if memory is None:
+        return held + MEMORY_SHARE * free_memory()
+    limit = parse_memory(memory)
+    if limit <= held:
+        raise ValueError(f"memory={memory!r}: this process holds {format_bytes(held)} already "
+                         "(the data, the libraries); give a larger limit, or None for "
+                         f"{MEMORY_SHARE:.0%} of the memory free.")
+    return limit
+
+
+def rows_to_read(rows: int, characters: int, limit: float, source: str = "the file") -> int:
+    """How many of a file's ``rows`` (``characters`` bytes in all) a search within ``limit``
+    bytes reads: all of them where, as read (`embedkit.data.reading.READ_MEMORY` bytes a byte
+    of the file), they take at most `DATA_SHARE` of what the limit leaves this process, else as
+    many as do (a random sample of the file, `embedkit.data.reading.read_table`'s ``rows``);
+    room for fewer than a search starts on (`MIN_ROWS` and `VALID_ROWS`) is an error.
+
+    Examples
+    --------
+    >>> rows_to_read(1000, 100_000, 1e12)
+    1000
+    """
+    from ..data.reading import READ_MEMORY
+    from ..machine import resident
+
+    held = resident()
+    room = DATA_SHARE * max(limit - held, 0.0)
+    per_row = READ_MEMORY * characters / max(rows, 1)
+    if per_row * rows <= room:
+        return rows
+    read = int(room / per_row)
+    if read < MIN_ROWS + VALID_ROWS:
+        raise ValueError(
+            f"{source}: its {rows:,} rows ({format_bytes(characters)}) would hold about "
+            f"{format_bytes(per_row * rows)} of memory as read; within the limit of "
+            f"{format_bytes(limit)}, beside the {format_bytes(held)} this process holds, the "
+            f"search has room for {read:,} of them, fewer than the {MIN_ROWS + VALID_ROWS:,} it "
+            "starts on: give a larger limit (memory=8GB, say), or free memory.")
+    return read
 
 
 def few_labels(per_class: float | None) -> bool:

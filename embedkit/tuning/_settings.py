@@ -14,7 +14,7 @@ trec, nyt-editorials and bbc-news; disaster-tweets, vader-tweets, election-tweet
 from __future__ import annotations
 
 __all__ = [
-    "BASELINE_COST", "CURVE_EXPONENT", "CV_ROWS", "DEFAULT_PAIRS", "ENCODER", "ENCODER_LOAD",
+    "BASELINE_COST", "CURVE_EXPONENT", "CV_ROWS", "DATA_SHARE", "DEFAULT_PAIRS", "ENCODER", "ENCODER_LOAD",
     "ENCODE_SHARE", "FEW_LABELS", "FEW_LABEL_PAIRS", "FOLDS", "GENERALISES", "GROWTH",
     "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MEMORY_FLOOR", "MEMORY_SHARE", "MIN_ENCODED_ROWS",
     "MIN_PER_LABEL", "MIN_PROBE_SECONDS", "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP",
@@ -110,6 +110,12 @@ ENCODER_LOAD = 8.0
 #: when it starts (the machine's, or what a container's limit leaves): the rest is for the
 #: system and what else runs
 MEMORY_SHARE = 0.9
+#: the documents a file holds may take at most this share of what the limit leaves when tune
+#: starts (as read, `embedkit.data.reading.READ_MEMORY`); a file that needs more is read as a
+#: random sample of the rows that fit it (`rows_to_read`): the rest of the limit is for the
+#: models, their features and an encoder's batches (a choice: a refit of TF-IDF + LR on every
+#: row holds about as much again as its rows)
+DATA_SHARE = 0.25
 #: bytes: a fit is stopped as over the limit where the machine (or container) has less than
 #: this left free, whatever the limit: another program took the memory, and the next
 #: allocation would call the system's out-of-memory killer, which loses the whole search

@@ -46,7 +46,7 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._budget import BudgetError, Clock, format_bytes, format_seconds, parse_budget, parse_memory
+from .._budget import BudgetError, Clock, format_bytes, format_seconds, parse_budget
 from .._params import validate_params
 from .._stopping import interrupts_held
 from ..base import CheckedKeywords, store_params
@@ -59,8 +59,10 @@ from ._inputs import (
     baseline_pipelines,
     chosen_pairs,
     least_budget,
+    memory_limit,
     pairs_for_task,
     prepare,
+    rows_to_read,
     standing_pairs,
 )
 from ._lanes import accelerated
@@ -69,14 +71,13 @@ from ._schedule import TIERS, Schedule
 from ._settings import (
     DEFAULT_PAIRS,
     MAX_SEEDS,
-    MEMORY_SHARE,
     RESERVED_SEEDS,
 )
 from .targets import TargetSet, fit_targets, several_targets
 
 __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
            "TFIDF_BASELINE", "BudgetError", "Tuner", "baseline_pipelines", "leaderboard",
-           "least_budget", "parse_budget", "pipelines", "tune"]
+           "least_budget", "memory_limit", "parse_budget", "pipelines", "rows_to_read", "tune"]
 
 
 
@@ -327,7 +328,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         y, self.task_ = target.y, target.task
         if self.task_ == "multilabel":  # the label of each column of y
             self.classes_ = target.names
-        self.memory_limit_ = _memory_limit(self.memory)
+        self.memory_limit_ = memory_limit(self.memory)
         least = least_budget(texts, self.output)
         if clock.left() < least:  # said before any work (loading MiniLM, ...)
             raise BudgetError(f"a budget of {format_seconds(clock.left())} cannot score anything: the "
@@ -459,22 +460,6 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.non_deterministic = True  # wall-clock budgets: what is scored depends on the machine
         return tags
-
-
-def _memory_limit(memory) -> float:
-    """Bytes the search may hold: ``memory`` (a size), else `MEMORY_SHARE` of the memory free
-    now on top of what this process holds. A limit this process has passed already is refused."""
-    from ..machine import free_memory, resident
-
-    held = resident()
-    if memory is None:
-        return held + MEMORY_SHARE * free_memory()
-    limit = parse_memory(memory)
-    if limit <= held:
-        raise ValueError(f"memory={memory!r}: this process holds {format_bytes(held)} already "
-                         "(the data, the libraries); give a larger limit, or None for "
-                         f"{MEMORY_SHARE:.0%} of the memory free.")
-    return limit
 
 
 def tune(X, y, budget: str | float = "15m", **params) -> Tuner:
