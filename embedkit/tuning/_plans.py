@@ -143,13 +143,14 @@ class Plans:
     def cost(self, c: Candidate) -> float:
         """Seconds ``c`` will take on its rows: its steps' preparations not paid yet, then a
         frozen encoder's pass over what is not cached yet and the head on the vectors (no probe:
-        its slice may be cached), else the search's estimate (its pair's state, a probe, a
-        prior)."""
+        its slice may be cached), or its prior (on every row) scaled to its rows; else the
+        search's estimate (its pair's state, a probe, a prior)."""
         s = self.search
         setup, encoding = (0.0 if c.factory is not None else self.setup(c)), self.pass_seconds(c)
         if c.factory is None and (encoding or setup):
-            return setup + (encoding + HEADS[c.head].cost * s.data.n_rows(c) / 1000
-                            if encoding else c.prior)
+            n = len(s.data.train)
+            return setup + (encoding + HEADS[c.head].cost * s.data.n_rows(c) / 1000 if encoding
+                            else c.prior * (n if c.rows is None else len(c.rows)) / max(n, 1))
         return s.estimate(c) + encoding
 
     def estimate(self, c: Candidate, room: float = 0.0) -> bool:
