@@ -338,12 +338,18 @@ class ShortOfMemory:
 
         self.limit, self.floor, self.every = limit, floor, every
         self._process, self._free, self._read = psutil.Process(), math.inf, -math.inf
+        self._seen: float | None = None  # the resident bytes over the limit, when they were
 
     def __call__(self) -> bool:
         return self._over() or self._low()
 
     def _over(self) -> bool:
-        return self.limit is not None and self._process.memory_info().rss > self.limit
+        if self.limit is None:
+            return False
+        rss = self._process.memory_info().rss
+        if rss > self.limit:
+            self._seen = float(rss)
+        return rss > self.limit
 
     def _low(self) -> bool:
         import time
@@ -353,10 +359,12 @@ class ShortOfMemory:
         return self._free < self.floor
 
     def why(self) -> str:
+        """Why it said so, as it was when it did: the fit it stopped has let go of its memory
+        since."""
         from ._budget import format_bytes
 
-        if self._over():
-            return (f"stopped at {format_bytes(resident())} of memory, over the limit of "
+        if self._seen is not None or self._over():
+            return (f"stopped at {format_bytes(self._seen)} of memory, over the limit of "
                     f"{format_bytes(self.limit)}")
         return f"stopped where the machine had less than {format_bytes(self.floor)} of memory free"
 

@@ -4,6 +4,7 @@ start inside a real loky worker, and the process measurements."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -266,3 +267,24 @@ def test_short_of_memory_says_which_limit_was_passed():
     low = ShortOfMemory(None, floor)
     assert low() and low.why() == (f"stopped where the machine had less than "
                                    f"{floor / 2**30:.1f} GB of memory free")
+
+
+def test_short_of_memory_says_the_limit_passed_after_the_stopped_work_let_go_of_its_memory():
+    """The reason is the one that held when it fired: a fit stopped over the limit frees its
+    memory before the search words why (a TF-IDF baseline over a 4 GB limit was said to have
+    stopped where "the machine had less than 256 MB of memory free", with 18 GB free)."""
+    import numpy as np
+
+    from embedkit._budget import format_bytes
+
+    held = resident()
+    short = ShortOfMemory(held + 150 * 2**20, 0)
+    block = np.ones(300 * 2**20 // 8)  # 300 MB, touched
+    assert short()
+    del block
+    assert resident() < held + 150 * 2**20  # let go of
+    said = re.fullmatch(r"stopped at ([\d.]+ [MG]B) of memory, over the limit of ([\d.]+ [MG]B)",
+                        short.why())
+    # what it was when it fired, not what it is now: 300 MB more than before, not 150 fewer
+    assert said and said[2] == format_bytes(held + 150 * 2**20), short.why()
+    assert said[1] in {format_bytes(held + 300 * 2**20 + d * 2**20) for d in range(-10, 60)}, said[1]
