@@ -1539,6 +1539,58 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
                      r"over the limit of .*; a limit of about .* would include it$", later.note), later.note
 
 
+def test_a_fit_stopped_at_the_memory_limit_on_many_rows_is_sized_again_on_a_third_of_them(
+        trec, monkeypatch):
+    """A model shrunk in rows to fit the memory (issue 60): the plain TF-IDF baseline and a
+    default whose fits' memory grows with their rows (a simulated fault: past 2,000 rows a fit
+    allocates until it is stopped) are stopped at the limit on every training row, sized again
+    on a third of them (each at least `MIN_ROWS`) and scored there, the baseline before any
+    default: the yardstick is kept (a TF-IDF baseline on 650,000 of 2,288,186 rows under a
+    4 GB limit was left out). The pair's state keeps what the stopped fit measured, so its growth
+    back to every row does not run."""
+    from embedkit.machine import resident
+    from embedkit.tuning import _engine, _jobs
+
+    real = _engine.fit_and_score
+
+    def fit_and_score(build, rows, *data):
+        if rows is None or len(rows) > 2000:
+            held = []
+            for _ in range(300):  # up to 3 GB, 10 MB at a time, every page written
+                held.append(np.ones(10 * 2**20 // 8))
+                time.sleep(0.005)
+            raise AssertionError("the fit was not stopped at the memory limit")
+        return real(build, rows, *data)
+
+    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
+    monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
+    lines = []
+    pair = ("tfidf", "logreg")
+    class NoFill(Schedule):  # the defaults and their growth: the variants are not the point
+        def variants(self, lane):
+            return []
+
+    search = _search(trec, 300, [pair], lines)  # time enough for every row
+    search.asked = dataclasses.replace(search.asked, memory=resident() + 200 * 2**20)
+    search.run(NoFill(_baselines()))
+    n = len(search.data.train)
+    baseline = next(c for c in search.board.candidates if c.name == TFIDF_BASELINE)
+    first = next(c for c in search.board.candidates if c.pair == pair and c.variant_of is None
+                 and c.grown_from is None)
+    for c in (baseline, first):
+        assert c.status == "scored" and len(c.rows) == n // GROWTH >= MIN_ROWS, (c.label, c.note)
+        said = [line for line in lines if "sized again" in line and line.split("] ")[1].startswith(
+            c.label.split(" (")[0])]
+        assert len(said) == 1 and re.search(
+            r": stopped at [\d.]+ [MG]B of memory, over the limit of [\d.]+ [MG]B, after it grew the "
+            rf"process by \d+ MB: sized again on {n // GROWTH:,} rows$", said[0]), said
+    assert lines.index(next(x for x in lines if "sized again" in x and TFIDF_BASELINE in x)) < \
+        lines.index(next(x for x in lines if "sized again" in x and TFIDF_BASELINE not in x))
+    assert search.costs[pair].memory > 50 * 2**20  # its dearest a row: what it measured
+    assert not [c for c in search.board.candidates if c.pair == pair and c.rows is None
+                and c.status == "scored"]  # never grown back to every row
+
+
 # -- frozen encoders other than the prologue's -------------------------------------------------
 def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(questions):
     """A frozen pair whose encoder is not the prologue's is estimated with its pass over its rows

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..registry import REPRESENTATIONS
-from ._settings import ENCODER, MARGIN
+from ._settings import ENCODER, GROWTH, MARGIN
 
 __all__ = ["PairState", "SizesItself", "States", "encoder_ratio", "head_of", "predict_work",
            "sample_seconds", "timed_pass", "work_of"]
@@ -163,12 +163,13 @@ class PairState:
 
     def memory_need(self, rows: int) -> float:
         """Bytes a fit on ``rows`` rows is expected to grow the process by, with the margin:
-        the dearest measured, scaled up linearly in the rows where it grows with them (never
-        down: what a fit holds whatever its rows, a model's weights, would be missed); before
-        any, its head's declared need (`memory_prior`), else NaN."""
+        the dearest measured, scaled linearly in the rows where it grows with them, down by at
+        most one growth step (`GROWTH`: what a fit holds whatever its rows, a model's weights,
+        would be missed further down); before any, its head's declared need (`memory_prior`),
+        else NaN."""
         if math.isnan(self.memory):
             return MARGIN * self.memory_prior
-        scale = max(rows / self.memory_rows, 1.0) if self.memory_rows else 1.0
+        scale = max(rows / self.memory_rows, 1 / GROWTH) if self.memory_rows else 1.0
         return MARGIN * self.memory * scale
 
     def fit_seconds(self, work: float) -> float:

@@ -22,7 +22,8 @@ came of it), as scikit-learn's ``_run_search`` sees ``evaluate_candidates`` only
   does); a model whose pair needs more than the limit leaves room for is left out before it
   runs, saying what it needs; a fit that grows the process
   past the limit, or leaves the machine less than `MEMORY_FLOOR` free, is stopped there
-  (`embedkit._stopping.stop_when`) and left out, and the search goes on.
+  (`embedkit._stopping.stop_when`), and the schedule sizes it again on fewer rows or leaves it
+  out (`embedkit.tuning._schedule.Schedule.too_big`); the search goes on.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ class Search:
                 with self.guard(self.time.to_deadline() - self.finish.write_seconds(self.board.best_or_none())
                                 - DECIDING) as mem:
                     self.board.running[action] = lane.submit(*work)
-            except MemoryLimitReached as err:  # left out by `_record`, the search goes on
+            except MemoryLimitReached as err:  # the schedule's `too_big`, and the search goes on
                 self.board.running[action] = _lanes.failed(err)
             finally:
                 if mem is not None:
@@ -232,11 +233,11 @@ class Search:
         c = action
         if not math.isnan(c.memory):
             self.costs[c.pair].observe_memory(self._memory_rows(c), c.memory)
-        if isinstance(err, MemoryLimitReached):
+        if isinstance(err, MemoryLimitReached):  # the schedule sizes it again or leaves it out
             c.fit_seconds = self.time.elapsed() - c.started
-            self.leave_out(c, f"{err}, after it grew the process by {format_bytes(c.memory)}; a "
-                              f"limit of more than {format_bytes(resident() + self.memory_need(c))}"
-                              " would include it")
+            c.status, c.note = "failed", (
+                f"{err}, after it grew the process by {format_bytes(c.memory)}; a limit of more "
+                f"than {format_bytes(resident() + self.memory_need(c))} would include it")
             return err
         if isinstance(err, FoldsTooDear):  # its cost is measured now (a fold's fit): the
             # schedule sizes it again or leaves it out

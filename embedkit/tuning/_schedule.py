@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._budget import format_seconds
+from .._stopping import MemoryLimitReached
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, sampled_settings
 from . import _jobs
 from ._candidate import Candidate, FoldsTooDear, Job
@@ -41,13 +42,14 @@ from ._settings import (
     ENCODE_SHARE,
     ENCODER,
     ENCODER_LOAD,
+    GROWTH,
     MARGIN,
     MIN_ENCODED_ROWS,
     MIN_ROWS,
     START_SHARE,
 )
 from ._twin import Twin
-from ._value import TIERS, Tier, Worth, tier_of
+from ._value import TIERS, TRAINING_TIERS, Tier, Worth, tier_of
 
 __all__ = ["TIERS", "Schedule", "Tier", "tier_of"]
 
@@ -340,6 +342,8 @@ class Schedule(Worth):
         showed its folds would not end in time, `too_dear`."""
         if isinstance(outcome, FoldsTooDear):
             self.too_dear(action, outcome)
+        if isinstance(outcome, MemoryLimitReached) and isinstance(action, Candidate):
+            self.too_big(action)
         if not isinstance(action, Job):
             return
         s = self.search
@@ -371,6 +375,24 @@ class Schedule(Worth):
             s.say(f"{s.time.stamp()} {c.label}: {err}: sized again on what it measured")
             return
         s.leave_out(c, str(err), need=c.estimate)
+
+    def too_big(self, c: Candidate) -> None:
+        """``c`` was stopped at the memory limit (its note says what it reached): a first fit
+        whose memory grows with its rows (not one that trains an encoder: its memory is its
+        batches') waits again on a `GROWTH`th of them while that is at least `MIN_ROWS`, a
+        baseline first (it is the yardstick), a default as the order chooses; anything else is
+        left out, saying what it reached."""
+        s, rows = self.search, self.search.data.n_rows(c)
+        if (c.variant_of is None and c.grown_from is None and c.tier not in TRAINING_TIERS
+                and rows // GROWTH >= MIN_ROWS and (c.kind == "baseline" or c in self.defaults)):
+            s.say(f"{s.time.stamp()} {c.label}: {c.note.split('; a limit')[0]}: sized again on "
+                  f"{rows // GROWTH:,} rows")
+            c.rows, c.status, c.note = s.data.sample_rows(rows // GROWTH), "waiting", ""
+            if c.kind == "baseline":
+                self.plans.estimate(c)
+                self.queue.insert(0, c)
+            return
+        s.leave_out(c, c.note)
 
     def _passed(self, job: Job, outcome) -> None:
         s, plans, rep = self.search, self.plans, job.about
