@@ -883,7 +883,7 @@ def test_a_file_the_memory_limit_holds_too_few_rows_of_is_refused_before_it_is_r
                   "--memory", "400MB", "--budget", "1m", "-o", out, cwd=tmp_path)
     text = " ".join(done.stderr.replace("│", " ").split())
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert re.search(rf"{re.escape(str(path))}: its 4,000 rows \(19 MB\) would hold about 8\d MB "
+    assert re.search(rf"{re.escape(str(path))}: its 4,000 rows \(19 MB\) would hold about 14\d MB "
                      r"of memory as read; within the limit of 400 MB, beside the \d+ MB this "
                      r"process holds, the search has room for [\d,]+ of them, fewer than the "
                      r"3,000 it starts on: give a larger limit \(--memory 8GB, say\), or free memory\.",

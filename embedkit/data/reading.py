@@ -53,10 +53,11 @@ LABEL_SEPARATOR = "|"
 #: checks every row's fields, the checks of the values): 23 MB of news articles (116k lines)
 #: were read in 1.9 s and 5.7 MB of questions (100k lines) in 1.2 s, on two busy cores
 READ_COST = (8e-8, 7e-6)
-#: bytes of memory a row read holds, a byte of the file: Python's strings and pandas' frames
-#: beside the file's bytes (a 98 MB CSV of 1,000,000 short texts grew the process by 414 MB when
-#: read, `pipelines/benchmarks/make_short_texts.py`'s file)
-READ_MEMORY = 4.5
+#: bytes of memory a row read takes at the peak of reading, a byte of the file: Python's strings
+#: and pandas' frames, the chunk being read and the copies the checks make (2,290,186 rows of
+#: 98 bytes sampled from a 5.4 GB file of short texts peaked at 1.67 GB, 729 bytes a row, and
+#: held 947 MB once read; `pipelines/benchmarks/make_short_texts.py`'s rows)
+READ_MEMORY = 7.5
 #: rows read at a time where a file is sampled (`read_table`'s ``rows``): a chunk of short
 #: texts holds some tens of MB beside the sample
 SAMPLE_CHUNK = 100_000
@@ -312,7 +313,7 @@ def _sample(frames: Iterator[pd.DataFrame], rows: int, seed: int) -> list[pd.Dat
         kept.append(frame[chosen])
         keys.append(drawn[chosen])
         pending += int(chosen.sum())
-        if pending > 2 * rows:  # trim back to the least keys: memory stays near the sample's
+        if pending > rows + rows // 4:  # trim to the least keys: memory stays near the sample's
             kept, keys, bound = _least(kept, keys, rows)
             pending = rows
     if not total:
