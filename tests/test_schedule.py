@@ -1591,6 +1591,21 @@ def test_a_fit_stopped_at_the_memory_limit_on_many_rows_is_sized_again_on_a_thir
                 and c.status == "scored"]  # never grown back to every row
 
 
+def test_the_defaults_a_search_ended_before_are_left_out_saying_so(questions):
+    """Every pair of the search is on the leaderboard: a default still waiting when the search
+    ends (its time ran out, or Ctrl-C) is left out, saying that it was not tried and why (a
+    sparse MLP that ran 739 s past its estimate to the deadline left five pairs unsaid)."""
+    pairs = [("tfidf", "logreg"), ("bow", "logreg")]
+    for interrupted, why in ((False, "the search's time ran out"),
+                             (True, r"the search was interrupted \(Ctrl-C or SIGTERM\)")):
+        search, schedule = _begin(questions, 300, pairs)
+        search.board.interrupted = interrupted
+        schedule.end()
+        waiting = [c for c in search.board.candidates if c.pair in pairs]
+        assert len(waiting) == 2 and all(c.status == "left out" and re.fullmatch(
+            f"not tried: {why} before its turn", c.note) for c in waiting), [c.note for c in waiting]
+
+
 # -- frozen encoders other than the prologue's -------------------------------------------------
 def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(questions):
     """A frozen pair whose encoder is not the prologue's is estimated with its pass over its rows

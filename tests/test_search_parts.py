@@ -161,11 +161,14 @@ class Script:
     def tell(self, action, outcome) -> None:
         self.told.append((action, outcome))
 
+    def end(self) -> None:
+        self.told.append(("end", None))
+
 
 def test_the_engine_runs_what_a_scripted_schedule_asks_and_tells_it_every_outcome(questions):
     """The engine fits and scores a candidate on the validation rows, runs a job and hands
     back what it returned or raised, each outcome told once in the order asked, and stops when
-    nothing is asked and nothing runs."""
+    nothing is asked and nothing runs, telling the schedule the search ended."""
     def broken():
         raise RuntimeError("no such file")
 
@@ -177,7 +180,7 @@ def test_the_engine_runs_what_a_scripted_schedule_asks_and_tells_it_every_outcom
                     clock=Clock(120), pairs=[LOGREG], scoring="accuracy", validation=0.2,
                     finetune=False, cache="memory", random_state=0, say=lambda line: None)
     search.run(script)
-    assert [action for action, _ in script.told] == [model, ran, fails]
+    assert [action for action, _ in script.told] == [model, ran, fails, "end"]
     assert script.told[0][1] is model and model.status == "scored" and 0.3 < model.score <= 1.0
     assert model.score == search.data.score_proba(model.proba) and model.model is not None
     assert search.costs[LOGREG].measured and search.costs[LOGREG].fits == 1

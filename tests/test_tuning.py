@@ -1404,11 +1404,15 @@ def test_a_fit_past_the_deadline_is_stopped_and_the_validated_model_kept(trec_sl
         def tell(self, action, outcome):
             raise AssertionError("a fit stopped at the deadline is never told as scored")
 
+        def end(self):
+            self.ended = True
+
     search = _search(train, 600)
     search.time.clock, search.say = Clock(3.0), said.append
     began = time.monotonic()
-    search.run(OneSlowFit())
-    assert time.monotonic() - began < 5.0
+    schedule = OneSlowFit()
+    search.run(schedule)
+    assert time.monotonic() - began < 5.0 and schedule.ended  # told that the search ended
     stopped = search.board.candidates[-1]
     assert stopped.status == "interrupted" and "stopped at the search's deadline" in stopped.note
     assert not search.board.interrupted  # no Ctrl-C: the finish goes on as usual

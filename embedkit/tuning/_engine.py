@@ -322,8 +322,15 @@ class Search:
     def run(self, schedule) -> None:
         """The split, then ``schedule``'s actions on every lane with a free slot
         (``schedule.ask(lane)``, each outcome back through ``schedule.tell``) until none is
-        asked for and none runs. ``KeyboardInterrupt`` stops wherever it comes and keeps what
-        was scored; a fit stopped at the deadline ends the search the same way."""
+        asked for and none runs, then ``schedule.end()``. ``KeyboardInterrupt`` stops wherever
+        it comes and keeps what was scored; a fit stopped at the deadline ends the search the
+        same way."""
+        try:
+            self._run(schedule)
+        finally:
+            schedule.end()
+
+    def _run(self, schedule) -> None:
         try:
             self.begin(schedule)
             while True:

@@ -335,6 +335,17 @@ class Schedule(Worth):
                     out.append(option)
         return out
 
+    def end(self) -> None:
+        """The search is over: a default it never started is left out, saying so, for the
+        leaderboard names every pair of the search (a fit that ran past its estimate to the
+        deadline left five of them unsaid)."""
+        s = self.search
+        why = ("the search was interrupted (Ctrl-C or SIGTERM)" if s.board.interrupted
+               else "the search's time ran out")
+        for c in self.defaults:
+            if c.status == "waiting":
+                s.leave_out(c, f"not tried: {why} before its turn")
+
     # -- outcomes -------------------------------------------------------------------------------
     def tell(self, action, outcome) -> None:
         """What came of ``action``: a job's result (or its error) updates what the plans know;
