@@ -305,25 +305,50 @@ class Threads:
                 os.environ[name] = value
 
 
-def free_memory() -> float:
+def free_memory(root: str = "/sys/fs/cgroup", groups: str | None = None) -> float:
     """Bytes this process may still take: the machine's available memory (psutil's
     ``available``: free, and what the system would hand back from its caches), and under a
-    container's or a job's memory limit (cgroup v2 ``memory.max``, v1 ``limit_in_bytes``) what
-    that limit leaves, whichever is less."""
+    container's or a job's memory limit (cgroup v2 ``memory.max``, v1 ``limit_in_bytes``, of
+    this process's own group and each group above it: a container's, a batch job's, a
+    ``systemd-run -p MemoryMax=`` scope's) what the tightest leaves, whichever is less.
+    ``root`` and ``groups`` (the text of ``/proc/self/cgroup``, read where None) say where the
+    groups are: for a test, or groups mounted elsewhere."""
+    from pathlib import Path
+
     import psutil
 
-    free = float(psutil.virtual_memory().available)
-    for limit, used in (("memory.max", "memory.current"),
-                        ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+    if groups is None:
         try:
-            with open(f"/sys/fs/cgroup/{limit}") as f, open(f"/sys/fs/cgroup/{used}") as g:
+            groups = Path("/proc/self/cgroup").read_text()
+        except OSError:  # not Linux, or hidden: the root's, as a container sees its own
+            groups = "0::/\n4:memory:/"
+    free = float(psutil.virtual_memory().available)
+    for folder, limit, used in _memory_groups(groups, Path(root)):
+        try:
+            with open(folder / limit) as f, open(folder / used) as g:
                 cap, now = f.read().strip(), g.read().strip()
         except OSError:
             continue
         if cap.isdigit() and now.isdigit():  # "max": no limit
             free = min(free, max(float(cap) - float(now), 0.0))
-        break
     return free
+
+
+def _memory_groups(groups: str, root) -> list:
+    """``(folder, limit file, usage file)`` of the memory cgroups ``groups`` names (a
+    ``/proc/self/cgroup``), each one's own first and then each above it to ``root``."""
+    out = []
+    for line in groups.splitlines():
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if number == "0" and not controllers:
+            base, files = root, ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):
+            base, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        parts = [p for p in path.split("/") if p]
+        out += [(base.joinpath(*parts[:k]), *files) for k in range(len(parts), -1, -1)]
+    return out
 
 
 class ShortOfMemory:

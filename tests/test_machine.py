@@ -288,3 +288,26 @@ def test_short_of_memory_says_the_limit_passed_after_the_stopped_work_let_go_of_
     # what it was when it fired, not what it is now: 300 MB more than before, not 150 fewer
     assert said and said[2] == format_bytes(held + 150 * 2**20), short.why()
     assert said[1] in {format_bytes(held + 300 * 2**20 + d * 2**20) for d in range(-10, 60)}, said[1]
+
+
+def test_free_memory_reads_the_limit_of_this_processs_own_group_and_those_above_it(tmp_path):
+    """A batch job's or a scope's memory limit (issue 60: a CI job with a 4 GB limit) is the
+    group the process is in, not the mount's root: cgroup v1 and v2, each group up to the root,
+    the tightest of them; a group without a limit ("max") limits nothing."""
+    import psutil
+
+    gb = 2**30  # each limit below is far under what the machine has free
+
+    def group(folder, limit, used, v2=True):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ("memory.max" if v2 else "memory.limit_in_bytes")).write_text(f"{limit}\n")
+        (folder / ("memory.current" if v2 else "memory.usage_in_bytes")).write_text(f"{used}\n")
+
+    group(tmp_path / "memory", 2**62, 0, v2=False)  # v1: the root unlimited, the job at 1 GB
+    group(tmp_path / "memory" / "slurm" / "job_7", gb, gb // 4, v2=False)
+    assert free_memory(tmp_path, "4:memory:/slurm/job_7\n1:cpu:/x\n") == 0.75 * gb
+    group(tmp_path / "system.slice", 3 * gb, gb)  # v2: a scope without a limit, its parent at 3 GB
+    group(tmp_path / "system.slice" / "run-1.scope", "max", gb // 2)
+    assert free_memory(tmp_path, "0::/system.slice/run-1.scope\n") == 2 * gb
+    free = free_memory(tmp_path, "0::/elsewhere\n")  # no such group: the machine's own
+    assert abs(free - psutil.virtual_memory().available) < 256 * 2**20 and free > 3 * gb
