@@ -310,7 +310,9 @@ def free_memory(root: str = "/sys/fs/cgroup", groups: str | None = None) -> floa
     ``available``: free, and what the system would hand back from its caches), and under a
     container's or a job's memory limit (cgroup v2 ``memory.max``, v1 ``limit_in_bytes``, of
     this process's own group and each group above it: a container's, a batch job's, a
-    ``systemd-run -p MemoryMax=`` scope's) what the tightest leaves, whichever is less.
+    ``systemd-run -p MemoryMax=`` scope's) what the tightest leaves, whichever is less. A
+    group's usage counts the files read through it (the page cache), which the kernel hands
+    back before it kills anything: they count as free, as psutil's ``available`` counts them.
     ``root`` and ``groups`` (the text of ``/proc/self/cgroup``, read where None) say where the
     groups are: for a test, or groups mounted elsewhere."""
     from pathlib import Path
@@ -330,8 +332,21 @@ def free_memory(root: str = "/sys/fs/cgroup", groups: str | None = None) -> floa
         except OSError:
             continue
         if cap.isdigit() and now.isdigit():  # "max": no limit
-            free = min(free, max(float(cap) - float(now), 0.0))
+            free = min(free, max(float(cap) - float(now) + _file_cache(folder), 0.0))
     return free
+
+
+def _file_cache(folder) -> float:
+    """Bytes of a memory cgroup's usage that are files read (active and inactive, with the
+    groups below it: v1's ``total_*_file``, v2's ``*_file``), from its ``memory.stat``."""
+    try:
+        lines = (folder / "memory.stat").read_text().splitlines()
+    except OSError:
+        return 0.0
+    stat = dict(line.split()[:2] for line in lines if len(line.split()) >= 2)
+    v1 = "total_active_file" in stat
+    names = ("total_active_file", "total_inactive_file") if v1 else ("active_file", "inactive_file")
+    return float(sum(int(stat.get(n, "0")) for n in names if stat.get(n, "0").isdigit()))
 
 
 def _memory_groups(groups: str, root) -> list:
