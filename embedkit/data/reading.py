@@ -41,6 +41,7 @@ from ._file_checks import (
     raw_bytes,
     reading_encoding,
 )
+from ._sample import sample_frames
 from .documents import MAX_ROWS_SHOWN
 
 __all__ = ["LABEL_SEPARATOR", "READ_COST", "READ_MEMORY", "SAMPLE_CHUNK", "FileSize", "load_table",
@@ -290,47 +291,12 @@ def read_table(path, columns: Sequence[str], *, optional: Sequence[str] = (),
         raise ValueError(f"rows={rows!r}; pass a positive number of rows to read, or None for all.")
     frames = read_chunks(path, columns, None if rows is None else SAMPLE_CHUNK, optional=optional,
                          encoding=encoding, hint=hint)
-    frames = list(frames) if rows is None else _sample(frames, int(rows), seed)
+    frames = list(frames) if rows is None else sample_frames(frames, int(rows), seed)
     if not frames:  # an empty file
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in dict.fromkeys(columns)})
     out = frames[0] if len(frames) == 1 else pd.concat(frames)
     out.attrs["file_rows"] = out.attrs.get("file_rows", len(out))
     return out
-
-
-def _sample(frames: Iterator[pd.DataFrame], rows: int, seed: int) -> list[pd.DataFrame]:
-    """``rows`` of ``frames``' rows drawn uniformly without replacement, as one frame (none for
-    no rows): each row gets a random key, and the rows of the ``rows`` least keys are kept (a
-    reservoir: once it is full, a row whose key is above the largest kept never enters), in
-    their order."""
-    rng = np.random.default_rng(seed)
-    kept, keys, total, bound = [], [], 0, 1.0
-    pending = 0
-    for frame in frames:
-        total += len(frame)
-        drawn = rng.random(len(frame))
-        chosen = drawn < bound
-        kept.append(frame[chosen])
-        keys.append(drawn[chosen])
-        pending += int(chosen.sum())
-        if pending > rows + rows // 4:  # trim to the least keys: memory stays near the sample's
-            kept, keys, bound = _least(kept, keys, rows)
-            pending = rows
-    if not total:
-        return []
-    kept, keys, _ = _least(kept, keys, rows)
-    out = kept[0].sort_index()
-    out.attrs["file_rows"] = total
-    return [out]
-
-
-def _least(frames: list, keys: list, rows: int):
-    """The rows of the ``rows`` least keys, as one frame and its keys, and the largest kept key."""
-    frame, key = pd.concat(frames), np.concatenate(keys)
-    if len(key) > rows:
-        order = np.argpartition(key, rows - 1)[:rows]
-        frame, key = frame.iloc[order], key[order]
-    return [frame], [key], float(key.max()) if len(key) >= rows else 1.0
 
 
 def read_folder(path, encoding: str = "utf-8") -> pd.DataFrame:
