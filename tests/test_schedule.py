@@ -1492,7 +1492,30 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
     assert cores[0].status == "scored" and cores[0].started >= tuned.started  # beside it
     assert not search.board.running
     assert search.board.best().status == "scored"
-    assert {c.status for c in search.board.candidates} <= {"scored", "interrupted"}
+    assert {c.status for c in search.board.candidates} <= {"scored", "interrupted", "left out"}
+    assert all(c.note == "not tried: the search was interrupted (Ctrl-C or SIGTERM) before its turn"
+               for c in search.board.candidates if c.status == "left out")  # named, not dropped
+
+
+def _greedy_where(monkeypatch, greedy) -> None:
+    """A simulated fault: every fit for which ``greedy(build, rows)`` holds allocates memory
+    (10 MB at a time, every page written, up to 3 GB) until the search's limit stops it; the
+    others fit as they are; the prologue's encoder fails to load (a search of sparse pairs)."""
+    from embedkit.tuning import _engine, _jobs
+
+    real = _engine.fit_and_score
+
+    def fit_and_score(build, rows, *data):
+        if greedy(build, rows):
+            held = []
+            for _ in range(300):
+                held.append(np.ones(10 * 2**20 // 8))
+                time.sleep(0.005)
+            raise AssertionError("the fit was not stopped at the memory limit")
+        return real(build, rows, *data)
+
+    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
+    monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
 
 
 def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search_goes_on(
@@ -1504,21 +1527,8 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     before it runs, saying what it needs; the other models are scored, each with what its fit
     grew the process by."""
     from embedkit.machine import resident
-    from embedkit.tuning import _engine, _jobs
 
-    real = _engine.fit_and_score
-
-    def fit_and_score(build, rows, *data):
-        if getattr(build, "args", ())[1:2] == ("mlp",):
-            held = []
-            for _ in range(300):  # up to 3 GB, 10 MB at a time, every page written
-                held.append(np.ones(10 * 2**20 // 8))
-                time.sleep(0.005)
-            raise AssertionError("the fit was not stopped at the memory limit")
-        return real(build, rows, *data)
-
-    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
-    monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
+    _greedy_where(monkeypatch, lambda build, rows: getattr(build, "args", ())[1:2] == ("mlp",))
     greedy_pair = ("tfidf", "mlp")
     search = _search(questions, 120, [("tfidf", "logreg"), greedy_pair, ("bow", "logreg")])
     search.asked = dataclasses.replace(search.asked, memory=resident() + 200 * 2**20)
@@ -1549,23 +1559,11 @@ def test_a_fit_stopped_at_the_memory_limit_on_many_rows_is_sized_again_on_a_thir
     4 GB limit was left out). The pair's state keeps what the stopped fit measured, so its growth
     back to every row does not run."""
     from embedkit.machine import resident
-    from embedkit.tuning import _engine, _jobs
 
-    real = _engine.fit_and_score
-
-    def fit_and_score(build, rows, *data):
-        if rows is None or len(rows) > 2000:
-            held = []
-            for _ in range(300):  # up to 3 GB, 10 MB at a time, every page written
-                held.append(np.ones(10 * 2**20 // 8))
-                time.sleep(0.005)
-            raise AssertionError("the fit was not stopped at the memory limit")
-        return real(build, rows, *data)
-
-    monkeypatch.setattr(_engine, "fit_and_score", fit_and_score)
-    monkeypatch.setattr(_jobs, "load_encoder", _no_encoder)
+    _greedy_where(monkeypatch, lambda build, rows: rows is None or len(rows) > 2000)
     lines = []
     pair = ("tfidf", "logreg")
+
     class NoFill(Schedule):  # the defaults and their growth: the variants are not the point
         def variants(self, lane):
             return []

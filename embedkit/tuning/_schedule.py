@@ -340,6 +340,8 @@ class Schedule(Worth):
         leaderboard names every pair of the search (a fit that ran past its estimate to the
         deadline left five of them unsaid)."""
         s = self.search
+        if s is None:  # it ended before it began (Ctrl-C while the data was split)
+            return
         why = ("the search was interrupted (Ctrl-C or SIGTERM)" if s.board.interrupted
                else "the search's time ran out")
         for c in self.defaults:
