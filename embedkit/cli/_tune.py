@@ -152,8 +152,8 @@ def tune(
 
             size = size_file(file) if file is not None else None
             read = None  # the rows read: every one, unless the memory holds fewer
+            limit = memory_limit(memory)  # the search's too: its default is the free memory now
             if size is not None:  # sized, not read: what it says holds once the file is read
-                limit = memory_limit(memory)
                 read = rows_to_read(size.rows, size.characters, limit, str(file))
                 read = None if read >= size.rows else read
                 _enough(budget, seconds, time.monotonic() - began, size.seconds + least_budget(
@@ -187,7 +187,7 @@ def tune(
                     "starting and reading the data", f"the plain TF-IDF baseline on {len(df):,} "
                     "documents and writing the output")
             tuner = Tuner(seconds, validation=share, random_state=seed,
-                          predict_limit=predict_limit, memory=memory,
+                          predict_limit=predict_limit, memory=limit,
                           finetune=choice[finetune], progress=progress, task=task,
                           **(table or {}), representations=representations or None, heads=heads or None,
                           output=output, overwrite=overwrite,
