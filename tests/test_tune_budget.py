@@ -143,3 +143,37 @@ def test_the_tables_benchmark_reports_each_kind_beside_its_baselines():
     row = next(line for line in page.splitlines() if line.startswith("| movie-ratings-table"))
     assert "0.900" in row and "1.400" in row and "+35.7% ± 1.1 RMSE below" in row
     assert "columns: text title; numeric votes |" in row  # the roles, without the hint
+
+
+def test_the_large_file_benchmark_grows_its_file_reads_the_kernels_word_and_tables_each_run(tmp_path):
+    """pipelines/benchmarks/tune_large.py's parts: the training rows written again (the header
+    once) to the size asked, and kept once made; a memory cgroup's peak and OOM kills as v1 and
+    v2 write them; a run's row in the table, a baseline or none."""
+    from pipelines.benchmarks import tune_large
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\na good film,pos\na dull one,neg\n")
+    big = tune_large.grown(train, "1KB")
+    lines = big.read_text().splitlines()
+    assert big.stat().st_size >= 1024 and lines[0] == "text,label" and lines.count("text,label") == 1
+    assert set(lines[1:]) == {"a good film,pos", "a dull one,neg"} and len(lines) % 2 == 1
+    assert tune_large.grown(train, "1KB") == big
+    v1 = tmp_path / "v1"
+    v1.mkdir()
+    (v1 / "memory.max_usage_in_bytes").write_text(str(3 * 2**30))
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    assert tune_large.group_said(v1) == {"group_peak_gb": 3.0, "oom_kills": 2}
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "memory.peak").write_text(str(2**30))
+    (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 4\noom 1\noom_kill 0\n")
+    assert tune_large.group_said(v2) == {"group_peak_gb": 1.0, "oom_kills": 0}
+    run = {"file": "big.csv", "rows": 55_000_000, "bytes": 5.41e9, "budget": "20m", "memory": None,
+           "cgroup": "4GB", "seed": 0, "tune_code": 0, "oom_kills": 0, "tune_wall_s": 1166.7,
+           "tune_peak_gb": 3.856, "pick": "ensemble of 3 models", "pick_acc": 0.9597}
+    text = tune_large.table([run, {**run, "cgroup": None, "oom_kills": None, "tfidf_acc": 0.932,
+                                   "vs_tfidf_points": 2.8}])
+    first, second = text.splitlines()[2:4]
+    assert "big.csv (55,000,000 rows, 5.41 GB)" in first and "| 4GB " in first and "| 3.86 " in first
+    assert "| 0.960 " in first and "not fitted" in first and "| 1167 " in first
+    assert "| 0.932 " in second and "+2.8" in second

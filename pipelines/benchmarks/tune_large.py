@@ -127,7 +127,10 @@ def run(train: Path, test: Path, budget: str, out: Path, memory: str | None, see
         if group is not None:
             group.rmdir()
     size = size_file(train)
-    row = {"file": train.name, "rows": size.rows, "bytes": size.characters, "budget": budget,
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    row = {"commit": commit, "file": train.name, "rows": size.rows, "bytes": size.characters,
+           "budget": budget,
            "memory": memory, "cgroup": cgroup, "seed": seed, "tune_code": ran["code"],
            "tune_wall_s": ran["wall_s"], "tune_peak_gb": ran["peak_gb"], **said}
     said = [line for line in (folder / "tune.log").read_text().splitlines() if "read a sample" in line
