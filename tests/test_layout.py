@@ -11,6 +11,9 @@ TESTS = Path(__file__).parent
 
 #: public modules without a test file of their own -> the file that tests them, and why
 ELSEWHERE = {
+    # a file's size before it is read bounds what the reader finds: one suite writes the files
+    # both read
+    "sizes": "test_reading.py",
     # predicting a file is embedding's twin: one suite reads and writes the same formats and
     # chunks through both
     "predicting": "test_streaming.py",

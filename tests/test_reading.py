@@ -269,7 +269,7 @@ def test_a_files_size_before_reading_bounds_what_reading_finds(name, tmp_path):
     finds (a quoted text spanning lines counts each line), never fewer characters than the
     texts hold; None where the file cannot be sized, so that reading it says why."""
     from embedkit.data.datasets import load_dataset
-    from embedkit.data.reading import size_file
+    from embedkit.data.sizes import size_file
 
     news = load_dataset("bbc-news").sample(60, random_state=0)[["text", "label"]]
     assert news.text.str.contains("\n").any()  # texts that span lines

@@ -146,7 +146,7 @@ def tune(
                     "the plain TF-IDF baseline and writing the output", floor=True)  # at once
             from .._budget import format_bytes
             from ..data.datasets import load_dataset
-            from ..data.reading import READ_MEMORY, size_file
+            from ..data.sizes import READ_MEMORY, size_file
             from ..storage.outputs import check_output_folder
             from ..tuning import Tuner, least_budget, memory_limit, rows_to_read  # their time counts
 

@@ -99,7 +99,7 @@ def check_table(X, text=None, categorical=None, numeric=None):
 def least_budget(docs=(), output=None, *, rows: int | None = None,
                  characters: int | None = None) -> float:
     """Seconds below which a budget cannot score anything on ``docs`` (or, before a file is
-    read, on ``rows`` documents of ``characters`` in all: `embedkit.data.reading.size_file`'s
+    read, on ``rows`` documents of ``characters`` in all: `embedkit.data.sizes.size_file`'s
     bounds, which give as much or more): the search's own work a document (`PER_DOC_SECONDS`:
     checks, the split, the report), the plain TF-IDF baseline on the rows it starts on
     (`BASELINE_COST` for `MIN_ROWS` and the validation rows, with the margin) and writing
@@ -117,7 +117,8 @@ def least_budget(docs=(), output=None, *, rows: int | None = None,
 def memory_limit(memory) -> float:
     """Bytes the search may hold: ``memory`` (a size), else `MEMORY_SHARE` of the memory free
     now on top of what this process holds. A limit this process has passed already is refused."""
-    from ..machine import free_memory, resident
+    from ..machine import resident
+    from ..memory import free_memory
 
     held = resident()
     if memory is None:
@@ -132,7 +133,7 @@ def memory_limit(memory) -> float:
 
 def rows_to_read(rows: int, characters: int, limit: float, source: str = "the file") -> int:
     """How many of a file's ``rows`` (``characters`` bytes in all) a search within ``limit``
-    bytes reads: all of them where, as read (`embedkit.data.reading.READ_MEMORY` bytes a byte
+    bytes reads: all of them where, as read (`embedkit.data.sizes.READ_MEMORY` bytes a byte
     of the file), they take at most `DATA_SHARE` of what the limit leaves this process, else as
     many as do (a random sample of the file, `embedkit.data.reading.read_table`'s ``rows``);
     room for fewer than a search starts on (`MIN_ROWS` and `VALID_ROWS`) is an error.
@@ -142,7 +143,7 @@ def rows_to_read(rows: int, characters: int, limit: float, source: str = "the fi
     >>> rows_to_read(1000, 100_000, 1e12)
     1000
     """
-    from ..data.reading import READ_MEMORY
+    from ..data.sizes import READ_MEMORY
     from ..machine import resident
 
     held = resident()

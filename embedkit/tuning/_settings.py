@@ -111,7 +111,7 @@ ENCODER_LOAD = 8.0
 #: system and what else runs
 MEMORY_SHARE = 0.9
 #: the documents a file holds may take at most this share of what the limit leaves when tune
-#: starts (as read, `embedkit.data.reading.READ_MEMORY`); a file that needs more is read as a
+#: starts (as read, `embedkit.data.sizes.READ_MEMORY`); a file that needs more is read as a
 #: random sample of the rows that fit it (`rows_to_read`): the rest of the limit is for the
 #: models, their features and an encoder's batches (a choice: a refit of TF-IDF + LR on every
 #: row holds about as much again as its rows)

@@ -110,7 +110,8 @@ def run(train: Path, test: Path, budget: str, out: Path, memory: str | None, see
         baseline: bool, cgroup: str | None = None) -> dict:
     from sklearn.base import clone
 
-    from embedkit.data.reading import load_texts, size_file
+    from embedkit.data.reading import load_texts
+    from embedkit.data.sizes import size_file
     from embedkit.tuning import TFIDF_BASELINE, baseline_pipelines
 
     name = (f"{train.stem}-{budget}-seed{seed}" + (f"-memory{memory}" if memory else "")
