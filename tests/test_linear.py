@@ -28,6 +28,28 @@ def test_logreg_head_never_scales_sparse_input_and_picks_C():
     np.testing.assert_allclose(head.predict_proba(X).sum(axis=1), 1.0, rtol=1e-6)
 
 
+def test_sparse_input_is_solved_by_saga_to_the_model_lbfgs_finds():
+    """``solver="auto"``: SAGA on sparse TF-IDF, lbfgs on dense vectors; both minimise the same
+    loss and penalty, so on the same rows they choose the same C and predict the same classes
+    (up to the solvers' tolerance); ``logreg-cv`` is the same head on its own grid."""
+    from embedkit import load_dataset
+
+    df = load_dataset("trec").iloc[:600]
+    X = REPRESENTATIONS["tfidf"].factory().fit_transform(df.text.to_numpy(object))
+    fits = {solver: HEADS["logreg"].factory().set_params(solver=solver).fit(X, df.label)
+            for solver in ("auto", "lbfgs")}
+    auto, lbfgs = fits["auto"], fits["lbfgs"]
+    assert auto.model_.solver == "saga" and lbfgs.model_.solver == "lbfgs"
+    assert auto.model_.C_ == lbfgs.model_.C_
+    assert np.mean(auto.predict(X) == lbfgs.predict(X)) >= 0.99
+    np.testing.assert_allclose(auto.predict_proba(X), lbfgs.predict_proba(X), atol=0.05)
+    dense = np.random.default_rng(0).normal(size=(80, 6))
+    assert HEADS["logreg"].factory().fit(dense, dense[:, 0] > 0).model_.solver == "lbfgs"
+    cv = HEADS["logreg-cv"].factory().fit(X, df.label)
+    assert cv.model_.solver == "saga" and cv.model_.scoring == "accuracy" and not cv.scaled_
+    assert list(cv.model_.Cs_) == [0.25, 1.0, 4.0, 16.0, 64.0]
+
+
 def test_the_default_log_loss_scores_the_folds_exactly_as_scikit_learns_scorer():
     """The inner CV's log-loss is read off the probabilities directly: the same scores per fold
     and C as scikit-learn's ``neg_log_loss`` (class labels of any kind, a fold without a class,

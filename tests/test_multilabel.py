@@ -222,8 +222,8 @@ def test_stacking_ensemble_is_multilabel_and_voting_is_refused(small):
     assert vote.classes_.tolist() == GENRES
     np.testing.assert_allclose(vote.predict_proba(small["docs"][:10]), mean)
     np.testing.assert_array_equal(vote.predict(small["docs"][:10]), (mean > 0.3).astype(int))
-    with pytest.raises(ValueError, match=r"members \['nbsvm\+logreg-cv'\] cannot take multi-label"):
-        EnsembleClassifier(members=("nbsvm:logreg-cv", "tfidf:logreg"), cv=2).fit(
+    with pytest.raises(ValueError, match=r"members \['nbsvm\+sgd'\] cannot take multi-label"):
+        EnsembleClassifier(members=("nbsvm:sgd", "tfidf:logreg"), cv=2).fit(
             small["docs"], small["lists"])
 
 

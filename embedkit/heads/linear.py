@@ -13,7 +13,7 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._params import THRESHOLD, validate_params
+from .._params import SEED, THRESHOLD, validate_params
 from ..base import CheckedKeywords, store_params
 
 __all__ = ["LogisticRegressionHead"]
@@ -51,6 +51,14 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Standardise dense input: chosen by the inner cross-validation, always, or never.
         Sparse input is never scaled.
     max_iter : int, default=3000
+    solver : {"auto", "lbfgs", "saga", "newton-cg"}, default="auto"
+        The optimiser of every fit. "auto": SAGA on sparse input, lbfgs on dense. Both minimise
+        the same loss and penalty (the model is the same up to their tolerance); on TF-IDF,
+        whose rows have unit norm, SAGA's passes over the rows cost what the matrix holds,
+        where lbfgs pays for every coefficient, terms times classes, at each of its hundreds of
+        steps (`pipelines/benchmarks/bench_linear.py` measures both).
+    random_state : int, default=0
+        Seeds SAGA's order of the rows (lbfgs draws nothing), so a fit is reproducible.
     class_weight : dict, "balanced" or None, default=None
         A dict applies to single-label targets; with multi-label targets "balanced" balances
         each label's own two-class problem.
@@ -96,16 +104,23 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         "scoring": [StrOptions(set(get_scorer_names())), callable],
         "scale": [StrOptions({"auto"}), "boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "solver": [StrOptions({"auto", "lbfgs", "saga", "newton-cg"})],
+        "random_state": [SEED],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "threshold": THRESHOLD,
     }
 
     def __init__(self, Cs=(0.01, 0.0316, 0.1, 0.316, 1.0, 3.16, 10.0, 31.6, 100.0), cv: int = 3,
                  scoring: str = "neg_log_loss", scale="auto", max_iter: int = 3000,
-                 class_weight=None, threshold="tune"):
+                 solver: str = "auto", random_state=0, class_weight=None, threshold="tune"):
         store_params(self, locals())
 
-    def _model(self, two_classes: bool):
+    def _solver(self, X) -> str:
+        import scipy.sparse as sp
+
+        return self.solver if self.solver != "auto" else "saga" if sp.issparse(X) else "lbfgs"
+
+    def _model(self, two_classes: bool, solver: str):
         from sklearn.linear_model import LogisticRegressionCV
         from sklearn.metrics import get_scorer
 
@@ -118,7 +133,8 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
             # two classes with pos_label given twice, a TypeError; a plain callable is not rebuilt
             scoring = functools.partial(_score, get_scorer(scoring))
         return LogisticRegressionCV(Cs=list(self.Cs), cv=self.cv, scoring=scoring,
-                                    l1_ratios=(0.0,), max_iter=self.max_iter,
+                                    l1_ratios=(0.0,), max_iter=self.max_iter, solver=solver,
+                                    random_state=self.random_state,
                                     class_weight=self.class_weight, use_legacy_attributes=False)
 
     def _standardise(self, X):
@@ -152,7 +168,7 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
             self.scale_ = np.where(std > 0, std, 1.0) * np.sqrt(X.shape[1])
         fitted = {}
         for scaled in candidates:
-            model = self._model(two_classes=self.multilabel_ or len(classes) == 2)
+            model = self._model(self.multilabel_ or len(classes) == 2, self._solver(X))
             if self.multilabel_:  # scikit-learn's multi-label wrapper: one model per label
                 model = OneVsRestClassifier(model)
             model.fit(self._standardise(X) if scaled else X, y)
@@ -183,6 +199,7 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         X = self._standardise(X) if self.scaled_ else X
         proba = [cross_val_predict(
             LogisticRegression(C=float(np.ravel(model.C_)[0]), max_iter=self.max_iter,
+                               solver=self._solver(X), random_state=self.random_state,
                                class_weight=self.class_weight),
             X, y[:, j], cv=StratifiedKFold(self.cv), method="predict_proba")[:, 1]
             for j, model in enumerate(self.model_.estimators_)]

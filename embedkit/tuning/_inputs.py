@@ -37,14 +37,19 @@ __all__ = ["DEFAULT_SCORING", "MINILM_BASELINE", "TFIDF_BASELINE", "Inputs", "Ta
 TFIDF_BASELINE, MINILM_BASELINE = "plain TF-IDF + LR", "plain MiniLM + LR"
 
 
-def baseline_pipelines(cache="memory", task: str = "classification", column=None) -> dict:
+def baseline_pipelines(cache="memory", task: str = "classification", column=None,
+                       solver: str = "saga") -> dict:
     """The two five-line baselines a user would write (issue 13), by leaderboard name.
 
     They are `embedkit.experiments.BASELINES`' rows, the ones every ``embedkit compare`` report
     carries: *plain TF-IDF + LR* is scikit-learn ``TfidfVectorizer(ngram_range=(1, 2),
     min_df=2, sublinear_tf=True)`` + ``LogisticRegression(max_iter=3000)``; *plain MiniLM + LR*
     the packaged all-MiniLM-L6-v2, L2-normalised as sentence-transformers' ``encode`` returns it,
-    + the same ``LogisticRegression``. The MiniLM one uses ``cache``, so it reads the vectors
+    + the same ``LogisticRegression``. The search solves the TF-IDF one by SAGA (``solver``):
+    the same loss and penalty, so the same model up to the solvers' tolerance, where lbfgs pays
+    for every coefficient (terms times classes) at each of its steps (minutes on 100,000
+    documents of 45 classes; `pipelines/benchmarks/bench_linear.py` measures both); the
+    benchmarks fit the five lines as written (``solver="lbfgs"``). The MiniLM one uses ``cache``, so it reads the vectors
     the search already computed (the registry's ``minilm`` has the same fingerprint). For a
     number (``task="regression"``) both end in a plain ``Ridge`` instead, for label sets in one
     ``LogisticRegression`` per label (``OneVsRestClassifier``), named so. On a table they read
@@ -62,7 +67,7 @@ def baseline_pipelines(cache="memory", task: str = "classification", column=None
 
     pipes = {  # the candidates' step names, so a baseline pick reads like any other
         TFIDF_BASELINE: pair_pipeline(reading(reps["baseline-tfidf"].factory()),
-                                      heads["plain-lr"].factory()),
+                                      heads["plain-lr"].factory().set_params(solver=solver, random_state=0)),
         MINILM_BASELINE: pair_pipeline(
             reading(reps["baseline-minilm"].factory().set_params(cache=cache)),
             heads["plain-lr"].factory()),

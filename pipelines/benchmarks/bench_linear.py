@@ -46,7 +46,8 @@ if str(ROOT) not in sys.path:  # run from the checkout
 DECIDE = ("rotten-tomatoes", "trec", "nyt-editorials", "bbc-news")
 #: where they are only reported: many rows and classes (the case), spam, twenty topics
 REPORT = ("wordnet-glosses", "sms-spam", "20newsgroups")
-HEADS = ("sgd", "sgd-huber", "logreg", "plain-lr")
+HEADS = ("sgd", "sgd-huber", "logreg", "logreg-lbfgs", "logreg-cv", "logreg-cv-lbfgs", "plain-lr",
+         "plain-lr-saga")
 RESULTS = ROOT / "pipelines" / "benchmarks" / "results"
 
 #: how the ``sgd`` head's defaults were decided: development runs of the head's variants on the
@@ -91,8 +92,10 @@ def make_head(name: str):
 
     from embedkit.registry import HEADS as REGISTRY
 
-    if name == "plain-lr":
-        return LogisticRegression(max_iter=3000)
+    if name.startswith("plain-lr"):
+        return LogisticRegression(max_iter=3000, solver="saga" if name.endswith("saga") else "lbfgs")
+    if name.endswith("-lbfgs"):  # the registry's head on the solver it had before SAGA
+        return REGISTRY[name.removesuffix("-lbfgs")].factory().set_params(solver="lbfgs")
     if name == "sgd-huber":
         return REGISTRY["sgd"].factory().set_params(loss="modified_huber")
     return REGISTRY[name].factory()

@@ -92,7 +92,7 @@ def run_label_sets(name: str, budget: str, output: Path, quick: bool) -> list[di
     truth = binarize.transform([[g for g in s if g in names] for s in test["label"]])
     predicted = {"pick": tuner.predict(test["text"])}
     inner, check = train_test_split(np.arange(len(train)), test_size=0.2, random_state=0)
-    for base, pipe in baseline_pipelines("memory", "multilabel").items():
+    for base, pipe in baseline_pipelines("memory", "multilabel", solver="lbfgs").items():
         key = "tfidf" if "TF-IDF" in base else "minilm"
         model = clone(pipe).fit(train["text"], fit_y)
         predicted[key] = model.predict(test["text"])  # five lines: each label above 0.5
@@ -149,7 +149,7 @@ def run_table(name: str, budget: str, output: Path, quick: bool) -> list[dict]:
             row.update(accuracy=float(hits.mean()), held_out_right="".join("01"[int(h)] for h in hits))
         rows.append(row)
     task = "regression" if numbers else "classification"
-    for base, pipe in baseline_pipelines("memory", task).items():
+    for base, pipe in baseline_pipelines("memory", task, solver="lbfgs").items():
         p = clone(pipe).fit(train[text], train["label"]).predict(test[text])
         rows[0]["tfidf" if "TF-IDF" in base else "minilm"] = (
             float(np.sqrt(np.mean((p - test["label"]) ** 2))) if numbers
