@@ -257,7 +257,7 @@ HEADS: dict[str, Entry] = {
                     "slow on CPU beyond a few hundred texts)", {"num_iterations": [None, 20]},
                     cost=400, kind="contrastive", gain=2.0),
     # the same head on a shorter grid scored by accuracy, never scaling, a label set's
-    # threshold 0.5 (scikit-learn's LogisticRegressionCV, one per label): SAGA on sparse input
+    # threshold 0.5 (scikit-learn's LogisticRegressionCV, one per label): SAGA on TF-IDF
     "logreg-cv": Entry(step("LogisticRegressionHead", Cs=(0.25, 1.0, 4.0, 16.0, 64.0),
                             scoring="accuracy", scale=False, threshold=0.5),
                        "LogisticRegression, C by inner 3-fold CV, no scaling", cost=2),

@@ -29,7 +29,7 @@ def test_logreg_head_never_scales_sparse_input_and_picks_C():
 
 
 def test_sparse_input_is_solved_by_saga_to_the_model_lbfgs_finds():
-    """``solver="auto"``: SAGA on sparse TF-IDF, lbfgs on dense vectors; both minimise the same
+    """``solver="auto"``: SAGA on sparse TF-IDF, lbfgs on dense vectors and NBSVM; both minimise the same
     loss and penalty, so on the same rows they choose the same C and predict the same classes
     (up to the solvers' tolerance); ``logreg-cv`` is the same head on its own grid."""
     from embedkit import load_dataset
@@ -48,6 +48,9 @@ def test_sparse_input_is_solved_by_saga_to_the_model_lbfgs_finds():
     cv = HEADS["logreg-cv"].factory().fit(X, df.label)
     assert cv.model_.solver == "saga" and cv.model_.scoring == "accuracy" and not cv.scaled_
     assert list(cv.model_.Cs_) == [0.25, 1.0, 4.0, 16.0, 64.0]
+    # NBSVM's rows are scaled past unit norm by its ratios: SAGA's step would be small there
+    ratios = REPRESENTATIONS["nbsvm"].factory().fit_transform(df.text.to_numpy(object), df.label)
+    assert HEADS["logreg-cv"].factory().fit(ratios, df.label).model_.solver == "lbfgs"
 
 
 def test_the_default_log_loss_scores_the_folds_exactly_as_scikit_learns_scorer():

@@ -52,11 +52,12 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Sparse input is never scaled.
     max_iter : int, default=3000
     solver : {"auto", "lbfgs", "saga", "newton-cg"}, default="auto"
-        The optimiser of every fit. "auto": SAGA on sparse input, lbfgs on dense. Both minimise
-        the same loss and penalty (the model is the same up to their tolerance); on TF-IDF,
-        whose rows have unit norm, SAGA's passes over the rows cost what the matrix holds,
-        where lbfgs pays for every coefficient, terms times classes, at each of its hundreds of
-        steps (`pipelines/benchmarks/bench_linear.py` measures both).
+        The optimiser of every fit. "auto": SAGA on sparse rows of at most unit norm (TF-IDF's),
+        lbfgs on anything else (dense vectors, NBSVM's ratio-scaled rows, on which SAGA's step,
+        set by the largest row, is small). Both minimise the same loss and penalty (the model
+        is the same up to their tolerance); on TF-IDF a pass of SAGA costs what the matrix
+        holds, where lbfgs pays for every coefficient, terms times classes, at each of its
+        hundreds of steps (`pipelines/benchmarks/bench_linear.py` measures both).
     random_state : int, default=0
         Seeds SAGA's order of the rows (lbfgs draws nothing), so a fit is reproducible.
     class_weight : dict, "balanced" or None, default=None
@@ -116,9 +117,15 @@ class LogisticRegressionHead(CheckedKeywords, ClassifierMixin, BaseEstimator):
         store_params(self, locals())
 
     def _solver(self, X) -> str:
+        """``solver``; "auto": SAGA on sparse rows of at most unit norm (TF-IDF's), else lbfgs."""
         import scipy.sparse as sp
 
-        return self.solver if self.solver != "auto" else "saga" if sp.issparse(X) else "lbfgs"
+        if self.solver != "auto":
+            return self.solver
+        # SAGA's step is the inverse of the largest row's squared norm: on rows scaled past unit
+        # norm (NBSVM's ratios) it creeps, and lbfgs is the faster there
+        unit = sp.issparse(X) and X.shape[0] > 0 and X.multiply(X).sum(axis=1).max() <= 1.0 + 1e-6
+        return "saga" if unit else "lbfgs"
 
     def _model(self, two_classes: bool, solver: str):
         from sklearn.linear_model import LogisticRegressionCV

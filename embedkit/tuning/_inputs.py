@@ -47,9 +47,9 @@ def baseline_pipelines(cache="memory", task: str = "classification", column=None
     the packaged all-MiniLM-L6-v2, L2-normalised as sentence-transformers' ``encode`` returns it,
     + the same ``LogisticRegression``. The search solves the TF-IDF one by SAGA (``solver``):
     the same loss and penalty, so the same model up to the solvers' tolerance, where lbfgs pays
-    for every coefficient (terms times classes) at each of its steps (minutes on 100,000
-    documents of 45 classes; `pipelines/benchmarks/bench_linear.py` measures both); the
-    benchmarks fit the five lines as written (``solver="lbfgs"``). The MiniLM one uses ``cache``, so it reads the vectors
+    for every coefficient (terms times classes) at each of its steps
+    (`pipelines/benchmarks/bench_linear.py` measures both); the benchmarks fit the five lines as
+    written (``solver="lbfgs"``). The MiniLM one uses ``cache``, so it reads the vectors
     the search already computed (the registry's ``minilm`` has the same fingerprint). For a
     number (``task="regression"``) both end in a plain ``Ridge`` instead, for label sets in one
     ``LogisticRegression`` per label (``OneVsRestClassifier``), named so. On a table they read

@@ -18,8 +18,12 @@ run. Heads:
 * ``sgd-huber``: the same head with FLAML's loss on wordnet-glosses (modified Huber), the other
   value of the registry's space;
 * ``logreg``: the registry's ``logreg`` (`embedkit.heads.LogisticRegressionHead`, C by inner
-  3-fold CV, lbfgs);
-* ``plain-lr``: the plain baseline's ``LogisticRegression(max_iter=3000)``.
+  3-fold CV; SAGA on this sparse input), ``logreg-lbfgs`` the same head on lbfgs (its solver
+  before 4a995ed; the rows of that head measured before were renamed so);
+* ``logreg-cv`` / ``logreg-cv-lbfgs``: the registry's ``logreg-cv`` (the same head on five Cs,
+  scored by accuracy), SAGA and lbfgs;
+* ``plain-lr``: the plain baseline's ``LogisticRegression(max_iter=3000)`` as a user writes it
+  (lbfgs); ``plain-lr-saga`` the same model solved by SAGA, as `embedkit tune` fits its baseline.
 
 The head's defaults were decided on the DECIDE sets alone (named below, before any run); the
 REPORT sets, wordnet-glosses among them (the peers' case: FLAML's SGD scored 0.780 there in 27 s

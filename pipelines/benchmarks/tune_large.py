@@ -153,7 +153,8 @@ def run(train: Path, test: Path, budget: str, out: Path, memory: str | None, see
     if baseline:
         data = load_texts(train)
         began = time.perf_counter()
-        model = clone(baseline_pipelines("memory", solver="lbfgs")[TFIDF_BASELINE]).fit(data["text"], data["label"])
+        five_lines = baseline_pipelines("memory", solver="lbfgs")[TFIDF_BASELINE]
+        model = clone(five_lines).fit(data["text"], data["label"])
         row["tfidf_fit_s"] = time.perf_counter() - began
         row["tfidf_acc"] = float(np.mean(np.asarray(model.predict(truth["text"])) == truth["label"]))
         row["vs_tfidf_points"] = 100 * (row["pick_acc"] - row["tfidf_acc"])
