@@ -98,7 +98,8 @@ def sides(name: str, quick: bool = False, data: Path | None = None, sample: int 
 
 def run_one(name: str, budget: str, output: Path, quick: bool = False,
             data: Path | None = None, sample: int | None = None, seed: int = 0,
-            predict_limit: float | None = None, memory: str | None = None) -> dict:
+            predict_limit: float | None = None, memory: str | None = None,
+            known: dict | None = None) -> dict:
     from sklearn.base import clone
 
     import embedkit
@@ -142,8 +143,11 @@ def run_one(name: str, budget: str, output: Path, quick: bool = False,
     print(f"{name} {budget} seed {seed}: pick {row['pick']} {row['pick_acc']:.3f} held out ({wall:.0f} s of "
           f"{seconds:.0f} s)", file=sys.stderr, flush=True)
     for base, pipe in baseline_pipelines("memory", solver="lbfgs").items():
-        model = clone(pipe).fit(X_train, y_train)
         key = {TFIDF_BASELINE: "tfidf", MINILM_BASELINE: "minilm"}[base]
+        if known is not None:  # the same split, the same deterministic fit: read, not refitted
+            row[f"{key}_acc"], row[f"{key}_right"] = known[f"{key}_acc"], known[f"{key}_right"]
+            continue
+        model = clone(pipe).fit(X_train, y_train)
         hits = np.asarray(model.predict(X_test)) == y_test
         row[f"{key}_acc"], row[f"{key}_right"] = float(hits.mean()), _bits(hits)
     better = max(row["tfidf_acc"], row["minilm_acc"])
@@ -435,6 +439,10 @@ def main(argv=None):
                         help="compare each run, row by row on the held-out side, with the run of "
                              "the same set and budget (or the set's only run) in this runs.jsonl "
                              "or output folder (paired.md)")
+    parser.add_argument("--baselines-from", type=Path, default=None,
+                        help="a runs.jsonl whose run of the same set (the split is fixed) gives "
+                             "both plain baselines' held-out rows instead of fitting them again "
+                             "(deterministic fits; minutes on the largest sets)")
     args = parser.parse_args(argv)
     from embedkit.tuning import parse_budget
 
@@ -451,8 +459,11 @@ def main(argv=None):
                and r.get("predict_limit") == args.predict_limit and r.get("memory") == args.memory
                for r in done) and not args.quick:
             continue
+        known = None if args.baselines_from is None else next(
+            (r for r in map(json.loads, args.baselines_from.read_text().splitlines())
+             if r["dataset"] == label and "tfidf_right" in r and "minilm_right" in r), None)
         row = run_one(name, args.budget, out, quick=args.quick, data=args.data, sample=args.sample,
-                      seed=seed, predict_limit=args.predict_limit, memory=args.memory)
+                      seed=seed, predict_limit=args.predict_limit, memory=args.memory, known=known)
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         done.append(row)
