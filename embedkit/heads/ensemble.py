@@ -109,7 +109,7 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         Whether ``y`` was multi-label (a 0/1 indicator matrix or a list of label lists). Then
         ``method="stack"`` uses scikit-learn's multi-label stacking: shuffled `KFold` folds
         (stratifying needs one label per row), every member must take multi-label targets
-        (the registry's ``logreg`` and the neural heads do; ``logreg-cv`` does not), and the
+        (the registry's ``logreg``, ``logreg-cv`` and the neural heads do; ``sgd`` does not), and the
         combiner is one logistic regression per label (`MultiOutputClassifier`) over the
         members' out-of-fold label probabilities. ``method="vote"`` averages the members' label
         probabilities (scikit-learn's `VotingClassifier` does not take multi-label targets;
