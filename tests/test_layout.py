@@ -24,6 +24,7 @@ ELSEWHERE = {
     "attention": "test_sequence_heads.py",
     # experiments are data (a PAIRS list each), run through the registry and `compare -e`
     "course_comparison": "test_registry.py",
+    "experiments": "test_registry.py",  # the package that holds them: `load_experiment`, BASELINES
     "representations_only": "test_registry.py",
     # storage read through what uses it: a pinned wheel fetched and a split zip joined by the
     # named resources that need them, a Hugging Face folder checked as a model loads, every
@@ -37,11 +38,18 @@ ELSEWHERE = {
 
 
 def test_every_public_module_has_its_own_test_file():
+    import ast
+
     modules = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).parts
         if not any(part.startswith("_") for part in parts):  # _private.py, __init__.py, _pkg/
             modules[path.stem] = path.relative_to(PACKAGE.parent).as_posix()
+        elif (path.name == "__init__.py" and path.parent != PACKAGE  # a package that is a room
+              and not any(part.startswith("_") for part in parts[:-1])  # of code, not re-exports
+              and any(isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                      for node in ast.parse(path.read_text()).body)):
+            modules[path.parent.name] = path.relative_to(PACKAGE.parent).as_posix()
     assert {"tfidf", "mlp", "documents", "machine"} <= set(modules)  # the walk finds the package
     missing = [f"{where} has no tests/test_{name}.py" for name, where in modules.items()
                if name not in ELSEWHERE and not (TESTS / f"test_{name}.py").exists()]

@@ -22,7 +22,7 @@ from embedkit.machine import (
     size_tokenizer_pool,
     start_worker,
 )
-from embedkit.memory import free_memory
+from embedkit.machine.memory import free_memory
 
 
 def _blas_threads() -> dict:

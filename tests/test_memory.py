@@ -1,8 +1,8 @@
-"""What memory this process may still take (embedkit.memory): the machine's and its cgroups'."""
+"""What memory this process may still take (embedkit.machine.memory): the machine's and its cgroups'."""
 
 from __future__ import annotations
 
-from embedkit.memory import free_memory
+from embedkit.machine.memory import free_memory
 
 
 def test_free_memory_reads_the_limit_of_this_processs_own_group_and_those_above_it(tmp_path):

@@ -123,7 +123,7 @@ def memory_limit(memory) -> float:
     """Bytes the search may hold: ``memory`` (a size), else `MEMORY_SHARE` of the memory free
     now on top of what this process holds. A limit this process has passed already is refused."""
     from ..machine import resident
-    from ..memory import free_memory
+    from ..machine.memory import free_memory
 
     held = resident()
     if memory is None:

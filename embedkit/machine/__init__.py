@@ -9,7 +9,7 @@ worker process. `embedkit compare` runs its folds under a plan, the encode loop'
 ``num_threads`` is a `Threads` block, and the comparison runner measures each fold with
 `PeakRSS` inside `collecting_new_objects` (so its garbage collections scan only what the fold
 made). The memory this process holds (`resident`) and `ShortOfMemory`, what a search's memory
-limit watches (what is free, under a container's limit too: `embedkit.memory.free_memory`).
+limit watches (what is free, under a container's limit too: `embedkit.machine.memory.free_memory`).
 Devices are resolved here too (`resolve_device`: ``"auto"`` is a CUDA GPU, then MPS, then
 the CPU), with the precision (`resolve_precision`) and batch sizes (`batch_settings`) each one
 takes.
@@ -342,7 +342,7 @@ class ShortOfMemory:
     def why(self) -> str:
         """Why it said so, as it was when it did: the fit it stopped has let go of its memory
         since."""
-        from ._budget import format_bytes
+        from .._budget import format_bytes
 
         if self._seen is not None or self._over():
             return (f"stopped at {format_bytes(self._seen)} of memory, over the limit of "
