@@ -15,7 +15,6 @@ whole or not at all.
 from __future__ import annotations
 
 import contextlib
-import gzip
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .data.reading import read_chunks
-from .storage.files import atomic_path
+from .storage.files import atomic_path, opener
 
 __all__ = ["EMBED_COLUMNS", "FrameWriter", "embed_file", "encode_frame", "keep_columns",
            "output_columns", "parquet_to_npy"]
@@ -88,9 +87,8 @@ class FrameWriter:
             return
         first = self._handle is None
         if first:
-            opener = gzip.open if self.path.name.lower().endswith(".gz") else open
             self._handle = self._stack.enter_context(
-                opener(self._tmp, "wt", encoding="utf-8", newline=""))
+                opener(self.path)(self._tmp, "wt", encoding="utf-8", newline=""))
         if self.kind == "jsonl":
             if len(frame):
                 text = frame.to_json(orient="records", lines=True, force_ascii=False)

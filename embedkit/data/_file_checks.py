@@ -11,6 +11,7 @@ import codecs
 import sys
 from pathlib import Path
 
+from ..storage.files import opener
 from .documents import MAX_ROWS_SHOWN
 
 __all__ = ["ENCODINGS", "SEPARATORS", "check_fields", "check_names", "not_decodable",
@@ -42,14 +43,12 @@ def check_fields(path: Path, sep: str, encoding: str) -> None:
     (the quoting pandas reads: ``"`` around a field, ``""`` inside it) counts every row's fields.
     """
     import csv
-    import gzip
 
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
     limit = csv.field_size_limit()
     csv.field_size_limit(sys.maxsize)  # a single text may be larger than the 128 kB default
     header, bad, first_line, counts, rows = None, [], 0, {}, 0
     try:
-        with opener(path, "rt", encoding=encoding, newline="") as fh:
+        with opener(path)(path, "rt", encoding=encoding, newline="") as fh:
             reader = csv.reader(fh, delimiter=sep, quotechar='"', doublequote=True)
             for fields in reader:
                 if not fields:
@@ -122,9 +121,7 @@ def reading_encoding(encoding: str) -> str:
 
 def raw_bytes(path: Path, size: int) -> bytes:
     """The first ``size`` bytes of ``path`` (decompressed for ``.gz`` names)."""
-    import gzip
-
-    with (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb") as fh:
+    with opener(path)(path, "rb") as fh:
         return fh.read(size)
 
 

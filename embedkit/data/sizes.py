@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from ..storage.files import file_format
+from ..storage.files import file_format, opener
 
 __all__ = ["READ_COST", "READ_MEMORY", "FileSize", "size_file"]
 
@@ -61,7 +61,7 @@ def size_file(path) -> FileSize | None:
             size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
             return FileSize(meta.num_rows, size, READ_COST[0] * size + READ_COST[1] * meta.num_rows)
         lines, size, last = 0, 0, b"\n"
-        with _opened(path) as fh:
+        with opener(path)(path, "rb") as fh:
             while block := fh.read(1 << 20):
                 lines, size, last = lines + block.count(b"\n"), size + len(block), block[-1:]
         lines += last != b"\n"  # a last line without its newline
@@ -69,9 +69,3 @@ def size_file(path) -> FileSize | None:
         return FileSize(rows, size, READ_COST[0] * size + READ_COST[1] * lines)
     except (OSError, ValueError):  # gone, unreadable, not a type read: reading it says which
         return None
-
-
-def _opened(path: Path):
-    import gzip
-
-    return (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb")

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
-__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "publish", "serializer_faults",
+__all__ = ["FORMATS", "WriteError", "atomic_path", "file_format", "opener", "publish", "serializer_faults",
            "sweep", "temporary_name"]
 
 #: file name endings -> format (CSV, TSV and JSON Lines may be gzip-compressed)
@@ -47,6 +47,14 @@ def file_format(path) -> str:
             return kind
     raise ValueError(f"{path}: unsupported file type; use .csv, .tsv, .jsonl (optionally .gz) "
                      "or .parquet.")
+
+
+def opener(path) -> Callable:
+    """What opens ``path`` as its name says it is stored: `gzip.open` for a ``.gz`` name, else
+    `open` (same arguments)."""
+    import gzip
+
+    return gzip.open if Path(path).name.lower().endswith(".gz") else open
 
 
 def temporary_name(path, suffix: str = "tmp") -> Path:
