@@ -624,6 +624,13 @@ def test_measured_evidence_replaces_a_tiers_prior_gain(questions):
     _scored(search, minilm, 42)  # 6 points below the better baseline: no gain left
     assert schedule.gain(mlp) == 0.0
     assert schedule.gain(mpnet) == 0.0  # -10 + 2 floored
+    # one fitted on a quarter of the training rows is read at every row, as the baselines are
+    # fitted: its error shrunk as the work of a fit (rows ** 1.1) to the power CURVE_EXPONENT
+    minilm.rows = search.data.sample_rows(len(search.data.train) // 4)
+    _scored(search, minilm, 47)  # 0.783 on a quarter: 1.7 points below the better baseline
+    at_every_row = 1 - (1 - 47 / 60) * (len(search.data.train) / len(minilm.rows)) ** (-1.1 * CURVE_EXPONENT)
+    assert schedule.at_every_row(minilm) == pytest.approx(at_every_row) and at_every_row > 48 / 60
+    assert schedule.gain(mlp) == pytest.approx(100 * (at_every_row - 48 / 60))
     # a variant is worth a share of its pair's prior (how near its pair is to the leader, its
     # `reach`, weighs it in the order)
     assert schedule.gain(minilm.but(variant_of=minilm)) == pytest.approx(1.0 * VARIANT_SHARE)

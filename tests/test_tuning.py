@@ -95,7 +95,7 @@ def test_every_space_is_valid_and_holds_the_default():
 
 def test_tiers_and_sampled_settings():
     assert [tier_of(r, h).name for r, h in DEFAULT_PAIRS] == [
-        "sparse + linear"] * 3 + ["static vectors"] * 2 + ["frozen encoder"] * 4 + ["fine-tuning"] * 2
+        "sparse + linear"] * 4 + ["static vectors"] * 2 + ["frozen encoder"] * 4 + ["fine-tuning"] * 2
     assert tier_of("passthrough", "stack").name == "frozen encoder"
     # SetFit in a tier of its own: classifier fine-tuning's scores do not value it
     assert tier_of("passthrough", "setfit").name == "contrastive tuning"

@@ -31,7 +31,7 @@ __all__ = [
 #: left to the ensemble selection, which combines the same models from their validation
 #: probabilities instead of refitting them five times
 DEFAULT_PAIRS = (
-    ("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
+    ("tfidf", "logreg-cv"), ("tfidf", "sgd"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
     ("minilm-static", "logreg-cv"), ("minilm-static", "mlp"),
     ("minilm", "logreg-cv"), ("minilm", "mlp"), ("mpnet", "logreg-cv"), ("mpnet", "mlp"),
     ("passthrough", "finetune-short"), ("passthrough", "finetune-mpnet"),

@@ -58,19 +58,19 @@ class Worth:
     def gain(self, c: Candidate) -> float:
         """Expected points over the baselines: a grown model's from its measured curve
         (`curve_gain`); a pair's first model its entries' prior (head first, else its tier's),
-        or, once another pair of its tier was scored, that pair's measured gain plus the
-        difference of their priors; at the share of it a cut recipe keeps; a variant's a share
-        of that."""
+        or, once another pair of its tier was scored, that pair's measured gain (read at every
+        training row, as the baselines are: `at_every_row`) plus the difference of their
+        priors; at the share of it a cut recipe keeps; a variant's a share of that."""
         if c.grown_from is not None:
             return self.curve_gain(c)
         gain = self.declared(c)
         s = self.search
         siblings = [o for o in s.board.scored() if o.tier == c.tier and o.kind == "candidate"
-                    and o.pair != c.pair and o.variant_of is None and o.grown_from is None]
+                    and o.pair != c.pair and o.variant_of is None]
         baselines = [o.score for o in s.board.scored() if o.kind == "baseline"]
         if c.variant_of is None and siblings and baselines:
-            o = max(siblings, key=lambda o: o.score)
-            gain = max(100.0 * (o.score - max(baselines)) + gain - self.declared(o), 0.0)
+            o = max(siblings, key=self.at_every_row)
+            gain = max(100.0 * (self.at_every_row(o) - max(baselines)) + gain - self.declared(o), 0.0)
         gain *= c.share
         return gain if c.variant_of is None else gain * VARIANT_SHARE
 
@@ -80,6 +80,17 @@ class Worth:
         declared = [e.gain for e in (HEADS[c.head], REPRESENTATIONS[c.representation])
                     if e.gain is not None] if not c.name else []
         return declared[0] if declared else next((t.gain for t in TIERS if t.name == c.tier), 1.0)
+
+    def at_every_row(self, c: Candidate) -> float:
+        """What scored ``c`` is expected to score fitted on every training row: its error
+        shrinking as the work of a fit to the power `CURVE_EXPONENT`: a first fit on a
+        subsample set beside a baseline fitted on every row is not a verdict on its tier."""
+        s = self.search
+        if c.rows is None or c.score >= 1:
+            return c.score
+        every = c.but(rows=None)
+        ratio = work_of(every.build(), s.data.n_rows(every)) / work_of(c.build(), s.data.n_rows(c))
+        return 1 - (1 - c.score) * max(ratio, 1.0) ** -CURVE_EXPONENT
 
     def curve_gain(self, grown: Candidate) -> float:
         """Points the next fit of a model is expected to add to the best single model's score:
