@@ -45,7 +45,7 @@ from ._asked import Asked
 from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
-from ._settings import ENCODER, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE, START_SHARE
+from ._settings import ENCODER, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE
 from ._split import Split
 from ._value import TRAINING_TIERS
 from ._view import Board, Time
@@ -110,15 +110,13 @@ class Search:
     def probe(self, c: Candidate) -> float:
         """Fit ``c`` on a slice of its training rows; its state learns the cost per unit of
         work, and the estimate scales it up to all of them. The slice's fit is stopped once it
-        has run `START_SHARE` of the time left, what a first fit may take before it starts
-        small: the slice is a few hundred rows, so a model whose slice takes that long is dear
-        on any rows (a multi-class NBSVM's columns and coefficients grow with the classes), and
-        its state learns that cost as at least the seconds it ran;
-        one stopped at the memory limit learns what it grew the process by."""
+        has run the time left (`Time.left`): a model whose slice does not fit in it cannot fit
+        either, and its state learns that cost as at least the seconds it ran; one stopped at
+        the memory limit learns what it grew the process by."""
         d = self.data
         n = d.n_rows(c)
         m = int(min(max(PROBE_SHARE * n, PROBE_ROWS[0]), PROBE_ROWS[1]))
-        limit = START_SHARE * self.time.left()
+        limit = self.time.left()
         if 3 * m >= n or limit <= 0:
             return c.prior
         rows = d.sample_rows(m) if c.rows is None else np.sort(
