@@ -175,14 +175,26 @@ def _measured(search, schedule, pair, seconds_of_own_recipe: float) -> None:
 
 
 # -- costs and identity ------------------------------------------------------------------------
-def test_a_pair_state_keeps_the_dearest_rate_and_applies_its_margin_once(monkeypatch):
+def test_a_pair_state_keeps_its_largest_fits_rate_and_applies_its_margin_once(monkeypatch):
     from embedkit.tuning import _costs
 
     state = States()[("tfidf", "logreg")]
     assert not state.measured and math.isnan(state.fit_seconds(10))
     state.observe(100, 10.0)
-    state.observe(200, 10.0)  # cheaper per unit: the dearer rate stands
+    state.observe(150, 10.0)  # about the same work (within sqrt(GROWTH)), cheaper: the dearer stands
     assert state.rate == 0.1 and state.fits == 2 and state.margin == MARGIN
+    state.observe(50, 20.0)  # a smaller fit, dearer per unit (its fixed costs weigh more): ignored
+    assert state.rate == 0.1
+    # a fit clearly larger (a probe's slice, then a first fit on thirty times its rows) is the
+    # nearest to the fits ahead: its rate stands, dearer or cheaper
+    grown = States()[("tfidf", "sgd")]
+    grown.observe(400, 0.4)
+    grown.observe(12000, 1.2)
+    assert grown.rate == pytest.approx(1e-4) and grown.rate_work == 12000
+    grown.observe(36000, 36.0)  # a cost growing faster than its rows shows in the largest fit
+    assert grown.rate == pytest.approx(1e-3)
+    state.observe(300, 30.0)
+    assert state.rate == 0.1 and state.rate_work == 300
     assert state.fit_seconds(300) == pytest.approx(30.0)  # as measured
     assert state.seconds(300) == pytest.approx(MARGIN * 30.0)  # the margin, once
     assert state.seconds(300, margin=1.0) == pytest.approx(30.0)
@@ -1234,7 +1246,7 @@ def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed
     assert mpnet.recipe["head__epochs"] == 2 and mpnet.status == "waiting"
     assert not search.costs[MPNET].measured
 
-    _scored(search, short, 50)
+    _scored(search, short, 50, measure=False)  # its cost stays the one measured above
     job = schedule.ask("cores")  # chosen: fetched first
     assert isinstance(job, Job) and (job.kind, job.about, job.estimate) == (
         "prepare", "finetune-mpnet", setup)

@@ -8,8 +8,8 @@ the margin is applied in one place (`PairState.seconds`).
 A fit's cost is counted in **units of work**: a head that knows its own (`fit_work`: a
 fine-tuning head counts training steps) says so; any other pipeline counts ``rows ** 1.1``,
 times its head's ``epochs`` where it has one. A state keeps what a fit pays whatever its size
-(``overhead``: loading a model), the dearest measured seconds per unit of work, seconds per
-predicted row and bytes of memory a fit grows the process by; and the ``margin`` its
+(``overhead``: loading a model), the seconds per unit of work of its largest measured fit
+(the dearer of fits of about the same work), seconds per predicted row and bytes of memory a fit grows the process by; and the ``margin`` its
 estimates carry: `MARGIN` for what this machine measured, none for a cost only scaled from
 another pair's (its probe then measures it); and whether that probe of its own is still due.
 """
@@ -97,12 +97,14 @@ def timed_pass(encoder, docs, per_doc: float, left=None) -> tuple[int, float]:
 
 @dataclass
 class PairState:
-    """What one pair costs: ``overhead`` seconds per fit, ``rate`` seconds per unit of work (the
-    dearest measured), ``predict_rate`` seconds per predicted row, and the ``margin`` its
-    estimates carry (`MARGIN` once measured here; 1 for a cost scaled from another pair)."""
+    """What one pair costs: ``overhead`` seconds per fit, ``rate`` seconds per unit of work (that
+    of the largest fit measured, ``rate_work`` units), ``predict_rate`` seconds per predicted
+    row, and the ``margin`` its estimates carry (`MARGIN` once measured here; 1 for a cost
+    scaled from another pair)."""
 
     overhead: float = 0.0
     rate: float = math.nan
+    rate_work: float = 0.0
     predict_rate: float = math.nan
     fits: int = 0
     margin: float = MARGIN
@@ -125,9 +127,17 @@ class PairState:
         return not math.isnan(self.rate)
 
     def observe(self, work: float, seconds: float) -> None:
-        """A fit of ``work`` units took ``seconds``: measured here, it carries the margin."""
-        rate = max(seconds - self.overhead, 0.0) / max(work, 1e-9)
-        self.rate = rate if math.isnan(self.rate) else max(self.rate, rate)
+        """A fit of ``work`` units took ``seconds``: measured here, it carries the margin. The
+        rate is the largest fit's, the nearest to the fits ahead: what a fit pays whatever its
+        rows weighs less as it grows (a probe's few hundred rows overstate a large fit of a
+        cheap learner), and a cost that grows faster than its rows shows in it. Fits within half a
+        growth step of each other's work (a factor ``sqrt(GROWTH)``) measure the same cost: the
+        dearer stands, for the noise of two busy cores."""
+        rate, near = max(seconds - self.overhead, 0.0) / max(work, 1e-9), math.sqrt(GROWTH)
+        if math.isnan(self.rate) or work > near * self.rate_work:
+            self.rate, self.rate_work = rate, work
+        elif work * near >= self.rate_work:
+            self.rate, self.rate_work = max(self.rate, rate), max(self.rate_work, work)
         self.fits, self.margin = self.fits + 1, MARGIN
 
     def observe_predict(self, rows: int, seconds: float) -> None:

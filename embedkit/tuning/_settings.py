@@ -25,7 +25,8 @@ __all__ = [
 
 # -- what is searched ------------------------------------------------------------------------
 #: what `Tuner` searches when no pairs are given: the levers the accuracy suite found
-#: (`pipelines/benchmarks/accuracy_suite.py`), by tier: sparse n-grams with linear heads, the
+#: (`pipelines/benchmarks/accuracy_suite.py`), by tier: sparse n-grams with linear heads (SGD's
+#: cost grows gently with rows and classes, `pipelines/benchmarks/bench_linear.py`), the
 #: distilled static MiniLM (meaning at TF-IDF's cost where the encoder's pass does not fit),
 #: the frozen MiniLM and all-mpnet-base-v2, and both fine-tuned. Stacking NBSVM with MiniLM is
 #: left to the ensemble selection, which combines the same models from their validation
@@ -75,8 +76,8 @@ CV_ROWS, FOLDS = 500, 5
 VALID_ROWS = 2000
 
 # -- costs -----------------------------------------------------------------------------------
-#: an estimate is a pair's dearest measured seconds per unit of work times this margin: the
-#: spread of repeated fits on two busy cores (`pipelines/benchmarks/bench_threads.py`)
+#: an estimate is a pair's measured seconds per unit of work (its largest fit's) times this
+#: margin: the spread of repeated fits on two busy cores (`pipelines/benchmarks/bench_threads.py`)
 MARGIN = 1.25
 #: a refit's time is its measured fit scaled to every document (rows^1.1), times this margin
 #: (the fits being measured already, only the scaling is uncertain)
