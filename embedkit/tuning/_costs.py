@@ -9,9 +9,10 @@ A fit's cost is counted in **units of work**: a head that knows its own (`fit_wo
 fine-tuning head counts training steps) says so; any other pipeline counts ``rows ** 1.1``,
 times its head's ``epochs`` where it has one. A state keeps what a fit pays whatever its size
 (``overhead``: loading a model), the seconds per unit of work of its largest measured fit
-(the dearer of fits of about the same work), seconds per predicted row and bytes of memory a fit grows the process by; and the ``margin`` its
-estimates carry: `MARGIN` for what this machine measured, none for a cost only scaled from
-another pair's (its probe then measures it); and whether that probe of its own is still due.
+(the dearer of fits of about the same work), seconds per predicted row and bytes of memory a
+fit grows the process by; and the ``margin`` its estimates carry: `MARGIN` for what this
+machine measured, none for a cost only scaled from another pair's (its probe then measures
+it); and whether that probe of its own is still due.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ tells it what came of it (`tell`); it decides over measured evidence only.
   epochs), worth what its measured curve promises over the best model (its error shrinking as a
   power of a fit's work, the exponent measured by its last two fits, `CURVE_EXPONENT` before).
   A pair not started yet is worth its prior gain, or, once another pair of its tier was scored,
-  that one's measured gain, read at every training row as the baselines are fitted. Every option competes on expected gain per estimated second; a
-  default that would leave too little time for one expected to bring more waits
-  (`Schedule._roomy`).
+  that one's measured gain, read at every training row as the baselines are fitted. Every
+  option competes on expected gain per estimated second; a default that would leave too little
+  time for one expected to bring more waits (`Schedule._roomy`).
 * **Every pair is measured before the search bets on one** (successive halving's first rung): a
   model grows once while defaults wait, leaving their cheapest fits the time, and past its
   second fit only once every default that fits has had its first.
