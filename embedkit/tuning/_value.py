@@ -52,6 +52,12 @@ def tier_of(representation: str, head: str) -> Tier:
     return next((t for t in TIERS if kind in t.kinds), TIERS[0])
 
 
+def _expected(score: float, work_ratio: float, exponent: float) -> float:
+    """A score after a fit of ``work_ratio`` times the work: its error shrunk as that ratio to the
+    power ``exponent`` (the curve every extrapolation of the search follows)."""
+    return 1 - (1 - score) * work_ratio ** -exponent
+
+
 class Worth:
     """The value of a search's options; a schedule holds ``self.search``, the engine."""
 
@@ -69,8 +75,8 @@ class Worth:
                     and o.pair != c.pair and o.variant_of is None]
         baselines = [o.score for o in s.board.scored() if o.kind == "baseline"]
         if c.variant_of is None and siblings and baselines:
-            o = max(siblings, key=self.at_every_row)
-            gain = max(100.0 * (self.at_every_row(o) - max(baselines)) + gain - self.declared(o), 0.0)
+            score, o = max(((self.at_every_row(o), o) for o in siblings), key=lambda t: t[0])
+            gain = max(100.0 * (score - max(baselines)) + gain - self.declared(o), 0.0)
         gain *= c.share
         return gain if c.variant_of is None else gain * VARIANT_SHARE
 
@@ -90,7 +96,7 @@ class Worth:
             return c.score
         every = c.but(rows=None)
         ratio = work_of(every.build(), s.data.n_rows(every)) / work_of(c.build(), s.data.n_rows(c))
-        return 1 - (1 - c.score) * max(ratio, 1.0) ** -CURVE_EXPONENT
+        return _expected(c.score, max(ratio, 1.0), CURVE_EXPONENT)
 
     def curve_gain(self, grown: Candidate) -> float:
         """Points the next fit of a model is expected to add to the best single model's score:
@@ -109,7 +115,7 @@ class Worth:
                                          / math.log(work[1] / earlier), 0.0, 1.0))
         if work[0] <= work[1] or last.score >= 1:
             return 0.0
-        expected = 1 - (1 - last.score) * (work[0] / work[1]) ** -exponent
+        expected = _expected(last.score, work[0] / work[1], exponent)
         leader = max((c for c in s.board.scored() if c.kind != "ensemble"), key=lambda c: c.score)
         return 100.0 * max(expected - max(leader.score, last.score), 0.0)
 
