@@ -1516,6 +1516,18 @@ def test_the_device_lane_trains_beside_the_cores_and_an_interrupt_stops_it(quest
                for c in search.board.candidates if c.status == "left out")  # named, not dropped
 
 
+def _limit_above_now(margin: float) -> float:
+    """A memory limit ``margin`` bytes above what this process holds once its garbage is
+    collected (a worker that ran other tests first may hold freed objects awaiting collection,
+    and its later fits would then be stopped too)."""
+    import gc
+
+    from embedkit.machine import resident
+
+    gc.collect()
+    return resident() + margin
+
+
 def _greedy_where(monkeypatch, greedy) -> None:
     """A simulated fault: every fit for which ``greedy(build, rows)`` holds allocates memory
     (10 MB at a time, every page written, up to 3 GB) until the search's limit stops it; the
@@ -1545,12 +1557,10 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     keeps what it measured, so a later model of that pair that would need as much is left out
     before it runs, saying what it needs; the other models are scored, each with what its fit
     grew the process by."""
-    from embedkit.machine import resident
-
     _greedy_where(monkeypatch, lambda build, rows: getattr(build, "args", ())[1:2] == ("mlp",))
     greedy_pair = ("tfidf", "mlp")
     search = _search(questions, 120, [("tfidf", "logreg"), greedy_pair, ("bow", "logreg")])
-    search.asked = dataclasses.replace(search.asked, memory=resident() + 200 * 2**20)
+    search.asked = dataclasses.replace(search.asked, memory=_limit_above_now(300 * 2**20))
     search.run(Schedule(_baselines()))
     greedy = next(c for c in search.board.candidates if c.pair == greedy_pair)
     assert greedy.status == "left out" and not search.board.interrupted
@@ -1577,8 +1587,6 @@ def test_a_fit_stopped_at_the_memory_limit_on_many_rows_is_sized_again_on_a_thir
     default: the yardstick is kept (a TF-IDF baseline on 650,000 of 2,288,186 rows under a
     4 GB limit was left out). The pair's state keeps what the stopped fit measured, so its growth
     back to every row does not run."""
-    from embedkit.machine import resident
-
     _greedy_where(monkeypatch, lambda build, rows: rows is None or len(rows) > 2000)
     lines = []
     pair = ("tfidf", "logreg")
@@ -1588,7 +1596,7 @@ def test_a_fit_stopped_at_the_memory_limit_on_many_rows_is_sized_again_on_a_thir
             return []
 
     search = _search(trec, 300, [pair], lines)  # time enough for every row
-    search.asked = dataclasses.replace(search.asked, memory=resident() + 200 * 2**20)
+    search.asked = dataclasses.replace(search.asked, memory=_limit_above_now(300 * 2**20))
     search.run(NoFill(_baselines()))
     n = len(search.data.train)
     baseline = next(c for c in search.board.candidates if c.name == TFIDF_BASELINE)

@@ -178,8 +178,9 @@ def fit_targets(tuner, X, y: pd.DataFrame, clock, say):
         # kept for theirs is held back from the next ones
         held = WRITE_SECONDS * i if tuner.output is not None else 0.0
         share = max((clock.left() - held) / (len(names) - i), 1e-3)
-        if stopped:  # Ctrl-C: the rest get what their baseline needs, no more
-            share = min(share, 1.2 * least / len(names))
+        if stopped:  # Ctrl-C: the rest get what their baseline needs, no more (twice the least,
+            # a prior of an idle machine: a loaded one, or a first import of the target's kind)
+            share = min(share, 2 * least / len(names))
         said = (lambda line, name=name: say(f"[{name}] {line}")) if tuner.progress else False
         one = clone(tuner).set_params(budget=share, progress=said)
         tuner.targets_[name] = one.fit(X, y[column], write=False)
