@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
@@ -124,6 +125,11 @@ def test_a_folder_saved_before_the_head_moved_still_loads():
     assert type(pipe.named_steps["head"]) is LogisticRegressionHead
     assert list(map(str, pipe.classes_)) == expected["classes"]
     np.testing.assert_allclose(pipe.predict_proba(expected["docs"]), expected["proba"], rtol=1e-9)
+    # written before the head had a solver and a seed: it loads with their defaults, and refits
+    head = pipe.named_steps["head"]
+    assert (head.solver, head.random_state) == ("auto", 0)
+    refit = clone(pipe).fit(expected["docs"] * 3, [*pipe.predict(expected["docs"])] * 3)
+    assert refit.named_steps["head"].model_.solver in ("saga", "lbfgs")
 
 
 

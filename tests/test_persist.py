@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 import embedkit
@@ -145,6 +146,9 @@ def test_a_folder_an_earlier_release_wrote_loads_and_predicts_as_it_did(folder):
     model = embedkit.load(folder)
     assert [str(c) for c in model.classes_] == expected["classes"]
     np.testing.assert_allclose(model.predict_proba(X), expected["proba"], rtol=1e-6, atol=1e-7)
+    # a parameter its classes gained since the folder was written has its default, so the
+    # loaded model's parameters read, and it clones, as a model built today does
+    assert type(clone(model)) is type(model) and model.get_params(deep=True)
 
 
 def test_the_released_folders_name_the_classes_that_have_moved_since():

@@ -328,8 +328,26 @@ class Reader:
             else:
                 out.__dict__.update(state)
         _check_no_remote_code(out, f"{self.root}: {node['object']}")
+        _fill_new_parameters(out)
         self.memo[node["id"]] = out
         return out
+
+
+def _fill_new_parameters(obj) -> None:
+    """An estimator saved before a parameter of its class existed gets that parameter's default
+    (a parameter is added with the default that keeps the behaviour before it), so its methods,
+    ``get_params`` and ``clone`` find it."""
+    import inspect
+
+    names = getattr(type(obj), "_get_param_names", None)
+    if names is None or not hasattr(obj, "__dict__"):
+        return
+    parameters = inspect.signature(type(obj).__init__).parameters
+    for name in names():
+        default = parameters[name].default if name in parameters else inspect.Parameter.empty
+        if (name not in obj.__dict__ and default is not inspect.Parameter.empty
+                and not hasattr(type(obj), name)):
+            setattr(obj, name, default)
 
 
 def _check_no_remote_code(obj, where: str) -> None:
