@@ -109,25 +109,6 @@ def test_nbsvm_multiclass_blocks_one_vs_rest():
     assert names[0].startswith("a:") and names[-1].startswith("c:")
 
 
-def test_nbsvm_ratio_norm_keeps_each_rows_direction_at_unit_norm_and_is_solved_by_saga():
-    """``ratio_norm``: every row of the scaled blocks divided by its L2 norm (a row with no
-    known term stays zero), so `LogisticRegressionHead`'s "auto" solver takes SAGA there, where
-    on the rows as scaled it takes lbfgs."""
-    from embedkit.heads import LogisticRegressionHead
-
-    y = ["a", "b", "c", "a", "b"]
-    docs = [*TOY, "unseen words"]
-    raw = TfidfEmbedder(log_count_ratio=True).fit(TOY, y).transform(docs).toarray()
-    unit = TfidfEmbedder(log_count_ratio=True, ratio_norm=True).fit(TOY, y).transform(docs).toarray()
-    norms = np.linalg.norm(raw, axis=1)
-    assert norms[:-1].max() > 1.5 and norms[-1] == 0  # the ratios scale the rows past unit norm
-    np.testing.assert_allclose(unit[:-1], raw[:-1] / norms[:-1, None], rtol=1e-5)
-    np.testing.assert_allclose(np.linalg.norm(unit[:-1], axis=1), 1.0, rtol=1e-6)
-    assert not unit[-1].any()
-    head = LogisticRegressionHead()
-    assert head._solver(sp.csr_matrix(unit)) == "saga" and head._solver(sp.csr_matrix(raw)) == "lbfgs"
-
-
 @pytest.mark.parametrize("y, match", [(None, "supervised"), (["pos"] * 5, "two classes"),
                                       (["pos", "neg"], "one label per document")])
 def test_nbsvm_needs_labels(y, match):

@@ -57,12 +57,6 @@ class TfidfEmbedder(Representation):
         is ``n_classes * n_terms``.
     nb_alpha : float, default=1.0
         Additive smoothing of the log-count ratios (> 0).
-    ratio_norm : bool, default=False
-        With ``log_count_ratio``: scale each row back to unit L2 norm after the ratios, as
-        TF-IDF's rows are (a document's terms keep their weights relative to each other). A
-        linear head then sees rows of one scale: `embedkit.heads.LogisticRegressionHead` solves
-        them by SAGA, whose step is set by the largest row, instead of lbfgs, whose every step
-        pays for all ``n_classes * n_terms`` columns times the classes.
     n_components : int or None, default=None
         Reduce to this many dense dimensions with truncated SVD (LSA), then L2-normalise
         (after the log-count-ratio scaling, when both are set).
@@ -123,7 +117,6 @@ class TfidfEmbedder(Representation):
         "stop_words": [None, StrOptions({"english"}), list],
         "log_count_ratio": ["boolean"],  # needs y with two classes or more: checked at fit
         "nb_alpha": [Interval(Real, 0, None, closed="neither")],
-        "ratio_norm": ["boolean"],
         "n_components": [None, positive_int()],  # below the vocabulary size: checked at fit
         "sparse_output": ["boolean"],
         "random_state": [None, SEED],
@@ -134,7 +127,7 @@ class TfidfEmbedder(Representation):
     def __init__(self, weighting: str = "tfidf", ngram_range=(1, 1), char_ngram_range=None,
                  max_features: int | None = None, min_df=1, max_df=1.0, sublinear_tf: bool = False,
                  lowercase: bool = True, stop_words=None, log_count_ratio: bool = False,
-                 nb_alpha: float = 1.0, ratio_norm: bool = False, n_components: int | None = None,
+                 nb_alpha: float = 1.0, n_components: int | None = None,
                  sparse_output: bool = True, random_state: int = 0, output: str = "pooled",
                  cache=None):
         store_params(self, locals())
@@ -198,12 +191,7 @@ class TfidfEmbedder(Representation):
         if self.ratios_ is None:
             return matrix
         matrix = sp.csr_matrix(matrix)
-        scaled = sp.hstack([matrix.multiply(r[None, :]) for r in self.ratios_], format="csr")
-        if not self.ratio_norm:
-            return scaled
-        from sklearn.preprocessing import normalize
-
-        return normalize(scaled, copy=False)
+        return sp.hstack([matrix.multiply(r[None, :]) for r in self.ratios_], format="csr")
 
     def _transform(self, docs):
         if not docs:  # scikit-learn's FeatureUnion and TruncatedSVD refuse zero rows

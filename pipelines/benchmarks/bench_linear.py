@@ -25,11 +25,6 @@ run. Heads:
 * ``plain-lr``: the plain baseline's ``LogisticRegression(max_iter=3000)`` as a user writes it
   (lbfgs); ``plain-lr-saga`` the same model solved by SAGA, as `embedkit tune` fits its baseline.
 
-``--features nbsvm`` fits the heads on the registry's NBSVM features instead (the same TF-IDF
-times the Naive Bayes log-count ratios, one block of columns per class past two), and
-``--features nbsvm-unit`` on those rows scaled back to unit norm (``ratio_norm=True``), which
-the logistic heads' "auto" solver takes to SAGA.
-
 The head's defaults were decided on the DECIDE sets alone (named below, before any run); the
 REPORT sets, wordnet-glosses among them (the peers' case: FLAML's SGD scored 0.780 there in 27 s
 of features and fit, `peer_config.py`), only report. Rows are appended to ``--runs`` as they
@@ -55,7 +50,6 @@ if str(ROOT) not in sys.path:  # run from the checkout
 DECIDE = ("rotten-tomatoes", "trec", "nyt-editorials", "bbc-news")
 #: where they are only reported: many rows and classes (the case), spam, twenty topics
 REPORT = ("wordnet-glosses", "sms-spam", "20newsgroups")
-FEATURES = ("tfidf", "nbsvm", "nbsvm-unit")
 HEADS = ("sgd", "sgd-huber", "logreg", "logreg-lbfgs", "logreg-cv", "logreg-cv-lbfgs", "plain-lr",
          "plain-lr-saga")
 RESULTS = ROOT / "pipelines" / "benchmarks" / "results"
@@ -156,40 +150,31 @@ def run_head(name: str, X, y, X_test, y_test, limit: float) -> dict:
         return {"failed": child.exitcode}
 
 
-def vectorizer(features: str):
-    """The features of ``--features``, unfitted."""
+def run_set(name: str, train_rows: int | None, heads, limit: float, done: set,
+            command: str) -> list[dict]:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from embedkit.registry import REPRESENTATIONS
-
-    if features == "tfidf":
-        return TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
-    return REPRESENTATIONS["nbsvm"].factory().set_params(ratio_norm=features == "nbsvm-unit")
-
-
-def run_set(name: str, train_rows: int | None, heads, limit: float, done: set,
-            command: str, features: str = "tfidf") -> list[dict]:
     from pipelines.benchmarks.accuracy_suite import _slice
     from pipelines.benchmarks.tune_budget import sides
 
     train, test, protocol, _ = sides(name)
     if train_rows is not None and train_rows < len(train):
         train = _slice(train, train_rows)
-    heads = [h for h in heads if (name, len(train), h, features) not in done]
+    heads = [h for h in heads if (name, len(train), h) not in done]
     if not heads:
         return []
-    y, y_test = train["label"].to_numpy(), test["label"].to_numpy()
     began = time.perf_counter()
-    fitted = vectorizer(features)
-    X = fitted.fit_transform(list(train["text"]), y)
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+    X = vectorizer.fit_transform(train["text"])
     features_s = time.perf_counter() - began
-    X_test = fitted.transform(list(test["text"]))
+    X_test = vectorizer.transform(test["text"])
+    y, y_test = train["label"].to_numpy(), test["label"].to_numpy()
     rows = []
     for head in heads:
         row = {"dataset": name, "role": "decide" if name in DECIDE else "report",
                "protocol": protocol, "n_train": len(train), "n_test": len(test),
-               "classes": int(len(set(y))), "features": features, "terms": X.shape[1],
-               "features_s": features_s, "head": head, "load_1min": os.getloadavg()[0],
+               "classes": int(len(set(y))), "terms": X.shape[1], "features_s": features_s,
+               "head": head, "load_1min": os.getloadavg()[0],
                **run_head(head, X, y, X_test, y_test, limit), "command": command}
         print(json.dumps(row), flush=True)
         rows.append(row)
@@ -199,18 +184,16 @@ def run_set(name: str, train_rows: int | None, heads, limit: float, done: set,
 def table(rows: list[dict]) -> list[str]:
     by_set: dict[tuple, dict] = {}
     for r in rows:
-        by_set.setdefault((r["role"], r["dataset"], r["n_train"]), {})[
-            (r.get("features", "tfidf"), r["head"])] = r
-    out = ["| role | dataset | train / test rows | classes | features | head | accuracy | log-loss | "
-           "ECE | fit s | fit s / sgd's |", "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|"]
+        by_set.setdefault((r["role"], r["dataset"], r["n_train"]), {})[r["head"]] = r
+    out = ["| role | dataset | train / test rows | classes | head | accuracy | log-loss | ECE | "
+           "fit s | fit s / sgd's |", "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
     for (role, name, n), heads in sorted(by_set.items(), key=lambda k: (k[0][0] != "decide", k[0][1:])):
-        base = heads.get(("tfidf", "sgd"), {}).get("fit_s")
-        for features, head in ((f, h) for f in FEATURES for h in HEADS):
-            r = heads.get((features, head))
+        base = heads.get("sgd", {}).get("fit_s")
+        for head in HEADS:
+            r = heads.get(head)
             if r is None:
                 continue
-            lead = (f"| {role} | {name} | {n:,} / {r['n_test']:,} | {r['classes']} | {features} "
-                    f"| {head} |")
+            lead = f"| {role} | {name} | {n:,} / {r['n_test']:,} | {r['classes']} | {head} |"
             if "fit_s" not in r:
                 why = f"not done in {r['stopped']:.0f} s" if "stopped" in r else "failed"
                 out.append(f"{lead} {why} | | | | |")
@@ -229,17 +212,16 @@ def main(argv=None) -> None:
     parser.add_argument("--heads", nargs="+", default=list(HEADS), choices=HEADS)
     parser.add_argument("--train", type=int, default=None, help="a stratified slice of the training side")
     parser.add_argument("--limit", type=float, default=1800.0, help="seconds one fit may take")
-    parser.add_argument("--features", default="tfidf", choices=FEATURES)
     parser.add_argument("--runs", type=Path, default=RESULTS / "bench_linear_runs.jsonl")
     parser.add_argument("--output", type=Path, default=RESULTS / "bench_linear.md")
     args = parser.parse_args(argv)
     runs = [json.loads(line) for line in args.runs.read_text().splitlines()
             if line.strip()] if args.runs.exists() else []
-    done = {(r["dataset"], r["n_train"], r["head"], r.get("features", "tfidf")) for r in runs}
+    done = {(r["dataset"], r["n_train"], r["head"]) for r in runs}
     command = " ".join(["python pipelines/benchmarks/bench_linear.py",
                         *(argv if argv is not None else sys.argv[1:])])
     for name in args.sets:
-        for row in run_set(name, args.train, args.heads, args.limit, done, command, args.features):
+        for row in run_set(name, args.train, args.heads, args.limit, done, command):
             with args.runs.open("a") as f:
                 f.write(json.dumps(row) + "\n")
             runs.append(row)
