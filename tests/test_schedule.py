@@ -324,6 +324,26 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     assert isinstance(chosen, Candidate) and chosen.kind == "candidate"
 
 
+def test_a_dearer_encoders_frozen_pairs_start_on_what_their_own_pass_affords(trec):
+    """The prologue's MiniLM pass cut to a subsample hands its rows to the frozen pairs that read
+    MiniLM only: frozen mpnet, whose pass costs several times MiniLM's a document, starts on the
+    rows its own pass fits in `START_SHARE` of the time left (handed MiniLM's thousands of rows,
+    it was left out as too dear, or its pass took minutes)."""
+    search, schedule = _begin(trec, 1000, [("minilm", "logreg-cv"), ("mpnet", "logreg-cv")])
+    base = schedule.ask("cores")
+    schedule.tell(base, _scored(search, base, 800))
+    load = schedule.ask("cores")
+    _told(search, schedule, load, (0.035, None, 0.035))
+    encode = schedule.ask("cores")
+    minilm, mpnet = _default(schedule, ("minilm", "logreg-cv")), _default(schedule, ("mpnet", "logreg-cv"))
+    assert len(minilm.rows) == 1195 and mpnet.rows is None
+    _told(search, schedule, encode, _encoded(schedule))
+    schedule.plans.estimate(mpnet)  # here not even its least start fits the share: the least
+    assert len(mpnet.rows) == MIN_ROWS and np.array_equal(mpnet.rows, search.data.sample_rows(MIN_ROWS))
+    handed = mpnet.but(rows=minilm.rows)
+    assert mpnet.estimate < schedule.plans.cost(handed)  # what MiniLM's rows would cost it
+
+
 def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_starts_on(trec):
     """Where the pass over every document takes more than `START_SHARE` of the time left, it
     covers the validation rows and the stratified subsample of training rows that fits that

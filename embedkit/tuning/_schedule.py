@@ -132,8 +132,10 @@ class Schedule(Worth):
         """The prologue encoder's first pass: every document where that takes at most
         `START_SHARE` of the time left, else the validation rows and the training rows that do
         (at least `MIN_ROWS`, never past `ENCODE_SHARE` of the time left, and where not even
-        `MIN_ENCODED_ROWS` fit that, none: the MiniLM models are left out); the frozen tier and
-        the MiniLM baseline start on them."""
+        `MIN_ENCODED_ROWS` fit that, none: the MiniLM models are left out); the MiniLM baseline
+        and the frozen pairs that read MiniLM start on them (a dearer encoder's pairs start on
+        the rows its own pass affords: handed these, frozen mpnet went on thousands of rows
+        its pass then took minutes to encode, or was left out as too dear)."""
         s, plans = self.search, self.plans
         plans.per_doc = per_doc
         if "cluster" in s.lanes:  # a worker thread runs one torch thread; this process, all cores
@@ -155,8 +157,9 @@ class Schedule(Worth):
                                 need=enough, including="all of them")
                 return None
             rows = None if m >= len(s.data.train) else s.data.sample_rows(m)
-        for c in self._frozen():
-            c.rows = rows
+        for c in self._frozen():  # those reading this pass's vectors; another encoder's start
+            if c.encoder == ENCODER:  # on what its own pass costs (`Plans.start_small`)
+                c.rows = rows
         self.first = self._minilm(rows)
         index = plans.unencoded(self.first)
         return _jobs.encode(s, ENCODER, index, per_doc, cost * len(index))
