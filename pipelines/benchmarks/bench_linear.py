@@ -206,6 +206,7 @@ def table(rows: list[dict]) -> list[str]:
 
 def main(argv=None) -> None:
     from pipelines.benchmarks.bench_threads import machine, versions
+    from pipelines.benchmarks.few_labels import read_runs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=[*DECIDE, *REPORT])
@@ -215,8 +216,7 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=Path, default=RESULTS / "bench_linear_runs.jsonl")
     parser.add_argument("--output", type=Path, default=RESULTS / "bench_linear.md")
     args = parser.parse_args(argv)
-    runs = [json.loads(line) for line in args.runs.read_text().splitlines()
-            if line.strip()] if args.runs.exists() else []
+    runs = read_runs(args.runs)
     done = {(r["dataset"], r["n_train"], r["head"]) for r in runs}
     command = " ".join(["python pipelines/benchmarks/bench_linear.py",
                         *(argv if argv is not None else sys.argv[1:])])

@@ -82,6 +82,7 @@ def table(rows: list[dict]) -> list[str]:
 
 def main(argv=None) -> None:
     from pipelines.benchmarks.bench_threads import machine, versions
+    from pipelines.benchmarks.few_labels import read_runs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=["wordnet-glosses", "20newsgroups", "trec"])
@@ -90,8 +91,7 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=Path, default=RESULTS / "finetune_curve_runs.jsonl")
     parser.add_argument("--output", type=Path, default=RESULTS / "finetune_curve.md")
     args = parser.parse_args(argv)
-    runs = [json.loads(line) for line in args.runs.read_text().splitlines()
-            if line.strip()] if args.runs.exists() else []
+    runs = read_runs(args.runs)
     done = {(r["dataset"], r["rows"]) for r in runs}
     command = " ".join(["python pipelines/benchmarks/finetune_curve.py",
                         *(argv if argv is not None else sys.argv[1:])])
