@@ -342,8 +342,12 @@ def _fill_new_parameters(obj) -> None:
     names = getattr(type(obj), "_get_param_names", None)
     if names is None or not hasattr(obj, "__dict__"):
         return
+    try:
+        names = names()
+    except RuntimeError:  # scikit-learn's refusal of an __init__ taking *args: no parameters
+        return
     parameters = inspect.signature(type(obj).__init__).parameters
-    for name in names():
+    for name in names:
         default = parameters[name].default if name in parameters else inspect.Parameter.empty
         if (name not in obj.__dict__ and default is not inspect.Parameter.empty
                 and not hasattr(type(obj), name)):
