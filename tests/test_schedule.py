@@ -21,7 +21,7 @@ import embedkit
 from embedkit._budget import DECIDING, Clock
 from embedkit.heads.finetune.sizing import ROWS_PER_CLASS, SHORT_LENGTH, WORK_EXPONENT
 from embedkit.registry import HEADS, REPRESENTATIONS
-from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, baseline_pipelines
+from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, _jobs, baseline_pipelines
 from embedkit.tuning._candidate import Candidate, Job, describe
 from embedkit.tuning._costs import PairState, States, work_of
 from embedkit.tuning._engine import Search
@@ -342,6 +342,15 @@ def test_a_dearer_encoders_frozen_pairs_start_on_what_their_own_pass_affords(tre
     assert len(mpnet.rows) == MIN_ROWS and np.array_equal(mpnet.rows, search.data.sample_rows(MIN_ROWS))
     handed = mpnet.but(rows=minilm.rows)
     assert mpnet.estimate < schedule.plans.cost(handed)  # what MiniLM's rows would cost it
+    # a refit's encoding is each encoder's own: MiniLM's rest at its rate, mpnet's at its own
+    n = len(search.data.docs)
+    assert minilm.extra_refit == pytest.approx(MARGIN * 0.035 * (n - 2285))
+    assert mpnet.extra_refit == 0.0  # no pass of its own yet: nothing of MiniLM's is its
+    index = schedule.plans.unencoded(mpnet)
+    job = _jobs.encode(search, "mpnet", index, 0.2, MARGIN * 0.2 * len(index))
+    _told(search, schedule, job, (len(index), 0.2 * len(index), index))
+    assert mpnet.extra_refit == pytest.approx(MARGIN * 0.2 * (n - len(index)))
+    assert minilm.extra_refit == pytest.approx(MARGIN * 0.035 * (n - 2285))
 
 
 def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_starts_on(trec):

@@ -36,7 +36,6 @@ from .._stopping import MemoryLimitReached
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, sampled_settings
 from . import _jobs
 from ._candidate import Candidate, FoldsTooDear, Job
-from ._costs import encoder_ratio
 from ._plans import Plans
 from ._settings import (
     ENCODE_SHARE,
@@ -63,7 +62,7 @@ class Schedule(Worth):
         self.defaults: list[Candidate] = []
         self.tried: set[tuple] = set()
         self.queue: list = []  # the prologue's actions still to hand out, in order
-        self.search = self.plans = self.twin = None
+        self.search = self.plans = self.twin = self.first = None
 
     def candidate(self, rep: str, head: str) -> Candidate:
         """A registry pair's default: its tier, lane and the registry's prior cost."""
@@ -438,10 +437,11 @@ class Schedule(Worth):
                                                           "left" if done < len(index) else ""))
         if self.queue and self.queue[0] == "minilm":
             self.queue[0] = self.first
-            rest = len(s.data.docs) - len(index)
-            for c in [self.first, *self._frozen()]:  # a refit on every document encodes the rest
-                ratio = encoder_ratio(c.representation) if c.name == "" else 1.0
-                c.extra_refit = ratio * MARGIN * plans.per_doc * rest
+        # a refit on every document encodes what this encoder's cache still lacks, at its rate
+        rest = len(s.data.docs) - int(plans.encoded[rep].sum())
+        for c in [self.first, *self.defaults, *s.board.scored()]:
+            if c is not None and c.encoder == rep:
+                c.extra_refit = plans.doc_seconds(rep) * rest
         for o in self.defaults:  # their priors held the pass
             if o.representation == rep:
                 o.prior = HEADS[o.head].cost * s.data.fit_rows(len(s.data.train) if o.rows is None
