@@ -51,6 +51,7 @@ EXPORTS = {
     "EnsembleClassifier": "embedkit.heads.ensemble",
     "SetFitClassifier": "embedkit.heads.setfit",
     "LogisticRegressionHead": "embedkit.heads.linear",
+    "NBLogisticRegression": "embedkit.heads.nblr",
     **dict.fromkeys(["LinearSGDClassifier", "LinearSGDRegressor"], "embedkit.heads.sgd"),
     "TemperatureScaled": "embedkit.heads.calibration",
     **dict.fromkeys(["tune", "Tuner"], "embedkit.tuning"),

@@ -20,8 +20,8 @@ from sklearn.utils.validation import check_is_fitted
 from .data.documents import MAX_DOCUMENT_CHARS, validate_documents, within_reach
 from .sequences import Sequences
 
-__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "output_form",
-           "progress_bars", "store_params"]
+__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "non_negative",
+           "output_form", "progress_bars", "reads_non_negative", "store_params"]
 
 #: The forms features take between the two contracts: one vocabulary for a representation's
 #: ``output=`` (``_outputs``), a head's ``_accepts`` and the registry's compatibility.
@@ -65,6 +65,20 @@ def accepted_forms(head) -> tuple[str, ...]:
     """
     declared = getattr(type(head), "_accepts", None)
     return tuple(declared) if declared is not None else ("pooled",)
+
+
+def non_negative(representation) -> bool:
+    """Whether a representation step's features are never negative (term counts, TF-IDF
+    weights): what a head of counts reads (`reads_non_negative`). A step says so by its
+    ``non_negative_output``; any other is taken to give signed values."""
+    return bool(getattr(representation, "non_negative_output", False))
+
+
+def reads_non_negative(head) -> bool:
+    """Whether a head step refuses negative features (scikit-learn's ``positive_only`` input
+    tag: NBSVM's `embedkit.heads.NBLogisticRegression`)."""
+    tags = getattr(head, "__sklearn_tags__", None)
+    return bool(tags is not None and tags().input_tags.positive_only)
 
 
 def progress_bars(verbose) -> bool:

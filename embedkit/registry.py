@@ -34,7 +34,7 @@ from typing import Any
 
 from ._counterparts import for_task
 from ._suggest import did_you_mean
-from .base import accepted_forms, output_form
+from .base import accepted_forms, non_negative, output_form, reads_non_negative
 
 __all__ = [
     "DEFAULT_HEADS",
@@ -261,6 +261,13 @@ HEADS: dict[str, Entry] = {
     "logreg-cv": Entry(step("LogisticRegressionHead", Cs=(0.25, 1.0, 4.0, 16.0, 64.0),
                             scoring="accuracy", scale=False, threshold=0.5),
                        "LogisticRegression, C by inner 3-fold CV, no scaling", cost=2),
+    # NBSVM's classifier: a two-class model per class on its own ratio-scaled features, so its
+    # cost grows with the classes where nbsvm + logreg-cv's multinomial model grows with their
+    # square (bench_linear.py measures both)
+    "nblr": Entry(step("NBLogisticRegression"),
+                  "NBSVM: a logistic regression per class on the features times its NB "
+                  "log-count ratios, C by inner 3-fold CV (term counts or TF-IDF only)",
+                  {"nb_alpha": [0.5, 1.0]}, cost=2),
     "stack": Entry(step("EnsembleClassifier", members=("nbsvm:logreg-cv", "minilm:logreg-cv")),
                    "stacking of NBSVM + LR and MiniLM + LR (raw text, after passthrough)",
                    cost=70, kind="frozen"),
@@ -321,9 +328,16 @@ def pair_kind(representation: str, head: str) -> str:
     return HEADS[head].kind or REPRESENTATIONS[representation].kind
 
 
+@functools.cache
+def _signs_fit(representation: Entry, head: Entry) -> bool:
+    built = head.factory()
+    return not reads_non_negative(built) or non_negative(representation.factory())
+
+
 def compatible(representation: Entry, head: Entry) -> bool:
-    """True when the head accepts the form the representation produces."""
-    return representation_form(representation) in head_forms(head)
+    """True when the head accepts the form the representation produces, and, for a head of
+    counts (NBSVM's ``nblr``), features that are never negative."""
+    return representation_form(representation) in head_forms(head) and _signs_fit(representation, head)
 
 
 # -- names: one per model, aliases, did-you-mean ---------------------------------------------

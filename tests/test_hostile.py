@@ -203,8 +203,9 @@ def _head_data(cls, n: int = 16, seed: int = 0):
     form = _form(cls)
     if form == "text":
         return (SENTENCES * 2)[:n], y
-    if form == "pooled":
-        return rng.normal(size=(n, 5)), y
+    if form == "pooled":  # a head of counts or weights (NBSVM's) reads them non-negative
+        X = rng.normal(size=(n, 5))
+        return (np.abs(X) if cls().__sklearn_tags__().input_tags.positive_only else X), y
     lengths = rng.integers(0, 7, size=n)  # empty rows included
     values = rng.normal(size=(n, 6, 5)) * (np.arange(6)[None, :, None] < lengths[:, None, None])
     return Sequences(values, lengths), y

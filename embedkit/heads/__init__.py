@@ -6,6 +6,7 @@ from .ensemble import EnsembleClassifier
 from .finetune import TransformerClassifier, TransformerRegressor
 from .linear import LogisticRegressionHead
 from .mlp import MLPClassifier, MLPRegressor
+from .nblr import NBLogisticRegression
 from .rnn import RNNClassifier, RNNRegressor
 from .selfattention import SelfAttentionClassifier, SelfAttentionRegressor
 from .setfit import SetFitClassifier
@@ -15,4 +16,4 @@ __all__ = ["MLPClassifier", "MLPRegressor", "ConvClassifier", "ConvRegressor", "
            "RNNRegressor", "AttentionClassifier", "AttentionRegressor", "SelfAttentionClassifier",
            "SelfAttentionRegressor", "TransformerClassifier", "TransformerRegressor",
            "EnsembleClassifier", "SetFitClassifier", "LogisticRegressionHead",
-           "LinearSGDClassifier", "LinearSGDRegressor"]
+           "LinearSGDClassifier", "LinearSGDRegressor", "NBLogisticRegression"]

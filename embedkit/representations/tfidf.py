@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from .._nb import log_count_ratios
 from .._params import (
     SEED,
     CacheSpec,
@@ -54,7 +55,9 @@ class TfidfEmbedder(Representation):
         log-count ratios interpolated with a discriminative fit). Supervised: ``fit`` needs
         ``y``. Two classes give one block of columns (the ratio of the second class in sorted
         order); more classes give one one-vs-rest block per class, side by side, so the width
-        is ``n_classes * n_terms``.
+        is ``n_classes * n_terms`` (a multinomial model over them holds ``n_classes ** 2 *
+        n_terms`` coefficients; `embedkit.heads.NBLogisticRegression` on the plain features fits
+        one two-class model per class on its own block instead).
     nb_alpha : float, default=1.0
         Additive smoothing of the log-count ratios (> 0).
     n_components : int or None, default=None
@@ -138,6 +141,12 @@ class TfidfEmbedder(Representation):
         of labels cannot fit it, and the search leaves its pairs out there."""
         return bool(self.log_count_ratio)
 
+    @property
+    def non_negative_output(self) -> bool:
+        """Whether its features are never negative: counts and TF-IDF are, NBSVM's ratio-scaled
+        columns and LSA's components are not (`embedkit.base.non_negative`)."""
+        return not self.log_count_ratio and self.n_components is None
+
     def _vectorizer(self, analyzer: str, ngram_range):
         from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
@@ -214,33 +223,3 @@ class TfidfEmbedder(Representation):
         blocks = self.classes_[1:] if len(self.classes_) == 2 else self.classes_
         return [f"{c}:{n}" for c in blocks for n in names]
 
-
-def log_count_ratios(matrix, y, alpha: float = 1.0):
-    """``(classes, ratios)``: NBSVM log-count ratios of the columns of ``matrix`` for labels ``y``.
-
-    For each class ``c``, ``p`` and ``q`` are the column sums over the rows labelled ``c`` and
-    over the others, and ``ratios[c] = log((alpha + p) / sum(alpha + p)) - log((alpha + q) /
-    sum(alpha + q))``. With two classes only the row of ``classes[1]`` is returned (that of
-    ``classes[0]`` is its negative).
-    """
-    if y is None:
-        raise ValueError("TfidfEmbedder(log_count_ratio=True) is supervised: fit it with the "
-                         "labels, fit(X, y) (in a Pipeline, pipeline.fit(X, y) passes them on).")
-    y = np.asarray(y)
-    if y.ndim != 1 or len(y) != matrix.shape[0]:
-        raise ValueError(f"TfidfEmbedder(log_count_ratio=True) needs one label per document: got "
-                         f"{matrix.shape[0]} documents and labels of shape {y.shape}.")
-    if not float(alpha) > 0:
-        raise ValueError(f"TfidfEmbedder(nb_alpha={alpha!r}) must be > 0; 1.0 is the usual value.")
-    classes, codes = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"TfidfEmbedder(log_count_ratio=True) needs at least two classes in y; "
-                         f"got only {classes.tolist()}.")
-    onehot = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)),
-                           shape=(len(codes), len(classes)))
-    inside = np.asarray((onehot.T @ sp.csr_matrix(matrix, dtype=np.float64)).todense())
-    outside = inside.sum(axis=0, keepdims=True) - inside
-    p, q = inside + alpha, outside + alpha
-    ratios = (np.log(p / p.sum(axis=1, keepdims=True))
-              - np.log(q / q.sum(axis=1, keepdims=True))).astype(np.float32)
-    return classes, ratios[1:] if len(classes) == 2 else ratios

@@ -23,7 +23,12 @@ run. Heads:
 * ``logreg-cv`` / ``logreg-cv-lbfgs``: the registry's ``logreg-cv`` (the same head on five Cs,
   scored by accuracy), SAGA and lbfgs;
 * ``plain-lr``: the plain baseline's ``LogisticRegression(max_iter=3000)`` as a user writes it
-  (lbfgs); ``plain-lr-saga`` the same model solved by SAGA, as `embedkit tune` fits its baseline.
+  (lbfgs); ``plain-lr-saga`` the same model solved by SAGA, as `embedkit tune` fits its baseline;
+* ``nbsvm-stacked``: NBSVM as the registry's ``nbsvm`` representation builds it (the matrix times
+  each class's log-count ratios, one block per class side by side; one block for two classes)
+  under ``logreg-cv``, one multinomial model over every block: `embedkit tune`'s ``nbsvm +
+  logreg-cv`` pair on this matrix; ``nblr``: the registry's ``nblr``
+  (`embedkit.heads.NBLogisticRegression`), a two-class ``logreg-cv`` per class on its own block.
 
 The head's defaults were decided on the DECIDE sets alone (named below, before any run); the
 REPORT sets, wordnet-glosses among them (the peers' case: FLAML's SGD scored 0.780 there in 27 s
@@ -51,7 +56,7 @@ DECIDE = ("rotten-tomatoes", "trec", "nyt-editorials", "bbc-news")
 #: where they are only reported: many rows and classes (the case), spam, twenty topics
 REPORT = ("wordnet-glosses", "sms-spam", "20newsgroups")
 HEADS = ("sgd", "sgd-huber", "logreg", "logreg-lbfgs", "logreg-cv", "logreg-cv-lbfgs", "plain-lr",
-         "plain-lr-saga")
+         "plain-lr-saga", "nbsvm-stacked", "nblr")
 RESULTS = ROOT / "pipelines" / "benchmarks" / "results"
 
 #: how the ``sgd`` head's defaults were decided: development runs of the head's variants on the
@@ -91,6 +96,26 @@ modified Huber, both ahead of no scaling.
 """
 
 
+class _Stacked:
+    """The registry's ``nbsvm`` features of a TF-IDF matrix: each class's log-count-ratio block
+    side by side, as `embedkit.representations.TfidfEmbedder` (``log_count_ratio=True``) builds
+    them."""
+
+    def fit(self, X, y):
+        from embedkit.representations.tfidf import log_count_ratios
+
+        self.ratios_ = log_count_ratios(X, y)[1]
+        return self
+
+    def transform(self, X):
+        import scipy.sparse as sp
+
+        return sp.hstack([X.multiply(r[None, :]) for r in self.ratios_], format="csr")
+
+    def fit_transform(self, X, y):
+        return self.fit(X, y).transform(X)
+
+
 def make_head(name: str):
     from sklearn.linear_model import LogisticRegression
 
@@ -102,6 +127,10 @@ def make_head(name: str):
         return REGISTRY[name.removesuffix("-lbfgs")].factory().set_params(solver="lbfgs")
     if name == "sgd-huber":
         return REGISTRY["sgd"].factory().set_params(loss="modified_huber")
+    if name == "nbsvm-stacked":
+        from sklearn.pipeline import make_pipeline
+
+        return make_pipeline(_Stacked(), REGISTRY["logreg-cv"].factory())
     return REGISTRY[name].factory()
 
 
