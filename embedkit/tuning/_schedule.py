@@ -439,7 +439,7 @@ class Schedule(Worth):
             self.queue[0] = self.first
         # a refit on every document encodes what this encoder's cache still lacks, at its rate
         rest = len(s.data.docs) - int(plans.encoded[rep].sum())
-        for c in [self.first, *self.defaults, *s.board.scored()]:
+        for c in [self.first, *self.defaults, *s.board.candidates]:
             if c is not None and c.encoder == rep:
                 c.extra_refit = plans.doc_seconds(rep) * rest
         for o in self.defaults:  # their priors held the pass
