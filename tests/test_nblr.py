@@ -37,7 +37,7 @@ def test_two_classes_are_nbsvm_features_then_one_logistic_regression(slice_):
     test = [d for d, k in zip(test, two_test, strict=True) if k]
     ours = make_pipeline(TfidfEmbedder(**FEATURES), NBLogisticRegression()).fit(docs, y)
     stacked = make_pipeline(TfidfEmbedder(**FEATURES, log_count_ratio=True), LogisticRegressionHead(
-        Cs=(0.25, 1.0, 4.0, 16.0, 64.0), scoring="accuracy", scale=False)).fit(docs, y)
+        Cs=(0.25, 1.0, 4.0, 16.0, 64.0), scale=False)).fit(docs, y)
     head = ours[-1]
     assert len(head.estimators_) == 1 and head.ratios_.shape == stacked[0].ratios_.shape
     np.testing.assert_allclose(head.ratios_, stacked[0].ratios_, rtol=1e-6)

@@ -28,7 +28,8 @@ run. Heads:
   each class's log-count ratios, one block per class side by side; one block for two classes)
   under ``logreg-cv``, one multinomial model over every block: `embedkit tune`'s ``nbsvm +
   logreg-cv`` pair on this matrix; ``nblr``: the registry's ``nblr``
-  (`embedkit.heads.NBLogisticRegression`), a two-class ``logreg-cv`` per class on its own block.
+  (`embedkit.heads.NBLogisticRegression`), a two-class logistic regression per class on its own
+  block (C of ``logreg-cv``'s grid by inner 3-fold CV on log-loss).
 
 The head's defaults were decided on the DECIDE sets alone (named below, before any run); the
 REPORT sets, wordnet-glosses among them (the peers' case: FLAML's SGD scored 0.780 there in 27 s
