@@ -277,6 +277,13 @@ def main(argv=None) -> None:
         "logistic heads use SAGA on TF-IDF's unit-norm rows and `embedkit tune` fits its TF-IDF "
         "baseline so; the accuracy is the same to a tenth of a point or two on every set, the "
         "fit seconds are what changes.", "",
+        "`nbsvm-stacked` against `nblr`: NBSVM beyond two classes, one multinomial model over "
+        "every class's ratio-scaled block (classes x classes x terms coefficients: its solver's "
+        "memory grows with the square of the classes) against one two-class model per class on "
+        "its own block (classes x terms). On two classes both fit one logistic regression to the "
+        "same features (C chosen by accuracy for `logreg-cv`, by log-loss for `nblr`). \"failed\": "
+        "the fit's process died (on 20newsgroups lbfgs asked for 25 GiB; on wordnet-glosses "
+        "the kernel's out-of-memory killer stopped it at 24 GB resident).", "",
         *table(runs), "", DECIDED]
     args.output.write_text("\n".join(lines))
     print(f"wrote {args.output}")
