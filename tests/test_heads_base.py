@@ -21,11 +21,12 @@ from embedkit.sequences import Sequences
 
 # the neural heads; EnsembleClassifier combines whole pipelines and trains none itself,
 # SetFitClassifier trains with sentence-transformers' trainer (pairs, not labelled rows), and
-# LogisticRegressionHead is scikit-learn's solver with an inner cross-validation
+# LogisticRegressionHead is scikit-learn's solver with an inner cross-validation (and
+# NBLogisticRegression one of those per class)
 #: the neural heads (the others wrap a scikit-learn or SetFit learner and train as it does)
 HEADS = [getattr(embedkit.heads, n) for n in embedkit.heads.__all__
          if n not in ("EnsembleClassifier", "SetFitClassifier", "LogisticRegressionHead",
-                      "LinearSGDClassifier", "LinearSGDRegressor")]
+                      "LinearSGDClassifier", "LinearSGDRegressor", "NBLogisticRegression")]
 
 
 def test_base_module_imports_nothing_from_heads():
