@@ -191,6 +191,10 @@ REPRESENTATIONS: dict[str, Entry] = {
                      "token ids; the head learns its embedding from scratch",
                      {"min_count": [1, 2]}, cost=0.5, kind="sparse"),
     "passthrough": Entry(passthrough, "raw text, for heads that own their encoder", cost=0, kind="text"),
+    # NBSVM's features before the ratios, which the `nblr` head applies per class
+    "ngrams": Entry(step("TfidfEmbedder", ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+                    "TF-IDF over word 1-2 grams (sublinear tf, min_df=2, no cap on terms), sparse",
+                    {"ngram_range": [(1, 2), (1, 3)]}, cost=1, kind="sparse"),
     "nbsvm": Entry(step("TfidfEmbedder", ngram_range=(1, 2), min_df=2, sublinear_tf=True,
                         log_count_ratio=True),
                    "NBSVM: word 1-2 gram TF-IDF times NB log-count ratios (supervised), sparse",

@@ -90,8 +90,8 @@ def test_named_experiments():
     only = load_experiment("representations_only")
     assert {h for _, h in only.pairs} == {"logreg"}
     assert {r for r, _ in only.pairs} == {"tfidf", "bow", "lsa", "word2vec", "fasttext", "glove",
-                                          "glove-sif", "doc2vec", "minilm", "minilm-static", "nbsvm",
-                                          "nbsvm-char", "mpnet"}
+                                          "glove-sif", "doc2vec", "minilm", "minilm-static", "ngrams",
+                                          "nbsvm", "nbsvm-char", "mpnet"}
     with pytest.raises(ValueError, match="unknown experiment 'nope'.*course_comparison.*PAIRS"):
         select(experiment="nope")
 

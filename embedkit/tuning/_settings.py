@@ -26,13 +26,15 @@ __all__ = [
 # -- what is searched ------------------------------------------------------------------------
 #: what `Tuner` searches when no pairs are given: the levers the accuracy suite found
 #: (`pipelines/benchmarks/accuracy_suite.py`), by tier: sparse n-grams with linear heads (SGD's
-#: cost grows gently with rows and classes, `pipelines/benchmarks/bench_linear.py`), the
+#: cost grows gently with rows and classes; NBSVM as one model per class, `nblr`, whose cost
+#: grows with the classes where the `nbsvm` representation's multinomial model grows with their
+#: square: `pipelines/benchmarks/bench_linear.py`), the
 #: distilled static MiniLM (meaning at TF-IDF's cost where the encoder's pass does not fit),
 #: the frozen MiniLM and all-mpnet-base-v2, and both fine-tuned. Stacking NBSVM with MiniLM is
 #: left to the ensemble selection, which combines the same models from their validation
 #: probabilities instead of refitting them five times
 DEFAULT_PAIRS = (
-    ("tfidf", "logreg-cv"), ("tfidf", "sgd"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp"),
+    ("tfidf", "logreg-cv"), ("tfidf", "sgd"), ("ngrams", "nblr"), ("tfidf", "mlp"),
     ("minilm-static", "logreg-cv"), ("minilm-static", "mlp"),
     ("minilm", "logreg-cv"), ("minilm", "mlp"), ("mpnet", "logreg-cv"), ("mpnet", "mlp"),
     ("passthrough", "finetune-short"), ("passthrough", "finetune-mpnet"),
