@@ -77,3 +77,26 @@ def test_negative_features_are_refused_naming_the_row_and_the_fix():
     X[5, 2] = -0.1
     with pytest.raises(ValueError, match=r"\(row 5\).*after a 'tfidf' or 'bow'.*'logreg'"):
         NBLogisticRegression().fit(X, [0, 1] * 4)
+
+
+def test_tunes_default_pair_learns_label_sets_once_per_label_and_leaves_numbers(slice_):
+    """``ngrams`` + ``nblr`` among tune's defaults: on label sets one NBSVM per label (where the
+    ``nbsvm`` representation's one block per class was left out), on a number left out, said."""
+    from embedkit._counterparts import for_task
+    from embedkit.tuning._inputs import pairs_for_task
+    from embedkit.tuning._settings import DEFAULT_PAIRS
+
+    assert ("ngrams", "nblr") in DEFAULT_PAIRS
+    kept, notes = pairs_for_task(DEFAULT_PAIRS, "multilabel")
+    assert ("ngrams", "nblr") in kept and notes == []
+    kept, notes = pairs_for_task(DEFAULT_PAIRS, "regression")
+    assert ("ngrams", "nblr") not in kept and any(n.startswith("nblr: no regression form") for n in notes)
+    docs, y, test, y_test = slice_
+    labels = ["business", "politics"]  # two labels a document has or not: its topic among them
+    Y, Y_test = (np.column_stack([t == lab for lab in labels]).astype(int) for t in (y, y_test))
+    pipe = for_task(pair_pipeline(REPRESENTATIONS["ngrams"].factory(), HEADS["nblr"].factory()),
+                    "multilabel").fit(docs, Y)
+    predicted = pipe.predict(test)
+    assert predicted.shape == Y_test.shape and set(np.unique(predicted)) <= {0, 1}
+    assert (predicted == Y_test).mean(axis=0).min() > 0.93
+    assert [len(m.estimators_) for m in pipe[-1].estimators_] == [1, 1]  # one two-class model each
