@@ -6,9 +6,11 @@ owner of the engine's state."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
+import pytest
 from test_layout import PACKAGE, _imports_of
 
 PAGE = Path(__file__).parents[1] / "docs" / "architecture.md"
@@ -95,6 +97,30 @@ def test_in_the_search_only_the_engine_assigns_its_state():
     assert not written, ("the engine's state assigned outside embedkit/tuning/_engine.py: "
                          + "; ".join(written) + ". Give the engine a method that records it, or "
                          "keep the state on the object that decides it.")
+
+
+def test_planning_changes_a_candidate_in_one_place_and_never_to_change_it_back():
+    """`embedkit.tuning._plans` costs candidates on drafts (copies with other rows or another
+    recipe) and writes the plan it takes through `settle` alone: no attribute of anything but the
+    plans themselves is assigned in the module, so a candidate is never set to be costed and set
+    back (the mutate-and-restore issue 59 named), and `settle` refuses a field that is not a plan's."""
+    from embedkit.tuning._candidate import Candidate
+    from embedkit.tuning._plans import PLANNED, settle
+
+    tree = ast.parse((PACKAGE / "tuning" / "_plans.py").read_text(encoding="utf-8"))
+    written = [f"_plans.py:{node.lineno}: {ast.unparse(part)}" for node in ast.walk(tree)
+               for target in (node.targets if isinstance(node, ast.Assign) else [node.target]
+                              if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+               for part in ast.walk(target) if isinstance(part, ast.Attribute)
+               and not ast.unparse(part).startswith("self.")]
+    assert not written, "planning assigns outside `settle`: " + "; ".join(written)
+    c = Candidate(representation="tfidf", head="logreg", params={"head__C": 2.0}, estimate=3.0)
+    draft = Candidate(representation="tfidf", head="logreg", rows=[0, 1], estimate=1.5)
+    settle(c, draft, share=0.5)
+    assert (c.rows, c.params, c.estimate, c.share) == ([0, 1], {}, 1.5, 0.5)
+    assert set(PLANNED) < {f.name for f in dataclasses.fields(Candidate)}
+    with pytest.raises(TypeError, match="score"):
+        settle(c, score=0.9)  # an outcome is the engine's to record
 
 
 #: the schedule's side: what decides and plans the search, and what it reads of the engine

@@ -16,6 +16,7 @@ schedule (`embedkit.tuning._schedule`), from what this machine measured.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -42,7 +43,23 @@ from ._settings import (
 )
 from ._value import TRAINING_TIERS
 
-__all__ = ["Plans"]
+__all__ = ["PLANNED", "Plans"]
+
+#: what planning decides of a candidate before it runs: a plan is a draft (a copy of the
+#: candidate) that `settle` writes onto the candidate the schedule holds, once, where it is taken
+PLANNED = ("rows", "recipe", "params", "seed", "estimate", "share", "least", "truncated")
+
+
+def settle(c: Candidate, draft: Candidate | None = None, **planned) -> None:
+    """Write a plan onto ``c``: ``draft``'s `PLANNED` fields, then ``planned`` (of them too).
+    The one place planning changes a candidate; a plan not taken is a draft dropped."""
+    unknown = set(planned) - set(PLANNED)
+    if unknown:
+        raise TypeError(f"not a planned field of a candidate: {sorted(unknown)}")
+    for name in PLANNED if draft is not None else ():
+        setattr(c, name, getattr(draft, name))
+    for name, value in planned.items():
+        setattr(c, name, value)
 
 
 class Plans:
@@ -159,19 +176,19 @@ class Plans:
         s = self.search
         if c.tier in TRAINING_TIERS and s.time.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
             s.board.reached(c.tier)  # not the time to import torch, load and measure
-            c.estimate = max(1.25 * c.prior, MIN_PROBE_SECONDS)
+            settle(c, estimate=max(1.25 * c.prior, MIN_PROBE_SECONDS))
             s.leave_out(c)
             return False
         first = c.variant_of is None and c.grown_from is None
         try:
             sized = first and self.sizes_itself(c)
         except ResourceNotFound as err:  # offline, its model never fetched: the rest goes on
-            c.estimate = c.prior
+            settle(c, estimate=c.prior)
             s.leave_out(c, f"its model is not on this machine: {err}")
             return False
         if sized:
             return self.plan(c, room)
-        c.estimate = self.cost(c)
+        settle(c, estimate=self.cost(c))
         if first and c.rows is None:
             self.start_small(c)
         elif c.variant_of is not None and not s.fits(c) and isinstance(self.head(c), SizesItself):
@@ -191,15 +208,19 @@ class Plans:
             return
 
         def cost(m: int) -> float:
-            c.rows = None if m >= n else s.data.sample_rows(m)
-            return self.cost(c)
+            return self.cost(self.on_rows(c, m))
 
         m = MIN_ROWS if cost(MIN_ROWS) > share else largest(
             MIN_ROWS, n, lambda m: cost(m) <= share, max(n // 100, 1))
         if 2 * m > n:
             m = n if cost(n) <= s.time.left() else largest(m, n, lambda k: cost(k) <= s.time.left(),
                                                        max(n // 100, 1))
-        c.estimate = cost(m)
+        settle(c, self.on_rows(c, m), estimate=cost(m))
+
+    def on_rows(self, c: Candidate, m: int) -> Candidate:
+        """A draft of ``c`` on ``m`` stratified training rows (every row where ``m`` reaches them)."""
+        n = len(self.search.data.train)
+        return dataclasses.replace(c, rows=None if m >= n else self.search.data.sample_rows(m))
 
     # -- growth ---------------------------------------------------------------------------------
     def grown(self, c: Candidate) -> Candidate | None:
@@ -213,18 +234,17 @@ class Plans:
         if c.rows is None:
             return None
         rows = min(n, GROWTH * len(c.rows))
-        grown = c.but(rows=None if rows >= n else s.data.sample_rows(rows), grown_from=c,
-                      variant_of=None)
-        grown.estimate = self.cost(grown)
+        grown = self.on_rows(c.but(grown_from=c, variant_of=None), rows)
+        grown = dataclasses.replace(grown, estimate=self.cost(grown))
         if grown.estimate > s.time.left() and rows < n:  # what fits, when that is still a step
             def cost(m: int) -> float:
-                grown.rows = None if m >= n else s.data.sample_rows(m)
-                return self.cost(grown)
+                return self.cost(self.on_rows(grown, m))
 
             low = int(1.5 * len(c.rows))
             if low >= n or cost(low) > s.time.left():
                 return None
-            grown.estimate = cost(largest(low, n, lambda m: cost(m) <= s.time.left(), max(n // 100, 1)))
+            m = largest(low, n, lambda m: cost(m) <= s.time.left(), max(n // 100, 1))
+            grown = dataclasses.replace(self.on_rows(grown, m), estimate=cost(m))
         return grown if grown.estimate <= s.time.left() else None
 
     def _grown_recipe(self, c: Candidate, head) -> Candidate | None:
@@ -236,8 +256,9 @@ class Plans:
         target = GROWTH * last
         if s.time.left() - target < GROWTH * target:  # no step after this one: what is left
             target = s.time.left()
-        grown = c.but(grown_from=c, variant_of=None, recipe={}, rows=None)
-        if not self.sized(grown, head, state, seconds=target) or grown.estimate > s.time.left():
+        grown = self.sized(c.but(grown_from=c, variant_of=None, recipe={}, rows=None), head, state,
+                           seconds=target)
+        if grown is None or grown.estimate > s.time.left():
             return None
         if work_of(grown.build(), s.data.n_rows(grown)) <= 1.5 * work_of(c.build(), s.data.n_rows(c)):
             return None  # not a step: the time left buys little more than it had
@@ -254,30 +275,31 @@ class Plans:
         where no probe is cheaper than a fit, on that cost with the margin, its first fit
         measuring it. Under cross-validation a fit is a fold's, and its own recipe's refit on
         every document is kept out of the time its folds are sized in (`refit_kept`). False: left
-        out, no recipe fits (without a probe where the scaled cost says so)."""
+        out, no recipe fits (without a probe where the scaled cost says so); ``c`` then holds its
+        full recipe's estimate."""
         s, head = self.search, self.head(c)
-        c.rows = None  # from every training row (a recipe cuts them); ``n`` a fit's rows
-        state, n = s.costs[c.pair], s.data.n_rows(c)
-        setup = self.setup(c)  # a model not fetched yet: its fetch counts
+        # from every training row (a recipe cuts them); ``n`` a fit's rows
+        base = dataclasses.replace(c, rows=None, seed=s.data.seed)
+        state, n = s.costs[c.pair], s.data.n_rows(base)
+        probe = self.setup(c)  # a model not fetched yet: its fetch counts
         # what the leaderboard's note says the cost came from: this pair's own probe or fits, or
         # another pair's step scaled (it was then never measured on itself)
-        c.seed, probe, source = s.data.seed, setup, " (measured on itself here)"
+        source = " (measured on itself here)"
         if not state.measured and head.probe_recipe(PROBE_STEPS[1], n) is None:
             # its first fit measures it (quicker than a probe): sized on a cost scaled from one
             # measured here, with the margin (no probe brings it back), else its own recipe at
             # its prior
             scaled = self.scaled(c, head)
             if scaled is None:
-                c.recipe = {**self.own(c), **{
-                    f"head__{k}": v for k, v in head.sized_for(n, np.inf, lambda work: 0.0)[0].items()}}
-                c.estimate = setup + c.prior
+                settle(c, base, estimate=probe + c.prior, recipe={**self.own(c), **{
+                    f"head__{k}": v for k, v in head.sized_for(n, np.inf, lambda work: 0.0)[0].items()}})
                 return True
             state = PairState(overhead=scaled[0].overhead, rate=scaled[0].rate)
             source = f" here ({scaled[1]}; never measured on itself)"
         elif not state.measured:
             if s.time.left() < MIN_PROBE_SECONDS:
                 s.board.reached(c.tier)
-                c.estimate = c.prior
+                settle(c, base, estimate=c.prior)
                 left = format_seconds(max(s.time.left(), 0))
                 s.leave_out(c, f"too little time left to measure it ({left}); "
                                f"it needs roughly {format_seconds(c.prior)} on two CPU cores",
@@ -286,7 +308,7 @@ class Plans:
             scaled = self.scaled(c, head)
             if scaled is None:  # nothing measured to scale from: the schedule probes it first,
                 # then sizes it; worth, until then, the probe and its cheapest recipe's prior
-                c.estimate = setup + MIN_PROBE_SECONDS + c.prior * min(1.0, MIN_ROWS / n)
+                settle(c, base, estimate=probe + MIN_PROBE_SECONDS + c.prior * min(1.0, MIN_ROWS / n))
                 s.costs[c.pair].await_probe()
                 return True
             state, source = scaled[0], f" here ({scaled[1]}; never measured on itself)"
@@ -298,25 +320,27 @@ class Plans:
         # cheapest recipe costs more, that recipe, unless a step of growth after it would not fit
         # either: then the richest recipe the time left pays for, at once
         start = max(START_SHARE * s.time.left(), 0.0) + probe
-        least = state.seconds(s.data.fits_each * head.least_work(n), len(s.data.valid),
-                              head.predict_work(len(s.data.valid)))
+        least = self.fit_cost(head, state)(head.least_work(n))
 
-        def first(keep: float) -> bool:  # sized with ``keep`` seconds kept for its refit
+        def first(keep: float) -> Candidate | None:  # sized with ``keep`` seconds kept for its refit
             once = (1 + GROWTH) * least + probe + room + keep > s.time.left()
-            return self.sized(c, head, state, probe, room, start, keep) or self.sized(
-                c, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING,
+            return self.sized(base, head, state, probe, room, start, keep) or self.sized(
+                base, head, state, probe, room, None if once else least + probe + room + 2 * DECIDING,
                 keep)
 
         # the refit's time is kept where its cheapest folds still fit beside it
-        if not any(first(keep) for keep in dict.fromkeys((self.refit_kept(head, state), 0.0))):
-            if room:  # it waits for the defaults expected to bring more
-                return False
-            s.board.reached(c.tier)
-            s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
-                           f"{format_seconds(max(s.time.left(), 0))} were left (nor its cheapest recipe, "
-                           f"{head.least_said(n)})", need=probe + c.estimate, including="the full recipe")
+        draft = next(filter(None, map(first, dict.fromkeys((self.refit_kept(head, state), 0.0)))), None)
+        if draft is not None:
+            settle(c, draft)
+            return True
+        settle(c, base, recipe=self.own(c), estimate=self.fit_cost(head, state)(head.fit_work(n)))
+        if room:  # it waits for the defaults expected to bring more
             return False
-        return True
+        s.board.reached(c.tier)
+        s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
+                       f"{format_seconds(max(s.time.left(), 0))} were left (nor its cheapest recipe, "
+                       f"{head.least_said(n)})", need=probe + c.estimate, including="the full recipe")
+        return False
 
     def refit_kept(self, head, state: PairState) -> float:
         """Under cross-validation, the seconds a head that sizes itself keeps back from the time
@@ -328,44 +352,44 @@ class Plans:
         s = self.search
         return 0.0 if s.data.folds is None else state.seconds(head.fit_work(len(s.data.docs)))
 
+    def fit_cost(self, head, state: PairState) -> Callable[[float], float]:
+        """Seconds of a fit of ``head``'s ``work`` on ``state``'s cost, with its predictions on the
+        validation rows; under cross-validation, once a fold."""
+        s, valid = self.search, len(self.search.data.valid)
+        return lambda work: state.seconds(s.data.fits_each * work, valid, head.predict_work(valid))
+
     def sized(self, c: Candidate, head, state: PairState, probe: float = 0.0,
-              room: float = 0.0, seconds: float | None = None, keep: float = 0.0) -> bool:
-        """Give ``c`` the richest recipe of ``head`` that fits ``seconds`` (the time left, less
-        ``keep``) less ``probe`` and ``room`` on ``state``'s cost; False (``c.estimate`` the full
-        recipe's) when none does."""
-        s, c.rows = self.search, None
-        n = s.data.n_rows(c)  # every training row; under cross-validation a fold's fit's
-
-        def cost(work: float) -> float:  # a fit's work, under cross-validation once a fold
-            valid = len(s.data.valid)
-            return state.seconds(s.data.fits_each * work, valid, head.predict_work(valid))
-
-        c.recipe, c.estimate = self.own(c), cost(head.fit_work(n))
+              room: float = 0.0, seconds: float | None = None, keep: float = 0.0) -> Candidate | None:
+        """A draft of ``c`` with the richest recipe of ``head`` that fits ``seconds`` (the time
+        left, less ``keep``) less ``probe`` and ``room`` on ``state``'s cost, and its estimate;
+        None when none does."""
+        s = self.search
+        whole = dataclasses.replace(c, rows=None, recipe=self.own(c))
+        n, cost = s.data.n_rows(whole), self.fit_cost(head, state)  # every row; under CV a fold's fit's
         budget = min(s.time.left() if seconds is None else seconds, s.time.left() - keep)
         sized = head.sized_for(n, budget - probe - room - DECIDING, cost)
         if sized is None:
-            return False
+            return None
         params, rows = sized
-        c.recipe.update({f"head__{k}": v for k, v in params.items()})
-        c.params = {k: v for k, v in c.params.items() if k not in c.recipe}
-        c.rows = s.data.sample_rows(rows) if rows < n else None
-        c.estimate = cost(work_of(c.build(), rows)) + probe
-        c.share = head.gain_share(params, rows, n, 1 if s.data.classes is None else len(s.data.classes))
-        c.least = cost(head.least_work(n)) + probe
-        c.truncated = (f"read to {params['max_length']} word pieces where 95% of the documents "
-                       f"need {int(head.max_length)}: the time left paid for no more"
-                       if params.get("max_length", int(head.max_length)) < int(head.max_length) else "")
-        return True
+        recipe = {**whole.recipe, **{f"head__{k}": v for k, v in params.items()}}
+        draft = dataclasses.replace(whole, recipe=recipe, rows=s.data.sample_rows(rows) if rows < n else None,
+                                    params={k: v for k, v in c.params.items() if k not in recipe})
+        short = params.get("max_length", int(head.max_length)) < int(head.max_length)
+        return dataclasses.replace(
+            draft, estimate=cost(work_of(draft.build(), rows)) + probe,
+            least=cost(head.least_work(n)) + probe,
+            share=head.gain_share(params, rows, n, 1 if s.data.classes is None else len(s.data.classes)),
+            truncated=(f"read to {params['max_length']} word pieces where 95% of the documents need "
+                       f"{int(head.max_length)}: the time left paid for no more" if short else ""))
 
     def cut(self, c: Candidate) -> None:
         """A variant of a head that sizes itself, too dear on its first's recipe, gets the richest
         recipe of its own settings that fits the time left on no fewer rows than its first (else
         it stays too dear): a second fine-tuned model for the ensemble, at its share of the gain."""
-        s, own = self.search, {k[6:]: v for k, v in c.params.items() if k.startswith("head__")}
-        before = (c.recipe, c.params, c.rows, c.estimate, c.share, c.truncated)
-        if (not self.sized(c, clone(self.head(c)).set_params(**own), s.costs[c.pair])
-                or s.data.n_rows(c) < s.data.n_rows(c.variant_of)):
-            c.recipe, c.params, c.rows, c.estimate, c.share, c.truncated = before
+        own = {k[6:]: v for k, v in c.params.items() if k.startswith("head__")}
+        draft = self.sized(c, clone(self.head(c)).set_params(**own), self.search.costs[c.pair])
+        if draft is not None and self.search.data.n_rows(draft) >= self.search.data.n_rows(c.variant_of):
+            settle(c, draft)
 
     def scaled(self, c: Candidate, head) -> tuple[PairState, str] | None:
         """Before ``c``'s head is measured: its pair's cost scaled from one measured on this
