@@ -13,13 +13,19 @@ running, the best-scoring of them picked. A pick the run chose as a cheaper mode
 noise of the best one (its `PREDICT_RATIO` rule, whose paired evidence the leaderboard does not
 hold) is kept where it passes the bar too, else said to change. Runs whose leaderboards are the
 same file are read once. Where the folder's parent has ``runs.jsonl``, the held-out accuracy of
-the pick and of both baselines is shown beside it. Standing models other than a baseline (few
-labels: SetFit's pair under cross-validation) are not replayed: such runs are left out.
+the pick and of both baselines is shown beside it; with ``--held-out``, that of a pick the bar
+changes too: a baseline's from the same record, a registry pair's fitted here as the finish refits
+a pick (its settings, every training document of `tune_budget.sides`' split) and scored on the
+same held-out rows. Standing models other than a baseline (few labels: SetFit's pair under
+cross-validation) are not replayed: such runs are left out.
+
+    python pipelines/benchmarks/pick_bar.py OUT/*-10m* --held-out --output pick_bar.md
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import math
@@ -51,7 +57,7 @@ def ahead(board: pd.DataFrame, z_of) -> tuple[pd.DataFrame, float]:
     return challengers[passing], z
 
 
-def replay(folder: Path) -> dict | None:
+def replay(folder: Path, held_out: bool = False) -> dict | None:
     from embedkit.tuning._pick import bar
     from embedkit.tuning._settings import PICK_Z
 
@@ -69,12 +75,13 @@ def replay(folder: Path) -> dict | None:
     if picked not in (set(before.pipeline) if top else {base, "the baseline"}):
         return None  # not this rule's pick (a predict limit, a standing pair): not replayed
     kept = top is None or {top, picked} <= set(now.pipeline)
-    new = picked if kept else (now.pipeline.iloc[0] if len(now) else base)
+    chosen = picked if kept else (now.pipeline.iloc[0] if len(now) else base)
+    new = board[board.pipeline == (chosen if chosen in set(board.pipeline) else base)].iloc[0]
     found = NAME.match(folder.name)
     row = {"run": f"{folder.parent.name}/{folder.name}", "set": found["set"] if found else folder.name,
            "seed": int(found["seed"] or 0) if found else 0, "picked": picked,
            "z": float((before.vs_baseline / before.vs_baseline_se).iloc[0]) if top else math.nan,
-           "bar": z_now, "bar before": z_before, "pick now": new, "changed": not kept}
+           "bar": z_now, "bar before": z_before, "pick now": new.pipeline, "changed": not kept}
     runs = folder.parent / "runs.jsonl"
     if runs.exists() and found:
         key = (row["set"], row["seed"], picked)
@@ -84,13 +91,37 @@ def replay(folder: Path) -> dict | None:
             r = records[-1]
             row.update({"held out": r.get("pick_acc"), "TF-IDF + LR": r.get("tfidf_acc"),
                         "MiniLM + LR": r.get("minilm_acc")})
+            if held_out and not kept:
+                row["held out now"] = (r.get("tfidf_acc") if new.pipeline.startswith("plain TF-IDF")
+                                       else r.get("minilm_acc") if new.pipeline.startswith("plain MiniLM")
+                                       else refit_score(new, row["set"]))
     return row
+
+
+def refit_score(pick: pd.Series, name: str) -> float:
+    """Held-out accuracy of a leaderboard row's registry pair with its settings, fitted on every
+    training document of ``name``'s split (as the finish refits a pick)."""
+    from embedkit.tuning._candidate import build_pipeline
+    from pipelines.benchmarks.tune_budget import sides
+
+    train, test, *_ = sides(name)
+    pipe = build_pipeline(pick.representation, pick.head, {}, None)
+    steps = pipe.named_steps
+    text = pick.params if isinstance(pick.params, str) else ""  # "a=1, b=(1, 2)"; empty: NaN
+    for part in re.split(r", (?=\w+=)", text) if text else []:
+        key, value = part.split("=", 1)
+        step = "features" if key in steps["features"].get_params() else "head"
+        pipe.set_params(**{f"{step}__{key}": ast.literal_eval(value)})
+    pipe.fit(train["text"], train["label"].to_numpy())
+    return float((pipe.predict(test["text"]) == test["label"].to_numpy()).mean())
 
 
 def main(argv=None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--held-out", action="store_true",
+                        help="score a pick the bar changes on the set's held-out rows")
     args = parser.parse_args(argv)
     seen, rows = set(), []
     for folder in args.folders:
@@ -99,7 +130,7 @@ def main(argv=None) -> pd.DataFrame:
         if digest is None or digest in seen:
             continue
         seen.add(digest)
-        row = replay(folder)
+        row = replay(folder, args.held_out)
         if row is not None:
             rows.append(row)
     table = pd.DataFrame(rows).sort_values(["set", "seed", "run"])
