@@ -177,37 +177,3 @@ def test_the_large_file_benchmark_grows_its_file_reads_the_kernels_word_and_tabl
     assert "big.csv (55,000,000 rows, 5.41 GB)" in first and "| 4GB " in first and "| 3.86 " in first
     assert "| 0.960 " in first and "not fitted" in first and "| 1167 " in first
     assert "| 0.932 " in second and "+2.8" in second
-
-
-def test_the_pick_bar_replay_says_which_runs_pick_a_stricter_bar_changes(tmp_path):
-    """A run whose pick was 1.5 standard errors ahead of the better baseline among five
-    challengers falls back to the baseline at today's bar; one 3 standard errors ahead keeps its
-    pick; a run whose pick was the baseline cannot change; the same leaderboard twice is read once."""
-    from pipelines.benchmarks import pick_bar
-
-    def board(folder, ahead_z):
-        rows = [("plain TF-IDF + LR", "baseline", 0.80, 0.0, 0.0, ahead_z is None),
-                ("plain MiniLM + LR", "baseline", 0.78, -2.0, 1.0, False)]
-        rows += [(f"model {i}", "candidate", 0.79 - 0.001 * i, -1.0, 1.0, False) for i in range(4)]
-        if ahead_z is not None:
-            rows.append(("leader", "candidate", 0.82, 1.0 * ahead_z, 1.0, True))
-        frame = pd.DataFrame(rows, columns=["pipeline", "kind", "accuracy", "vs_baseline",
-                                            "vs_baseline_se", "pick"])
-        frame = frame.assign(status="scored", fit_seconds=1.0, predict_s_per_1000=0.1)
-        folder.mkdir(parents=True)
-        frame.to_csv(folder / "leaderboard.csv", index=False)
-        return folder
-
-    lucky = board(tmp_path / "a" / "sms-spam-10m", 1.5)
-    sure = board(tmp_path / "b" / "trec-10m-seed1", 3.0)
-    base = board(tmp_path / "c" / "bbc-news-10m", None)
-    (tmp_path / "copy").mkdir()
-    (tmp_path / "copy" / "leaderboard.csv").write_bytes((sure / "leaderboard.csv").read_bytes())
-    table = pick_bar.main([str(lucky), str(sure), str(base), str(tmp_path / "copy"),
-                           "--output", str(tmp_path / "pick_bar.md")]).set_index("set")
-    assert len(table) == 3 and table.loc["trec", "seed"] == 1
-    assert table.loc["sms-spam", "changed"] and table.loc["sms-spam", "pick now"] == "plain TF-IDF + LR"
-    assert not table.loc["trec", "changed"] and table.loc["trec", "pick now"] == "leader"
-    assert not table.loc["bbc-news", "changed"]
-    assert table.loc["trec", "bar"] == pytest.approx(1.856, abs=1e-3)  # five challengers
-    assert "the pick changes in 1" in (tmp_path / "pick_bar.md").read_text()

@@ -1309,33 +1309,6 @@ def test_where_labels_are_few_setfit_stands_as_the_pick_until_beaten_beyond_its_
     assert choose([minilm], y, classes, "accuracy", standing=[setfit]) is minilm  # not scored
 
 
-
-def test_the_bar_a_challenger_must_pass_grows_with_the_models_compared_with_the_pick():
-    """One model compared with the standing one passes at `PICK_Z` standard errors; of five, the
-    chance that any passes by luck is held at one's (one-sided Bonferroni: about 1.86). On 64
-    documents scored out of fold, a model right on five rows more and one fewer than SetFit's
-    (1.65 standard errors ahead) is the pick beside one other model, not among five others
-    (issue 62: such picks lost on new rows on vader-tweets and disaster-tweets)."""
-    from embedkit.tuning._pick import bar, choose, versus
-    from embedkit.tuning._settings import PICK_Z
-
-    assert bar(1) == pytest.approx(PICK_Z) and bar(5) == pytest.approx(1.856, abs=1e-3)
-    assert all(bar(k) < bar(k + 1) for k in range(1, 10))
-    setfit = ("passthrough", "setfit")
-    y = np.repeat(np.array(["neg", "pos"]), 32)
-    classes = np.unique(y)
-    tfidf = _scored("plain TF-IDF + LR", np.arange(64) < 40, y, classes, kind="baseline")
-    standing = _scored("", np.arange(64) >= 16, y, classes, pair=setfit)  # 48 right
-    hits = np.arange(64) >= 16
-    hits[:5], hits[16] = True, False  # five rows more, one fewer: 52 right
-    lucky = _scored("lucky", hits, y, classes)
-    vs = versus(lucky, standing, y, classes, "accuracy")
-    assert bar(2) < vs.difference / vs.se < bar(5)
-    assert choose([tfidf, standing, lucky], y, classes, "accuracy", standing=[setfit]) is lucky
-    others = [_scored(f"other {i}", np.arange(64) < 40 + i, y, classes) for i in range(3)]
-    assert choose([tfidf, standing, lucky, *others], y, classes, "accuracy",
-                  standing=[setfit]) is standing
-
 # -- the deadline (issue 46) ----------------------------------------------------------------------
 def test_a_deadline_stops_a_block_and_leaves_a_ctrl_c_a_ctrl_c():
     import signal

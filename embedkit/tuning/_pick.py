@@ -6,8 +6,7 @@ by row: their difference, and that difference's standard error from the rows whe
 better of the two five-line baselines is the pick (where labels are few, the best model of
 SetFit's pair, `embedkit.tuning._settings.FEW_LABEL_PAIRS`: measured above both baselines there,
 where the scores of a few tens of documents cannot tell them apart) until a model beats it
-beyond that noise (`bar`: `PICK_Z` standard errors for one challenger, more for several, so that
-the chance that any of them passes by luck stays one's); of those that do, the best-scoring one, unless one
+beyond that noise (`PICK_Z` standard errors); of those that do, the best-scoring one, unless one
 within its noise predicts `PREDICT_RATIO` times faster: the cheaper of the close ones. One validation split of
 2,000 rows tells apart differences of a point or two, not less; a model one point ahead on it
 is as likely behind on new rows (issue 46: a pick 0.657 against the baseline's 0.647 on 2,000
@@ -18,24 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 
 import numpy as np
 
 from ._selection import score
 from ._settings import PICK_BOOTSTRAP, PICK_TOP, PICK_Z, PREDICT_RATIO
 
-__all__ = ["Versus", "bar", "choose", "versus"]
-
-
-def bar(challengers: int, z: float = PICK_Z) -> float:
-    """The standard errors by which a model must beat the standing one when ``challengers``
-    models are compared with it: the chance that any of them passes by luck alone held at the
-    chance one has at ``z`` (one-sided, Bonferroni): ``z`` for one, about 1.86 for five at
-    ``z`` = 1. On a few tens of rows scored out of fold the best of six models is ahead of the
-    standing one by a standard error by chance alone more often than not."""
-    normal = NormalDist()
-    return normal.inv_cdf(1 - (1 - normal.cdf(z)) / max(challengers, 1))
+__all__ = ["Versus", "choose", "versus"]
 
 
 class Versus:
@@ -83,18 +71,16 @@ def _predict_cost(c) -> float:
 def choose(scored: Sequence, y: np.ndarray, classes: np.ndarray, scoring: str, seed: int = 0,
            standing: Sequence = ()):
     """The pick among the scored candidates (baselines among them): the best model of the
-    ``standing`` pairs, else the better baseline, unless models beat it beyond their noise (the
-    `bar` of the `PICK_TOP` best-scoring others, the models compared with it); then the best of
-    those, or a close one (within `PICK_Z` of it) that predicts `PREDICT_RATIO` times faster."""
+    ``standing`` pairs, else the better baseline, unless models beat it beyond their noise; then
+    the best of those, or a close one that predicts `PREDICT_RATIO` times faster."""
     ranked = sorted(scored, key=lambda c: (-c.score, c.fit_seconds + _predict_cost(c)))
     stands = ([c for c in ranked if c.kind == "candidate" and c.pair in standing]
               or [c for c in ranked if c.kind == "baseline"])
     if not stands:
         return ranked[0]
     base = stands[0]
-    challengers = [c for c in ranked[:PICK_TOP + 1] if c is not base]
-    z = bar(len(challengers))
-    ahead = [c for c in challengers if versus(c, base, y, classes, scoring, seed).beyond(z)]
+    ahead = [c for c in ranked[:PICK_TOP + 1] if c is not base
+             and versus(c, base, y, classes, scoring, seed).beyond()]
     if not ahead:
         return base
     top = ahead[0]

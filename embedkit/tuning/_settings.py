@@ -150,10 +150,7 @@ VARIANT_SHARE = 0.25
 
 # -- the pick and the finish ------------------------------------------------------------------
 #: a model replaces the better baseline as the pick only when its paired advantage on the
-#: validation rows exceeds this many standard errors (issue 46: one), where it alone is compared
-#: with it; where several are, the bar that keeps the chance of a lucky one passing at that
-#: (`embedkit.tuning._pick.bar`: 1.86 for five; issue 62: on 32 and 64 documents scored out of
-#: fold, a model one standard error ahead of SetFit was picked and lost on new rows)
+#: validation rows exceeds this many standard errors (issue 46: one)
 PICK_Z = 1.0
 #: of the models that beat the baseline beyond their noise, one within the noise of the best
 #: that predicts this many times faster is picked instead (the cheaper of the close ones)
