@@ -272,3 +272,24 @@ def test_compare_reports_f1_on_a_multilabel_dataset(movies, tmp_path):
     scores = results[["f1_micro_mean", "f1_macro_mean", "f1_samples_mean"]].to_numpy()
     assert ((scores >= 0) & (scores <= 1)).all() and scores.max() > 0.2
     assert "micro-F1" in (tmp_path / "results.md").read_text()
+
+
+def test_a_searched_models_settings_reach_every_label_model_and_a_variant_a_task_drops_is_not_tried(small):
+    """`tune`'s candidates set the registry head's own parameters: on label sets each per-label
+    model gets them (a `loss` variant of SGD once crashed the search: the setting went to the
+    one-vs-rest wrapper, which has no `loss`); a number's regressor drops a classifier's setting
+    it does not take, so such a variant is not tried (it would be its first under another name)."""
+    from embedkit.tuning._candidate import Candidate, build_pipeline
+    from embedkit.tuning._schedule import holds_settings
+
+    pipe = build_pipeline("tfidf", "sgd", {"head__loss": "modified_huber", "features__min_df": 1},
+                          None, task="multilabel").fit(small["docs"], small["indicator"])
+    models = pipe.named_steps["head"].estimators_
+    assert len(models) == len(GENRES) and {m.loss for m in models} == {"modified_huber"}
+    assert pipe.predict(small["docs"][:5]).shape == (5, len(GENRES))
+    def sgd(task, **params):
+        return Candidate(representation="tfidf", head="sgd", params=params, task=task)
+
+    assert holds_settings(sgd("multilabel", head__loss="modified_huber"))
+    assert not holds_settings(sgd("regression", head__loss="modified_huber"))
+    assert holds_settings(sgd("regression", features__min_df=1))

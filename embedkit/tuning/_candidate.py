@@ -148,16 +148,19 @@ class Job:
 
 def build_pipeline(representation: str, head: str, settings: dict, cache,
                    task: str = "classification", roles=None):
-    """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``), its head
-    as ``task`` needs it (`embedkit.registry.for_task`: a regressor for a number); on a table
-    (``roles``), its representation reading the table (`embedkit.representations.table.on_table`)."""
+    """The registry pair's pipeline with ``settings`` (``features__x`` / ``head__y``, the
+    registry head's own parameters), its head so set then shaped as ``task`` needs it
+    (`embedkit.registry.for_task`: a regressor for a number, one model per label of a label set,
+    each with those settings); on a table (``roles``), its representation reading the table
+    (`embedkit.representations.table.on_table`)."""
     from ..registry import HEADS, REPRESENTATIONS, for_task, pair_pipeline
     from ..representations.table import on_table
 
     features = REPRESENTATIONS[representation].factory()
     if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
         features.set_params(cache=cache)
-    pipe = pair_pipeline(features, for_task(HEADS[head].factory(), task)).set_params(**settings)
+    pipe = pair_pipeline(features, HEADS[head].factory()).set_params(**settings)
+    pipe = pair_pipeline(pipe.named_steps["features"], for_task(pipe.named_steps["head"], task))
     if roles is None:
         return pipe
     return pair_pipeline(on_table(pipe.named_steps["features"], roles), pipe.named_steps["head"])

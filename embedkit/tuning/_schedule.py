@@ -50,7 +50,7 @@ from ._settings import (
 from ._twin import Twin
 from ._value import TIERS, TRAINING_TIERS, Tier, Worth, tier_of
 
-__all__ = ["TIERS", "Schedule", "Tier", "tier_of"]
+__all__ = ["TIERS", "Schedule", "Tier", "holds_settings", "tier_of"]
 
 
 class Schedule(Worth):
@@ -333,7 +333,7 @@ class Schedule(Worth):
             for params in sampled_settings(first.representation, first.head, None, s.data.seed):
                 option = first.but(params={**first.params, **params}, variant_of=first,
                                    grown_from=None)
-                if {**base, **params} != base and option.key not in self.tried:
+                if {**base, **params} != base and option.key not in self.tried and holds_settings(option):
                     out.append(option)
         return out
 
@@ -457,4 +457,15 @@ class Schedule(Worth):
             return
         self.plans.ready[name] = True
         s.say(f"{s.time.stamp()} {name}: prepared once (kept on disk for every later run)")
+
+
+def holds_settings(option: Candidate) -> bool:
+    """Whether the model built for ``option``'s task holds its settings: a number's regressor
+    drops a classifier's setting it does not take (SGD's ``modified_huber`` loss), and such a
+    variant would be its first under another name; a class's head holds every one."""
+    if option.task == "classification":
+        return True
+    built = option.build().get_params()
+    return all(built.get(k, built.get(k.replace("head__", "head__estimator__", 1))) == v
+               for k, v in option.params.items())
 
