@@ -1142,13 +1142,14 @@ def test_few_labelled_documents_a_class_put_setfit_in_the_defaults_for_classifie
     from embedkit.tuning._inputs import chosen_pairs, standing_pairs
     from embedkit.tuning._settings import DEFAULT_PAIRS, FEW_LABELS
 
-    setfit = ("passthrough", "setfit")
+    setfit, mpnet = ("passthrough", "setfit"), ("mpnet", "logreg-cv")
     few = chosen_pairs(None, None, None, "auto", per_class=FEW_LABELS)
     assert few == [p for p in DEFAULT_PAIRS if pair_kind(*p) != "finetune"] + [setfit]
-    assert standing_pairs(few, FEW_LABELS) == (setfit,)
+    assert standing_pairs(few, FEW_LABELS) == (mpnet, setfit)  # frozen mpnet + LR: in the defaults
     many = chosen_pairs(None, None, None, "auto", per_class=FEW_LABELS + 1)
     assert many == list(DEFAULT_PAIRS) and standing_pairs(many + [setfit], FEW_LABELS + 1) == ()
-    assert standing_pairs(PAIRS, 8) == ()  # the user's pairs without SetFit: the baseline stands
+    assert standing_pairs(PAIRS, 8) == ()  # the user's pairs without them: the baseline stands
+    assert standing_pairs([setfit, ("tfidf", "logreg-cv")], 8) == (setfit,)
     assert setfit not in chosen_pairs(None, None, None, "auto")  # a number or label sets
     assert setfit not in chosen_pairs(None, None, None, False, per_class=8)  # no fine-tuning
     assert chosen_pairs(PAIRS, None, None, "auto", per_class=8) == PAIRS  # the user's pairs stand
@@ -1287,7 +1288,7 @@ def test_the_pick_is_the_better_baseline_unless_a_model_beats_it_beyond_its_nois
     assert f1.se > 0 and f1.beyond() and f1.se == versus(better, baseline, y, classes, "f1_macro").se
 
 
-def test_where_labels_are_few_setfit_stands_as_the_pick_until_beaten_beyond_its_noise():
+def test_where_labels_are_few_the_standing_pairs_best_model_is_the_pick_until_beaten_beyond_its_noise():
     """32 documents scored out of fold: TF-IDF + LR's 29 right against SetFit's 27 is no evidence
     (results/few_labels_tune.md: such a draw scored 77.7% and 96% on new rows), so SetFit's best
     model stands; a model right on 12 rows more beats it; without standing pairs the better
@@ -1307,6 +1308,11 @@ def test_where_labels_are_few_setfit_stands_as_the_pick_until_beaten_beyond_its_
     weak = _scored("", np.arange(32) >= 30, y, classes, pair=setfit)  # 2 right
     assert choose([tfidf, weak], y, classes, "accuracy", standing=[setfit]) is tfidf
     assert choose([minilm], y, classes, "accuracy", standing=[setfit]) is minilm  # not scored
+    # two standing pairs (frozen mpnet + LR and SetFit): the better-scoring one stands
+    mpnet = _scored("", np.arange(32) >= 3, y, classes, pair=("mpnet", "logreg-cv"))  # 29 right
+    both = [("mpnet", "logreg-cv"), setfit]
+    assert choose([tfidf, minilm, first, mpnet], y, classes, "accuracy", standing=both) is mpnet
+    assert choose([tfidf, minilm, grown], y, classes, "accuracy", standing=both) is grown
 
 
 # -- the deadline (issue 46) ----------------------------------------------------------------------

@@ -177,7 +177,7 @@ def chosen_pairs(pairs, representations, heads, finetune,
                  per_class: float | None = None) -> list[tuple[str, str]]:
     """The pairs a search holds: those given, else those ``representations`` and ``heads``
     select, else `DEFAULT_PAIRS`, where labels are few (`few_labels`) with `FEW_LABEL_PAIRS`
-    instead of the classifier fine-tuning ones; those that train an encoder removed where
+    (those it lacks) instead of the classifier fine-tuning ones; those that train an encoder removed where
     ``finetune`` is False."""
     from .. import experiments
 
@@ -187,7 +187,8 @@ def chosen_pairs(pairs, representations, heads, finetune,
     if pairs is None and not (representations or heads):
         chosen = list(DEFAULT_PAIRS)
         if few_labels(per_class):
-            chosen = [p for p in chosen if pair_kind(*p) != "finetune"] + list(FEW_LABEL_PAIRS)
+            chosen = [p for p in chosen if pair_kind(*p) != "finetune"]
+            chosen += [p for p in FEW_LABEL_PAIRS if p not in chosen]
     elif pairs is None:
         chosen = list(experiments.select(representations or None, heads or None).pairs)
     else:

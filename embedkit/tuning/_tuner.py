@@ -16,17 +16,16 @@ cheap (a subsample of rows, one epoch, the length the documents need) and grows 
 its own epochs) while its measured curve promises the most; an ensemble is selected from
 everything scored. A model that does not fit is left out, with the budget that would include it.
 The pick (`embedkit.tuning._pick`) is the better of the two baselines a user could write in five
-lines (where labels are few, SetFit's model: `FEW_LABEL_PAIRS`), unless a model (or ensemble) beats
-it beyond the noise of the validation rows; then the best of those, or a close one that predicts
-much faster. It is refit on all the documents when that adds rows worth the time the budget has
-left, and otherwise kept as fitted on the training rows. A fine-tuned pick (or ensemble member) is
-refit as the mean of as many seeds as the time left pays for, up to `MAX_SEEDS`: seeds are not
-compared on the validation rows (the luckiest of several seeds of one recipe would be picked for
-its luck), they are averaged; the search keeps back the time of `RESERVED_SEEDS` of them once its
-defaults are done. Every number it decides by is in `embedkit.tuning._settings` (listed in the
-manual).
-Ctrl-C (``KeyboardInterrupt``) during the search ends it and finishes with the best so far.
-"""
+lines (where labels are few, the best model of `FEW_LABEL_PAIRS`: frozen mpnet + LR, SetFit),
+unless a model (or ensemble) beats it beyond the noise of the validation rows; then the best of
+those, or a close one that predicts much faster. It is refit on all the documents when that adds
+rows worth the time the budget has left, and otherwise kept as fitted on the training rows. A
+fine-tuned pick (or ensemble member) is refit as the mean of as many seeds as the time left pays
+for, up to `MAX_SEEDS`: seeds are not compared on the validation rows (the luckiest of several
+seeds of one recipe would be picked for its luck), they are averaged; the search keeps back the
+time of `RESERVED_SEEDS` of them once its defaults are done. Every number it decides by is in
+`embedkit.tuning._settings` (listed in the manual). Ctrl-C (``KeyboardInterrupt``) during the
+search ends it and finishes with the best so far. """
 
 from __future__ import annotations
 
@@ -352,9 +351,11 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         if search.asked.standing:
+            named = [' + '.join(p) for p in search.asked.standing]
+            stands = (named[0] if len(named) == 1 else
+                      f"the better of {', '.join(named[:-1])} and {named[-1]}")
             say(f"{clock.stamp()} few labels ({per_class:g} documents in the median class): "
-                f"{', '.join(' + '.join(p) for p in search.asked.standing)} stands as the pick unless "
-                "a model beats it beyond the noise of its scores")
+                f"{stands} stands as the pick unless a model beats it beyond the noise of its scores")
         self.notes_ += without
         for note in self.notes_:
             say(f"{clock.stamp()} note: {note}")
