@@ -46,11 +46,12 @@ DEFAULT_PAIRS = (
 #: among a few tens of documents by their cross-validated scores is mostly noise (one draw of
 #: sms-spam scored TF-IDF + LR 0.906, SetFit 0.844, MiniLM + LR 0.781 out of fold, and 77.7%,
 #: 96%, 91% on new rows: results/few_labels_tune.md), so what stands is what
-#: `pipelines/benchmarks/few_labels.py` measured ahead of both baselines on every size of its four
-#: sets: frozen mpnet + LR (ahead of SetFit's MiniLM at 8 to 32 a class on the mean of the four
-#: sets, level at 64) and SetFit (ahead of it on some sets: results/few_labels.md); full
-#: fine-tuning trails frozen MiniLM + LR at every size of every set. Beyond 64 a class it is
-#: unmeasured
+#: `pipelines/benchmarks/few_labels.py` measured best on its four sets: frozen mpnet + LR (ahead
+#: of both baselines at every size of every set, and of SetFit's MiniLM at 8 to 32 a class on the
+#: mean of the four, level at 64) and SetFit (ahead of frozen mpnet + LR on some sets: sms-spam
+#: at 16, vader-tweets at 32 and 64; results/few_labels.md); of equal scores, the cheaper to fit
+#: and predict. Full fine-tuning trails frozen MiniLM + LR at every size of every set. Beyond 64
+#: a class it is unmeasured
 FEW_LABEL_PAIRS, FEW_LABELS = (("mpnet", "logreg-cv"), ("passthrough", "setfit")), 64
 #: the registry pair whose settings generalise a baseline's: when the baseline leads, that
 #: pair's variants are within its reach (n-grams, sublinear tf, min_df; C chosen by inner CV)
