@@ -177,8 +177,8 @@ def chosen_pairs(pairs, representations, heads, finetune,
                  per_class: float | None = None) -> list[tuple[str, str]]:
     """The pairs a search holds: those given, else those ``representations`` and ``heads``
     select, else `DEFAULT_PAIRS`, where labels are few (`few_labels`) with `FEW_LABEL_PAIRS`
-    (those it lacks) instead of the classifier fine-tuning ones; those that train an encoder removed where
-    ``finetune`` is False."""
+    (those it lacks) instead of the classifier fine-tuning ones; those that train an encoder
+    removed where ``finetune`` is False."""
     from .. import experiments
 
     if pairs is not None and (representations or heads):

@@ -25,7 +25,8 @@ for, up to `MAX_SEEDS`: seeds are not compared on the validation rows (the lucki
 seeds of one recipe would be picked for its luck), they are averaged; the search keeps back the
 time of `RESERVED_SEEDS` of them once its defaults are done. Every number it decides by is in
 `embedkit.tuning._settings` (listed in the manual). Ctrl-C (``KeyboardInterrupt``) during the
-search ends it and finishes with the best so far. """
+search ends it and finishes with the best so far.
+"""
 
 from __future__ import annotations
 
@@ -351,7 +352,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         say(f"{clock.stamp()} tune: {len(docs):,} documents, {len(pairs)} pairs, budget "
             f"{format_seconds(clock.budget)} for everything (search, baselines, refit, output)")
         if search.asked.standing:
-            named = [' + '.join(p) for p in search.asked.standing]
+            named = [" + ".join(p) for p in search.asked.standing]
             stands = (named[0] if len(named) == 1 else
                       f"the better of {', '.join(named[:-1])} and {named[-1]}")
             say(f"{clock.stamp()} few labels ({per_class:g} documents in the median class): "
