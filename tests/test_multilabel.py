@@ -287,6 +287,7 @@ def test_a_searched_models_settings_reach_every_label_model_and_a_variant_a_task
     models = pipe.named_steps["head"].estimators_
     assert len(models) == len(GENRES) and {m.loss for m in models} == {"modified_huber"}
     assert pipe.predict(small["docs"][:5]).shape == (5, len(GENRES))
+
     def sgd(task, **params):
         return Candidate(representation="tfidf", head="sgd", params=params, task=task)
 

@@ -4,8 +4,8 @@ Every model of the search is scored on the same validation rows, so two models a
 by row: their difference, and that difference's standard error from the rows where they differ
 (accuracy: each row is right or wrong; any other scorer: a paired bootstrap of the rows). The
 better of the two five-line baselines is the pick (where labels are few, the best model of
-the pairs measured above both baselines there, `embedkit.tuning._settings.FEW_LABEL_PAIRS`,
-where the scores of a few tens of documents cannot tell models apart) until a model beats it
+the pairs measured best there, `embedkit.tuning._settings.FEW_LABEL_PAIRS`, where the scores
+of a few tens of documents cannot tell models apart) until a model beats it
 beyond that noise (`PICK_Z` standard errors); of those that do, the best-scoring one, unless one
 within its noise predicts `PREDICT_RATIO` times faster: the cheaper of the close ones. One validation split of
 2,000 rows tells apart differences of a point or two, not less; a model one point ahead on it
