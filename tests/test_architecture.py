@@ -128,8 +128,9 @@ SCHEDULE_SIDE = ("_schedule", "_plans", "_value", "_twin", "_jobs", "_finish", "
 #: the engine's members the schedule's side may read (issue 59: at most 12); the data and its
 #: split count once, as ``data``, the clock and the reserve as ``time``, the candidates and what
 #: runs as ``board`` (`embedkit.tuning._view`); the engine's schedule is not among them (a pair's
-#: head as planned is its state's, `PairState.head`, which the finish reads)
-ENGINE_MEMBERS_READ = 11
+#: head as planned is its state's, `PairState.head`, which the finish reads), nor its record of a
+#: model left out (the schedule returns a `LeaveOut`, which the engine records)
+ENGINE_MEMBERS_READ = 10
 
 
 def _engine_members_read() -> dict[str, set[str]]:
@@ -156,6 +157,8 @@ def test_the_schedules_side_reads_no_more_of_the_engine_than_it_did():
     already read, or through ``data``."""
     read = _engine_members_read()
     assert "data" in read and not {"docs", "train", "valid", "y_valid", "folds"} & set(read)
+    assert "leave_out" not in read, ("the schedule's side records a model left out itself: return "
+                                     f"a `LeaveOut` for the engine to record ({read['leave_out']})")
     assert len(read) <= ENGINE_MEMBERS_READ, (
         f"the schedule's side reads {len(read)} members of the engine (at most "
         f"{ENGINE_MEMBERS_READ}): {sorted(read)}")

@@ -1,9 +1,10 @@
 """The budgeted search's schedule (`embedkit.tuning._schedule`), tested through its interface
 against the real engine (`embedkit.tuning._engine.Search`) on real data: a test builds a search
 whose clock does not move and whose finish keeps nothing back, begins the schedule on it
-(``search.begin(schedule)``), then plays the engine by hand: ``schedule.ask(lane)``, the outcome
-of what it asked for (a candidate scored, a job's result, which the engine records first:
-``search.measured``), ``schedule.tell(action, outcome)``. Pair costs are set directly
+(``search.begin(schedule)``), then plays the engine's loop by hand: ``search.ask(schedule,
+lane)`` (the schedule's next action, the models it leaves out on the way recorded), the outcome of
+what it asked for (a candidate scored, a job's result, which the engine records first:
+``search.measured``), ``search.tell(schedule, action, outcome)``. Pair costs are set directly
 (`embedkit.tuning._costs.PairState`), so estimates are exact. No private method is called."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from embedkit._budget import DECIDING, Clock
 from embedkit.heads.finetune.sizing import ROWS_PER_CLASS, SHORT_LENGTH, WORK_EXPONENT
 from embedkit.registry import HEADS, REPRESENTATIONS
 from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, _jobs, baseline_pipelines
-from embedkit.tuning._candidate import Candidate, Job, describe
+from embedkit.tuning._candidate import Candidate, Job, LeaveOut, describe
 from embedkit.tuning._costs import PairState, States, work_of
 from embedkit.tuning._engine import Search
 from embedkit.tuning._finish import Finish
@@ -136,25 +137,25 @@ def _encoded(schedule, done=None, per_doc=None):
 def _told(search, schedule, job: Job, outcome) -> None:
     """A job's outcome as the engine reports it: what it measured recorded, then told."""
     search.measured(job, outcome)
-    schedule.tell(job, outcome)
+    search.tell(schedule, job, outcome)
 
 
 def _prologue(search, schedule, tfidf: int, minilm: int, per_doc: float = 0.004):
     """The prologue through `ask` and `tell`, its outcomes as the engine would report them: the
     TF-IDF baseline right on ``tfidf`` validation rows, the encoder measured at ``per_doc``
     seconds a document, its pass, the MiniLM baseline right on ``minilm`` rows."""
-    base = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
     assert base.name == TFIDF_BASELINE
-    schedule.tell(base, _scored(search, base, tfidf))
-    load = schedule.ask("cores")
+    search.tell(schedule, base, _scored(search, base, tfidf))
+    load = search.ask(schedule, "cores")
     assert isinstance(load, Job) and load.kind == "load"
     _told(search, schedule, load, (per_doc, None, per_doc))
-    encode = schedule.ask("cores")
+    encode = search.ask(schedule, "cores")
     assert isinstance(encode, Job) and encode.kind == "encode"
     _told(search, schedule, encode, _encoded(schedule))
-    baseline = schedule.ask("cores")
+    baseline = search.ask(schedule, "cores")
     assert baseline.name == MINILM_BASELINE
-    schedule.tell(baseline, _scored(search, baseline, minilm))
+    search.tell(schedule, baseline, _scored(search, baseline, minilm))
     return base, baseline
 
 
@@ -282,13 +283,13 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     search, schedule = _begin(questions, 300, pairs, lines)
     assert any("240 training rows, 60 validation rows; tiers: sparse + linear (1 pairs), "
                "frozen encoder (1 pairs)" in line for line in lines)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     assert first.name == TFIDF_BASELINE and first.kind == "baseline" and first.rows is None
     assert first.estimate == first.prior > 0  # its rough cost: no probe on 240 rows
-    assert schedule.ask("device") is None  # nothing runs beside the prologue
-    schedule.tell(first, _scored(search, first, 40))
+    assert search.ask(schedule, "device") is None  # nothing runs beside the prologue
+    search.tell(schedule, first, _scored(search, first, 40))
 
-    load = schedule.ask("cores")
+    load = search.ask(schedule, "cores")
     assert isinstance(load, Job) and (load.kind, load.about, load.estimate) == (
         "load", "minilm", ENCODER_LOAD)
     per_doc, sample, fresh = load.run()  # the packaged MiniLM, loaded and timed
@@ -297,7 +298,7 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     _told(search, schedule, load, (per_doc, sample, fresh))
     assert search.encode_rates["minilm"] == fresh and math.isnan(search.board.encoder_seconds)
 
-    encode = schedule.ask("cores")
+    encode = search.ask(schedule, "cores")
     assert isinstance(encode, Job) and (encode.kind, encode.about) == ("encode", "minilm")
     assert encode.label == "minilm: encoding 300 documents"
     assert encode.estimate == pytest.approx(MARGIN * per_doc * 300)
@@ -312,15 +313,15 @@ def test_the_prologue_asks_the_baseline_the_encoders_load_and_pass_then_the_mini
     assert search.board.encoder_seconds == outcome[1]
     assert schedule.plans.per_doc == pytest.approx(outcome[1] / 300)  # the pass's own rate
 
-    baseline = schedule.ask("cores")
+    baseline = search.ask(schedule, "cores")
     assert baseline.name == MINILM_BASELINE and baseline.rows is None
     assert baseline.extra_refit == 0.0  # every document is encoded: a refit reads the cache
-    schedule.tell(baseline, _scored(search, baseline, 30))
+    search.tell(schedule, baseline, _scored(search, baseline, 30))
     # the pass is paid: the frozen pair costs its head alone, on cached vectors
     assert schedule.plans.pass_seconds(frozen) == 0.0
     assert frozen.prior == pytest.approx(HEADS["logreg-cv"].cost * 240 / 1000)
     assert search.board.tiers_reached == ["baselines"]
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert isinstance(chosen, Candidate) and chosen.kind == "candidate"
 
 
@@ -330,11 +331,11 @@ def test_a_dearer_encoders_frozen_pairs_start_on_what_their_own_pass_affords(tre
     rows its own pass fits in `START_SHARE` of the time left (handed MiniLM's thousands of rows,
     it was left out as too dear, or its pass took minutes)."""
     search, schedule = _begin(trec, 1000, [("minilm", "logreg-cv"), ("mpnet", "logreg-cv")])
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 800))
-    load = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 800))
+    load = search.ask(schedule, "cores")
     _told(search, schedule, load, (0.035, None, 0.035))
-    encode = schedule.ask("cores")
+    encode = search.ask(schedule, "cores")
     minilm, mpnet = _default(schedule, ("minilm", "logreg-cv")), _default(schedule, ("mpnet", "logreg-cv"))
     assert len(minilm.rows) == 1195 and mpnet.rows is None
     _told(search, schedule, encode, _encoded(schedule))
@@ -361,14 +362,14 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     lines = []
     pairs = [("minilm", "logreg-cv")]
     search, schedule = _begin(trec, 1000, pairs, lines)
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 800))
-    load = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 800))
+    load = search.ask(schedule, "cores")
     # 0.035 s a document (0.04375 with the margin): all 5,452 need 239 s, over 100 s
     _told(search, schedule, load, (0.035, None, 0.035))
     m = int(START_SHARE * 1000 / (MARGIN * 0.035)) - len(search.data.valid)
     assert m == 1195 and len(search.data.valid) == 1090
-    encode = schedule.ask("cores")
+    encode = search.ask(schedule, "cores")
     assert encode.kind == "encode" and encode.label == "minilm: encoding 2,285 documents"
     assert encode.estimate == pytest.approx(MARGIN * 0.035 * 2285)
     frozen = _default(schedule, ("minilm", "logreg-cv"))
@@ -380,23 +381,23 @@ def test_a_pass_too_long_for_the_time_left_encodes_a_subsample_the_frozen_tier_s
     _told(search, schedule, encode, _encoded(schedule))
     assert any("minilm: 2,285 documents encoded once" in line for line in lines)
 
-    baseline = schedule.ask("cores")
+    baseline = search.ask(schedule, "cores")
     assert baseline.name == MINILM_BASELINE and baseline.rows is frozen.rows
     assert baseline.label == f"{MINILM_BASELINE} (rows={m})"
     rest = len(search.data.docs) - 2285  # what a refit on every document still has to encode
     assert baseline.extra_refit == pytest.approx(MARGIN * 0.035 * rest)
     assert frozen.extra_refit == pytest.approx(MARGIN * 0.035 * rest)
-    schedule.tell(baseline, _scored(search, baseline, 700))
-    chosen = schedule.ask("cores")  # the frozen default, on the rows encoded: no job first
+    search.tell(schedule, baseline, _scored(search, baseline, 700))
+    chosen = search.ask(schedule, "cores")  # the frozen default, on the rows encoded: no job first
     assert chosen is frozen and search.data.n_rows(chosen) == m
     assert chosen.estimate == pytest.approx(HEADS["logreg-cv"].cost * m / 1000)
 
     # slower still: the share pays for fewer rows than `MIN_ROWS`; the pass takes `MIN_ROWS`
     search, schedule = _begin(trec, 1000, pairs)
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 800))
-    _told(search, schedule, schedule.ask("cores"), (0.05, None, 0.05))
-    encode = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 800))
+    _told(search, schedule, search.ask(schedule, "cores"), (0.05, None, 0.05))
+    encode = search.ask(schedule, "cores")
     assert encode.label == f"minilm: encoding {1090 + MIN_ROWS:,} documents"
     assert len(_default(schedule, ("minilm", "logreg-cv")).rows) == MIN_ROWS
 
@@ -409,9 +410,9 @@ def test_the_minilm_baseline_and_the_frozen_pairs_are_left_out_when_no_least_pas
     the budget that would include them, and the same call goes on to the defaults."""
     pairs = [("tfidf", "logreg"), ("minilm", "logreg-cv")]
     search, schedule = _begin(questions, 15, pairs)  # loading and 260 documents: 18.4 s
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 40))
-    chosen = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 40))
+    chosen = search.ask(schedule, "cores")
     assert chosen.pair == ("tfidf", "logreg")
     left = {c.label: c for c in search.board.candidates if c.status == "left out"}
     assert set(left) == {MINILM_BASELINE, "minilm + logreg-cv"}
@@ -422,10 +423,11 @@ def test_the_minilm_baseline_and_the_frozen_pairs_are_left_out_when_no_least_pas
 
     lines = []
     search, schedule = _begin(trec, 1000, pairs, lines)
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 800))
-    _told(search, schedule, schedule.ask("cores"), (1.0, None, 1.0))  # 1 s a document: 1,290 need 27 min
-    chosen = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 800))
+    # 1 s a document: 1,290 need 27 min
+    _told(search, schedule, search.ask(schedule, "cores"), (1.0, None, 1.0))
+    chosen = search.ask(schedule, "cores")
     assert chosen.pair == ("tfidf", "logreg")
     left = [c for c in search.board.candidates if c.status == "left out"]
     assert [c.label for c in left] == [MINILM_BASELINE, "minilm + logreg-cv"]
@@ -442,10 +444,10 @@ def test_on_a_small_set_a_pass_longer_than_the_time_left_is_not_asked(questions)
     larger set does not fit, not asked for a pass whose own estimate is over the time left (it
     would stop after its first chunk, 64 s later, and leave them out then)."""
     search, schedule = _begin(questions, 300, [("tfidf", "logreg"), ("minilm", "logreg-cv")])
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 40))
-    _told(search, schedule, schedule.ask("cores"), (2.0, None, 2.0))
-    asked = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 40))
+    _told(search, schedule, search.ask(schedule, "cores"), (2.0, None, 2.0))
+    asked = search.ask(schedule, "cores")
     assert not (isinstance(asked, Job) and asked.estimate > search.time.left())  # today: 750 s
 
 
@@ -456,10 +458,10 @@ def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models
     lines = []
     pairs = [("tfidf", "logreg"), ("minilm", "logreg-cv")]
     search, schedule = _begin(questions, 300, pairs, lines)
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 40))
-    _told(search, schedule, schedule.ask("cores"), (0.004, None, 0.004))
-    encode = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 40))
+    _told(search, schedule, search.ask(schedule, "cores"), (0.004, None, 0.004))
+    encode = search.ask(schedule, "cores")
     _told(search, schedule, encode, _encoded(schedule, done=100, per_doc=0.5))  # 50 s for 100
     assert any("minilm: 100 of 300 documents encoded once in 50 s (cached for every model that "
                "reads it); the rest would not fit the time left" in line for line in lines)
@@ -469,7 +471,7 @@ def test_a_prologue_pass_that_its_own_rate_shows_cannot_finish_leaves_its_models
                          "would not fit the time left" for c in left)
     assert left[0].estimate == pytest.approx(0.5 * 300)
     assert schedule.plans.per_doc == pytest.approx(0.5)
-    assert schedule.ask("cores").pair == ("tfidf", "logreg")  # no MiniLM baseline: the defaults
+    assert search.ask(schedule, "cores").pair == ("tfidf", "logreg")  # no MiniLM baseline: the defaults
 
 
 # -- starting on what is cheap, and growing ----------------------------------------------------
@@ -546,7 +548,7 @@ def test_a_default_too_dear_for_the_start_share_starts_on_the_largest_nested_sub
     search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
     _prologue(search, schedule, 800, 700)
     _sparse(search, schedule, 1000.0)
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert chosen.pair == ("tfidf", "logreg") and len(chosen.rows) == MIN_ROWS
 
 
@@ -557,7 +559,7 @@ def test_a_scored_model_grows_to_growth_times_its_rows_keeping_the_rows_it_had(t
     search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
     _prologue(search, schedule, 800, 700)
     c, cost = _sparse(search, schedule, 1000.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     assert len(first.rows) == MIN_ROWS
     _scored(search, first, 850, fit=cost(MIN_ROWS) / MARGIN, measure=False)
     grown = schedule.growth("cores")
@@ -567,7 +569,7 @@ def test_a_scored_model_grows_to_growth_times_its_rows_keeping_the_rows_it_had(t
     assert np.array_equal(grown.rows, search.data.sample_rows(GROWTH * MIN_ROWS))
     assert grown.estimate == pytest.approx(cost(GROWTH * MIN_ROWS))
     assert grown.label == f"tfidf + logreg (rows={GROWTH * MIN_ROWS})"
-    assert schedule.ask("cores").key == grown.key  # the only option: it is asked for
+    assert search.ask(schedule, "cores").key == grown.key  # the only option: it is asked for
     _scored(search, grown, 900, measure=False)
     last = schedule.plans.grown(grown)
     assert last.rows is None and last.grown_from is grown  # 9,000 rows: every one of 4,362
@@ -590,7 +592,7 @@ def test_a_grown_frozen_model_needs_a_pass_over_the_rows_not_encoded_yet_only(tr
     counted in its estimate, with no load."""
     search, schedule = _begin(trec, 1000, [("minilm", "logreg-cv")])
     _prologue(search, schedule, 800, 700, per_doc=0.035)
-    frozen = schedule.ask("cores")
+    frozen = search.ask(schedule, "cores")
     assert frozen.pair == ("minilm", "logreg-cv") and len(frozen.rows) == 1195
     _scored(search, frozen, 850)
     growth = {c.line().label: c for c in schedule.growth("cores")}
@@ -603,12 +605,12 @@ def test_a_grown_frozen_model_needs_a_pass_over_the_rows_not_encoded_yet_only(tr
     assert schedule.plans.pass_seconds(grown) == pytest.approx(MARGIN * 0.035 * 2 * 1195)
     assert grown.estimate == pytest.approx(MARGIN * 0.035 * 2 * 1195 + HEADS["logreg-cv"].cost
                                            * GROWTH * 1195 / 1000)
-    job = schedule.ask("cores")  # chosen: its pass first
+    job = search.ask(schedule, "cores")  # chosen: its pass first
     assert isinstance(job, Job) and (job.kind, job.about) == ("encode", "minilm")
     assert job.label == f"minilm: encoding {2 * 1195:,} documents"
     assert job.estimate == pytest.approx(MARGIN * 0.035 * 2 * 1195)
     _told(search, schedule, job, (len(todo), 0.035 * len(todo), todo))
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert chosen.key == grown.key and schedule.plans.pass_seconds(chosen) == 0.0
     # the MiniLM baseline grows the same way: a pass over its new rows (no registry step of its
     # own to prepare), then its fit on the vectors
@@ -616,7 +618,7 @@ def test_a_grown_frozen_model_needs_a_pass_over_the_rows_not_encoded_yet_only(tr
     baseline = next(c for c in schedule.growth("cores") if c.name == MINILM_BASELINE)
     assert baseline.encoder == "minilm" and len(schedule.plans.unencoded(baseline)) == 0
     schedule.tried |= {c.key for c in schedule.growth("cores") if c.name != MINILM_BASELINE}
-    asked = schedule.ask("cores")
+    asked = search.ask(schedule, "cores")
     assert asked.key == baseline.key
 
 
@@ -627,7 +629,7 @@ def test_a_grown_model_is_worth_what_its_measured_curve_promises_over_the_best(t
     search, schedule = _begin(trec, 1000, [("tfidf", "logreg")])
     _prologue(search, schedule, 700, 650)  # the baselines: 0.642 and 0.596
     c, cost = _sparse(search, schedule, 1000.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     _scored(search, first, 800, measure=False)  # 0.734 on 1,000 rows
     (grown,) = schedule.growth("cores")
     ratio = (3000 / 1000) ** 1.1  # rows ** 1.1
@@ -690,7 +692,7 @@ def test_the_order_is_the_most_expected_gain_per_second_and_a_default_too_dear_i
     for pair, seconds in zip(pairs, (10.0, 20.0, 20.0, 400.0), strict=True):
         _cost(search, pair, overhead=seconds / MARGIN, rate=0.0, predict_rate=0.0)
     order = []
-    while (c := schedule.ask("cores")) is not None and c.variant_of is None:
+    while (c := search.ask(schedule, "cores")) is not None and c.variant_of is None:
         order.append((c.pair, c.estimate))
         _scored(search, c, 33, fit=c.estimate / MARGIN, measure=False)  # 5 points over
     # 3 points expected in 20 s first; once it measured 5 points over the better baseline, the
@@ -714,9 +716,9 @@ def test_when_the_last_defaults_waiting_do_not_fit_the_same_call_starts_the_fill
     _prologue(search, schedule, 30, 29)
     _cost(search, ("tfidf", "logreg"), overhead=1.0, rate=0.0, predict_rate=0.0)
     _cost(search, ("bow", "logreg"), overhead=40.0, rate=0.0, predict_rate=0.0)
-    first = _scored(search, schedule.ask("cores"), 40, measure=False)
+    first = _scored(search, search.ask(schedule, "cores"), 40, measure=False)
     assert first.pair == ("tfidf", "logreg") and not search.board.filling
-    found = schedule.ask("cores")
+    found = search.ask(schedule, "cores")
     dear = _default(schedule, ("bow", "logreg"))
     assert dear.status == "left out" and dear.estimate == pytest.approx(50.0)
     assert found.variant_of is first and found.pair == first.pair and search.board.filling
@@ -730,9 +732,9 @@ def test_the_fill_gives_a_pair_far_below_the_leader_only_the_time_left_over(ques
     pairs = [("tfidf", "logreg"), ("bow", "logreg")]
     search, schedule = _begin(questions, 300, pairs)
     _prologue(search, schedule, 30, 29)
-    near = schedule.ask("cores")
+    near = search.ask(schedule, "cores")
     _scored(search, near, 54)  # 0.9, the leader
-    far = schedule.ask("cores")
+    far = search.ask(schedule, "cores")
     assert far.pair == ("bow", "logreg")
     _scored(search, far, 44)  # 0.733: four standard errors below
     se = schedule.noise(0.9)
@@ -745,7 +747,7 @@ def test_the_fill_gives_a_pair_far_below_the_leader_only_the_time_left_over(ques
     assert len(below) == 1 and below[0].variant_of is far
     assert schedule.gain(close[0]) == VARIANT_SHARE * schedule.declared(near)
     order = []
-    while (c := schedule.ask("cores")) is not None:
+    while (c := search.ask(schedule, "cores")) is not None:
         order.append(c.pair)
     assert order == [near.pair] * len(close) + [far.pair] * len(below)
 
@@ -756,7 +758,7 @@ def test_a_baseline_that_leads_gives_its_generalising_pair_the_reach(questions):
     pairs = [("tfidf", "logreg-cv"), ("bow", "logreg")]
     search, schedule = _begin(questions, 300, pairs)
     _prologue(search, schedule, 54, 40)  # the TF-IDF baseline: 0.9
-    for c in (schedule.ask("cores"), schedule.ask("cores")):
+    for c in (search.ask(schedule, "cores"), search.ask(schedule, "cores")):
         _scored(search, c, 40)
     assert schedule.reach(("tfidf", "logreg-cv")) == 1.0
     assert schedule.reach(("bow", "logreg")) == 0.0
@@ -776,7 +778,7 @@ def test_a_representation_not_prepared_yet_counts_its_preparation_and_is_prepare
     search, schedule = _begin(questions, 900, [pair], lines)
     _prologue(search, schedule, 40, 38)
     c = _default(schedule, pair)
-    job = schedule.ask("cores")
+    job = search.ask(schedule, "cores")
     setup = REPRESENTATIONS["minilm-static"].setup
     assert c.estimate == pytest.approx(setup + c.prior) and not search.costs[pair].measured
     # its prior is on every row: a subsample's is as much smaller (on 1,000 of 998,000 rows a
@@ -786,10 +788,10 @@ def test_a_representation_not_prepared_yet_counts_its_preparation_and_is_prepare
     assert schedule.plans.cost(half) == pytest.approx(setup + c.prior * len(half.rows) / n)
     assert isinstance(job, Job) and (job.kind, job.about, job.estimate) == (
         "prepare", "minilm-static", setup)
-    schedule.tell(job, None)
+    search.tell(schedule, job, None)
     assert any("minilm-static: prepared once (kept on disk for every later run)" in line
                for line in lines)
-    assert schedule.ask("cores") is c and c.estimate == pytest.approx(c.prior)
+    assert search.ask(schedule, "cores") is c and c.estimate == pytest.approx(c.prior)
 
 
 # -- a head that sizes itself: fine-tuning -----------------------------------------------------
@@ -823,8 +825,8 @@ def test_a_fine_tuning_default_starts_on_the_richest_recipe_that_fits_the_start_
     assert c.share == pytest.approx(0.35 ** WORK_EXPONENT)
 
     _measured(search, schedule, FINETUNE, 1000.0)  # not even that fits 300 s: left out
-    assert not schedule.plans.estimate(c)
-    assert c.status == "left out" and c.note == (
+    search.leave_out(decision := schedule.plans.estimate(c))  # the plans decide, the engine records
+    assert isinstance(decision, LeaveOut) and c.status == "left out" and c.note == (
         "one fit needs about 16.7 min (measured on itself here), 5.0 min were left (nor its "
         "cheapest recipe, one epoch on "
         "240 rows); a budget of about 16.7 min would include the full recipe")
@@ -961,12 +963,12 @@ def test_an_unmeasured_fine_tuning_with_nothing_to_scale_from_is_probed_once_cho
     sized on it."""
     lines = []
     search, schedule = _begin(questions, 300, [FINETUNE], lines)
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 40))
-    load = schedule.ask("cores")
-    schedule.tell(load, OSError("weights unreadable"))  # no pass, no MiniLM baseline
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 40))
+    load = search.ask(schedule, "cores")
+    search.tell(schedule, load, OSError("weights unreadable"))  # no pass, no MiniLM baseline
     assert any("frozen encoder: minilm: failed (weights unreadable)" in line for line in lines)
-    probe = schedule.ask("cores")
+    probe = search.ask(schedule, "cores")
     c = _default(schedule, FINETUNE)
     assert isinstance(probe, Job) and (probe.kind, probe.about, probe.lane) == (
         "probe", FINETUNE, "cores")
@@ -977,9 +979,9 @@ def test_an_unmeasured_fine_tuning_with_nothing_to_scale_from_is_probed_once_cho
     assert c.status == "waiting" and not search.costs[FINETUNE].measured
     # what the probe's run does: the pair's state learns the step
     _cost(search, FINETUNE, overhead=2.0, rate=1.0, predict_rate=0.0)
-    schedule.tell(probe, "fine-tuning probe: 0.50 s a step of 32 at max_length 32")
+    search.tell(schedule, probe, "fine-tuning probe: 0.50 s a step of 32 at max_length 32")
     assert any("fine-tuning probe: 0.50 s a step" in line for line in lines)
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert chosen is c and c.recipe["head__epochs"] == 2  # 2 + 8 units: 12.5 s
     assert c.estimate == pytest.approx(MARGIN * (2.0 + 8.0))
 
@@ -998,7 +1000,7 @@ def test_fine_tuning_that_even_the_pass_bound_cannot_fit_is_left_out_without_a_p
     state, source = schedule.plans.from_pass(head)
     assert state.rate == pytest.approx(0.039 * 32 * 64 / int(head.max_length) / FORWARD_SHARE)
     assert state.overhead == 0.0 and "the encoder's measured pass" in source
-    assert schedule.ask("cores") is None
+    assert search.ask(schedule, "cores") is None
     assert c.status == "left out" and "here (the encoder's measured pass, 1.0x its compute" in c.note
     assert "a budget of about" in c.note and not search.costs[FINETUNE].measured  # no probe
 
@@ -1013,7 +1015,7 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
     search, schedule = _begin(rows, 300, [SETFIT], validation="auto")
     assert search.data.fits_each == 5 and len(search.data.train) == 200
     _prologue(search, schedule, 30, 35, per_doc=0.001)
-    probe, c = schedule.ask("cores"), _default(schedule, SETFIT)
+    probe, c = search.ask(schedule, "cores"), _default(schedule, SETFIT)
     assert isinstance(probe, Job) and (probe.kind, probe.about) == ("probe", SETFIT)
     head = schedule.plans.head(c)
     assert [head.probe_recipe(k, 200) for k in (1, *PROBE_STEPS)] == [
@@ -1021,8 +1023,8 @@ def test_setfit_is_probed_on_every_row_cut_to_a_few_steps_then_sized_by_its_step
     assert probe.estimate == c.estimate and not search.costs[SETFIT].measured
     # what the probe's run does: the pair's state learns the step (a second a unit of work)
     _cost(search, SETFIT, overhead=2.0, rate=0.05, predict_rate=0.0)
-    schedule.tell(probe, "contrastive tuning probe: measured")
-    assert schedule.ask("cores") is c
+    search.tell(schedule, probe, "contrastive tuning probe: measured")
+    assert search.ask(schedule, "cores") is c
     steps = c.recipe["head__max_steps"]
     own = head.sized_for(160, math.inf, lambda work: 0.0)[0]["max_steps"]
     assert 40 <= steps < own == 400  # a fold's 160 rows draw 12,800 pairs: max_steps binds
@@ -1061,7 +1063,7 @@ def test_setfits_probe_runs_fits_on_every_row_cut_to_a_few_steps(questions):
     pair's state learns a step and the load, and the log says them."""
     search, schedule = _begin(_slice(questions, 40), 300, [SETFIT], validation="auto")
     _prologue(search, schedule, 30, 35, per_doc=0.001)
-    probe = schedule.ask("cores")
+    probe = search.ask(schedule, "cores")
     assert (probe.kind, probe.about) == ("probe", SETFIT)
     said = probe.run()
     state = search.costs[SETFIT]
@@ -1150,10 +1152,10 @@ def test_under_cross_validation_setfits_folds_leave_the_time_of_its_own_refit(qu
     folds took 228 s of 300 and the pick was kept as one fold's fit on 51 of them)."""
     search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], validation="auto")
     _prologue(search, schedule, 30, 35, per_doc=0.001)
-    probe = schedule.ask("cores")
+    probe = search.ask(schedule, "cores")
     _cost(search, SETFIT, overhead=2.0, rate=0.2, predict_rate=0.0)
-    schedule.tell(probe, "contrastive tuning probe: measured")
-    c = schedule.ask("cores")
+    search.tell(schedule, probe, "contrastive tuning probe: measured")
+    c = search.ask(schedule, "cores")
     head, state = schedule.plans.head(c), search.costs[SETFIT]
     refit = state.seconds(head.fit_work(200))  # its own 400 steps once, with the margin
     assert schedule.plans.refit_kept(head, state) == refit
@@ -1174,11 +1176,11 @@ def test_setfits_cheapest_folds_are_not_given_up_for_the_time_of_its_refit(quest
     def planned(left: float):
         search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], validation="auto")
         _prologue(search, schedule, 30, 35, per_doc=0.001)
-        probe = schedule.ask("cores")
+        probe = search.ask(schedule, "cores")
         _cost(search, SETFIT, overhead=2.0, rate=0.2, predict_rate=0.0)
-        schedule.tell(probe, "contrastive tuning probe: measured")
+        search.tell(schedule, probe, "contrastive tuning probe: measured")
         monkeypatch.setattr(search.time, "left", lambda: left)
-        return schedule.ask("cores"), schedule.plans, search
+        return search.ask(schedule, "cores"), schedule.plans, search
 
     c, plans, search = planned(300.0)
     refit = plans.refit_kept(plans.head(c), search.costs[SETFIT])
@@ -1198,23 +1200,23 @@ def test_a_setfit_whose_first_fold_outran_its_probe_is_sized_again_on_the_fold(q
     lines = []
     search, schedule = _begin(_slice(questions, 200), 300, [SETFIT], lines, validation="auto")
     _prologue(search, schedule, 30, 35, per_doc=0.001)
-    probe = schedule.ask("cores")
+    probe = search.ask(schedule, "cores")
     _cost(search, SETFIT, overhead=2.0, rate=0.05, predict_rate=0.0)
-    schedule.tell(probe, "contrastive tuning probe: measured")
-    c = schedule.ask("cores")
+    search.tell(schedule, probe, "contrastive tuning probe: measured")
+    c = search.ask(schedule, "cores")
     first = c.recipe["head__max_steps"]
     _cost(search, SETFIT, overhead=2.0, rate=0.2, predict_rate=0.0)  # 4x the probe's
-    schedule.tell(c, FoldsTooDear(4 * c.estimate / 5, 5, search.time.left()))
+    search.tell(schedule, c, FoldsTooDear(4 * c.estimate / 5, 5, search.time.left()))
     assert c.status == "waiting" and any(f"{c.label}: its first fold took " in line
                                          and line.endswith(": sized again on what it measured")
                                          for line in lines)
-    assert schedule.ask("cores") is c and c.recipe["head__max_steps"] != first
+    assert search.ask(schedule, "cores") is c and c.recipe["head__max_steps"] != first
     head, steps = schedule.plans.head(c), c.recipe["head__max_steps"]
     assert c.estimate == pytest.approx(  # sized on the dearer rate the fold measured
         MARGIN * (2.0 + 0.2 * 5 * clone(head).set_params(max_steps=steps).fit_work(160)))
     _cost(search, SETFIT, overhead=2.0, rate=50.0, predict_rate=0.0)  # 40 steps: hours
-    schedule.tell(c, FoldsTooDear(600.0, 5, search.time.left()))
-    assert schedule.ask("cores") is None and c.status == "left out"
+    search.tell(schedule, c, FoldsTooDear(600.0, 5, search.time.left()))
+    assert search.ask(schedule, "cores") is None and c.status == "left out"
     assert "nor its cheapest recipe, 40 steps of 16 pairs" in c.note
 
 
@@ -1260,7 +1262,7 @@ def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed
     search.costs[MPNET].set_head(base)  # its tokenizer is not read: nothing to fetch
     _prologue(search, schedule, 40, 38)
     _cost(search, FINETUNE, overhead=2.0, rate=0.5)
-    short = schedule.ask("cores")
+    short = search.ask(schedule, "cores")
     assert short.pair == FINETUNE  # cheaper per point
     mpnet = _default(schedule, MPNET)
     state, source = schedule.plans.scaled(mpnet, base)
@@ -1276,17 +1278,17 @@ def test_a_base_size_encoder_is_scaled_from_the_measured_one_fetched_then_probed
     assert not search.costs[MPNET].measured
 
     _scored(search, short, 50, measure=False)  # its cost stays the one measured above
-    job = schedule.ask("cores")  # chosen: fetched first
+    job = search.ask(schedule, "cores")  # chosen: fetched first
     assert isinstance(job, Job) and (job.kind, job.about, job.estimate) == (
         "prepare", "finetune-mpnet", setup)
-    schedule.tell(job, None)
+    search.tell(schedule, job, None)
     assert any("finetune-mpnet: prepared once" in line for line in lines)
-    probe_job = schedule.ask("cores")  # then measured on its device
+    probe_job = search.ask(schedule, "cores")  # then measured on its device
     assert (probe_job.kind, probe_job.about) == ("probe", MPNET)
     assert probe_job.estimate == pytest.approx(probe + fit)  # fetched: its setup no longer counts
     _cost(search, MPNET, overhead=10.0, rate=5.0, predict_rate=0.0)
-    schedule.tell(probe_job, "fine-tuning probe: measured")
-    chosen = schedule.ask("cores")
+    search.tell(schedule, probe_job, "fine-tuning probe: measured")
+    chosen = search.ask(schedule, "cores")
     assert chosen is mpnet and chosen.estimate <= START_SHARE * 600
 
 
@@ -1298,7 +1300,7 @@ def test_a_fine_tuning_whose_scaled_cost_does_not_fit_is_left_out_without_a_prob
     search, schedule = _begin(questions, 300, [FINETUNE, full])
     _prologue(search, schedule, 40, 38)
     _cost(search, FINETUNE, overhead=1.0, rate=400.0)  # 400 s a unit: slow
-    assert schedule.ask("cores") is None  # neither fits; nothing is probed
+    assert search.ask(schedule, "cores") is None  # neither fits; nothing is probed
     c = _default(schedule, full)
     assert c.status == "left out" and "here (scaled from finetune-short's measured step by its " \
         "1.0x compute; never measured on itself)" in c.note and "a budget of about" in c.note
@@ -1316,14 +1318,14 @@ def test_a_preparation_that_fails_leaves_its_pairs_out_and_the_search_goes_on(
     _prologue(search, schedule, 40, 38)
     _cost(search, MPNET, overhead=1.0, rate=0.1)  # measured: no probe
     _cost(search, ("tfidf", "logreg"), overhead=100.0, rate=0.0)  # dearer per point
-    job = schedule.ask("cores")
+    job = search.ask(schedule, "cores")
     assert (job.kind, job.about) == ("prepare", "finetune-mpnet")
-    schedule.tell(job, OSError("could not reach the package index"))
+    search.tell(schedule, job, OSError("could not reach the package index"))
     mpnet = _default(schedule, MPNET)
     assert mpnet.status == "left out" and mpnet.note == (
         "preparing finetune-mpnet failed (could not reach the package index)")
     assert "fine-tuning" in search.board.tiers_reached
-    assert schedule.ask("cores").pair == ("tfidf", "logreg")  # the search goes on
+    assert search.ask(schedule, "cores").pair == ("tfidf", "logreg")  # the search goes on
 
 
 def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions, monkeypatch):
@@ -1346,7 +1348,7 @@ def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions,
     # MiniLM: its own recipe 30 s, one epoch 15 s (fits the share), its cheapest 10.5 s; the
     # better one: one epoch, its cheapest, 287 s of the 300
     search, schedule = begin(30.0, 2 * 287.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     dear = _default(schedule, better)
     assert first.pair == FINETUNE and (first.recipe["head__epochs"], first.recipe["head__k"]) == (1, 3)
     assert first.estimate == pytest.approx(10.5)
@@ -1356,13 +1358,13 @@ def test_a_cheaper_default_leaves_room_for_one_expected_to_bring_more(questions,
     # the better one's cheapest needs 295 s: MiniLM's cheapest leaves no room, the better runs
     # first and MiniLM waits (not left out)
     search, schedule = begin(30.0, 2 * 295.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     assert first.pair == better and first.recipe["head__epochs"] == 1
     assert _default(schedule, FINETUNE).status == "waiting"
 
     # one left out in the same call (too dear for every recipe) keeps no room
     search, schedule = begin(30.0, 2 * 400.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     assert first.pair == FINETUNE and first.recipe["head__epochs"] == 1 and first.recipe["head__k"] == 6
     assert _default(schedule, better).status == "left out"
 
@@ -1380,7 +1382,7 @@ def test_the_growth_of_a_cheaper_model_leaves_the_room_kept_for_a_better_default
     _prologue(search, schedule, 30, 29)
     _measured(search, schedule, FINETUNE, 30.0)
     _measured(search, schedule, better, 2 * 287.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     assert first.pair == FINETUNE and first.estimate == pytest.approx(10.5)
     _scored(search, first, 40, fit=first.estimate, measure=False)
     search.time.clock = Paused(300 - first.estimate)
@@ -1388,7 +1390,7 @@ def test_the_growth_of_a_cheaper_model_leaves_the_room_kept_for_a_better_default
     (grown,) = schedule.growth("cores")
     assert grown.estimate == pytest.approx(30.0) and dear.estimate + grown.estimate > search.time.left()
     assert schedule.gain(dear) > schedule.gain(grown)
-    assert schedule.ask("cores") is dear  # today: MiniLM's growth, and the better one is left out
+    assert search.ask(schedule, "cores") is dear  # today: MiniLM's growth, and the better one is left out
 
 
 def test_every_default_that_fits_is_fitted_before_a_model_grows_past_its_second_fit(trec):
@@ -1400,10 +1402,10 @@ def test_every_default_that_fits_is_fitted_before_a_model_grows_past_its_second_
     _prologue(search, schedule, 700, 650)
     _, cost = _sparse(search, schedule, 400.0)
     _cost(search, static, overhead=500.0 / MARGIN, rate=0.0, predict_rate=0.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     assert first.pair == ("tfidf", "logreg") and first.estimate == pytest.approx(100.0, rel=0.02)
     _scored(search, first, 800, measure=False)
-    second = schedule.ask("cores")  # one growth: it leaves the waiting default its 500 s
+    second = search.ask(schedule, "cores")  # one growth: it leaves the waiting default its 500 s
     assert second.grown_from is first and second.estimate == pytest.approx(cost(len(second.rows)))
     _scored(search, second, 850, measure=False)
     waiting = _default(schedule, static)
@@ -1411,9 +1413,9 @@ def test_every_default_that_fits_is_fitted_before_a_model_grows_past_its_second_
     assert third.grown_from is second and waiting.status == "waiting"
     # by expected gain per second alone the third fit would come first
     assert schedule.gain(third) / third.estimate > schedule.gain(waiting) / waiting.estimate > 0
-    assert schedule.ask("cores") is waiting
+    assert search.ask(schedule, "cores") is waiting
     _scored(search, waiting, 600, measure=False)
-    assert schedule.ask("cores").key == third.key  # every default fitted: the growth goes on
+    assert search.ask(schedule, "cores").key == third.key  # every default fitted: the growth goes on
 
 
 def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):
@@ -1424,14 +1426,14 @@ def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_
     search, schedule = _begin(questions, 300, [FINETUNE])
     _prologue(search, schedule, 30, 29)
     _measured(search, schedule, FINETUNE, 25.0)
-    first = schedule.ask("cores")
+    first = search.ask(schedule, "cores")
     assert first.recipe["head__epochs"] == 2 and first.rows is None
     _scored(search, first, 54, fit=20.0, measure=False)
     assert schedule.growth("cores") == []  # its own recipe on every row: grown already
     # the time left now pays for one epoch of it, not two
     _measured(search, schedule, FINETUNE, 1.1 * search.time.left())
     chosen = []
-    while (c := schedule.ask("cores")) is not None:
+    while (c := search.ask(schedule, "cores")) is not None:
         assert c.variant_of is first and c.rows is None and c.estimate <= search.time.left()
         assert c.recipe["head__epochs"] == 1 and "head__epochs" not in c.params
         chosen.append(c)
@@ -1448,10 +1450,10 @@ def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_
     search, schedule = _begin(questions, 300, [FINETUNE])
     _prologue(search, schedule, 30, 29)
     _measured(search, schedule, FINETUNE, 25.0)
-    first = _scored(search, schedule.ask("cores"), 54, fit=20.0, measure=False)
+    first = _scored(search, search.ask(schedule, "cores"), 54, fit=20.0, measure=False)
     # so dear that only fewer rows than its first's would fit: no variant
     _measured(search, schedule, FINETUNE, 10 * search.time.left())
-    assert schedule.ask("cores") is None
+    assert search.ask(schedule, "cores") is None
 
 
 def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_seeds(questions):
@@ -1464,7 +1466,7 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     _prologue(search, schedule, 40, 38)
     _cost(search, FINETUNE, overhead=5.0, rate=2.0)
     order = []
-    while (c := schedule.ask("cores")) is not None and c.pair != FINETUNE:
+    while (c := search.ask(schedule, "cores")) is not None and c.pair != FINETUNE:
         order.append(c.pair)
         _scored(search, c, 41)
     assert order == [("tfidf", "logreg-cv"), ("nbsvm", "logreg-cv"), ("tfidf", "mlp")]
@@ -1475,13 +1477,13 @@ def test_on_a_device_fifty_times_faster_fine_tuning_runs_first_and_pays_for_its_
     gpu, schedule = _begin(questions, 300, pairs, device_lane=True, finish=Finish(budget=300.0))
     _cost(gpu, FINETUNE, overhead=5.0 / 50, rate=2.0 / 50)
     assert list(gpu.lanes) == ["device", "cores"]
-    assert schedule.ask("device") is None  # the prologue first, on the cores
+    assert search.ask(schedule, "device") is None  # the prologue first, on the cores
     _prologue(gpu, schedule, 40, 38)
-    first = schedule.ask("device")
+    first = search.ask(schedule, "device")
     assert first.pair == FINETUNE and first.lane == "device" and first.tier == "fine-tuning"
     assert first.recipe["head__epochs"] == 2 and first.rows is None  # the full recipe, all rows
     assert first.estimate == pytest.approx(on_cpu.estimate / 50)
-    assert schedule.ask("cores").pair[0] in ("tfidf", "nbsvm")  # the cores, beside it
+    assert search.ask(schedule, "cores").pair[0] in ("tfidf", "nbsvm")  # the cores, beside it
     # scored as it would be (the pick), the finish can refit it with every seed it may average
     _scored(gpu, first, 55, fit=0.2)
     gpu.board.fill(True)  # every default done
@@ -1602,7 +1604,7 @@ def test_a_fit_that_outgrows_the_memory_limit_is_stopped_left_out_and_the_search
     assert len(others) >= 2 and all(c.status == "scored" and c.memory >= 0 for c in others)
     later = greedy.but(params={"head__epochs": 20}, estimate=1.0)
     assert search.fits(later) is False
-    search.leave_out(later)
+    search.leave_out(LeaveOut(later))
     assert re.search(r"^its fit needs about \d+ MB of memory beyond the .* this process holds, "
                      r"over the limit of .*; a limit of about .* would include it$", later.note), later.note
 
@@ -1654,7 +1656,7 @@ def test_the_defaults_a_search_ended_before_are_left_out_saying_so(questions):
                              (True, r"the search was interrupted \(Ctrl-C or SIGTERM\)")):
         search, schedule = _begin(questions, 300, pairs)
         search.board.interrupted = interrupted
-        schedule.end()
+        search.end(schedule)
         waiting = [c for c in search.board.candidates if c.pair in pairs]
         assert len(waiting) == 2 and all(c.status == "left out" and re.fullmatch(
             f"not tried: {why} before its turn", c.note) for c in waiting), [c.note for c in waiting]
@@ -1673,7 +1675,7 @@ def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(quest
     linear, attention = (_default(schedule, p) for p in pairs)
     pass_seconds = ENCODER_LOAD + MARGIN * ratio * 0.02 * 300
     assert schedule.plans.pass_seconds(linear) == pytest.approx(pass_seconds)
-    job = schedule.ask("cores")
+    job = search.ask(schedule, "cores")
     assert isinstance(job, Job) and (job.kind, job.about) == ("encode", "minilm-tokens")
     assert job.label == "minilm-tokens: encoding 300 documents"
     assert job.estimate == pytest.approx(pass_seconds)
@@ -1681,7 +1683,7 @@ def test_a_second_frozen_encoders_pass_is_asked_once_before_its_models_fit(quest
     index = schedule.plans.unencoded(linear)
     _told(search, schedule, job, (300, 0.01 * 300, index))
     assert [schedule.plans.pass_seconds(c) for c in (linear, attention)] == [0.0, 0.0]
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert chosen is linear and chosen.estimate == pytest.approx(HEADS["linear"].cost * 240 / 1000)
     # the vectors of other rows are not cached: a model on them pays for them, at the pass's rate
     assert schedule.plans.doc_seconds("minilm-tokens") == pytest.approx(MARGIN * 0.01)
@@ -1704,12 +1706,12 @@ def test_a_frozen_encoder_not_fetched_costs_its_fetch_and_its_pass_without_a_pro
     ratio = REPRESENTATIONS["mpnet"].cost / REPRESENTATIONS["minilm"].cost
     assert ratio == 7.0
     c = _default(schedule, pair)
-    job = schedule.ask("cores")
+    job = search.ask(schedule, "cores")
     setup, pass_seconds = REPRESENTATIONS["mpnet"].setup, ENCODER_LOAD + MARGIN * 7.0 * 0.01 * 300
     assert c.estimate == pytest.approx(setup + pass_seconds + HEADS["logreg-cv"].cost * 240 / 1000)
     assert (job.kind, job.about) == ("prepare", "mpnet") and not search.costs[pair].measured
-    schedule.tell(job, None)
-    job = schedule.ask("cores")  # fetched: its pass next
+    search.tell(schedule, job, None)
+    job = search.ask(schedule, "cores")  # fetched: its pass next
     assert (job.kind, job.about) == ("encode", "mpnet")
     assert job.estimate == pytest.approx(pass_seconds)
 
@@ -1721,13 +1723,13 @@ def test_a_frozen_pass_its_own_rate_shows_cannot_finish_leaves_its_pairs_out(que
     lines = []
     search, schedule = _begin(questions, 600, pairs, lines)
     _prologue(search, schedule, 40, 38, per_doc=0.02)
-    job = schedule.ask("cores")
+    job = search.ask(schedule, "cores")
     index = schedule.plans.unencoded(_default(schedule, pairs[0]))
     _told(search, schedule, job, (32, 2.0 * 32, index))  # 2 s a document: stopped after 32 of 300
     assert any("minilm-tokens: 32 of 300 documents encoded once in 64 s" in line for line in lines)
     linear, attention = (_default(schedule, p) for p in pairs)
     assert schedule.plans.pass_seconds(attention) == pytest.approx(MARGIN * 2.0 * 268)
-    assert schedule.ask("cores") is None
+    assert search.ask(schedule, "cores") is None
     assert [c.status for c in (linear, attention)] == ["left out", "left out"]
     assert linear.note.startswith("needs about 11.2 min, 10.0 min were left")
 
@@ -1738,12 +1740,12 @@ def test_a_frozen_pass_that_fails_is_left_to_its_models_fits_to_report(questions
     lines = []
     search, schedule = _begin(questions, 600, [("minilm-tokens", "linear")], lines)
     _prologue(search, schedule, 40, 38)
-    job = schedule.ask("cores")
+    job = search.ask(schedule, "cores")
     assert (job.kind, job.about) == ("encode", "minilm-tokens")
-    schedule.tell(job, OSError("weights unreadable"))
+    search.tell(schedule, job, OSError("weights unreadable"))
     assert any("frozen encoder: minilm-tokens: failed (weights unreadable)" in line for line in lines)
     assert not any("minilm-tokens: 300 documents encoded once" in line for line in lines)
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert chosen is _default(schedule, ("minilm-tokens", "linear"))
     assert schedule.plans.pass_seconds(chosen) == 0.0
 
@@ -1756,15 +1758,15 @@ def test_the_prologues_pass_stopped_by_an_error_leaves_the_minilm_baseline_out_a
 
     lines = []
     search, schedule = _begin(questions, 600, [("tfidf", "logreg"), ("minilm", "logreg")], lines)
-    base = schedule.ask("cores")
-    schedule.tell(base, _scored(search, base, 40))
-    load = schedule.ask("cores")
+    base = search.ask(schedule, "cores")
+    search.tell(schedule, base, _scored(search, base, 40))
+    load = search.ask(schedule, "cores")
     _told(search, schedule, load, (0.004, None, 0.004))
-    encode = schedule.ask("cores")
+    encode = search.ask(schedule, "cores")
     assert isinstance(encode, Job) and encode.kind == "encode"
     stopped = MemoryLimitReached("stopped at 3.1 GB of memory, over the limit of 3.0 GB")
     _told(search, schedule, encode, stopped)
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert isinstance(chosen, Candidate) and chosen.kind == "candidate"
     minilm = next(c for c in search.board.candidates if c.name == MINILM_BASELINE)
     assert minilm.status == "left out" and minilm.note == (
@@ -1801,7 +1803,7 @@ def test_a_recipe_sized_to_the_time_left_still_fits_once_the_clock_has_moved(tre
     # for, at once
     cheapest = head.least_work(n) * math.ceil(n / 32) / math.ceil(1000 / 32)
     _cost(search, FINETUNE, rate=1.1 * search.time.left() / MARGIN / cheapest, predict_rate=0.0)
-    chosen = schedule.ask("cores")
+    chosen = search.ask(schedule, "cores")
     assert chosen is c and chosen.status == "waiting"
     assert chosen.recipe["head__epochs"] == 1 and chosen.recipe["head__k"] == 3
     assert 2000 <= len(chosen.rows) < n and chosen.estimate <= search.time.left()
@@ -1825,7 +1827,7 @@ def test_a_dear_head_waits_for_a_cheaper_one_of_its_tier_to_be_measured(question
     _prologue(search, schedule, 40, 38)
     dear = _default(schedule, MPNET)
     assert schedule.gain(dear) > schedule.gain(_default(schedule, FINETUNE))
-    probe = schedule.ask("cores")
+    probe = search.ask(schedule, "cores")
     assert isinstance(probe, Job) and probe.kind == "probe" and probe.about == FINETUNE
     _measured(search, schedule, FINETUNE, 30.0)
     assert schedule.plans.estimate(dear) and "scaled from finetune-short's measured step" in (
@@ -1843,7 +1845,7 @@ def test_a_cheap_default_runs_where_the_better_ones_fit_as_well_after_it(questio
     _measured(search, schedule, FINETUNE, 2 * 200.0)  # cheapest: about 200 s of the 300
     _measured(search, schedule, better, 2 * 200.0)
     _cost(search, ("tfidf", "logreg"), rate=1e-6, predict_rate=0.0)
-    first = schedule.ask("cores")  # the two dear ones: one of them fits, with or without it
+    first = search.ask(schedule, "cores")  # the two dear ones: one of them fits, with or without it
     assert first.pair == ("tfidf", "logreg") and first.estimate < 1.0
 
 
@@ -1863,7 +1865,7 @@ def test_on_long_documents_the_cheap_models_and_minilms_probe_come_before_the_ba
     search.costs[MPNET].set_head(HEADS["finetune-mpnet"].factory().set_params(max_length=256))
     _prologue(search, schedule, 349, 341, per_doc=0.022)
     asked = []
-    while not isinstance(action := schedule.ask("cores"), Job):
+    while not isinstance(action := search.ask(schedule, "cores"), Job):
         asked.append(action.pair)
         _scored(search, action, 340)
     assert asked and all(pair not in (FINETUNE, MPNET) for pair in asked)

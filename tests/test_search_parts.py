@@ -3,11 +3,13 @@ run on a small view of a search that is no engine, only the members the schedule
 read of one (`tests/test_architecture.py`); and the engine (`embedkit.tuning._engine.Search`)
 running a scripted schedule. Real documents, split, board, clock and pair states; what the view
 does beyond them is the least that answers (an estimate from the pair's state or its prior, a
-model left out recorded with the seconds it needs, a fit scored as the test says)."""
+fit scored as the test says); a model the schedule leaves out comes back from it as a decision
+(`LeaveOut`), which the test records as the engine would."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 
 import numpy as np
 import pytest
@@ -18,10 +20,11 @@ from embedkit._budget import Clock
 from embedkit.registry import sampled_settings
 from embedkit.tuning import TFIDF_BASELINE, baseline_pipelines
 from embedkit.tuning._asked import Asked
-from embedkit.tuning._candidate import Candidate, Job
+from embedkit.tuning._candidate import Candidate, Job, LeaveOut
 from embedkit.tuning._costs import PairState, States, work_of
 from embedkit.tuning._engine import Search
 from embedkit.tuning._schedule import Schedule
+from embedkit.tuning._settings import MARGIN
 from embedkit.tuning._split import Split
 from embedkit.tuning._view import Board, Time
 
@@ -59,7 +62,6 @@ class View:
         self.costs = States()
         self.lanes = {"cores": None}
         self.lines: list[str] = []
-        self.needs: dict[str, float | None] = {}  # each model left out: the seconds it needs
 
     def say(self, line: str) -> None:
         self.lines.append(line)
@@ -70,13 +72,6 @@ class View:
 
     def fits(self, c: Candidate) -> bool:
         return c.estimate <= self.time.left()
-
-    def leave_out(self, c: Candidate, why: str = "", need: float | None = None,
-                  including: str = "it") -> None:
-        c.status = "left out"
-        self.needs[c.label] = c.estimate if not why else need
-        if c not in self.board.candidates:
-            self.board.candidates.append(c)
 
     @contextlib.contextmanager
     def guard(self, seconds: float):
@@ -109,7 +104,7 @@ def _begun(questions, seconds, pairs) -> tuple[View, Schedule]:
     view.scored(base, 40)
     load = schedule.ask("cores")
     assert isinstance(load, Job) and load.kind == "load"  # then the encoder, here unreadable
-    schedule.tell(load, OSError("weights unreadable"))
+    assert schedule.tell(load, OSError("weights unreadable")) == []
     return view, schedule
 
 
@@ -131,19 +126,28 @@ def test_the_schedule_runs_a_search_on_a_view_that_is_no_engine(questions):
     assert view.board.filling and 2 < len(asked) <= 2 + sum(settings.values())
     assert all(c.variant_of in asked[:2] for c in asked[2:])
     assert len({c.key for c in asked}) == len(asked)  # none asked twice
-    assert not view.needs and any("failed (weights unreadable)" in line for line in view.lines)
+    assert any("failed (weights unreadable)" in line for line in view.lines)
+    assert [c.status for c in schedule.defaults] == ["scored", "scored"] and schedule.end() == []
 
 
-def test_a_model_that_does_not_fit_reaches_the_view_with_the_seconds_it_needs(questions):
-    """The schedule leaves out a default whose fit needs more than the time left by handing the
-    view the model and its seconds (the view words the budget), and goes on to the next."""
+def test_a_model_that_does_not_fit_is_a_decision_the_schedule_returns_not_a_record_it_writes(
+        questions):
+    """The schedule leaves out a default whose fit needs more than the time left by returning
+    it, costed, as a `LeaveOut` (the engine records it and words the budget); asked again once
+    that is recorded, it goes on to the next. A default never started is left out at the end
+    the same way."""
     view, schedule = _begun(questions, 300, [LOGREG, MLP])
     view.costs[MLP] = PairState(overhead=1000.0, rate=0.0, predict_rate=0.0)  # far past 300 s
-    c = schedule.ask("cores")
-    assert c.pair == LOGREG
     mlp = next(o for o in schedule.defaults if o.pair == MLP)
-    assert mlp.status == "left out" and view.needs[mlp.label] == pytest.approx(mlp.estimate)
-    assert mlp.estimate > view.time.left()
+    decision = schedule.ask("cores")
+    assert isinstance(decision, LeaveOut) and decision.candidate is mlp and not decision.why
+    assert mlp.estimate == pytest.approx(1000.0 * MARGIN) and mlp.estimate > view.time.left()
+    assert mlp.status == "waiting" and mlp not in view.board.candidates  # recorded by none yet
+    mlp.status = "left out"  # as the engine records it
+    c = schedule.ask("cores")
+    assert c.pair == LOGREG and not decision  # a decision to leave out is falsy, as the plans' no
+    assert [(d.candidate, d.why) for d in schedule.end()] == [
+        (c, "not tried: the search's time ran out before its turn")]
 
 
 class Script:
@@ -158,24 +162,28 @@ class Script:
     def ask(self, lane: str):
         return self.actions.pop(0) if self.actions and lane == "cores" else None
 
-    def tell(self, action, outcome) -> None:
+    def tell(self, action, outcome) -> list:
         self.told.append((action, outcome))
+        return []
 
-    def end(self) -> None:
+    def end(self) -> list:
         self.told.append(("end", None))
+        return []
 
 
 def test_the_engine_runs_what_a_scripted_schedule_asks_and_tells_it_every_outcome(questions):
     """The engine fits and scores a candidate on the validation rows, runs a job and hands
     back what it returned or raised, each outcome told once in the order asked, and stops when
-    nothing is asked and nothing runs, telling the schedule the search ended."""
+    nothing is asked and nothing runs, telling the schedule the search ended; a model the
+    schedule leaves out it records, wording the budget that would include it."""
     def broken():
         raise RuntimeError("no such file")
 
     model = Candidate(representation="tfidf", head="logreg", tier="sparse + linear", cache="memory")
     ran = Job("counts the documents", lambda: "measured", kind="job")
     fails = Job("reads a file", broken, kind="job")
-    script = Script([model, ran, fails])
+    dear = Candidate(representation="tfidf", head="mlp", tier="sparse + linear", estimate=500.0)
+    script = Script([model, LeaveOut(dear, need=500.0), ran, fails])
     search = Search(questions["text"].to_numpy(object), questions["label"].to_numpy(),
                     clock=Clock(120), pairs=[LOGREG], scoring="accuracy", validation=0.2,
                     finetune=False, cache="memory", random_state=0, say=lambda line: None)
@@ -187,3 +195,6 @@ def test_the_engine_runs_what_a_scripted_schedule_asks_and_tells_it_every_outcom
     assert script.told[1][1] == "measured" and ran.status == "done"
     assert isinstance(script.told[2][1], RuntimeError) and fails.status == "failed"
     assert search.board.scored() == [model] and not search.board.running
+    assert dear.status == "left out" and dear in search.board.candidates and re.fullmatch(
+        r"needs about 8\.3 min, \d\.\d min were left; a budget of about \d+\.\d min would include it",
+        dear.note), dear.note

@@ -33,7 +33,7 @@ from embedkit.tuning import (
     parse_budget,
     tune,
 )
-from embedkit.tuning._candidate import describe
+from embedkit.tuning._candidate import LeaveOut, describe
 from embedkit.tuning._finish import Finish
 from embedkit.tuning._schedule import tier_of
 
@@ -700,8 +700,8 @@ def test_the_fine_tuning_head_is_measured_and_sizes_its_recipe_to_the_time_left(
     schedule = Schedule(baseline_pipelines())
     schedule.begin(short)
     none = schedule.candidate("passthrough", "finetune-short")
-    assert not schedule.plans.estimate(none)
-    assert none.status == "left out" and "a budget of about" in none.note
+    short.leave_out(decision := schedule.plans.estimate(none))  # the plans decide, the engine records
+    assert isinstance(decision, LeaveOut) and none.status == "left out" and "a budget of about" in none.note
     assert record.fits == 2  # measured once: no second probe
 
 
@@ -748,7 +748,7 @@ def test_under_a_memory_limit_fine_tuning_trains_smaller_batches_or_is_left_out_
     plan = schedule.candidate("passthrough", "finetune-short")
     schedule.plans.estimate(plan)
     assert not tight.fits(plan)
-    tight.leave_out(plan)
+    tight.leave_out(LeaveOut(plan))
     assert plan.status == "left out" and tight.costs[plan.pair].fits == 0
     assert re.search(r"^its fit needs about [\d.]+ MB of memory \(its weights and batches, estimated "
                      r"before any fit\) beyond the .* this process holds, over the limit of .*; a "
@@ -783,7 +783,7 @@ def test_fine_tuning_reads_a_tables_other_columns_only_where_they_help(trec_slic
                          baseline_pipelines(None, "classification", "text").items()})
     schedule.begin(search)
     for _ in range(3):  # the prologue: the TF-IDF baseline, the table's default, its twin
-        search.submit(schedule.ask("cores"))
+        search.submit(search.ask(schedule, "cores"))
         search.collect(schedule, block=False)
     baseline, on_table, alone = [c for c in search.board.candidates if c.kind != "ensemble"]
     assert baseline.status == "scored"  # it reads the text column of the table
@@ -1412,6 +1412,7 @@ def test_a_fit_past_the_deadline_is_stopped_and_the_validated_model_kept(trec_sl
 
         def end(self):
             self.ended = True
+            return []
 
     search = _search(train, 600)
     search.time.clock, search.say = Clock(3.0), said.append

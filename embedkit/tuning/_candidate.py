@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _selection
 
-__all__ = ["Candidate", "FoldsTooDear", "Job", "build_pipeline", "describe", "fit_and_score"]
+__all__ = ["Candidate", "FoldsTooDear", "Job", "LeaveOut", "build_pipeline", "describe", "fit_and_score"]
 
 
 def describe(params: dict) -> str:
@@ -144,6 +144,25 @@ class Job:
     about: Any = None  # what the schedule needs to read the outcome (a candidate, a pair)
     status: str = "waiting"
     memory: float = math.nan  # bytes it grew the process by
+
+
+@dataclass(frozen=True, eq=False)
+class LeaveOut:
+    """A schedule's decision that ``candidate`` is not run, which the engine records
+    (`embedkit.tuning._engine.Search.leave_out`): ``why``, else what it needs (time, or memory
+    where the time fits); ``need``, the seconds from now that would include ``including`` (it,
+    its full recipe, every document), which the engine words as a budget; ``estimate``, the
+    seconds the schedule costed it at, where its plan did not set them. Falsy, as the plans'
+    answer that nothing of a candidate fits (`embedkit.tuning._plans.Plans.estimate`)."""
+
+    candidate: Candidate
+    why: str = ""
+    need: float | None = None
+    including: str = "it"
+    estimate: float | None = None
+
+    def __bool__(self) -> bool:  # what plans it answers with False: nothing of it runs
+        return False
 
 
 def build_pipeline(representation: str, head: str, settings: dict, cache,

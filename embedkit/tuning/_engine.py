@@ -2,9 +2,12 @@
 time and its board (`embedkit.tuning._view`: the clock with what the finish keeps back; every
 candidate, what runs, the pick so far), the lanes, the pairs' costs and the finish; what to
 try and in which order is a schedule's (`embedkit.tuning._schedule`), which sees the engine
-only through `Search.run`'s two calls: ``schedule.ask(lane)`` (what this lane runs next: a
-`Candidate` to fit and score, a `Job`, or nothing) and ``schedule.tell(action, outcome)`` (what
-came of it), as scikit-learn's ``_run_search`` sees ``evaluate_candidates`` only.
+only through `Search.run`'s three calls: ``schedule.ask(lane)`` (what this lane runs next: a
+`Candidate` to fit and score, a `Job`, a model to leave out, `LeaveOut`, or nothing),
+``schedule.tell(action, outcome)`` (what came of it; the schedule answers with the models it
+leaves out now) and ``schedule.end()`` (the same, once the search is over), as scikit-learn's
+``_run_search`` sees ``evaluate_candidates`` only. The schedule decides; the engine alone records
+what it decided (a model left out, with the budget that would include it, worded once here).
 
 * **One validation split**, stratified and seeded: every candidate, baseline and ensemble is
   scored on the same rows, so any two compare row by row (`embedkit.tuning._pick`).
@@ -42,7 +45,7 @@ from ..data.columns import take
 from ..machine import PeakRSS, ShortOfMemory, resident
 from . import _lanes
 from ._asked import Asked
-from ._candidate import Candidate, FoldsTooDear, Job, fit_and_score
+from ._candidate import Candidate, FoldsTooDear, Job, LeaveOut, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._settings import ENCODER, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE
@@ -218,8 +221,19 @@ class Search:
         for action, future in list(self.board.running.items()):
             if future.done():
                 del self.board.running[action]
-                outcome = self._record(action, future)
-                schedule.tell(action, outcome)
+                self.tell(schedule, action, self._record(action, future))
+
+    def ask(self, schedule, lane: str):
+        """What ``schedule`` runs next on ``lane`` (a candidate, a job, or None), the models it
+        leaves out on the way recorded."""
+        while isinstance(found := schedule.ask(lane), LeaveOut):
+            self.leave_out(found)
+        return found
+
+    def tell(self, schedule, action, outcome) -> None:
+        """``schedule`` told what came of ``action``; the models it then leaves out recorded."""
+        for decision in schedule.tell(action, outcome):
+            self.leave_out(decision)
 
     def _record(self, action, future):
         err = future.exception()
@@ -287,13 +301,15 @@ class Search:
             board.encoder_seconds = (0.0 if math.isnan(board.encoder_seconds)
                                      else board.encoder_seconds) + seconds
 
-    def leave_out(self, c: Candidate, why: str = "", need: float | None = None,
-                  including: str = "it") -> None:
-        """``c`` left out, with ``why``, else what it needs: time, or memory where the time fits.
-        ``need``: the seconds from now that would include ``including`` (``c``, its full recipe,
-        every document), rendered here as the budget that would, the one place it is worded."""
+    def leave_out(self, decision: LeaveOut) -> None:
+        """A schedule's `LeaveOut` recorded: its candidate left out, with its ``why``, else what it
+        needs: time, or memory where the time fits; its ``need``, the seconds from now that would
+        include ``including``, worded here as the budget that would, the one place it is worded."""
+        c, why, need = decision.candidate, decision.why, decision.need
         if c not in self.board.candidates:
             self.board.candidates.append(c)
+        if decision.estimate is not None:
+            c.estimate = decision.estimate
         c.status = "left out"
         if not why and c.estimate <= self.time.left() and not self.memory_fits(c):
             held, grows = resident(), self.memory_need(c)
@@ -310,7 +326,7 @@ class Search:
                          f"{format_seconds(max(self.time.left(), 0))} were left"), c.estimate
         if need is not None:
             budget = format_seconds(self.time.budget_for(need))
-            why += f"; a budget of about {budget} would include {including}"
+            why += f"; a budget of about {budget} would include {decision.including}"
         c.note = why
         self.say(f"{self.time.stamp()} left out {c.label}: {c.note}")
 
@@ -321,14 +337,20 @@ class Search:
 
     def run(self, schedule) -> None:
         """The split, then ``schedule``'s actions on every lane with a free slot
-        (``schedule.ask(lane)``, each outcome back through ``schedule.tell``) until none is
-        asked for and none runs, then ``schedule.end()``. ``KeyboardInterrupt`` stops wherever
-        it comes and keeps what was scored; a fit stopped at the deadline ends the search the
-        same way."""
+        (`ask`, each outcome back through `tell`) until none is asked for and none runs, then
+        ``schedule.end()`` (the models it leaves out then, recorded). ``KeyboardInterrupt`` stops
+        wherever it comes and keeps what was scored; a fit stopped at the deadline ends the
+        search the same way."""
         try:
             self._run(schedule)
         finally:
-            schedule.end()
+            self.end(schedule)
+
+    def end(self, schedule) -> None:
+        """The search over: the models ``schedule`` then leaves out (those it never started)
+        recorded."""
+        for decision in schedule.end():
+            self.leave_out(decision)
 
     def _run(self, schedule) -> None:
         try:
@@ -338,7 +360,7 @@ class Search:
                 started = False
                 for name, lane in self.lanes.items():
                     while sum(a.lane == name for a in self.board.running) < lane.slots:
-                        found = schedule.ask(name)
+                        found = self.ask(schedule, name)
                         if found is None:
                             break
                         self.submit(found)

@@ -27,7 +27,7 @@ from ..data.columns import take
 from ..machine import resident
 from ..registry import HEADS, REPRESENTATIONS
 from ..storage.fetch import ResourceNotFound
-from ._candidate import Candidate
+from ._candidate import Candidate, LeaveOut
 from ._costs import PairState, SizesItself, encoder_ratio, work_of
 from ._selection import covering
 from ._settings import (
@@ -170,22 +170,21 @@ class Plans:
                             else c.prior * (n if c.rows is None else len(c.rows)) / max(n, 1))
         return s.estimate(c) + encoding
 
-    def estimate(self, c: Candidate, room: float = 0.0) -> bool:
+    def estimate(self, c: Candidate, room: float = 0.0) -> bool | LeaveOut:
         """Set ``c.estimate`` (and its rows, or a sized head's recipe, where it starts on what is
-        cheap); False: it was left out, nothing of it fits."""
+        cheap): True; a `LeaveOut` (falsy) where nothing of it fits, for the schedule to hand the
+        engine; False where it waits for the defaults the ``room`` is kept for (`plan`)."""
         s = self.search
         if c.tier in TRAINING_TIERS and s.time.left() < MIN_PROBE_SECONDS and not s.costs[c.pair].measured:
             s.board.reached(c.tier)  # not the time to import torch, load and measure
             settle(c, estimate=max(1.25 * c.prior, MIN_PROBE_SECONDS))
-            s.leave_out(c)
-            return False
+            return LeaveOut(c)
         first = c.variant_of is None and c.grown_from is None
         try:
             sized = first and self.sizes_itself(c)
         except ResourceNotFound as err:  # offline, its model never fetched: the rest goes on
             settle(c, estimate=c.prior)
-            s.leave_out(c, f"its model is not on this machine: {err}")
-            return False
+            return LeaveOut(c, f"its model is not on this machine: {err}")
         if sized:
             return self.plan(c, room)
         settle(c, estimate=self.cost(c))
@@ -265,7 +264,7 @@ class Plans:
         return grown
 
     # -- a head that sizes itself ---------------------------------------------------------------
-    def plan(self, c: Candidate, room: float = 0.0) -> bool:
+    def plan(self, c: Candidate, room: float = 0.0) -> bool | LeaveOut:
         """Size ``c``'s first recipe: the richest that fits `START_SHARE` of the time left (or its
         cheapest, where even that share does not pay for it; or, where a step of growth after its
         cheapest would not fit, the richest that fits the time left), on its pair's measured cost;
@@ -274,9 +273,9 @@ class Plans:
         the head's `probe_recipe`: slices of the rows, or SetFit's every row cut to a few steps);
         where no probe is cheaper than a fit, on that cost with the margin, its first fit
         measuring it. Under cross-validation a fit is a fold's, and its own recipe's refit on
-        every document is kept out of the time its folds are sized in (`refit_kept`). False: left
-        out, no recipe fits (without a probe where the scaled cost says so); ``c`` then holds its
-        full recipe's estimate."""
+        every document is kept out of the time its folds are sized in (`refit_kept`). A `LeaveOut`
+        where no recipe fits (without a probe where the scaled cost says so), False where none
+        fits beside the ``room`` kept for others; ``c`` then holds its full recipe's estimate."""
         s, head = self.search, self.head(c)
         # from every training row (a recipe cuts them); ``n`` a fit's rows
         base = dataclasses.replace(c, rows=None, seed=s.data.seed)
@@ -301,10 +300,9 @@ class Plans:
                 s.board.reached(c.tier)
                 settle(c, base, estimate=c.prior)
                 left = format_seconds(max(s.time.left(), 0))
-                s.leave_out(c, f"too little time left to measure it ({left}); "
-                               f"it needs roughly {format_seconds(c.prior)} on two CPU cores",
-                            need=MIN_PROBE_SECONDS + c.prior)
-                return False
+                return LeaveOut(c, f"too little time left to measure it ({left}); it needs roughly "
+                                   f"{format_seconds(c.prior)} on two CPU cores",
+                                need=MIN_PROBE_SECONDS + c.prior)
             scaled = self.scaled(c, head)
             if scaled is None:  # nothing measured to scale from: the schedule probes it first,
                 # then sizes it; worth, until then, the probe and its cheapest recipe's prior
@@ -337,10 +335,9 @@ class Plans:
         if room:  # it waits for the defaults expected to bring more
             return False
         s.board.reached(c.tier)
-        s.leave_out(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
-                       f"{format_seconds(max(s.time.left(), 0))} were left (nor its cheapest recipe, "
-                       f"{head.least_said(n)})", need=probe + c.estimate, including="the full recipe")
-        return False
+        return LeaveOut(c, f"one fit needs about {format_seconds(c.estimate)}{source}, "
+                           f"{format_seconds(max(s.time.left(), 0))} were left (nor its cheapest recipe, "
+                           f"{head.least_said(n)})", need=probe + c.estimate, including="the full recipe")
 
     def refit_kept(self, head, state: PairState) -> float:
         """Under cross-validation, the seconds a head that sizes itself keeps back from the time

@@ -1,7 +1,9 @@
 """What the budgeted search tries, and in which order: the schedule behind `embedkit.Tuner`.
 
 The engine (`embedkit.tuning._engine.Search.run`) asks it what each lane runs next (`ask`) and
-tells it what came of it (`tell`); it decides over measured evidence only.
+tells it what came of it (`tell`); it decides over measured evidence only, and what it decides
+the engine records: a model it leaves out is a decision it returns (`LeaveOut`), never a record
+it writes.
 
 * **Tiers are data** (`TIERS`): each holds the registry pairs of some kinds
   (`embedkit.registry.pair_kind`), the gain its first model is expected to bring over the
@@ -35,7 +37,7 @@ from .._budget import format_seconds
 from .._stopping import MemoryLimitReached
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, sampled_settings
 from . import _jobs
-from ._candidate import Candidate, FoldsTooDear, Job
+from ._candidate import Candidate, FoldsTooDear, Job, LeaveOut
 from ._plans import Plans
 from ._settings import (
     ENCODE_SHARE,
@@ -61,7 +63,7 @@ class Schedule(Worth):
         self.baselines = dict(baselines)
         self.defaults: list[Candidate] = []
         self.tried: set[tuple] = set()
-        self.queue: list = []  # the prologue's actions still to hand out, in order
+        self.queue: list = []  # the prologue's actions (and its leave-outs) still to hand out, in order
         self.search = self.plans = self.twin = self.first = None
 
     def candidate(self, rep: str, head: str) -> Candidate:
@@ -104,20 +106,17 @@ class Schedule(Worth):
         self.plans.estimate(baseline)
         self.queue = [baseline, *first, "encoder"]
 
-    def _encoder_job(self) -> Job | None:
-        """The prologue encoder's load, or nothing where not even that and a least pass fit:
-        the MiniLM baseline and the frozen tier are then left out."""
+    def _encoder_job(self) -> Job | list[LeaveOut]:
+        """The prologue encoder's load, or, where not even that and a least pass fit, the MiniLM
+        baseline and the frozen tier left out."""
         s = self.search
         least = min(len(s.data.docs), len(s.data.valid) + MIN_ENCODED_ROWS)
         rough = ENCODER_LOAD + REPRESENTATIONS[ENCODER].cost * least / 1000
         if rough <= s.time.left():
             return _jobs.load_encoder(s, ENCODER, ENCODER_LOAD)
-        for c in [self._minilm(None), *self._frozen()]:
-            c.estimate = rough
-            s.leave_out(c, f"loading the encoder and a pass over the validation rows and "
-                           f"{least - len(s.data.valid):,} training rows need about "
-                           f"{format_seconds(rough)}", need=rough)
-        return None
+        why = (f"loading the encoder and a pass over the validation rows and {least - len(s.data.valid):,} "
+               f"training rows need about {format_seconds(rough)}")
+        return [LeaveOut(c, why, need=rough, estimate=rough) for c in [self._minilm(None), *self._frozen()]]
 
     def _frozen(self) -> list[Candidate]:
         return [c for c in self.defaults if c.tier == "frozen encoder" and c.status == "waiting"]
@@ -127,7 +126,7 @@ class Schedule(Worth):
                          tier="baselines", kind="baseline", factory=self.baselines[self.minilm],
                          rows=rows, cache=self.search.asked.cache, encoder=ENCODER)
 
-    def _first_pass(self, per_doc: float) -> Job | None:
+    def _first_pass(self, per_doc: float) -> Job | list[LeaveOut]:
         """The prologue encoder's first pass: every document where that takes at most
         `START_SHARE` of the time left, else the validation rows and the training rows that do
         (at least `MIN_ROWS`, never past `ENCODE_SHARE` of the time left, and where not even
@@ -149,12 +148,10 @@ class Schedule(Worth):
             if m < min(MIN_ENCODED_ROWS, len(s.data.train)):
                 # the pass over every document within `ENCODE_SHARE` of what is left then
                 enough = (need + s.time.reserve() + 30) / ENCODE_SHARE - s.time.reserve()
-                for c in [self._minilm(None), *self._frozen()]:
-                    c.estimate = need
-                    s.leave_out(c, f"the encoder's pass over even {MIN_ENCODED_ROWS} of the "
-                                   f"{len(s.data.docs):,} documents does not fit the time left",
-                                need=enough, including="all of them")
-                return None
+                why = (f"the encoder's pass over even {MIN_ENCODED_ROWS} of the {len(s.data.docs):,} "
+                       "documents does not fit the time left")
+                return [LeaveOut(c, why, need=enough, including="all of them", estimate=need)
+                        for c in [self._minilm(None), *self._frozen()]]
             rows = None if m >= len(s.data.train) else s.data.sample_rows(m)
         for c in self._frozen():  # those reading this pass's vectors; another encoder's start
             if c.encoder == ENCODER:  # on what its own pass costs (`Plans.start_small`)
@@ -168,9 +165,11 @@ class Schedule(Worth):
         """What ``lane`` runs next: the prologue's actions in order, then, of every pair's default
         waiting, the growth of every scored model and (once the defaults are done) variants, the
         most expected gain per estimated second among those that fit; a job first where the
-        chosen one needs one (a preparation, a probe, a frozen pass). None: nothing fits.
-        One pass chooses; the next pass looks again without what the last one ruled out (a
-        prologue item left out, a choice that would take a better default's time)."""
+        chosen one needs one (a preparation, a probe, a frozen pass); a `LeaveOut` where the
+        first it meets that does not fit is a first fit (the engine records it and asks again).
+        None: nothing fits. One pass chooses; the next pass looks again without what the last
+        one ruled out (a prologue item that left nothing to run, a choice that would take a
+        better default's time)."""
         s, later = self.search, frozenset()
         while True:
             if self.queue:
@@ -179,15 +178,15 @@ class Schedule(Worth):
                 if (item := self._prologue()) is not None:
                     return item
                 continue
-            chosen, waiting, firsts, origin = self._choose(lane, later)
-            if chosen is None:
-                if firsts and all(c.status == "left out" for c in firsts):
-                    later = frozenset()  # the last defaults, all left out: the fill
-                    continue
-                return None
+            chosen, waiting, origin = self._choose(lane, later)
+            if chosen is None or isinstance(chosen, LeaveOut):
+                return chosen
             if s.costs[chosen.pair].probe_due:
                 return self._needs(chosen)  # measured first: what it then costs decides the rest
-            if not self._roomy(chosen, waiting):
+            roomy = self._roomy(chosen, waiting)
+            if isinstance(roomy, LeaveOut):
+                return roomy
+            if not roomy:
                 later |= {chosen.key}
                 continue
             if (job := self._needs(chosen)) is not None:
@@ -198,9 +197,11 @@ class Schedule(Worth):
 
     def _choose(self, lane: str, later: frozenset):
         """Of what ``lane`` may run but ``later``, the most expected gain per estimated second
-        that fits, beside the defaults waiting, the first fits among the options and each option's
-        key before it was planned (a variant's before `cut`: tried once, however it was cut; a
-        default's before it started small is its fit on every row, its growth's last step)."""
+        that fits (or the first first fit met that does not fit, left out: `LeaveOut`), beside the
+        defaults waiting and each option's key before it was planned (a variant's before `cut`:
+        tried once, however it was cut; a default's before it started small is its fit on every
+        row, its growth's last step). Once the last defaults are left out, the next call's
+        options are the fill's."""
         s = self.search
         self.twin.apply(self.defaults)
         waiting = [c for c in self.defaults if c.status == "waiting"]
@@ -213,30 +214,38 @@ class Schedule(Worth):
         chosen, value, origin = None, (False, 0.0), {}
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
             origin[c] = c.key
-            if c.grown_from is None and not self.plans.estimate(c) or (
-                    c.variant_of is not None and c.key in self.tried) or self._measured_first(c):
+            planned = c.grown_from is not None or self.plans.estimate(c)
+            if isinstance(planned, LeaveOut):
+                self.tried |= {c.key}
+                return planned, waiting, origin
+            if not planned or (c.variant_of is not None and c.key in self.tried) or self._measured_first(c):
                 continue
             if not s.fits(c):
                 if c.variant_of is None and c.grown_from is None:
                     s.board.reached(c.tier)
-                    s.leave_out(c)
+                    return LeaveOut(c), waiting, origin
                 continue
             reach = 1.0 if c.variant_of is None else self.reach(c.pair)
             # within reach first; beyond it only for time nothing within reach can use
             gain = (reach > 0, self.gain(c) * (reach or 1.0) / max(c.estimate, 0.1))
             if gain > value:
                 chosen, value = c, gain
-        firsts = [c for c in options if c.variant_of is None and c.grown_from is None]
-        return chosen, waiting, firsts, origin
+        return chosen, waiting, origin
 
     def _prologue(self):
-        """The prologue's next action; None where its item left nothing to run (an encoder that
-        does not fit, a baseline left out): the next one is asked for."""
+        """The prologue's next action or leave-out; None where its item left nothing to run:
+        the next one is asked for."""
         item = self.queue.pop(0)
         if item == "encoder":
-            return self._encoder_job()
-        if item.kind == "candidate" and not self.plans.estimate(item):
-            return None  # left out: nothing of it fits
+            item = self._encoder_job()
+            if isinstance(item, list):  # not even the encoder's load fits: its models left out
+                self.queue[:0] = item[1:]
+                return item[0]
+            return item
+        if isinstance(item, Candidate) and item.kind == "candidate":
+            planned = self.plans.estimate(item)
+            if not planned:  # a `LeaveOut` where nothing of it fits
+                return planned if isinstance(planned, LeaveOut) else None
         return item
 
     def _needs(self, c: Candidate) -> Job | None:
@@ -256,7 +265,7 @@ class Schedule(Worth):
                                 plans.pass_seconds(c))
         return None
 
-    def _roomy(self, c: Candidate, waiting: list[Candidate]) -> bool:
+    def _roomy(self, c: Candidate, waiting: list[Candidate]) -> bool | LeaveOut:
         """Whether ``c`` (a default, a model's growth, a variant) leaves the time for the defaults
         waiting in its lane: the ones whose cheapest fits fit the time left, most valuable first,
         must all still fit once ``c`` has run. A default or a variant keeps it for those expected
@@ -264,7 +273,7 @@ class Schedule(Worth):
         fits in); growth for every one of them, and a model grows past its second fit only once
         none is left (every pair is measured on itself before the search bets on one: the first
         rung of successive halving). A default that sizes itself is cut into what they leave,
-        where it can be."""
+        where it can be (a `LeaveOut` where no recipe of it fits at all)."""
         s, gain, growth = self.search, self.gain(c), c.grown_from is not None
         better = sorted((o for o in waiting if o is not c and o.lane == c.lane
                          and o.status == "waiting" and (growth or self.gain(o) > gain)),
@@ -337,49 +346,50 @@ class Schedule(Worth):
                     out.append(option)
         return out
 
-    def end(self) -> None:
+    def end(self) -> list[LeaveOut]:
         """The search is over: a default it never started is left out, saying so, for the
         leaderboard names every pair of the search (a fit that ran past its estimate to the
         deadline left five of them unsaid)."""
         s = self.search
         if s is None:  # it ended before it began (Ctrl-C while the data was split)
-            return
+            return []
         why = ("the search was interrupted (Ctrl-C or SIGTERM)" if s.board.interrupted
                else "the search's time ran out")
-        for c in self.defaults:
-            if c.status == "waiting":
-                s.leave_out(c, f"not tried: {why} before its turn")
+        return [LeaveOut(c, f"not tried: {why} before its turn") for c in self.defaults
+                if c.status == "waiting"]
 
     # -- outcomes -------------------------------------------------------------------------------
-    def tell(self, action, outcome) -> None:
+    def tell(self, action, outcome) -> list[LeaveOut]:
         """What came of ``action``: a job's result (or its error) updates what the plans know;
         a scored candidate needs nothing more (the engine recorded it); one whose first fold
-        showed its folds would not end in time, `too_dear`."""
+        showed its folds would not end in time, `too_dear`. Returns the models it leaves out
+        now, for the engine to record."""
         if isinstance(outcome, FoldsTooDear):
-            self.too_dear(action, outcome)
+            return self.too_dear(action, outcome)
         if isinstance(outcome, MemoryLimitReached) and isinstance(action, Candidate):
-            self.too_big(action)
+            return self.too_big(action)
         if not isinstance(action, Job):
-            return
+            return []
         s = self.search
         failed = isinstance(outcome, BaseException)
         if action.kind == "load":
             if failed:
                 s.say(f"{s.time.stamp()} frozen encoder: {ENCODER}: failed ({outcome})"[:300])
-                return
+                return []
             per_doc, self.sample, _ = outcome  # the fresh rate: the engine records it
             job = self._first_pass(per_doc)
-            if job is not None:
-                self.queue[:0] = [job, "minilm"]
+            if isinstance(job, list):
+                return job
+            self.queue[:0] = [job, "minilm"]
         elif action.kind == "encode":
-            self._passed(action, outcome)
+            return self._passed(action, outcome)
         elif action.kind == "prepare":
-            self._prepared(action, outcome)
-        elif action.kind == "probe":
-            if not failed:
-                s.say(f"{s.time.stamp()} {outcome}")
+            return self._prepared(action, outcome)
+        elif action.kind == "probe" and not failed:
+            s.say(f"{s.time.stamp()} {outcome}")
+        return []
 
-    def too_dear(self, c: Candidate, err: FoldsTooDear) -> None:
+    def too_dear(self, c: Candidate, err: FoldsTooDear) -> list[LeaveOut]:
         """``c`` stopped after its first fold, which measured it: a default that sizes itself
         waits again, its recipe sized anew on what the fold measured (its first may have been
         sized on a probe the folds' fits outran); any other model is left out, saying what its
@@ -388,10 +398,10 @@ class Schedule(Worth):
         if c in self.defaults and self.plans.sizes_itself(c):
             c.status = "waiting"
             s.say(f"{s.time.stamp()} {c.label}: {err}: sized again on what it measured")
-            return
-        s.leave_out(c, str(err), need=c.estimate)
+            return []
+        return [LeaveOut(c, str(err), need=c.estimate)]
 
-    def too_big(self, c: Candidate) -> None:
+    def too_big(self, c: Candidate) -> list[LeaveOut]:
         """``c`` was stopped at the memory limit (its note says what it reached): a first fit
         whose memory grows with its rows (not one that trains an encoder: its memory is its
         batches') waits again on a `GROWTH`th of them while that is at least `MIN_ROWS`, a
@@ -406,26 +416,27 @@ class Schedule(Worth):
             if c.kind == "baseline":
                 self.plans.estimate(c)
                 self.queue.insert(0, c)
-            return
-        s.leave_out(c, c.note)
+            return []
+        return [LeaveOut(c, c.note)]
 
-    def _passed(self, job: Job, outcome) -> None:
+    def _passed(self, job: Job, outcome) -> list[LeaveOut]:
         s, plans, rep = self.search, self.plans, job.about
         if isinstance(outcome, BaseException):  # its models' fits then fail and say so
             s.say(f"{s.time.stamp()} frozen encoder: {rep}: failed ({outcome})"[:300])
             plans.encoded.setdefault(rep, np.ones(len(s.data.docs), bool))
             if self.queue and self.queue[0] == "minilm":  # the prologue's own pass: no baseline
                 self.queue.pop(0)
-                s.leave_out(self._minilm(None), f"the encoder's pass stopped: {outcome}"[:300])
-            return
+                return [LeaveOut(self._minilm(None), f"the encoder's pass stopped: {outcome}"[:300])]
+            return []
         done, seconds, index = outcome
         plans.mark_encoded(rep, index[:done])
+        left = []
         if done < len(index) and self.queue and self.queue[0] == "minilm":  # rare: it ran slow
             self.queue.pop(0)
-            for c in [self._minilm(None), *self._frozen()]:
-                c.estimate = seconds * len(index) / max(done, 1)
-                s.leave_out(c, f"the encoder's pass stopped after {done:,} of {len(index):,} "
-                               "documents: the rest would not fit the time left")
+            why = (f"the encoder's pass stopped after {done:,} of {len(index):,} documents: the "
+                   "rest would not fit the time left")
+            left = [LeaveOut(c, why, estimate=seconds * len(index) / max(done, 1))
+                    for c in [self._minilm(None), *self._frozen()]]
         if rep == ENCODER and done >= 64:  # later estimates scale from the pass's own rate
             plans.per_doc = seconds / done
         elif rep != ENCODER:
@@ -446,17 +457,18 @@ class Schedule(Worth):
             if o.representation == rep:
                 o.prior = HEADS[o.head].cost * s.data.fit_rows(len(s.data.train) if o.rows is None
                                                           else len(o.rows)) / 1000
+        return left
 
-    def _prepared(self, job: Job, outcome) -> None:
+    def _prepared(self, job: Job, outcome) -> list[LeaveOut]:
         s, name = self.search, job.about
-        if isinstance(outcome, BaseException):  # e.g. no network for a fetch: its pairs go
-            for o in [o for o in self.defaults if o.status == "waiting" and name in o.pair]:
-                s.board.reached(o.tier)
-                s.leave_out(o, f"preparing {name} failed ({outcome})"[:300])
-            self.plans.ready[name] = True
-            return
         self.plans.ready[name] = True
+        if isinstance(outcome, BaseException):  # e.g. no network for a fetch: its pairs go
+            gone = [o for o in self.defaults if o.status == "waiting" and name in o.pair]
+            for o in gone:
+                s.board.reached(o.tier)
+            return [LeaveOut(o, f"preparing {name} failed ({outcome})"[:300]) for o in gone]
         s.say(f"{s.time.stamp()} {name}: prepared once (kept on disk for every later run)")
+        return []
 
 
 def holds_settings(option: Candidate) -> bool:
