@@ -10,6 +10,8 @@ fine-tuning (`TransformerClassifier`), with 8, 16, 32 and 64 labelled documents 
         --workers 1 --threads 2                      # embedkit's SetFit against SetFit itself
     PYTHONPATH=. python pipelines/benchmarks/few_labels.py --test-size 400 --methods setfit
                                  # the MiniLM SetFit runs again, after its settings changed
+    PYTHONPATH=. python pipelines/benchmarks/few_labels.py --test-size 400 --methods vote \
+        --sizes 16 32 --workers 1 --threads 2       # the two standing few-label models' vote
 
 Protocol
 --------
@@ -33,6 +35,8 @@ Protocol
   - ``frozen mpnet + LR``: the pair `embedkit tune` fits on the base-size encoder, the
     registry's ``mpnet`` (all-mpnet-base-v2, frozen) + ``logreg-cv`` (C by inner 3-fold
     cross-validation);
+  - ``vote``: ``setfit`` and ``frozen mpnet + LR`` fitted on the draw, their probabilities
+    averaged (the two models `embedkit tune` lets stand where labels are few);
   - ``finetune``: the registry's ``finetune`` head (`TransformerClassifier`, full fine-tuning,
     2 epochs, 128 word pieces).
 * Against SetFit itself (issue 47; ``--methods setfit-mpnet setfit-library``), on the same draws
@@ -85,14 +89,17 @@ TFIDF = "TF-IDF + LR"
 #: the base-size encoder's frozen pair as `embedkit tune` fits it: the registry's ``mpnet`` +
 #: ``logreg-cv``
 FROZEN_MPNET = "frozen mpnet + LR"
-METHODS = (SETFIT, TFIDF, FROZEN, FROZEN_CV, FROZEN_MPNET, FINETUNE)
+#: the two models `embedkit tune` lets stand where labels are few, their probabilities averaged:
+#: SetFit (MiniLM) and frozen mpnet + LR, fitted on the same draw
+VOTE = "vote"
+METHODS = (SETFIT, TFIDF, FROZEN, FROZEN_CV, FROZEN_MPNET, VOTE, FINETUNE)
 #: the methods the job of a dataset's baselines records (one job: the test sample encoded once)
 BASELINES = (TFIDF, FROZEN, FROZEN_CV, FROZEN_MPNET)
 #: embedkit's SetFit against SetFit 1.2 itself, both on this body
 BODY = "all-mpnet-base-v2"
 OURS, LIBRARY = "setfit-mpnet", "setfit-library"
 #: the trained methods ``--methods`` chooses from (the baselines always run)
-TRAINED = (SETFIT, FINETUNE, OURS, LIBRARY)
+TRAINED = (SETFIT, VOTE, FINETUNE, OURS, LIBRARY)
 RUNS = "few_labels_runs.jsonl"
 #: the run of the section that pairs embedkit's SetFit with SetFit's own (the docstring's)
 LIBRARY_SIZES = (8, 64)
@@ -183,7 +190,7 @@ def tuned_head(method: str, seed: int = 0):
     from embedkit import registry
 
     body = {"model": BODY} if method == OURS else {}
-    return registry.HEADS[SETFIT if method == OURS else method].factory().set_params(
+    return registry.HEADS[method if method in (SETFIT, FINETUNE) else SETFIT].factory().set_params(
         random_state=seed, **body)
 
 
@@ -191,7 +198,7 @@ def settings(method: str) -> dict:
     """What a run of ``method`` is, beyond its draw: the head's parameters (not the seed, the
     device or the verbosity); ``{}`` for the frozen baselines and SetFit itself (pinned by the
     peers' environment). A record keeps the settings it ran with (`current`)."""
-    if method not in (SETFIT, FINETUNE, OURS):
+    if method not in (SETFIT, FINETUNE, OURS, VOTE):
         return {}
     return {k: v for k, v in sorted(tuned_head(method).get_params(deep=False).items())
             if k not in ("random_state", "device", "verbose")
@@ -219,14 +226,26 @@ def current(records: list[dict]) -> list[dict]:
 
 
 def run_tuned(name: str, n: int, seed: int, method: str, test_size: int) -> list[dict]:
-    """`tuned_head` of ``method`` fitted on one labelled draw; SetFit's record says its pairs."""
+    """`tuned_head` of ``method`` fitted on one labelled draw; SetFit's record says its pairs.
+    `VOTE`: SetFit's and frozen mpnet + LR's probabilities on the test sample, averaged."""
     train, test = data(name, test_size)
     part = labelled(train, n, seed)
     model = tuned_head(method, seed)
     start = time.perf_counter()
     model.fit(part["text"].tolist(), part["label"].to_numpy())
+    if method == VOTE:
+        from embedkit.registry import HEADS, REPRESENTATIONS, pair_pipeline
+
+        mpnet = pair_pipeline(REPRESENTATIONS["mpnet"].factory(), HEADS["logreg-cv"].factory())
+        mpnet.fit(part["text"].tolist(), part["label"].to_numpy())
+        assert list(mpnet.classes_) == list(model.classes_)
     fit_s = time.perf_counter() - start
-    pred = model.predict(test["text"].tolist())
+    if method == VOTE:
+        proba = (model.predict_proba(test["text"].tolist())
+                 + mpnet.predict_proba(test["text"].tolist())) / 2
+        pred = model.classes_[proba.argmax(axis=1)]
+    else:
+        pred = model.predict(test["text"].tolist())
     pairs = {"n_pairs": int(model.n_pairs_)} if hasattr(model, "n_pairs_") else {}
     return [{"dataset": name, "n_per_class": n, "seed": seed, "method": method,
              **_scores(test["label"], pred), "fit_seconds": fit_s, "n_train": len(part),
