@@ -1186,6 +1186,24 @@ def test_scikit_learns_warnings_about_the_searchs_own_slices_stay_out_of_its_out
     assert [str(w.message) for w in caught if str(w.message).startswith(_SLICE_WARNINGS)] == []
 
 
+def test_scipys_warning_from_ridges_solve_on_the_searchs_features_stays_out_of_its_output():
+    """On a number, the registry's linear head is ``RidgeCV`` over alphas from 1e-3: on 6,000
+    films read as a table (the titles' static MiniLM vectors beside their mpaa, year, length,
+    budget and votes) its smallest alphas' solves are ill-conditioned, and SciPy warned twice per
+    fit into tune's output (issue 61: other libraries' warnings stay out of it). The fit stands
+    (a larger alpha is chosen); nothing of it is the user's to act on."""
+    from scipy.linalg import LinAlgWarning
+
+    films = embedkit.load_dataset("movie-ratings-table").dropna(subset=["genres"])
+    films = films.sample(6000, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tuner = Tuner(20, pairs=[("minilm-static", "logreg-cv")], finetune=False, progress=False,
+                      random_state=0).fit(films.drop(columns=["label", "genres"]), films["label"])
+    assert tuner.task_ == "regression" and "minilm-static + logreg-cv" in set(tuner.leaderboard_["pipeline"])
+    assert [str(w.message) for w in caught if isinstance(w.message, LinAlgWarning)] == []
+
+
 def test_the_least_budget_is_the_baseline_on_the_rows_it_starts_on():
     """1,000,000 short texts: the plain TF-IDF baseline starts on a few thousand rows and grows,
     so the least budget is seconds, not the 2,232 s a fit on every row was estimated at

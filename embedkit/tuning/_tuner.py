@@ -87,13 +87,20 @@ __all__ = ["DEFAULT_PAIRS", "MAX_SEEDS", "MINILM_BASELINE", "RESERVED_SEEDS",
 #: search
 _SLICE_WARNINGS = ("The least populated class in y has only",
                    "The number of unique classes is greater than 50%")
+#: SciPy's warning from Ridge's solve on a candidate's features (a number's head and baselines:
+#: TF-IDF columns or a table's raw numbers on a slice of rows): the fit stands (its ``alpha``
+#: regularises it) and the features and rows are the search's choice, not the user's
+_SOLVE_WARNING = "An ill-conditioned matrix detected"
 
 
 @contextmanager
 def _quiet_about_slices():
+    from scipy.linalg import LinAlgWarning
+
     with warnings.catch_warnings():
         for message in _SLICE_WARNINGS:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        warnings.filterwarnings("ignore", message=_SOLVE_WARNING, category=LinAlgWarning)
         yield
 
 
