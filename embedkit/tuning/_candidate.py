@@ -161,7 +161,7 @@ class LeaveOut:
     including: str = "it"
     estimate: float | None = None
 
-    def __bool__(self) -> bool:  # what plans it answers with False: nothing of it runs
+    def __bool__(self) -> bool:  # falsy: nothing of the candidate runs
         return False
 
 
