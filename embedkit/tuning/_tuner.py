@@ -94,7 +94,9 @@ _SOLVE_WARNING = "An ill-conditioned matrix detected"
 
 
 @contextmanager
-def _quiet_about_slices():
+def _quiet_about_its_own_choices():
+    """The search and its finish without the warnings about what they chose (`_SLICE_WARNINGS`,
+    `_SOLVE_WARNING`); every other warning passes."""
     from scipy.linalg import LinAlgWarning
 
     with warnings.catch_warnings():
@@ -374,7 +376,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
         # threads set once, by policy, for the search and the finish: torch and the tokenizer
         # get this process's cores (less one that feeds an accelerator), BLAS one
         threads = plan_threads(workers=1, reserve=1 if search.asked.device_lane else 0).block()
-        with threads, _quiet_about_slices():
+        with threads, _quiet_about_its_own_choices():
             search.run(Schedule({name: (lambda pipe=pipe: clone(pipe))
                                  for name, pipe in baseline_pipelines(
                                      self.cache, self.task_, None if self.roles_ is None
@@ -399,7 +401,7 @@ class Tuner(CheckedKeywords, ClassifierMixin, BaseEstimator):
             say(f"{clock.stamp()} no model predicts within the limit of "
                 f"{1000 * self.predict_limit:.2f} ms a row: the pick is the cheapest to predict "
                 f"({1000 * pick.row_seconds:.2f} ms a row)")
-        with threads, _quiet_about_slices():
+        with threads, _quiet_about_its_own_choices():
             done = search.finish.run(search, pick, clock, say)
         self.best_estimator_, self.refit_, self.seeds_ = done.estimator, done.refit, done.seeds
         self.refit_members_, self.refit_interrupted_ = done.members, done.interrupted
