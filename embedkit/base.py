@@ -20,8 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 from .data.documents import MAX_DOCUMENT_CHARS, validate_documents, within_reach
 from .sequences import Sequences
 
-__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "non_negative",
-           "output_form", "progress_bars", "reads_non_negative", "store_params"]
+__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "needs_classes",
+           "non_negative", "output_form", "progress_bars", "reads_non_negative", "is_ready", "store_params",
+           "takes_cache", "with_cache"]
 
 #: The forms features take between the two contracts: one vocabulary for a representation's
 #: ``output=`` (``_outputs``), a head's ``_accepts`` and the registry's compatibility.
@@ -70,8 +71,36 @@ def accepted_forms(head) -> tuple[str, ...]:
 def non_negative(representation) -> bool:
     """Whether a representation step's features are never negative (term counts, TF-IDF
     weights): what a head of counts reads (`reads_non_negative`). A step says so by its
-    ``non_negative_output``; any other is taken to give signed values."""
+    ``non_negative_output`` (`Representation` declares it, False); any other step is taken to
+    give signed values."""
     return bool(getattr(representation, "non_negative_output", False))
+
+
+def needs_classes(representation) -> bool:
+    """Whether a representation step learns from classes, so that a number or a set of labels
+    cannot fit it: its ``needs_classes`` (`Representation` declares it, False); no other step
+    does."""
+    return isinstance(representation, Representation) and bool(representation.needs_classes)
+
+
+def takes_cache(step) -> bool:
+    """Whether ``step`` reads and writes an embedding cache (`embedkit.cache`): a
+    representation that declares a ``cache`` parameter."""
+    return isinstance(step, Representation) and "cache" in step._parameter_constraints
+
+
+def with_cache(step, cache):
+    """``step`` set to read and write ``cache`` where it takes one (`takes_cache`); returned
+    as it is otherwise (a scikit-learn transformer, ``"passthrough"``)."""
+    return step.set_params(cache=cache) if takes_cache(step) else step
+
+
+def is_ready(step) -> bool:
+    """Whether ``step``'s one-time preparation (a model fetched, a distillation cached) is
+    done on this machine: its ``ready()`` where it declares one (`Representation` declares it,
+    True; an encoder that fetches its model, a fine-tuning head); True for any other step."""
+    check = getattr(step, "ready", None)
+    return bool(check()) if callable(check) else True
 
 
 def reads_non_negative(head) -> bool:
@@ -171,6 +200,19 @@ class Representation(CheckedKeywords, TransformerMixin, BaseEstimator):
     _outputs_note: str = ""
     #: prefix of generated feature names
     _feature_prefix: str = "dim"
+    #: what the search and `compare` read of a step, declared with their defaults here
+    #: (`needs_classes`, `non_negative`, `takes_cache`, `is_ready`): whether it learns from classes
+    #: (a number or a set of labels cannot fit it), whether its features are never negative
+    needs_classes: bool = False
+    non_negative_output: bool = False
+
+    def ready(self) -> bool:
+        """Whether its one-time preparation (a model fetched, a distillation cached) is done on
+        this machine; a representation that needs none is always ready."""
+        return True
+
+    def prepare(self) -> None:
+        """Do its one-time preparation (fetch, distil), kept on disk; nothing by default."""
 
     # -- subclass API -------------------------------------------------------------------
     def _fit(self, docs: list[str], y=None) -> None:  # pragma: no cover - abstract

@@ -31,7 +31,7 @@ import pandas as pd
 from . import experiments
 from ._compare_data import as_regression, multilabel_target, table_roles
 from ._suggest import did_you_mean
-from .base import output_form
+from .base import needs_classes, output_form, takes_cache
 from .data.columns import take
 from .data.datasets import is_multilabel
 from .data.targets import (
@@ -275,7 +275,7 @@ def run_compare(dataset: str | pd.DataFrame = "bbc-news", representations=None, 
         df = df.assign(label=split_label_sets(df["label"]))
     y = df["label"].to_numpy()
     built_reps = {name: reps[name].factory() for name in dict.fromkeys(r for _, r, _ in rows_wanted)}
-    by_classes = {name for name, step in built_reps.items() if getattr(step, "needs_classes", False)}
+    by_classes = {name for name, step in built_reps.items() if needs_classes(step)}
     table = table_roles(df, text_columns, categorical, numeric)
     if table is None:
         X = df["text"].to_numpy(dtype=object)
@@ -428,7 +428,7 @@ def _tasks(by_rep: dict, built_reps: dict, splits, X, store, scored) -> tuple[li
                 encoded[fp] = _encode_once(step, X, store) / len(X)
             shared[rep] = encoded[fp]
             step = clone(step).set_params(cache=store)
-        elif not isinstance(step, str) and "cache" in step.get_params(deep=False):
+        elif takes_cache(step):
             step = clone(step).set_params(cache=None)  # a fold's features are used once
         tasks.extend((rep, i, step, hs) for i, hs in todo.items())
     tasks.sort(key=lambda t: t[0] in shared)  # the slow, fold-trained ones first

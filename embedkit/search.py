@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import experiments, registry
+from .base import with_cache
 
 
 def param_grid(representations=None, heads=None, cache="memory") -> list[dict]:
@@ -38,8 +39,8 @@ def param_grid(representations=None, heads=None, cache="memory") -> list[dict]:
         ok = [chosen.heads[h].factory() for r, h in chosen.pairs if r == name]
         if ok:
             features = chosen.representations[name].factory()
-            if cache is not None and features != "passthrough" and "cache" in features.get_params():
-                features.set_params(cache=cache)
+            if cache is not None:
+                features = with_cache(features, cache)
             grid.append({"features": [features], "head": ok})
     return grid
 

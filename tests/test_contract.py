@@ -32,7 +32,7 @@ import embedkit.heads
 import embedkit.representations
 import embedkit.representations.table
 from embedkit._params import InvalidParameterError, invalid_values, validate_params
-from embedkit.base import Representation
+from embedkit.base import Representation, is_ready, needs_classes, takes_cache, with_cache
 from embedkit.sequences import Sequences, TokenIds
 
 REPRESENTATIONS = [getattr(embedkit.representations, n) for n in embedkit.representations.__all__]
@@ -108,6 +108,26 @@ def test_representation_data_free_checks(cls):
     assert repr(est).startswith(name)
     assert clone(est).get_params() == est.get_params()
     assert "output" in est.get_params() and "cache" in est.get_params()
+    # what the search reads of a step, declared on the base with its defaults
+    assert takes_cache(est) and needs_classes(est) is False and isinstance(is_ready(est), bool)
+
+
+def test_what_the_search_reads_of_a_step_is_declared_not_probed():
+    """`needs_classes`, `takes_cache` / `with_cache` and `is_ready` answer for a representation
+    from what it declares, and give their defaults for any other step."""
+    from sklearn.decomposition import TruncatedSVD
+
+    from embedkit.representations import TfidfEmbedder
+
+    plain, ratios = TfidfEmbedder(), TfidfEmbedder(log_count_ratio=True)
+    assert (needs_classes(plain), needs_classes(ratios)) == (False, True)
+    assert with_cache(plain, None) is plain and plain.cache is None
+    assert with_cache(clone(plain), "memory").get_params()["cache"] == "memory"
+    svd = TruncatedSVD(n_components=2)
+    for other in (svd, "passthrough"):
+        assert not needs_classes(other) and not takes_cache(other) and is_ready(other)
+        assert with_cache(other, "memory") is other
+    assert "cache" not in svd.get_params()
 
 
 @pytest.mark.parametrize("cls,output", rep_outputs, ids=rep_output_ids)

@@ -114,6 +114,7 @@ def embed(
     it is. Parquet output has the id column then one column per dimension. A row without text
     (a JSON or parquet null) is an error that names it; an empty CSV cell is an empty document.
     """
+    from ..base import takes_cache
     from ..configure import make_representation, parse_params
     from ..data.reading import read_chunks
     from ..streaming import EMBED_COLUMNS, embed_file, parquet_to_npy
@@ -123,7 +124,7 @@ def embed(
         raise typer.BadParameter(f"{output} must end in .parquet or .npy", param_hint="OUTPUT")
     try:
         rep = make_representation(representation, param or ())
-        if "cache" in rep.get_params() and all(p.name != "cache" for p in parse_params(param)):
+        if takes_cache(rep) and all(p.name != "cache" for p in parse_params(param)):
             rep.set_params(cache=cache)  # the registry's in-memory cache is no use to one pass
     except ValueError as err:
         raise typer.BadParameter(in_flags(str(err), ctx), param_hint="--representation/--param") from None

@@ -172,12 +172,13 @@ def build_pipeline(representation: str, head: str, settings: dict, cache,
     (`embedkit.registry.for_task`: a regressor for a number, one model per label of a label set,
     each with those settings); on a table (``roles``), its representation reading the table
     (`embedkit.representations.table.on_table`)."""
+    from ..base import with_cache
     from ..registry import HEADS, REPRESENTATIONS, for_task, pair_pipeline
     from ..representations.table import on_table
 
     features = REPRESENTATIONS[representation].factory()
-    if cache is not None and not isinstance(features, str) and "cache" in features.get_params():
-        features.set_params(cache=cache)
+    if cache is not None:
+        features = with_cache(features, cache)
     pipe = pair_pipeline(features, HEADS[head].factory()).set_params(**settings)
     pipe = pair_pipeline(pipe.named_steps["features"], for_task(pipe.named_steps["head"], task))
     if roles is None:

@@ -363,9 +363,10 @@ def pairs_for_task(pairs, task: str) -> tuple[list, list[str]]:
     learn from classes (NBSVM's log-count ratios: one block of columns per distinct value)."""
     if task == "classification":
         return pairs, []
+    from ..base import needs_classes
     from ..registry import HEADS, REPRESENTATIONS, for_task
 
-    by_classes = {r for r, _ in pairs if getattr(REPRESENTATIONS[r].factory(), "needs_classes", False)}
+    by_classes = {r for r, _ in pairs if needs_classes(REPRESENTATIONS[r].factory())}
     no_form = {h for _, h in pairs if task == "regression"
                and for_task(HEADS[h].factory(), task) is None}
     kept = [(r, h) for r, h in pairs if r not in by_classes and h not in no_form]

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from ..base import with_cache
 from ..registry import HEADS, REPRESENTATIONS
 from ._candidate import Job
 from ._costs import timed_pass
@@ -27,9 +28,7 @@ __all__ = ["encode", "load_encoder", "prepare", "probe"]
 
 def _encoder(s, representation: str):
     encoder = REPRESENTATIONS[representation].factory()
-    if s.asked.cache is not None and "cache" in encoder.get_params():
-        encoder.set_params(cache=s.asked.cache)
-    return encoder
+    return encoder if s.asked.cache is None else with_cache(encoder, s.asked.cache)
 
 
 def load_encoder(s, representation: str, estimate: float) -> Job:

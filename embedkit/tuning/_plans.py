@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .._budget import DECIDING, format_seconds, largest
+from ..base import is_ready
 from ..data.columns import take
 from ..machine import resident
 from ..registry import HEADS, REPRESENTATIONS
@@ -116,7 +117,7 @@ class Plans:
         for name, entry in ((c.representation, REPRESENTATIONS[c.representation]),
                             (c.head, HEADS[c.head])):
             if entry.setup and name not in self.ready:
-                self.ready[name] = getattr(entry.factory(), "ready", lambda: True)()
+                self.ready[name] = is_ready(entry.factory())
             total += 0.0 if not entry.setup or self.ready[name] else entry.setup
         return total
 

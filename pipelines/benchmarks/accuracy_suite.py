@@ -82,11 +82,10 @@ def share_cache(directory) -> None:
 
     reg = registry()
 
+    from embedkit.base import with_cache
+
     def cached(factory):
-        step = factory()
-        if not isinstance(step, str) and "cache" in step.get_params():
-            step.set_params(cache=str(directory))
-        return step
+        return with_cache(factory(), str(directory))
 
     for name, entry in list(reg.REPRESENTATIONS.items()):
         reg.REPRESENTATIONS[name] = reg.Entry(functools.partial(cached, entry.factory), entry.about)
