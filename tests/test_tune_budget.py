@@ -177,3 +177,47 @@ def test_the_large_file_benchmark_grows_its_file_reads_the_kernels_word_and_tabl
     assert "big.csv (55,000,000 rows, 5.41 GB)" in first and "| 4GB " in first and "| 3.86 " in first
     assert "| 0.960 " in first and "not fitted" in first and "| 1167 " in first
     assert "| 0.932 " in second and "+2.8" in second
+
+
+def test_the_held_out_calibration_predicts_once_and_scores_each_form_as_its_own_model_would():
+    """The pick as saved, as fitted and with its temperature alone are scored from one pass of
+    the fitted model over the held-out rows: the same numbers as each form's own
+    ``predict_proba``, with no second pass of the model."""
+    import copy
+    import types
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    import embedkit
+    from embedkit import TemperatureScaled
+    from embedkit.data.targets import expected_calibration_error, log_loss
+
+    df = embedkit.load_dataset("trec")
+    X, y = df["text"].to_numpy(object)[:4000], df["label"].to_numpy()[:4000]
+    fitted = Pipeline([("features", TfidfVectorizer()), ("head", LogisticRegression(C=1000, max_iter=500))])
+    fitted.fit(X[:2500], y[:2500])  # overconfident: a temperature above 1 mends it
+    scaled = TemperatureScaled(fitted["head"], top_label=True).fit(fitted["features"].transform(X[2500:3200]),
+                                                                  y[2500:3200])
+    assert scaled.temperature_ > 1.2 and scaled.top_ is not None
+    alone = copy.copy(scaled)
+    alone.top_ = None
+    forms = {"pick": scaled, "raw": fitted["head"], "temperature_only": alone}
+    passes = []
+    counted = Pipeline([("features", fitted["features"]), ("calibrated", scaled)])
+    head = scaled.estimator
+    own = type(head).predict_proba
+    head.predict_proba = lambda Z: passes.append(1) or own(head, Z)
+    tuner = types.SimpleNamespace(best_estimator_=counted, classes_=fitted.classes_,
+                                  calibration_={"temperature": scaled.temperature_, "applied": True,
+                                                "top_label": True})
+    out = bench.held_out_calibration(tuner, X[3200:], y[3200:])
+    assert len(passes) == 1 and (out["temperature"], out["top_label"]) == (scaled.temperature_, True)
+    del head.predict_proba
+    Z, classes = fitted["features"].transform(X[3200:]), fitted.classes_
+    for key, form in forms.items():
+        proba = form.predict_proba(Z)
+        assert out[f"{key}_log_loss"] == pytest.approx(log_loss(y[3200:], proba, classes))
+        assert out[f"{key}_ece"] == pytest.approx(expected_calibration_error(y[3200:], proba, classes))
+    assert out["pick_log_loss"] < out["raw_log_loss"]
