@@ -20,9 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 from .data.documents import MAX_DOCUMENT_CHARS, validate_documents, within_reach
 from .sequences import Sequences
 
-__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "needs_classes",
-           "non_negative", "output_form", "progress_bars", "reads_non_negative", "is_ready", "store_params",
-           "takes_cache", "with_cache"]
+__all__ = ["FORMS", "OUTPUTS", "CheckedKeywords", "Representation", "accepted_forms", "is_ready",
+           "needs_classes", "non_negative", "output_form", "progress_bars", "reads_non_negative",
+           "store_params", "takes_cache", "with_cache"]
 
 #: The forms features take between the two contracts: one vocabulary for a representation's
 #: ``output=`` (``_outputs``), a head's ``_accepts`` and the registry's compatibility.
