@@ -184,13 +184,19 @@ def strata(y: np.ndarray) -> np.ndarray:
     return np.where(y.any(axis=1), rarity.argmin(axis=1), y.shape[1])
 
 
-def covering(rows: np.ndarray, y: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """``rows`` (sorted positions of ``y``) and, for label sets, the first row in ``order`` of
-    each label none of them carries, so every model learns every label the training rows hold.
-    A larger subsample's rows still hold a smaller one's: a label carried by the first ``m``
-    rows of ``order`` is carried by the first ``m' > m``."""
+def covering(rows: np.ndarray, y: np.ndarray, order: np.ndarray, classes: bool = False) -> np.ndarray:
+    """``rows`` (sorted positions of ``y``) and, for label sets (or for classes, where
+    ``classes``: not for numbers), the first row in ``order`` of each label or class none of them
+    carries, so every model learns every label or class the training rows hold (a model that
+    never saw a class gives it no column, and a vote of such models cannot add them up). A larger
+    subsample's rows still hold a smaller one's: a label carried by the first ``m`` rows of
+    ``order`` is carried by the first ``m' > m``."""
     if np.ndim(y) == 1:
-        return rows
+        if not classes:
+            return rows
+        kinds, first = np.unique(y[order], return_index=True)
+        missing = ~np.isin(kinds, y[rows])
+        return np.union1d(rows, order[first[missing]]) if missing.any() else rows
     y = np.asarray(y, dtype=bool)
     missing = np.flatnonzero(~y[rows].any(axis=0) & y.any(axis=0))
     if not len(missing):
@@ -214,14 +220,15 @@ def stratified_order(y: np.ndarray, seed: int) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
-def stratified_rows(y: np.ndarray, m: int, seed: int, order: np.ndarray | None = None) -> np.ndarray:
+def stratified_rows(y: np.ndarray, m: int, seed: int, order: np.ndarray | None = None,
+                    classes: bool = False) -> np.ndarray:
     """``m`` positions of ``y``, stratified by class, seeded, sorted: the first ``m`` of
-    `stratified_order` (``order``, where it is known already); for label sets with a row of
-    each label they lack (`covering`)."""
+    `stratified_order` (``order``, where it is known already); for label sets, or classes where
+    ``classes``, with a row of each label or class they lack (`covering`)."""
     if m >= len(y):
         return np.arange(len(y))
     order = stratified_order(y, seed) if order is None else order
-    return covering(np.sort(order[:m]), y, order)
+    return covering(np.sort(order[:m]), y, order, classes)
 
 
 def stratified_halves(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:

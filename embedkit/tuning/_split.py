@@ -78,10 +78,12 @@ class Split:
 
     def sample_rows(self, m: int) -> np.ndarray:
         """``m`` training rows (positions into the training rows), stratified, seeded; the rows
-        of a smaller ``m`` are among them (`embedkit.tuning._selection.stratified_order`)."""
+        of a smaller ``m`` are among them (`embedkit.tuning._selection.stratified_order`); a row
+        of every class or label the training rows hold among them (`covering`)."""
         if self._order is None:
             self._order = _selection.stratified_order(self.y_train, self.seed)
-        return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order)
+        return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order,
+                                          classes=self.task == "classification")
 
     def read_texts(self, rows: np.ndarray, roles=None) -> np.ndarray:
         """The text a head that reads raw text gets for ``rows`` (positions into the training
