@@ -67,6 +67,25 @@ def test_vote_over_estimator_members_saves_and_loads(tmp_path):
                                pipe.predict_proba(TOY), atol=1e-7)
 
 
+def test_a_vote_of_prefit_members_that_know_different_classes_gives_each_class_its_column():
+    """A prefit member that never saw a class (fitted on a subsample without it) gives it 0 in
+    the vote, weighted as set, instead of failing inside scikit-learn's vote."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.frozen import FrozenEstimator
+
+    docs = TOY * 3 + ["dull plot", "dull film", "dull dull"] * 3
+    y = TOY_Y * 3 + ["meh"] * 9
+    every = sk_pipeline(TfidfVectorizer(), LogisticRegression()).fit(docs, y)
+    two = sk_pipeline(TfidfVectorizer(), LogisticRegression()).fit(TOY * 3, TOY_Y * 3)
+    vote = EnsembleClassifier(members=(("every", FrozenEstimator(every)), ("two", FrozenEstimator(two))),
+                              method="vote", weights=[3, 1]).fit(docs, y)
+    assert list(vote.classes_) == ["meh", "neg", "pos"] and list(two.classes_) == ["neg", "pos"]
+    proba = vote.predict_proba(["dull film", "good fun"])
+    wide = np.column_stack([np.zeros(2), two.predict_proba(["dull film", "good fun"])])
+    np.testing.assert_allclose(proba, (3 * every.predict_proba(["dull film", "good fun"]) + wide) / 4)
+    assert list(vote.predict(["dull dull"])) == ["meh"]
+
+
 def test_ensemble_errors():
     with pytest.raises(ValueError, match="passthrough"):
         EnsembleClassifier().fit(np.ones((4, 3)), [0, 1, 0, 1])

@@ -256,7 +256,25 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         if self.multilabel_:  # each label's combiner: the probability of its class 1
             per_label = self.model_.final_estimator_.predict_proba(self.model_.transform(docs))
             return np.column_stack([p[:, 1] for p in per_label])
+        if self.method == "vote":  # the weighted mean, each member's columns in classes_ order
+            return np.average([self._columns(m, docs) for m in self.model_.estimators_], axis=0,
+                              weights=self.weights)
         return self.model_.predict_proba(docs)
+
+    def _columns(self, member, docs) -> np.ndarray:
+        """``member``'s probabilities with a column per class of ``classes_``: a prefit member
+        that never saw a class gives it 0 (scikit-learn's vote needs every member's width)."""
+        proba = np.asarray(member.predict_proba(docs), dtype=np.float64)
+        if proba.shape[1] == len(self.classes_):
+            return proba
+        where = {c: i for i, c in enumerate(self.classes_)}
+        unknown = [c for c in member.classes_ if c not in where]
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: a member predicts classes {unknown[:5]} the "
+                             "ensemble was not fitted on; fit it on labels that hold them.")
+        out = np.zeros((len(proba), len(self.classes_)))
+        out[:, [where[c] for c in member.classes_]] = proba
+        return out
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each document; for multi-label targets the int 0/1
