@@ -264,17 +264,16 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
     def _columns(self, member, docs) -> np.ndarray:
         """``member``'s probabilities with a column per class of ``classes_``: a prefit member
         that never saw a class gives it 0 (scikit-learn's vote needs every member's width)."""
+        from ._targets import in_classes
+
         proba = np.asarray(member.predict_proba(docs), dtype=np.float64)
-        if proba.shape[1] == len(self.classes_):
+        if proba.shape[1] == len(self.classes_):  # every class, in the vote's order
             return proba
-        where = {c: i for i, c in enumerate(self.classes_)}
-        unknown = [c for c in member.classes_ if c not in where]
+        unknown = [c for c in member.classes_ if c not in set(self.classes_)]
         if unknown:
             raise ValueError(f"{type(self).__name__}: a member predicts classes {unknown[:5]} the "
                              "ensemble was not fitted on; fit it on labels that hold them.")
-        out = np.zeros((len(proba), len(self.classes_)))
-        out[:, [where[c] for c in member.classes_]] = proba
-        return out
+        return in_classes(proba, member.classes_, self.classes_)
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each document; for multi-label targets the int 0/1

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-__all__ = ["fold_of", "LABEL_SET_SCORERS", "Stored", "aligned", "covering", "label_set_score", "select",
-           "strata", "stratified_halves", "stratified_order", "stratified_rows"]
+__all__ = ["fold_of", "LABEL_SET_SCORERS", "Stored", "aligned", "covering", "firsts_of", "label_set_score",
+           "select", "strata", "stratified_halves", "stratified_order", "stratified_rows"]
 
 #: the scorers of label sets the search decides by: scikit-learn's names, and the average of
 #: F1 each takes (`embedkit.data.targets.threshold_scores`)
@@ -89,17 +89,11 @@ def score(scoring: str, proba: np.ndarray, y: np.ndarray, classes: np.ndarray | 
 def aligned(model, X, classes: np.ndarray | None) -> np.ndarray:
     """``model.predict_proba(X)`` with columns in ``classes`` order (a class the model never saw
     gets probability 0); where ``classes`` is None, ``model.predict(X)`` as one column."""
+    from ..heads._targets import in_classes
+
     if classes is None:
         return np.asarray(model.predict(X), dtype=np.float64).reshape(len(X), 1)
-    proba = np.asarray(model.predict_proba(X), dtype=np.float64)
-    seen = list(np.asarray(model.classes_))
-    if seen == list(classes):
-        return proba
-    out = np.zeros((len(X), len(classes)))
-    for j, c in enumerate(classes):
-        if c in seen:
-            out[:, j] = proba[:, seen.index(c)]
-    return out
+    return in_classes(model.predict_proba(X), np.asarray(model.classes_), classes)
 
 
 def _greedy(probas: Sequence[np.ndarray], costs: Sequence[float], rows: np.ndarray, y, classes,
@@ -184,19 +178,13 @@ def strata(y: np.ndarray) -> np.ndarray:
     return np.where(y.any(axis=1), rarity.argmin(axis=1), y.shape[1])
 
 
-def covering(rows: np.ndarray, y: np.ndarray, order: np.ndarray, classes: bool = False) -> np.ndarray:
-    """``rows`` (sorted positions of ``y``) and, for label sets (or for classes, where
-    ``classes``: not for numbers), the first row in ``order`` of each label or class none of them
-    carries, so every model learns every label or class the training rows hold (a model that
-    never saw a class gives it no column, and a vote of such models cannot add them up). A larger
-    subsample's rows still hold a smaller one's: a label carried by the first ``m`` rows of
-    ``order`` is carried by the first ``m' > m``."""
+def covering(rows: np.ndarray, y: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``rows`` (sorted positions of ``y``) and, for label sets, the first row in ``order`` of
+    each label none of them carries, so every model learns every label the training rows hold.
+    A larger subsample's rows still hold a smaller one's: a label carried by the first ``m``
+    rows of ``order`` is carried by the first ``m' > m``."""
     if np.ndim(y) == 1:
-        if not classes:
-            return rows
-        kinds, first = np.unique(y[order], return_index=True)
-        missing = ~np.isin(kinds, y[rows])
-        return np.union1d(rows, order[first[missing]]) if missing.any() else rows
+        return rows
     y = np.asarray(y, dtype=bool)
     missing = np.flatnonzero(~y[rows].any(axis=0) & y.any(axis=0))
     if not len(missing):
@@ -221,14 +209,23 @@ def stratified_order(y: np.ndarray, seed: int) -> np.ndarray:
 
 
 def stratified_rows(y: np.ndarray, m: int, seed: int, order: np.ndarray | None = None,
-                    classes: bool = False) -> np.ndarray:
+                    firsts: np.ndarray | None = None) -> np.ndarray:
     """``m`` positions of ``y``, stratified by class, seeded, sorted: the first ``m`` of
-    `stratified_order` (``order``, where it is known already); for label sets, or classes where
-    ``classes``, with a row of each label or class they lack (`covering`)."""
+    `stratified_order` (``order``, where it is known already); for label sets with a row of
+    each label they lack (`covering`); for classes, given ``firsts`` (`firsts_of`), with the
+    first row of each class whose first comes later than ``m`` (a model that never saw a class
+    gives it no column). A larger ``m``'s rows still hold a smaller one's."""
     if m >= len(y):
         return np.arange(len(y))
     order = stratified_order(y, seed) if order is None else order
-    return covering(np.sort(order[:m]), y, order, classes)
+    rows = covering(np.sort(order[:m]), y, order)
+    late = firsts[firsts >= m] if firsts is not None else firsts
+    return rows if late is None or not len(late) else np.union1d(rows, order[late])
+
+
+def firsts_of(y: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The position in ``order`` of each class's first row (classes of ``y``, one per row)."""
+    return np.unique(y[order], return_index=True)[1]
 
 
 def stratified_halves(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:

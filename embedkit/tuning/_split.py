@@ -33,6 +33,7 @@ class Split:
         self.folds: np.ndarray | None = None
         self.fits_each = 1
         self._order: np.ndarray | None = None
+        self._firsts: np.ndarray | None = None
 
     def split(self) -> None:
         """Hold out the validation rows (``validation``: their share; "auto": 0.2, but below
@@ -80,10 +81,11 @@ class Split:
         """``m`` training rows (positions into the training rows), stratified, seeded; the rows
         of a smaller ``m`` are among them (`embedkit.tuning._selection.stratified_order`); a row
         of every class or label the training rows hold among them (`covering`)."""
-        if self._order is None:
+        if self._order is None:  # the order, and where each class first comes in it, once
             self._order = _selection.stratified_order(self.y_train, self.seed)
-        return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order,
-                                          classes=self.task == "classification")
+            self._firsts = (_selection.firsts_of(self.y_train, self._order)
+                            if self.task == "classification" else None)
+        return _selection.stratified_rows(self.y_train, int(m), self.seed, self._order, self._firsts)
 
     def read_texts(self, rows: np.ndarray, roles=None) -> np.ndarray:
         """The text a head that reads raw text gets for ``rows`` (positions into the training
