@@ -12,7 +12,7 @@ from .._suggest import did_you_mean
 from .reading import LABEL_SEPARATOR
 
 __all__ = ["CALIBRATION_BINS", "DEFAULT_METRICS", "MULTILABEL_METRICS", "REGRESSION_METRICS", "TASKS",
-           "THRESHOLDS", "expected_calibration_error", "infer_task", "log_loss",
+           "THRESHOLDS", "expected_calibration_error", "in_classes", "infer_task", "log_loss",
            "multilabel_decisions", "numeric_target", "scorers", "split_label_sets",
            "threshold_scores", "tune_threshold"]
 
@@ -409,3 +409,19 @@ def expected_calibration_error(y, proba, classes=None, bins: int = CALIBRATION_B
                                           bins) for p, c in zip(proba.T, codes.T, strict=True)]))
     right = (proba.argmax(axis=1) == codes).astype(np.float64)
     return _binned_gap(proba.max(axis=1), right, bins)
+
+
+def in_classes(proba, seen, classes) -> np.ndarray:
+    """Probabilities ``proba`` over the classes ``seen`` (a fitted model's ``classes_``) with a
+    column per class of ``classes``, in that order: a class the model never saw gets 0 (a model
+    fitted on rows that lacked it). The search aligns every model's validation probabilities so;
+    a vote (`embedkit.heads.EnsembleClassifier`) its members'."""
+    proba, seen = np.asarray(proba, dtype=np.float64), list(seen)
+    if seen == list(classes):
+        return proba
+    where = {c: i for i, c in enumerate(seen)}
+    out = np.zeros((len(proba), len(classes)))
+    for j, c in enumerate(classes):
+        if c in where:
+            out[:, j] = proba[:, where[c]]
+    return out

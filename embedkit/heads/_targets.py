@@ -13,24 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import _num_samples
 
-__all__ = ["check_target_rows", "in_classes", "encode_class_labels", "encode_regression_targets",
+__all__ = ["check_target_rows", "encode_class_labels", "encode_regression_targets",
            "encode_targets", "loss_for_targets"]
-
-
-def in_classes(proba, seen, classes) -> np.ndarray:
-    """Probabilities ``proba`` over the classes ``seen`` (a fitted model's ``classes_``) with a
-    column per class of ``classes``, in that order: a class the model never saw gets 0 (a model
-    fitted on rows that lacked it). The search aligns every model's validation probabilities so;
-    a vote (`embedkit.heads.EnsembleClassifier`) its members'."""
-    proba, seen = np.asarray(proba, dtype=np.float64), list(seen)
-    if seen == list(classes):
-        return proba
-    where = {c: i for i, c in enumerate(seen)}
-    out = np.zeros((len(proba), len(classes)))
-    for j, c in enumerate(classes):
-        if c in where:
-            out[:, j] = proba[:, where[c]]
-    return out
 
 
 def encode_class_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -264,7 +264,7 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
     def _columns(self, member, docs) -> np.ndarray:
         """``member``'s probabilities with a column per class of ``classes_``: a prefit member
         that never saw a class gives it 0 (scikit-learn's vote needs every member's width)."""
-        from ._targets import in_classes
+        from ..data.targets import in_classes
 
         proba = np.asarray(member.predict_proba(docs), dtype=np.float64)
         if proba.shape[1] == len(self.classes_):  # every class, in the vote's order

@@ -89,7 +89,7 @@ def score(scoring: str, proba: np.ndarray, y: np.ndarray, classes: np.ndarray | 
 def aligned(model, X, classes: np.ndarray | None) -> np.ndarray:
     """``model.predict_proba(X)`` with columns in ``classes`` order (a class the model never saw
     gets probability 0); where ``classes`` is None, ``model.predict(X)`` as one column."""
-    from ..heads._targets import in_classes
+    from ..data.targets import in_classes
 
     if classes is None:
         return np.asarray(model.predict(X), dtype=np.float64).reshape(len(X), 1)
