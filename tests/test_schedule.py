@@ -32,6 +32,8 @@ from embedkit.tuning._settings import (
     CURVE_EXPONENT,
     ENCODE_SHARE,
     ENCODER_LOAD,
+    FEW_ROWS_A_CLASS,
+    FEW_ROWS_EXPONENT,
     GROWTH,
     MARGIN,
     MAX_SEEDS,
@@ -649,6 +651,48 @@ def test_a_grown_model_is_worth_what_its_measured_curve_promises_over_the_best(t
     leader = search.board.candidates[1]
     _scored(search, leader, 1000)
     assert schedule.curve_gain(last) == 0.0 and schedule.gain(last) == 0.0
+
+
+def test_a_first_fine_tuning_fit_on_few_rows_a_class_is_valued_over_the_path_its_growth_takes(trec):
+    """One point of a steep curve is not a verdict: a fine-tuned model's first fit on fewer than
+    `FEW_ROWS_A_CLASS` rows a class is worth the best points a second of the steps its growth
+    would take promise (each `GROWTH` times the work and seconds of the last, to every row,
+    while the time left pays), its error shrinking with `FEW_ROWS_EXPONENT`; on more rows a class,
+    or with time for one step only, its next step's alone."""
+
+    def first_and_grown(seconds: float, rows: int):
+        search, schedule = _begin(trec, seconds, [FINETUNE])
+        leader = Candidate(name="leader", kind="baseline", tier="baselines")
+        _scored(search, leader, 750, measure=False)  # 0.688
+        first = _default(schedule, FINETUNE).but(rows=search.data.sample_rows(rows),
+                                                 recipe={"head__epochs": 1})
+        _scored(search, first, 600, measure=False)  # 0.550
+        grown = first.but(grown_from=first, rows=search.data.sample_rows(min(3 * rows, 4362)),
+                           estimate=10.0)
+        return search, schedule, first, grown
+
+    search, schedule, first, grown = first_and_grown(1000, 600)  # 100 rows a class
+    assert schedule.uncertain(first) and len(first.rows) < FEW_ROWS_A_CLASS * 6
+
+    def work(c):
+        return work_of(c.build(), search.data.n_rows(c))
+
+    def gain(ratio):
+        return 100 * max(1 - (1 - 600 / 1090) * ratio ** -FEW_ROWS_EXPONENT - 750 / 1090, 0.0)
+
+    step, most = work(grown) / work(first), work(first.but(rows=None)) / work(first)
+    assert step == pytest.approx(3, rel=0.05) and most == pytest.approx(4362 / 600, rel=0.05)
+    assert gain(step) == 0.0 and gain(most) == pytest.approx(6.5, abs=0.5)
+    # the next step alone promises nothing; the path to every row (10 s, then 30 s) does
+    assert schedule.curve_gain(grown) == pytest.approx(gain(most) / 40 * 10)
+    assert schedule.gain(grown) == schedule.curve_gain(grown)
+
+    # time for the next step only: that step's promise alone
+    search, schedule, first, grown = first_and_grown(35, 600)
+    assert schedule.uncertain(first) and schedule.curve_gain(grown) == 0.0
+    # on 2,000 rows (333 a class) the first fit is read as today: `CURVE_EXPONENT`, one step
+    search, schedule, first, grown = first_and_grown(1000, 2000)
+    assert not schedule.uncertain(first) and schedule.curve_gain(grown) == 0.0
 
 
 # -- the order ---------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 __all__ = [
     "BASELINE_COST", "CURVE_EXPONENT", "CV_ROWS", "DATA_SHARE", "DEFAULT_PAIRS", "ENCODER", "ENCODER_LOAD",
-    "ENCODE_SHARE", "FEW_LABELS", "FEW_LABEL_PAIRS", "FOLDS", "GENERALISES", "GROWTH",
+    "ENCODE_SHARE", "FEW_LABELS", "FEW_LABEL_PAIRS", "FEW_ROWS_A_CLASS", "FEW_ROWS_EXPONENT", "FOLDS",
+    "GENERALISES", "GROWTH",
     "LENGTH_SAMPLE", "MARGIN", "MAX_SEEDS", "MEMORY_FLOOR", "MEMORY_SHARE", "MIN_ENCODED_ROWS",
     "MIN_PER_LABEL", "MIN_PROBE_SECONDS", "MIN_ROWS", "PER_DOC_SECONDS", "PICK_BOOTSTRAP",
     "PICK_TOP", "PICK_Z",
@@ -140,6 +141,16 @@ GROWTH = 3
 #: (a21b764): median 0.06, mean 0.12 over 11 steps, fine-tuned MiniLM 0.09 (rotten-tomatoes,
 #: 3,360 rows one epoch to every row two epochs); after two fits, a model measures its own
 CURVE_EXPONENT = 0.1
+#: a first fit of a model that trains an encoder on fewer training rows a class than this is one
+#: point of a curve that still rises steeply: not a verdict on the pair. Fine-tuned MiniLM's
+#: error fell with exponents 0.42 to 0.87 between fits of 22 and 500 rows a class, 0.23 to 0.24
+#: from 150-200 to 450-600, and 0.09 from 1,680 (`results/finetune_curve.md`; rotten-tomatoes)
+FEW_ROWS_A_CLASS = 300
+#: such a first fit's growth is valued over the steps the time left affords (each `GROWTH` times
+#: the work of the last), its error expected to shrink with this exponent until its second fit
+#: measures its own: below every exponent measured from under 200 rows a class, above those
+#: measured from 450 (the curve flattens along the path)
+FEW_ROWS_EXPONENT = 0.3
 #: the fewest training rows a model starts on, or a default that does not fit on all of them
 #: is cut to (fewer rows of a short-text set are too noisy to extrapolate a curve from)
 MIN_ROWS = 1000

@@ -13,7 +13,7 @@ import numpy as np
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind
 from ._candidate import Candidate
 from ._costs import work_of
-from ._settings import CURVE_EXPONENT, GENERALISES, VARIANT_SHARE
+from ._settings import CURVE_EXPONENT, FEW_ROWS_A_CLASS, FEW_ROWS_EXPONENT, GENERALISES, GROWTH, VARIANT_SHARE
 
 __all__ = ["TIERS", "TRAINING_TIERS", "Tier", "Worth", "tier_of"]
 
@@ -102,11 +102,15 @@ class Worth:
         """Points the next fit of a model is expected to add to the best single model's score:
         its error shrinks as a power of the work of a fit (its rows, epochs, blocks), with the
         exponent its last two fits measured, else `CURVE_EXPONENT`; above the best's score, or
-        above its own where it is the best."""
+        above its own where it is the best. A first fit that is one point of a steep curve
+        (`uncertain`) is valued over the path its growth would take: each step `GROWTH` times
+        the work and the seconds of the last while the time left pays for them, its error
+        shrinking with `FEW_ROWS_EXPONENT`; the best points a second of that path promises,
+        over this step's seconds."""
         s, last = self.search, grown.grown_from
         work = [work_of(c.build(), s.data.n_rows(c)) for c in (grown, last)]
         before = last.grown_from
-        exponent = CURVE_EXPONENT
+        exponent = FEW_ROWS_EXPONENT if self.uncertain(last) else CURVE_EXPONENT
         if before is not None:
             earlier = work_of(before.build(), s.data.n_rows(before))
             errors = (1 - last.score, 1 - before.score)
@@ -115,9 +119,33 @@ class Worth:
                                          / math.log(work[1] / earlier), 0.0, 1.0))
         if work[0] <= work[1] or last.score >= 1:
             return 0.0
-        expected = _expected(last.score, work[0] / work[1], exponent)
         leader = max((c for c in s.board.scored() if c.kind != "ensemble"), key=lambda c: c.score)
-        return 100.0 * max(expected - max(leader.score, last.score), 0.0)
+        best = max(leader.score, last.score)
+
+        def gain(ratio: float) -> float:
+            return 100.0 * max(_expected(last.score, ratio, exponent) - best, 0.0)
+
+        ratio, step = work[0] / work[1], max(grown.estimate, 0.1)
+        if not self.uncertain(last):
+            return gain(ratio)
+        every = last.but(rows=None)
+        most = work_of(every.build(), s.data.n_rows(every)) / work[1]
+        seconds, rate = step, gain(ratio) / step
+        while ratio < most and seconds + GROWTH * step <= s.time.left():
+            ratio, step = min(GROWTH * ratio, most), GROWTH * step
+            seconds += step
+            rate = max(rate, gain(ratio) / seconds)
+        return rate * max(grown.estimate, 0.1)
+
+    def uncertain(self, c: Candidate) -> bool:
+        """Whether scored ``c`` is one point of a curve too steep to read as a verdict: a first
+        fit, on a subsample of fewer than `FEW_ROWS_A_CLASS` rows a class, of a model that trains
+        an encoder (classes only: what was measured)."""
+        s = self.search
+        classes = s.data.classes
+        return (c.grown_from is None and c.rows is not None and c.tier in TRAINING_TIERS
+                and s.data.task == "classification" and classes is not None
+                and len(c.rows) < FEW_ROWS_A_CLASS * len(classes))
 
     def noise(self, score: float) -> float:
         """One standard error of a score on the validation rows (a binomial one for accuracy)."""
