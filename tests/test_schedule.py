@@ -1437,29 +1437,54 @@ def test_the_growth_of_a_cheaper_model_leaves_the_room_kept_for_a_better_default
     assert search.ask(schedule, "cores") is dear  # today: MiniLM's growth, and the better one is left out
 
 
-def test_every_default_that_fits_is_fitted_before_a_model_grows_past_its_second_fit(trec):
-    """Exploration is a rule, not an accident of the order: a scored model may grow once while
-    defaults wait (its growth leaves their cheapest fits the time), but its third fit waits until
-    every default that fits has had its own, even one whose expected gain per second is lower."""
+def _third_fit_and_a_default(trec, default_seconds: float):
+    """TF-IDF + LR scored twice (on a subsample, then grown) with 1,000 s left and GloVe + LR
+    waiting, whose fit takes ``default_seconds``: the search, its schedule, the default, the
+    third fit."""
     static = ("glove", "logreg")
     search, schedule = _begin(trec, 1000, [("tfidf", "logreg"), static])
     _prologue(search, schedule, 700, 650)
     _, cost = _sparse(search, schedule, 400.0)
-    _cost(search, static, overhead=500.0 / MARGIN, rate=0.0, predict_rate=0.0)
+    _cost(search, static, overhead=default_seconds / MARGIN, rate=0.0, predict_rate=0.0)
     first = search.ask(schedule, "cores")
     assert first.pair == ("tfidf", "logreg") and first.estimate == pytest.approx(100.0, rel=0.02)
     _scored(search, first, 800, measure=False)
-    second = search.ask(schedule, "cores")  # one growth: it leaves the waiting default its 500 s
+    second = search.ask(schedule, "cores")  # one growth: it leaves the waiting default its time
     assert second.grown_from is first and second.estimate == pytest.approx(cost(len(second.rows)))
     _scored(search, second, 850, measure=False)
     waiting = _default(schedule, static)
     (third,) = schedule.growth("cores")
     assert third.grown_from is second and waiting.status == "waiting"
+    return search, schedule, waiting, third
+
+
+def test_every_default_that_fits_is_fitted_before_a_model_grows_past_its_second_fit(trec, monkeypatch):
+    """Exploration is a rule, not an accident of the order: a scored model may grow once while
+    defaults wait (its growth leaves their cheapest fits the time), but its third fit waits until
+    every default that fits, and could grow after its first fit, has had its own, even one whose
+    expected gain per second is lower."""
+    monkeypatch.setitem(REPRESENTATIONS, "glove", dataclasses.replace(REPRESENTATIONS["glove"], gain=0.2))
+    search, schedule, waiting, third = _third_fit_and_a_default(trec, 200.0)
+    assert schedule.measurable(waiting)  # its 200 s and a step of growth after them fit the 1,000
     # by expected gain per second alone the third fit would come first
     assert schedule.gain(third) / third.estimate > schedule.gain(waiting) / waiting.estimate > 0
     assert search.ask(schedule, "cores") is waiting
     _scored(search, waiting, 600, measure=False)
     assert search.ask(schedule, "cores").key == third.key  # every default fitted: the growth goes on
+
+
+def test_a_default_that_could_not_grow_after_its_first_fit_holds_no_growth_back(trec):
+    """A default whose cheapest fit fits the time left but no step of growth after it (500 s,
+    and 1,500 more for its next step, of the 1,000 left) is no measurement the search could bet
+    on: it is a last bet like any other option, so a third fit expected to bring more, and more
+    a second, comes first (on wordnet-glosses the first rung held fine-tuned MiniLM's third step
+    back for fine-tuned mpnet's only fit, which then took the time that step needed)."""
+    search, schedule, waiting, third = _third_fit_and_a_default(trec, 500.0)
+    assert not schedule.measurable(waiting)
+    assert schedule.gain(third) > schedule.gain(waiting) > 0
+    assert schedule.gain(third) / third.estimate > schedule.gain(waiting) / waiting.estimate
+    asked = search.ask(schedule, "cores")
+    assert asked.grown_from is third.grown_from and asked.key == third.key
 
 
 def test_a_fine_tuning_variant_too_dear_for_its_first_recipe_is_cut_to_the_time_left(questions):

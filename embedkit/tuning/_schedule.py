@@ -23,7 +23,8 @@ it writes.
   time for one expected to bring more waits (`Schedule._roomy`).
 * **Every pair is measured before the search bets on one** (successive halving's first rung): a
   model grows once while defaults wait, leaving their cheapest fits the time, and past its
-  second fit only once every default that fits has had its first.
+  second fit only once every default that fits has had its first, where a step of growth after
+  that first still fits (`Schedule.measurable`: a later one is a last bet, valued as any).
 * **The fill.** Once a lane's defaults are done it also takes variants (the registry ``space``):
   a pair within one standard error of the leader gets the full value, one three or more below
   only the time nothing within reach can use.
@@ -270,19 +271,21 @@ class Schedule(Worth):
         waiting in its lane: the ones whose cheapest fits fit the time left, most valuable first,
         must all still fit once ``c`` has run. A default or a variant keeps it for those expected
         to bring more gain (a cheaper model must not take the time a better one then no longer
-        fits in); growth for every one of them, and a model grows past its second fit only once
-        none is left (every pair is measured on itself before the search bets on one: the first
-        rung of successive halving). A default that sizes itself is cut into what they leave,
+        fits in); growth for those and for every one that can still be measured and grown
+        (`measurable`), and a model grows past its second fit only once none is left (every pair
+        is measured on itself before the search bets on one: the first rung of successive
+        halving). A default that sizes itself is cut into what they leave,
         where it can be (a `LeaveOut` where no recipe of it fits at all)."""
         s, gain, growth = self.search, self.gain(c), c.grown_from is not None
         better = sorted((o for o in waiting if o is not c and o.lane == c.lane
-                         and o.status == "waiting" and (growth or self.gain(o) > gain)),
+                         and o.status == "waiting" and (self.gain(o) > gain
+                                                        or growth and self.measurable(o))),
                         key=lambda o: -self.gain(o))
 
         def fitting(left: float) -> list[Candidate]:
             out = []
             for o in better:
-                least = o.estimate if o.least is None else o.least
+                least = self.least(o)
                 if least <= left:
                     out.append(o)
                     left -= least
@@ -291,11 +294,24 @@ class Schedule(Worth):
         kept = fitting(s.time.left())
         if kept and growth and c.grown_from.grown_from is not None:
             return False
-        room = sum(o.estimate if o.least is None else o.least for o in kept)
+        room = sum(map(self.least, kept))
         if fitting(s.time.left() - c.estimate) == kept:
             return True
         return (c in waiting and self.plans.sizes_itself(c)
                 and self.plans.plan(c, room))  # a first recipe cut into what the room leaves
+
+    @staticmethod
+    def least(c: Candidate) -> float:
+        """Seconds of ``c``'s cheapest first fit (a sized head's least recipe, else its estimate)."""
+        return c.estimate if c.least is None else c.least
+
+    def measurable(self, c: Candidate) -> bool:
+        """Whether default ``c`` can still be measured and then bet on: its cheapest fit and a
+        step of growth after it (`GROWTH` times its work) fit the time left. The first rung holds
+        growth back for such a default; one that cannot grow after its first fit is no
+        measurement but a last bet: growth keeps its time only where it is expected to bring more,
+        as a default keeps a better one's."""
+        return (1 + GROWTH) * self.least(c) <= self.search.time.left()
 
     def _measured_first(self, c: Candidate) -> bool:
         """Whether ``c`` (a head that sizes itself, not measured yet) must wait for a cheaper head
