@@ -274,8 +274,8 @@ class Schedule(Worth):
         fits in); growth for those and for every one that can still be measured and grown
         (`measurable`), and a model grows past its second fit only once none is left (every pair
         is measured on itself before the search bets on one: the first rung of successive
-        halving). A default that sizes itself is cut into what they leave,
-        where it can be (a `LeaveOut` where no recipe of it fits at all)."""
+        halving). A default that sizes itself is cut into what they leave, where it can be (a
+        `LeaveOut` where no recipe of it fits at all)."""
         s, gain, growth = self.search, self.gain(c), c.grown_from is not None
         better = sorted((o for o in waiting if o is not c and o.lane == c.lane
                          and o.status == "waiting" and (self.gain(o) > gain
