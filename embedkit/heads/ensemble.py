@@ -269,7 +269,8 @@ class EnsembleClassifier(CheckedKeywords, ClassifierMixin, BaseEstimator):
         proba = np.asarray(member.predict_proba(docs), dtype=np.float64)
         if proba.shape[1] == len(self.classes_):  # every class, in the vote's order
             return proba
-        unknown = [c for c in member.classes_ if c not in set(self.classes_)]
+        known = set(self.classes_)
+        unknown = [c for c in member.classes_ if c not in known]
         if unknown:
             raise ValueError(f"{type(self).__name__}: a member predicts classes {unknown[:5]} the "
                              "ensemble was not fitted on; fit it on labels that hold them.")

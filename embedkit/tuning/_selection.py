@@ -219,8 +219,7 @@ def stratified_rows(y: np.ndarray, m: int, seed: int, order: np.ndarray | None =
         return np.arange(len(y))
     order = stratified_order(y, seed) if order is None else order
     rows = covering(np.sort(order[:m]), y, order)
-    late = firsts[firsts >= m] if firsts is not None else firsts
-    return rows if late is None or not len(late) else np.union1d(rows, order[late])
+    return rows if firsts is None else np.union1d(rows, order[firsts[firsts >= m]])
 
 
 def firsts_of(y: np.ndarray, order: np.ndarray) -> np.ndarray:

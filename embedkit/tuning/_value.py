@@ -109,8 +109,8 @@ class Worth:
         over this step's seconds."""
         s, last = self.search, grown.grown_from
         work = [work_of(c.build(), s.data.n_rows(c)) for c in (grown, last)]
-        before = last.grown_from
-        exponent = FEW_ROWS_EXPONENT if self.uncertain(last) else CURVE_EXPONENT
+        before, uncertain = last.grown_from, self.uncertain(last)
+        exponent = FEW_ROWS_EXPONENT if uncertain else CURVE_EXPONENT
         if before is not None:
             earlier = work_of(before.build(), s.data.n_rows(before))
             errors = (1 - last.score, 1 - before.score)
@@ -125,17 +125,18 @@ class Worth:
         def gain(ratio: float) -> float:
             return 100.0 * max(_expected(last.score, ratio, exponent) - best, 0.0)
 
-        ratio, step = work[0] / work[1], max(grown.estimate, 0.1)
-        if not self.uncertain(last):
+        ratio = work[0] / work[1]
+        if not uncertain:
             return gain(ratio)
         every = last.but(rows=None)
         most = work_of(every.build(), s.data.n_rows(every)) / work[1]
-        seconds, rate = step, gain(ratio) / step
+        first = step = seconds = max(grown.estimate, 0.1)
+        rate = gain(ratio) / step
         while ratio < most and seconds + GROWTH * step <= s.time.left():
             ratio, step = min(GROWTH * ratio, most), GROWTH * step
             seconds += step
             rate = max(rate, gain(ratio) / seconds)
-        return rate * max(grown.estimate, 0.1)
+        return rate * first
 
     def uncertain(self, c: Candidate) -> bool:
         """Whether scored ``c`` is one point of a curve too steep to read as a verdict: a first
