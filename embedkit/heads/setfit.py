@@ -332,6 +332,10 @@ class SetFitClassifier(SizedForBudget, CheckedKeywords, ReadsText, TransformerMi
         step = 2 * int(self.batch_size) / REFERENCE_BATCH * int(self.max_length) / REFERENCE_LENGTH
         return self._steps(n_rows) * step + self.predict_work(n_rows)
 
+    def rows_after_training(self, n_rows: int) -> int:
+        """Every row: once the encoder is tuned, its vectors of every row fit the classifier."""
+        return n_rows
+
     def sized_for(self, n_rows: int, seconds: float, cost) -> tuple[dict, int] | None:
         """``({"max_steps": steps}, n_rows)``: its own recipe where its ``cost(work)`` fits in
         ``seconds`` (its ``max_steps``: a refit on more rows draws more pairs), else the most

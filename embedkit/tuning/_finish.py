@@ -286,18 +286,15 @@ class Finish:
     def refit(search, member, clock: Clock, say, seconds: float = math.inf) -> tuple[str, object, float]:
         """``member`` (a candidate, maybe another seed of one) fitted on every document: its
         label, the model and seconds; its pair's cost record learns the time. A head that takes
-        ``max_seconds`` (SetFit) is told to end its training in time for the rest of its fit
-        (loading, the vectors of every document, at its pair's measured rates) to end within
-        ``seconds``: a slower hour then costs training steps, not the refit."""
+        ``max_seconds`` (fine-tuning, SetFit) is told to end its training in time for the rest
+        of its fit to end within ``seconds`` (`training_seconds`): a slower hour then costs
+        training steps, not the refit."""
         began = time.monotonic()
         model = member.build()
         head = head_of(model)
         timed = math.isfinite(seconds) and "max_seconds" in head.get_params(deep=False)
         if timed:
-            state = search.costs[member.pair]
-            after = (0.1 * seconds if math.isnan(state.predict_rate) else
-                     MARGIN * (state.overhead + state.predict_rate * len(search.data.docs)))
-            head.set_params(max_seconds=max(seconds - after, 1.0))
+            head.set_params(max_seconds=Finish.training_seconds(search, member, head, seconds))
         model.fit(search.data.docs, search.data.y)
         took, cut = time.monotonic() - began, getattr(head, "out_of_time_", False)
         if timed:  # the limit was this refit's, not the model's: a refit of the saved one has none
@@ -308,6 +305,19 @@ class Finish:
         say(f"{clock.stamp()} refit {member.label} on all {len(search.data.docs):,} documents "
             f"({took:.0f} s{said})")
         return member.label, model, took
+
+    @staticmethod
+    def training_seconds(search, member, head, seconds: float) -> float:
+        """The seconds a refit of ``member`` within ``seconds`` leaves its ``head``'s training
+        (at least one): what is left once its loading and the pass over the documents it makes
+        after its training are paid (`rows_after_training`: SetFit's vectors of every one, none
+        for fine-tuning), at its pair's measured rates with their margin; a tenth of them kept
+        back where its prediction was never measured."""
+        state = search.costs[member.pair]
+        if math.isnan(state.predict_rate):
+            return max(0.9 * seconds, 1.0)
+        after = state.overhead + state.predict_rate * head.rows_after_training(len(search.data.docs))
+        return max(seconds - MARGIN * after, 1.0)
 
     def more_seeds(self, search, members, fitted, clock: Clock, say) -> None:
         """Add seeds to the refit fine-tuned members, round by round, while the next one's

@@ -277,6 +277,12 @@ class SizedForBudget:
         """Units of work of predicting ``n_rows`` documents."""
         return predict_work(self, n_rows)
 
+    def rows_after_training(self, n_rows: int) -> int:
+        """Documents a fit on ``n_rows`` passes its encoder over once its training has ended,
+        which a time limit on the training (``max_seconds``) must leave time for: none here, a
+        fine-tuned model's fit ends with its training."""
+        return 0
+
     def compute(self) -> float:
         """The encoder's compute per token, up to a constant (blocks x width squared)."""
         return compute(self)
