@@ -13,7 +13,6 @@ Prints the training steps, the seconds of the fit and the held-out accuracy.
 from __future__ import annotations
 
 import argparse
-import ast
 import time
 
 import numpy as np
@@ -26,18 +25,13 @@ def main(argv=None) -> None:
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
 
+    from embedkit.configure import configure, parse_params
     from embedkit.registry import HEADS
     from pipelines.benchmarks.tune_budget import sides
 
-    params = {}
-    for item in args.set:
-        name, value = item.split("=", 1)
-        try:
-            params[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            params[name] = value
+    head = configure(HEADS[args.head].factory(), {p.name: p.value for p in parse_params(args.set)},
+                     args.head)
     train, test, _, label = sides(args.dataset)
-    head = HEADS[args.head].factory().set_params(**params)
     began = time.monotonic()
     head.fit(train["text"].tolist(), train["label"].to_numpy())
     took = time.monotonic() - began
