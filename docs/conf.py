@@ -48,6 +48,9 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 numpydoc_validation_checks: set[str] = set()
+# numpydoc loads autosummary, which by default imports every documented object to look for
+# autosummary directives in its docstring; the manual has none, so it generates no page
+autosummary_generate = False
 
 # -- Markdown and notebooks -------------------------------------------------------------------
 nb_execution_mode = "off"  # the notebooks are committed with their outputs: render them as they are
