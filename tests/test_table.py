@@ -308,7 +308,7 @@ def test_tune_searches_a_table_with_a_numeric_target_in_one_command(tmp_path):
     runner = CliRunner()
     done = runner.invoke(app, ["tune", "-f", str(path), "--text-column", "opening",
                                "--text-column", "rest", "--column", "*", "--label-column", "score",
-                               "--budget", "45s", "-r", "tfidf", "-r", "minilm", "-r", "nbsvm",
+                               "--budget", "30s", "-r", "tfidf", "-r", "minilm", "-r", "nbsvm",
                                "-H", "logreg", "-H", "mlp", "-H", "stack", "--finetune", "no",
                                "-o", str(tmp_path / "out"), "--no-progress"])
     assert done.exit_code == 0, done.output

@@ -270,7 +270,7 @@ def test_tune_searches_label_sets_against_one_vs_rest_baselines(genre_sets, tmp_
     fit.loc[[0, 1], "label"] = "Western|Drama"  # a label on two documents: left out, said
     path = tmp_path / "films.csv"
     fit.to_csv(path, index=False)
-    done = CliRunner().invoke(app, ["tune", "-f", str(path), "--budget", "40s", "-r", "tfidf",
+    done = CliRunner().invoke(app, ["tune", "-f", str(path), "--budget", "25s", "-r", "tfidf",
                                     "-r", "minilm", "-H", "logreg", "-H", "mlp", "--finetune", "no",
                                     "-o", str(tmp_path / "out"), "--no-progress"])
     assert done.exit_code == 0, done.output
