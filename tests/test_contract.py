@@ -46,7 +46,7 @@ assert TABLES, "no table step found"
 FAST_PARAMS: dict[str, dict] = {
     # its first 2,100 token ids: seconds, where the whole vocabulary takes minutes (once)
     "DistilledEmbedder": {"max_vocabulary": 2100, "pca_dims": 32},
-    # two values of C on two folds: the same inner search as the default's nine on three, cheaper
+    # two values of C on two folds: the same inner search as the default nine on three, fewer fits
     "LogisticRegressionHead": {"Cs": (0.1, 10.0), "cv": 2},
     "NBLogisticRegression": {"Cs": (0.1, 10.0), "cv": 2},
 }
