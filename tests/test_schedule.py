@@ -1162,18 +1162,21 @@ def test_a_refit_leaves_the_training_all_but_what_its_fit_does_after_it(question
 
 def test_a_probe_that_runs_past_the_time_left_is_stopped_and_learns_its_cost_is_at_least_that(
         trec, monkeypatch):
-    """A model's probe on a slice (NBSVM + logreg-cv, 160 of 1,600 training rows) is stopped
+    """A model's probe on a slice (NBSVM + logreg-cv, 400 of 4,000 training rows) is stopped
     once it has run the time left (on 20newsgroups at two minutes such a probe ran 220 s past
     the deadline): its pair learns the seconds it ran as the slice's cost, so every row's fit
     is estimated far beyond the time left."""
-    search, schedule = _begin(_slice(trec, 2000), 300, [("nbsvm", "logreg-cv")])
+    search, schedule = _begin(_slice(trec, 5000), 300, [("nbsvm", "logreg-cv")])
     c = schedule.candidate("nbsvm", "logreg-cv")
-    monkeypatch.setattr(search.time, "left", lambda: 0.2)
+    # the least a deadline stops at (`embedkit._stopping.deadline`); 400 rows take many times
+    # that even on a fast machine, where a probe on 160 once ended in time and failed this test
+    left = 0.1
+    monkeypatch.setattr(search.time, "left", lambda: left)
     began = time.monotonic()
     estimate = search.probe(c)
     ran = time.monotonic() - began
-    assert 0.2 <= ran < 0.2 + 2.0 and search.costs[c.pair].measured
-    assert estimate > 5 * 0.2  # 160 rows took at least 0.2 s: 1,600 take ten times that or more
+    assert left <= ran < left + 2.0 and search.costs[c.pair].measured
+    assert estimate > 5 * left  # 400 rows took at least that: 4,000 take ten times that or more
 
 
 def test_a_seed_whose_refit_runs_past_the_time_left_is_stopped_and_dropped(questions):
