@@ -253,7 +253,7 @@ def _label_points(fig, ax, x, y, labels) -> None:
         quiet.setLevel(logging.ERROR)
         try:
             # labels it cannot part (points of equal score and time) keep it moving to its limit:
-            # on tuning leaderboards 500 rounds part as many as 2,000, in a quarter of the time
+            # on tuning leaderboards 500 rounds part as many as 2,000, in under half the time
             adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.6), ensure_inside_axes=True,
                         max_move=None, iter_lim=500,
                         arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
