@@ -10,6 +10,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_layout import PACKAGE, _imports_of
 
@@ -97,6 +98,34 @@ def test_in_the_search_only_the_engine_assigns_its_state():
     assert not written, ("the engine's state assigned outside embedkit/tuning/_engine.py: "
                          + "; ".join(written) + ". Give the engine a method that records it, or "
                          "keep the state on the object that decides it.")
+
+
+def test_a_candidates_outcome_is_recorded_by_the_engine_alone():
+    """What came of a candidate is its `Outcome`, written by `embedkit.tuning._engine.Search`
+    alone (a new record each time); the candidate shows it under the same names, which cannot be
+    assigned; the board builds an ensemble with its outcome (it is born scored). The schedule's
+    decision that a stopped fit runs again is `Again`, which the engine records."""
+    from embedkit.tuning._candidate import Candidate, Outcome
+    from embedkit.tuning._engine import Search
+
+    written = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+               if path.name != "_engine.py"
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               for target in (node.targets if isinstance(node, ast.Assign) else [node.target]
+                              if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+               for part in ast.walk(target)
+               if isinstance(part, ast.Attribute) and part.attr == "outcome"]
+    assert not written, "a candidate's outcome assigned outside the engine: " + "; ".join(written)
+    c = Candidate(representation="tfidf", head="logreg")
+    for name in (f.name for f in dataclasses.fields(Outcome)):
+        with pytest.raises(AttributeError):
+            setattr(c, name, getattr(c, name))
+    before = c.outcome
+    Search.record(c, status="scored", score=0.75)
+    assert (c.status, c.score, c.note) == ("scored", 0.75, "") and c.outcome is not before
+    assert before.status == "waiting"  # a record is never changed, only replaced
+    again = c.but(rows=[0, 1])
+    assert again.status == "waiting" and np.isnan(again.score) and c.score == 0.75
 
 
 def test_planning_changes_a_candidate_in_one_place_and_never_to_change_it_back():

@@ -117,9 +117,9 @@ def _scored(search, c, right: int, fit: float = 1.0, predict: float = 0.0, measu
     its seconds where ``measure``."""
     n, k = len(search.data.valid), len(search.data.classes)
     truth = np.searchsorted(search.data.classes, search.data.y_valid)
-    c.proba = np.eye(k)[np.where(np.arange(n) < right, truth, (truth + 1) % k)]
-    c.status, c.score = "scored", search.data.score_proba(c.proba)
-    c.fit_seconds, c.predict_seconds = fit, predict
+    proba = np.eye(k)[np.where(np.arange(n) < right, truth, (truth + 1) % k)]
+    search.record(c, status="scored", score=search.data.score_proba(proba), proba=proba,
+                  fit_seconds=fit, predict_seconds=predict)
     if c not in search.board.candidates:
         search.board.candidates.append(c)
     if measure:

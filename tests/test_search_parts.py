@@ -20,7 +20,7 @@ from embedkit._budget import Clock
 from embedkit.registry import sampled_settings
 from embedkit.tuning import TFIDF_BASELINE, baseline_pipelines
 from embedkit.tuning._asked import Asked
-from embedkit.tuning._candidate import Candidate, Job, LeaveOut
+from embedkit.tuning._candidate import Candidate, Job, LeaveOut, Outcome
 from embedkit.tuning._costs import PairState, States, work_of
 from embedkit.tuning._engine import Search
 from embedkit.tuning._schedule import Schedule
@@ -81,9 +81,9 @@ class View:
         """``c`` fitted in ``seconds``, right on the first ``right`` validation rows."""
         n, k = len(self.data.valid), len(self.data.classes)
         truth = np.searchsorted(self.data.classes, self.data.y_valid)
-        c.proba = np.eye(k)[np.where(np.arange(n) < right, truth, (truth + 1) % k)]
-        c.status, c.score = "scored", self.data.score_proba(c.proba)
-        c.fit_seconds, c.predict_seconds = seconds, 0.0
+        proba = np.eye(k)[np.where(np.arange(n) < right, truth, (truth + 1) % k)]
+        c.outcome = Outcome(status="scored", score=self.data.score_proba(proba), proba=proba,
+                            fit_seconds=seconds, predict_seconds=0.0)
         if c not in self.board.candidates:
             self.board.candidates.append(c)
         self.costs[c.pair].observe(work_of(c.build(), self.data.n_rows(c)), seconds)
@@ -143,7 +143,7 @@ def test_a_model_that_does_not_fit_is_a_decision_the_schedule_returns_not_a_reco
     assert isinstance(decision, LeaveOut) and decision.candidate is mlp and not decision.why
     assert mlp.estimate == pytest.approx(1000.0 * MARGIN) and mlp.estimate > view.time.left()
     assert mlp.status == "waiting" and mlp not in view.board.candidates  # recorded by none yet
-    mlp.status = "left out"  # as the engine records it
+    mlp.outcome = Outcome(status="left out")  # as the engine records it
     c = schedule.ask("cores")
     assert c.pair == LOGREG and not decision  # a decision to leave out is falsy, as the plans' no
     assert [(d.candidate, d.why) for d in schedule.end()] == [

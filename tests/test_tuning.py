@@ -33,7 +33,7 @@ from embedkit.tuning import (
     parse_budget,
     tune,
 )
-from embedkit.tuning._candidate import LeaveOut, describe
+from embedkit.tuning._candidate import LeaveOut, Outcome, describe
 from embedkit.tuning._finish import Finish
 from embedkit.tuning._schedule import tier_of
 
@@ -284,8 +284,8 @@ def test_the_ensemble_is_a_weighted_vote_of_the_scored_models(tuned, trec_slice)
     _, test = trec_slice
     search = tuner.search_
     a, b = [c for c in search.board.candidates if c.kind == "candidate" and c.status == "scored"][:2]
-    pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
-                     weights={a: 0.7, b: 0.3}, fit_seconds=0.0)
+    pair = Candidate(name="two", tier="ensembles", kind="ensemble", weights={a: 0.7, b: 0.3},
+                     outcome=Outcome(status="scored", fit_seconds=0.0))
     pipe = search.finish.run(search, pair, search.time.clock, lambda line: None).estimator
     head = pipe.named_steps["head"]
     assert isinstance(head, EnsembleClassifier) and head.method == "vote" and head.weights == [0.7, 0.3]
@@ -307,8 +307,8 @@ def test_an_ensemble_whose_whole_refit_does_not_fit_refits_the_members_that_do(t
     tuner, *_ = tuned
     search = tuner.search_
     a, b = [c for c in search.board.candidates if c.kind == "candidate" and c.status == "scored"][:2]
-    pair = Candidate(name="two", tier="ensembles", kind="ensemble", status="scored",
-                     weights={a: 0.6, b: 0.4}, fit_seconds=0.0)
+    pair = Candidate(name="two", tier="ensembles", kind="ensemble", weights={a: 0.6, b: 0.4},
+                     outcome=Outcome(status="scored", fit_seconds=0.0))
     saved = search.costs[b.pair]
     search.costs[b.pair] = PairState(rate=1e6)  # b's refit would take days
     lines = []
@@ -381,7 +381,7 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     model = pick.model  # as fitted on the training rows: its validation probabilities are pick.proba
 
     sure = copy.copy(pick)
-    sure.proba = pick.proba ** 8 / (pick.proba ** 8).sum(axis=1, keepdims=True)
+    search.record(sure, proba=pick.proba ** 8 / (pick.proba ** 8).sum(axis=1, keepdims=True))
     calibrated, out = Finish.calibrate(search, sure, model)
     assert out["applied"] and out["temperature"] > 2 and out["log_loss_calibrated"] < out["log_loss"]
     scaled = calibrated.steps[-1][1]
@@ -398,13 +398,13 @@ def test_the_pick_is_calibrated_only_where_that_helps_on_rows_the_temperature_wa
     np.testing.assert_allclose(load(folder).predict_proba(docs), proba)
 
     flat = copy.copy(pick)
-    flat.proba = np.full_like(pick.proba, 1 / pick.proba.shape[1])
+    search.record(flat, proba=np.full_like(pick.proba, 1 / pick.proba.shape[1]))
     kept, out = Finish.calibrate(search, flat, model)
     assert kept is model and not out["applied"] and out["temperature"] == 1.0
     assert out["said"].startswith("kept the pick's probabilities as they are")
     # probabilities calibrated already: tempering them again moves the log-loss within its noise
     calm = copy.copy(pick)
-    calm.proba = Finish.calibrate(search, sure, model)[1]["proba_calibrated"]
+    search.record(calm, proba=Finish.calibrate(search, sure, model)[1]["proba_calibrated"])
     kept, out = Finish.calibrate(search, calm, model)
     assert kept is model and not out["applied"] and "beyond its noise" in out["said"]
 
@@ -454,8 +454,8 @@ def test_fine_tuning_runs_and_its_variants_keep_its_recipe_and_rows(finetuned, t
     plan = next(c for c in tuner.search_.board.candidates if c.tier == "fine-tuning")
     assert plan.variant_of is None and plan.recipe["head__epochs"] == 2 and plan.status == "scored"
 
-    lead = plan.but(status="scored", score=1.0, proba=plan.proba, fit_seconds=1.0, predict_seconds=0.0,
-                    rows=np.arange(100))
+    lead = plan.but(rows=np.arange(100), outcome=Outcome(status="scored", score=1.0, proba=plan.proba,
+                                                         fit_seconds=1.0, predict_seconds=0.0))
     search = _search(trec_slice[0], 300)
     search.board.candidates.append(lead)
     schedule = Schedule(baseline_pipelines())
@@ -571,7 +571,7 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     train, _ = trec_slice
     leader = Candidate(representation="passthrough", head="finetune-short", tier="fine-tuning",
                        recipe={"head__max_length": 32, "head__epochs": 2}, seed=0,
-                       status="scored", score=0.9, fit_seconds=10.0, predict_seconds=1.0)
+                       outcome=Outcome(status="scored", score=0.9, fit_seconds=10.0, predict_seconds=1.0))
     pipe = leader.build()
 
     def reserve(budget, filling, keep=False):
@@ -626,8 +626,8 @@ def test_a_refit_not_worth_its_time_is_never_kept_back(trec_slice):
         return make_pipeline(TfidfVectorizer(), LogisticRegression())
 
     leader = Candidate(name="plain TF-IDF + LR", representation="plain TF-IDF", head="LR",
-                       kind="baseline", tier="baselines", factory=plain, status="scored",
-                       score=0.8, fit_seconds=10.0, predict_seconds=1.0)
+                       kind="baseline", tier="baselines", factory=plain,
+                       outcome=Outcome(status="scored", score=0.8, fit_seconds=10.0, predict_seconds=1.0))
 
     def reserve(validation, filling):
         search = _search(pd.concat([train] * 8, ignore_index=True), 1000, validation=validation)
@@ -1266,9 +1266,9 @@ def _scored(name, hits, y, classes, kind="candidate", predict=1.0, pair=("", "")
     pred = np.where(hits, np.searchsorted(classes, y), wrong)
     proba = np.eye(len(classes))[pred]
     return Candidate(name=name, kind=kind, representation=pair[0], head=pair[1],
-                     status="scored", score=float(np.mean(hits)),
-                     proba=proba, fit_seconds=1.0, predict_seconds=predict,
-                     row_seconds=predict / len(y))
+                     outcome=Outcome(status="scored", score=float(np.mean(hits)), proba=proba,
+                                     fit_seconds=1.0, predict_seconds=predict,
+                                     row_seconds=predict / len(y)))
 
 
 def test_the_pick_is_the_better_baseline_unless_a_model_beats_it_beyond_its_noise():
@@ -1387,10 +1387,10 @@ def _slow(search):
     from embedkit.tuning._candidate import Candidate
     from embedkit.tuning._costs import PairState
 
-    c = Candidate(representation="tfidf", head="mlp", tier="sparse + linear", status="scored",
-                  params={"head__epochs": 100_000, "head__early_stopping": False}, score=0.5,
-                  fit_seconds=1.0, predict_seconds=0.1)
-    c.model = c.but(params={"head__epochs": 1}).build().fit(search.data.X_train, search.data.y_train)
+    c = Candidate(representation="tfidf", head="mlp", tier="sparse + linear",
+                  params={"head__epochs": 100_000, "head__early_stopping": False})
+    model = c.but(params={"head__epochs": 1}).build().fit(search.data.X_train, search.data.y_train)
+    c.outcome = Outcome(status="scored", score=0.5, fit_seconds=1.0, predict_seconds=0.1, model=model)
     search.costs[c.pair] = PairState(rate=1e-9)
     return c
 

@@ -2,8 +2,10 @@
 `Job` (work that scores nothing: an encoder's pass, a probe of a head's cost, a model's fetch).
 
 A candidate's identity is its fields (pair, settings, recipe, rows, seed); its label only shows
-them. Both are what a schedule hands the engine (`embedkit.tuning._engine.Search.run`), which
-runs them on a lane and tells the schedule what came of them.
+them; what came of it is its `Outcome`, which the engine alone records (read through the
+candidate, never assigned there). Both are what a schedule hands the engine
+(`embedkit.tuning._engine.Search.run`), which runs them on a lane and tells the schedule what
+came of them.
 """
 
 from __future__ import annotations
@@ -20,12 +22,38 @@ import numpy as np
 
 from . import _selection
 
-__all__ = ["Candidate", "FoldsTooDear", "Job", "LeaveOut", "build_pipeline", "describe", "fit_and_score"]
+__all__ = ["Again", "Candidate", "FoldsTooDear", "Job", "LeaveOut", "Outcome", "build_pipeline", "describe",
+           "fit_and_score"]
 
 
 def describe(params: dict) -> str:
     """``a=1, b=2``: settings as the leaderboard prints them."""
     return ", ".join(f"{k.split('__', 1)[-1]}={v}" for k, v in params.items())
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """What came of running a candidate, as the engine records it (`embedkit.tuning._engine.Search`,
+    the one writer: a schedule decides, `LeaveOut` or `Again`, and the engine records). Each
+    record is a new one: ``status`` (waiting, running, scored, failed, interrupted, left out),
+    ``started`` (seconds into the search), the validation ``score``, the seconds of its ``fit``
+    and of its predictions on the validation rows, ``row_seconds`` (seconds to predict one new
+    document: those predictions a row, plus the pass of the frozen encoder whose cache it read;
+    an ensemble, its members' sum), ``memory`` (bytes its fit grew the process by, on the cores;
+    NaN elsewhere), the fitted ``model``, its validation ``proba``, its ``note``, and ``where``
+    (the Dask worker that fitted it, on a cluster)."""
+
+    status: str = "waiting"
+    started: float = math.nan
+    score: float = math.nan
+    fit_seconds: float = math.nan
+    predict_seconds: float = math.nan
+    row_seconds: float = math.nan
+    memory: float = math.nan
+    model: Any = None
+    proba: Any = None
+    note: str = ""
+    where: str = ""
 
 
 @dataclass(eq=False)
@@ -55,24 +83,14 @@ class Candidate:
     least: float | None = None  # seconds of a sized head's cheapest recipe (None: its estimate)
     truncated: str = ""  # why a fine-tuning recipe reads fewer tokens than the documents need
     encoder: str = ""  # the frozen encoder whose cached vectors it reads (a registry name)
-    status: str = "waiting"
-    started: float = math.nan  # seconds into the search when it started
     estimate: float = math.nan
-    score: float = math.nan
-    fit_seconds: float = math.nan
-    predict_seconds: float = math.nan
-    # seconds to predict one new document: its predictions on the validation rows a row, plus
-    # the pass of the frozen encoder whose cache it read (an ensemble: its members' sum)
-    row_seconds: float = math.nan
-    memory: float = math.nan  # bytes its fit grew the process by (on the cores; NaN elsewhere)
-    model: Any = None
-    proba: Any = None
-    note: str = ""
     weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
-    where: str = ""  # the Dask worker that fitted it, on a cluster
     task: str = "classification"  # what the target holds: its head as that task needs it
     roles: Any = None  # a table's column roles (`embedkit.data.columns.ColumnRoles`): read through them
     alone: str = ""  # the one column it reads of a table whose other columns it leaves out
+    #: what came of it, the engine's record (`Outcome`); read through the same names on the
+    #: candidate (``c.score``), which cannot be assigned
+    outcome: Outcome = field(default_factory=Outcome)
 
     @property
     def pair(self) -> tuple[str, ...]:  # whose cost record it shares
@@ -118,10 +136,7 @@ class Candidate:
 
     def but(self, **changes) -> Candidate:
         """A new, unrun candidate like this one with ``changes``."""
-        fresh = dict(status="waiting", started=math.nan, estimate=math.nan, score=math.nan,
-                     fit_seconds=math.nan, predict_seconds=math.nan, row_seconds=math.nan,
-                     memory=math.nan, model=None, proba=None, note="")
-        return dataclasses.replace(self, **{**fresh, **changes})
+        return dataclasses.replace(self, **{"estimate": math.nan, "outcome": Outcome(), **changes})
 
     def line(self) -> Candidate:
         """The first fit of the model this one grew from (itself when it did not grow)."""
@@ -129,6 +144,24 @@ class Candidate:
         while first.grown_from is not None:
             first = first.grown_from
         return first
+
+
+def _read_only(name: str) -> property:
+    return property(lambda c: getattr(c.outcome, name),
+                    doc=f"The outcome's ``{name}`` (`Outcome`): the engine's to record.")
+
+
+for _name in (f.name for f in dataclasses.fields(Outcome)):
+    setattr(Candidate, _name, _read_only(_name))
+
+
+@dataclass(frozen=True, eq=False)
+class Again:
+    """A schedule's decision that ``candidate``, stopped (its folds too dear, or the memory
+    limit met), waits to run again as planned anew: the engine records it waiting
+    (`embedkit.tuning._engine.Search.tell`)."""
+
+    candidate: Candidate
 
 
 @dataclass(eq=False)

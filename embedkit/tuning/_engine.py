@@ -32,6 +32,7 @@ what it decided (a model left out, with the budget that would include it, worded
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -45,7 +46,7 @@ from ..data.columns import take
 from ..machine import PeakRSS, ShortOfMemory, resident
 from . import _lanes
 from ._asked import Asked
-from ._candidate import Candidate, FoldsTooDear, Job, LeaveOut, fit_and_score
+from ._candidate import Again, Candidate, FoldsTooDear, Job, LeaveOut, Outcome, fit_and_score
 from ._costs import States, encoder_ratio, predict_work, work_of
 from ._finish import Finish
 from ._settings import ENCODER, MEMORY_FLOOR, PROBE_ROWS, PROBE_SHARE
@@ -183,11 +184,12 @@ class Search:
     def submit(self, action) -> None:
         """Run ``action`` on its lane: on the cores it runs now (stopped at the search's deadline),
         elsewhere it starts in the background and `collect` records it."""
-        if isinstance(action, Candidate) and action not in self.board.candidates:
-            self.board.candidates.append(action)
-        action.status = "running"
         if isinstance(action, Candidate):
-            action.started = self.time.elapsed()
+            if action not in self.board.candidates:
+                self.board.candidates.append(action)
+            self.record(action, status="running", started=self.time.elapsed())
+        else:
+            self.record(action, status="running")
         lane = self.lanes[action.lane]
         if isinstance(action, Job):
             work = (action.run,)
@@ -207,7 +209,7 @@ class Search:
                 self.board.running[action] = _lanes.failed(err)
             finally:
                 if mem is not None:
-                    action.memory = max(mem.peak - mem.start, 0.0)
+                    self.record(action, memory=max(mem.peak - mem.start, 0.0))
         else:
             self.board.running[action] = lane.submit(*work)
             self.say(f"{self.time.stamp()} {getattr(action, 'tier', 'job')}: {action.label}: "
@@ -231,14 +233,28 @@ class Search:
         return found
 
     def tell(self, schedule, action, outcome) -> None:
-        """``schedule`` told what came of ``action``; the models it then leaves out recorded."""
+        """``schedule`` told what came of ``action``; what it then decides recorded: the models it
+        leaves out, those it has wait to run again (`Again`)."""
         for decision in schedule.tell(action, outcome):
-            self.leave_out(decision)
+            if isinstance(decision, Again):
+                self.record(decision.candidate, outcome=Outcome())
+            else:
+                self.leave_out(decision)
+
+    @staticmethod
+    def record(action, outcome: Outcome | None = None, **fields) -> None:
+        """What came of ``action`` so far recorded: a candidate's ``outcome`` anew, or ``fields``
+        of it changed (a new `Outcome`: the one place one is written); a job's fields."""
+        if not isinstance(action, Candidate):
+            for name, value in fields.items():
+                setattr(action, name, value)
+            return
+        action.outcome = dataclasses.replace(action.outcome if outcome is None else outcome, **fields)
 
     def _record(self, action, future):
         err = future.exception()
         if isinstance(action, Job):
-            action.status = "failed" if err is not None else "done"
+            self.record(action, status="failed" if err is not None else "done")
             outcome = err if err is not None else future.result()
             if action.kind == "probe" and not math.isnan(action.memory):  # by batches: no rows
                 self.costs[action.about].observe_memory(0, action.memory)
@@ -248,30 +264,32 @@ class Search:
         if not math.isnan(c.memory):
             self.costs[c.pair].observe_memory(self._memory_rows(c), c.memory)
         if isinstance(err, MemoryLimitReached):  # the schedule sizes it again or leaves it out
-            c.fit_seconds = self.time.elapsed() - c.started
-            c.status, c.note = "failed", (
+            self.record(c, fit_seconds=self.time.elapsed() - c.started, status="failed", note=(
                 f"{err}, after it grew the process by {format_bytes(c.memory)}; a limit of more "
-                f"than {format_bytes(resident() + self.memory_need(c))} would include it")
+                f"than {format_bytes(resident() + self.memory_need(c))} would include it"))
             return err
         if isinstance(err, FoldsTooDear):  # its cost is measured now (a fold's fit): the
             # schedule sizes it again or leaves it out
             self.costs[c.pair].observe(work_of(c.build(), self.data.n_rows(c)), err.seconds)
-            c.estimate, c.fit_seconds = err.seconds * err.folds, err.seconds
+            c.estimate = err.seconds * err.folds
+            self.record(c, fit_seconds=err.seconds)
             return err
         if err is not None:
-            c.status, c.note = "failed", f"{type(err).__name__}: {err}"[:300]
-            c.fit_seconds = self.time.elapsed() - c.started
+            self.record(c, status="failed", note=f"{type(err).__name__}: {err}"[:300],
+                        fit_seconds=self.time.elapsed() - c.started)
             self.say(f"{self.time.stamp()} {c.label}: failed ({c.note[:120]})")
             return err
-        outcome = future.result()
+        outcome, where = future.result(), c.where
         if c.lane == "cluster":
-            outcome, c.where = outcome
-        c.model, c.proba, c.fit_seconds, c.predict_seconds = outcome
-        c.row_seconds = (c.predict_seconds / max(len(self.data.valid), 1)
-                         + (self.encode_rates.get(c.encoder, 0.0) if c.encoder else 0.0))
-        c.score, c.status = self.data.score_proba(c.proba), "scored"
+            outcome, where = outcome
+        model, proba, fit_seconds, predict_seconds = outcome
+        self.record(c, model=model, proba=proba, fit_seconds=fit_seconds,
+                    predict_seconds=predict_seconds, where=where, status="scored",
+                    score=self.data.score_proba(proba),
+                    row_seconds=(predict_seconds / max(len(self.data.valid), 1)
+                                 + (self.encode_rates.get(c.encoder, 0.0) if c.encoder else 0.0)))
         if not self.board.within_limit(c):
-            c.note = "; ".join(n for n in (c.note, self.board.over_limit(c)) if n)
+            self.record(c, note="; ".join(n for n in (c.note, self.board.over_limit(c)) if n))
         state = self.costs[c.pair]
         state.observe(self.data.fits_each * work_of(c.model, self.data.n_rows(c)), c.fit_seconds)
         state.observe_predict(len(self.data.valid), c.predict_seconds)
@@ -310,7 +328,6 @@ class Search:
             self.board.candidates.append(c)
         if decision.estimate is not None:
             c.estimate = decision.estimate
-        c.status = "left out"
         if not why and c.estimate <= self.time.left() and not self.memory_fits(c):
             held, grows = resident(), self.memory_need(c)
             prior = (" (its weights and batches, estimated before any fit)"
@@ -327,7 +344,7 @@ class Search:
         if need is not None:
             budget = format_seconds(self.time.budget_for(need))
             why += f"; a budget of about {budget} would include {decision.including}"
-        c.note = why
+        self.record(c, status="left out", note=why)
         self.say(f"{self.time.stamp()} left out {c.label}: {c.note}")
 
     def begin(self, schedule) -> None:
@@ -380,7 +397,7 @@ class Search:
         why = "stopped by Ctrl-C (or SIGTERM)" if by_user else "stopped at the search's deadline"
         for c in self.board.candidates:  # running on a lane, or in this thread when it came
             if c.status == "running":
-                c.status, c.note = "interrupted", f"{why} before it was scored"
+                self.record(c, status="interrupted", note=f"{why} before it was scored")
         for lane in self.lanes.values():
             lane.stop()
         _lanes.first_done([f for a, f in self.board.running.items() if a.lane == "device"], timeout=60)

@@ -38,8 +38,8 @@ from .._budget import format_seconds
 from .._stopping import MemoryLimitReached
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, sampled_settings
 from . import _jobs
-from ._candidate import Candidate, FoldsTooDear, Job, LeaveOut
-from ._plans import Plans
+from ._candidate import Again, Candidate, FoldsTooDear, Job, LeaveOut
+from ._plans import Plans, settle
 from ._settings import (
     ENCODE_SHARE,
     ENCODER,
@@ -375,11 +375,12 @@ class Schedule(Worth):
                 if c.status == "waiting"]
 
     # -- outcomes -------------------------------------------------------------------------------
-    def tell(self, action, outcome) -> list[LeaveOut]:
+    def tell(self, action, outcome) -> list[LeaveOut | Again]:
         """What came of ``action``: a job's result (or its error) updates what the plans know;
         a scored candidate needs nothing more (the engine recorded it); one whose first fold
-        showed its folds would not end in time, `too_dear`. Returns the models it leaves out
-        now, for the engine to record."""
+        showed its folds would not end in time, `too_dear`; one stopped at the memory limit,
+        `too_big`. Returns what it decides now, for the engine to record: the models it leaves
+        out, those that wait to run again."""
         if isinstance(outcome, FoldsTooDear):
             return self.too_dear(action, outcome)
         if isinstance(outcome, MemoryLimitReached) and isinstance(action, Candidate):
@@ -405,19 +406,18 @@ class Schedule(Worth):
             s.say(f"{s.time.stamp()} {outcome}")
         return []
 
-    def too_dear(self, c: Candidate, err: FoldsTooDear) -> list[LeaveOut]:
+    def too_dear(self, c: Candidate, err: FoldsTooDear) -> list[LeaveOut | Again]:
         """``c`` stopped after its first fold, which measured it: a default that sizes itself
         waits again, its recipe sized anew on what the fold measured (its first may have been
         sized on a probe the folds' fits outran); any other model is left out, saying what its
         folds need. A recipe sized anew that still does not fit is left out by its plan."""
         s = self.search
         if c in self.defaults and self.plans.sizes_itself(c):
-            c.status = "waiting"
             s.say(f"{s.time.stamp()} {c.label}: {err}: sized again on what it measured")
-            return []
+            return [Again(c)]
         return [LeaveOut(c, str(err), need=c.estimate)]
 
-    def too_big(self, c: Candidate) -> list[LeaveOut]:
+    def too_big(self, c: Candidate) -> list[LeaveOut | Again]:
         """``c`` was stopped at the memory limit (its note says what it reached): a first fit
         whose memory grows with its rows (not one that trains an encoder: its memory is its
         batches') waits again on a `GROWTH`th of them while that is at least `MIN_ROWS`, a
@@ -428,11 +428,11 @@ class Schedule(Worth):
                 and rows // GROWTH >= MIN_ROWS and (c.kind == "baseline" or c in self.defaults)):
             s.say(f"{s.time.stamp()} {c.label}: {c.note.split('; a limit')[0]}: sized again on "
                   f"{rows // GROWTH:,} rows")
-            c.rows, c.status, c.note = s.data.sample_rows(rows // GROWTH), "waiting", ""
+            settle(c, rows=s.data.sample_rows(rows // GROWTH))
             if c.kind == "baseline":
                 self.plans.estimate(c)
                 self.queue.insert(0, c)
-            return []
+            return [Again(c)]
         return [LeaveOut(c, c.note)]
 
     def _passed(self, job: Job, outcome) -> list[LeaveOut]:
