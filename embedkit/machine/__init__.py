@@ -30,7 +30,8 @@ from .memory import free_memory
 __all__ = ["BF16_MIN_STEP_FLOPS", "DEVICES", "POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS",
            "ShortOfMemory", "ThreadPlan", "Threads", "available_cores", "batch_settings",
            "collecting_new_objects", "largest_process_mb", "on_accelerator",
-           "plan_threads", "process_threads", "resident", "resolve_device", "resolve_precision",
+           "plan_threads", "process_threads", "release_memory", "resident", "resolve_device",
+           "resolve_precision",
            "size_tokenizer_pool", "start_worker"]
 
 
@@ -66,6 +67,22 @@ def available_cores() -> int:
     return cpu_count(only_physical_cores=False)
 
 
+def release_memory(collect: bool = True) -> None:
+    """Garbage collected (unless ``collect`` is False: each collection scans the whole heap of
+    torch) and, on glibc, freed heap handed back to the system (``malloc_trim``, about free):
+    memory a block freed below a live object otherwise stays resident, and a reading of
+    `resident` would count it as held."""
+    import ctypes
+    import gc
+
+    if collect:
+        gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: freed memory may be counted as held
+        pass
+
+
 class PeakRSS:
     """Peak resident memory of this process while the block runs (sampled every 10 ms).
 
@@ -79,19 +96,11 @@ class PeakRSS:
         self.collect = collect
 
     def __enter__(self):
-        import ctypes
-        import gc
         import threading
 
         import psutil
 
-        if self.collect:
-            gc.collect()
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc: the start may include freed memory
-            pass
-
+        release_memory(self.collect)
         self._proc = psutil.Process()
         self.start = self.peak = self._proc.memory_info().rss
         self._stop = threading.Event()

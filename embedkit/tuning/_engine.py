@@ -43,7 +43,7 @@ import numpy as np
 from .._budget import DECIDING, Clock, format_bytes, format_seconds
 from .._stopping import DeadlineReached, MemoryLimitReached, deadline, stop_when
 from ..data.columns import take
-from ..machine import PeakRSS, ShortOfMemory, resident
+from ..machine import PeakRSS, ShortOfMemory, release_memory, resident
 from . import _lanes
 from ._asked import Asked
 from ._candidate import Again, Candidate, FoldsTooDear, Job, LeaveOut, Outcome, fit_and_score
@@ -84,6 +84,8 @@ class Search:
         # that encoder's cache adds to its predictions on new documents (the schedule measures it)
         self.encode_rates: dict[str, float] = {}
         self.lanes: dict[str, Any] = {}
+        # a fit was stopped at the memory limit since the last ask: what it held is garbage now
+        self.freed = False
 
     # -- the split -------------------------------------------------------------------------------
     def split(self) -> None:
@@ -227,7 +229,12 @@ class Search:
 
     def ask(self, schedule, lane: str):
         """What ``schedule`` runs next on ``lane`` (a candidate, a job, or None), the models it
-        leaves out on the way recorded."""
+        leaves out on the way recorded. Under a memory limit, freed memory is handed back first
+        (`release_memory`; garbage collected after a fit stopped at the limit), so the process's
+        memory that each decision reads is what it holds."""
+        if self.asked.memory is not None:
+            release_memory(collect=self.freed)
+            self.freed = False
         while isinstance(found := schedule.ask(lane), LeaveOut):
             self.leave_out(found)
         return found
@@ -264,6 +271,7 @@ class Search:
         if not math.isnan(c.memory):
             self.costs[c.pair].observe_memory(self._memory_rows(c), c.memory)
         if isinstance(err, MemoryLimitReached):  # the schedule sizes it again or leaves it out
+            self.freed = True
             self.record(c, fit_seconds=self.time.elapsed() - c.started, status="failed", note=(
                 f"{err}, after it grew the process by {format_bytes(c.memory)}; a limit of more "
                 f"than {format_bytes(resident() + self.memory_need(c))} would include it"))
