@@ -20,7 +20,7 @@ from embedkit._budget import Clock
 from embedkit.registry import sampled_settings
 from embedkit.tuning import TFIDF_BASELINE, baseline_pipelines
 from embedkit.tuning._asked import Asked
-from embedkit.tuning._candidate import Candidate, Job, LeaveOut, Outcome
+from embedkit.tuning._candidate import Again, Candidate, Job, LeaveOut, Outcome
 from embedkit.tuning._costs import PairState, States, work_of
 from embedkit.tuning._engine import Search
 from embedkit.tuning._schedule import Schedule
@@ -198,3 +198,37 @@ def test_the_engine_runs_what_a_scripted_schedule_asks_and_tells_it_every_outcom
     assert dear.status == "left out" and dear in search.board.candidates and re.fullmatch(
         r"needs about 8\.3 min, \d\.\d min were left; a budget of about \d+\.\d min would include it",
         dear.note), dear.note
+
+
+def test_the_engine_records_a_schedules_again_as_waiting_and_runs_it_when_asked(questions):
+    """A schedule's `Again` (a stopped fit sized anew) is recorded by the engine: the candidate's
+    outcome cleared to waiting, a new record rather than the old one changed; asked again, it
+    runs and is scored, one row on the board."""
+    model = Candidate(representation="tfidf", head="logreg", tier="sparse + linear", cache="memory")
+    seen, asked = [], []
+
+    class Twice(Script):
+        def ask(self, lane):
+            action = super().ask(lane)
+            if action is not None:
+                asked.append(action.status)
+            return action
+
+        def tell(self, action, outcome):
+            super().tell(action, outcome)
+            seen.append((action.outcome, action.status))
+            if len(self.told) == 1:  # its first outcome: run it again
+                self.actions.append(action)
+                return [Again(action)]
+            return []
+
+    script = Twice([model])
+    search = Search(questions["text"].to_numpy(object), questions["label"].to_numpy(),
+                    clock=Clock(120), pairs=[LOGREG], scoring="accuracy", validation=0.2,
+                    finetune=False, cache="memory", random_state=0, say=lambda line: None)
+    search.run(script)
+    (first, status), (second, _) = seen
+    assert status == "scored" and first.status == "scored"  # the first record kept as it was
+    assert second is model.outcome and second is not first and model.status == "scored"
+    assert [a for a, _ in script.told] == [model, model, "end"] and asked == ["waiting", "waiting"]
+    assert search.board.candidates == [model] and search.costs[LOGREG].fits == 2
