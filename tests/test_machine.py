@@ -10,6 +10,7 @@ import pytest
 
 from embedkit.machine import (
     POOL_VARIABLES,
+    RAYON_SIZED_IN,
     PeakRSS,
     ShortOfMemory,
     ThreadPlan,
@@ -61,6 +62,27 @@ def test_cores_follow_the_quota_and_a_parent_given_share(monkeypatch):
     assert process_threads() == available_cores()
     monkeypatch.setenv("OMP_NUM_THREADS", "many")
     assert process_threads() == available_cores()
+
+
+def test_the_tokenizer_pool_keeps_a_users_setting_but_sizes_again_what_a_parent_process_sized(monkeypatch):
+    """A parent that sized its tokenizer pool (its share: every core) passes the variable to the
+    joblib workers it starts later; a worker sizes its own share rather than taking the parent's
+    for a user's setting (found as a worker's Rayon pool at 2 threads on a 1-thread share)."""
+    monkeypatch.delenv("RAYON_NUM_THREADS", raising=False)
+    monkeypatch.delenv(RAYON_SIZED_IN, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    size_tokenizer_pool()
+    assert os.environ["RAYON_NUM_THREADS"] == "1" and os.environ[RAYON_SIZED_IN] == str(os.getpid())
+    monkeypatch.setenv("RAYON_NUM_THREADS", "5")  # a later change in this process is its own say
+    size_tokenizer_pool()
+    assert os.environ["RAYON_NUM_THREADS"] == "5"
+    monkeypatch.setenv(RAYON_SIZED_IN, str(os.getpid() + 1))  # as a child sees its parent's value
+    size_tokenizer_pool()
+    assert os.environ["RAYON_NUM_THREADS"] == "1" and os.environ[RAYON_SIZED_IN] == str(os.getpid())
+    monkeypatch.delenv(RAYON_SIZED_IN)
+    monkeypatch.setenv("RAYON_NUM_THREADS", "7")  # the user's own setting, in any process
+    size_tokenizer_pool()
+    assert os.environ["RAYON_NUM_THREADS"] == "7"
 
 
 def test_the_block_sets_every_pool_and_restores_them_even_after_an_error(monkeypatch):

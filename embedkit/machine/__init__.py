@@ -27,8 +27,8 @@ import numpy as np
 
 from .memory import free_memory
 
-__all__ = ["BF16_MIN_STEP_FLOPS", "DEVICES", "POOL_VARIABLES", "WORKER_MEMORY_GROWTH", "PeakRSS",
-           "ShortOfMemory", "ThreadPlan", "Threads", "available_cores", "batch_settings",
+__all__ = ["BF16_MIN_STEP_FLOPS", "DEVICES", "POOL_VARIABLES", "RAYON_SIZED_IN", "WORKER_MEMORY_GROWTH",
+           "PeakRSS", "ShortOfMemory", "ThreadPlan", "Threads", "available_cores", "batch_settings",
            "collecting_new_objects", "largest_process_mb", "on_accelerator",
            "plan_threads", "process_threads", "release_memory", "resident", "resolve_device",
            "resolve_precision",
@@ -258,12 +258,22 @@ def start_worker(threads: int, blas: int | None = 1) -> None:
                                                      WORKER_MEMORY_GROWTH)
 
 
+#: the process whose share `size_tokenizer_pool` wrote into ``RAYON_NUM_THREADS``: a child started
+#: after (a joblib worker) inherits the value, which is its parent's share, not a user's say
+RAYON_SIZED_IN = "EMBEDKIT_RAYON_SIZED_IN"
+
+
 def size_tokenizer_pool() -> None:
     """Let Hugging Face's tokenizers start their Rayon pool at this process's share
     (`process_threads`) rather than at every core of the machine, unless ``RAYON_NUM_THREADS``
-    already says. Called before a fast tokenizer is loaded; the pool starts at its first batch.
+    already says (the user's setting, or a worker's plan, `start_worker`); a value it wrote in a
+    parent process is sized again here. Called before a fast tokenizer is loaded; the pool starts
+    at its first batch.
     """
-    os.environ.setdefault("RAYON_NUM_THREADS", str(process_threads()))
+    sized_in = os.environ.get(RAYON_SIZED_IN)
+    if "RAYON_NUM_THREADS" not in os.environ or sized_in not in (None, str(os.getpid())):
+        os.environ["RAYON_NUM_THREADS"] = str(process_threads())
+        os.environ[RAYON_SIZED_IN] = str(os.getpid())
 
 
 class Threads:
