@@ -100,6 +100,16 @@ def test_in_the_search_only_the_engine_assigns_its_state():
                          "keep the state on the object that decides it.")
 
 
+def _assigned(attribute: str) -> list[str]:
+    """Where the package assigns ``<anything>.<attribute>``: ``file:line``."""
+    return [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]
+                           if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for part in ast.walk(target)
+            if isinstance(part, ast.Attribute) and part.attr == attribute]
+
+
 def test_a_candidates_outcome_is_recorded_by_the_engine_alone():
     """What came of a candidate is its `Outcome`, written by `embedkit.tuning._engine.Search`
     alone (a new record each time); the candidate shows it under the same names, which cannot be
@@ -108,13 +118,7 @@ def test_a_candidates_outcome_is_recorded_by_the_engine_alone():
     from embedkit.tuning._candidate import Candidate, Outcome
     from embedkit.tuning._engine import Search
 
-    written = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
-               if path.name != "_engine.py"
-               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-               for target in (node.targets if isinstance(node, ast.Assign) else [node.target]
-                              if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-               for part in ast.walk(target)
-               if isinstance(part, ast.Attribute) and part.attr == "outcome"]
+    written = [w for w in _assigned("outcome") if not w.startswith("tuning/_engine.py:")]
     assert not written, "a candidate's outcome assigned outside the engine: " + "; ".join(written)
     c = Candidate(representation="tfidf", head="logreg")
     for name in (f.name for f in dataclasses.fields(Outcome)):
@@ -128,26 +132,29 @@ def test_a_candidates_outcome_is_recorded_by_the_engine_alone():
     assert again.status == "waiting" and np.isnan(again.score) and c.score == 0.75
 
 
-def test_planning_changes_a_candidate_in_one_place_and_never_to_change_it_back():
-    """`embedkit.tuning._plans` costs candidates on drafts (copies with other rows or another
-    recipe) and writes the plan it takes through `settle` alone: no attribute of anything but the
-    plans themselves is assigned in the module, so a candidate is never set to be costed and set
-    back (the mutate-and-restore issue 59 named), and `settle` refuses a field that is not a plan's."""
-    from embedkit.tuning._candidate import Candidate
-    from embedkit.tuning._plans import PLANNED, settle
+def test_a_candidate_is_what_was_asked_its_plan_and_its_outcome_each_with_one_writer():
+    """Once made, a candidate's fields are what was asked for and are never assigned; how it is
+    to run is its `Plan`, a frozen record that `settle` alone replaces (planning costs drafts,
+    `Candidate.planned`, so a candidate is never set to be costed and set back: the
+    mutate-and-restore issue 59 named); the candidate shows its plan under the same names, which
+    cannot be assigned. A draft keeps the key its candidate was asked under (what the schedule
+    counts as tried); a new candidate (`Candidate.but`) is asked as it is."""
+    from embedkit.tuning._candidate import PLANNED, Candidate, Plan, settle
 
-    tree = ast.parse((PACKAGE / "tuning" / "_plans.py").read_text(encoding="utf-8"))
-    written = [f"_plans.py:{node.lineno}: {ast.unparse(part)}" for node in ast.walk(tree)
-               for target in (node.targets if isinstance(node, ast.Assign) else [node.target]
-                              if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-               for part in ast.walk(target) if isinstance(part, ast.Attribute)
-               and not ast.unparse(part).startswith("self.")]
-    assert not written, "planning assigns outside `settle`: " + "; ".join(written)
-    c = Candidate(representation="tfidf", head="logreg", params={"head__C": 2.0}, estimate=3.0)
-    draft = Candidate(representation="tfidf", head="logreg", rows=[0, 1], estimate=1.5)
+    assert [w.split(":")[0] for w in _assigned("plan")] == ["tuning/_candidate.py"]
+    c = Candidate(representation="tfidf", head="logreg", plan=Plan(params={"head__C": 2.0}, estimate=3.0))
+    asked, before = c.key, c.plan
+    draft = c.planned(rows=[0, 1], params={}, estimate=1.5)
+    assert draft.asked == asked and draft.key != asked and c.rows is None  # a draft leaves c be
     settle(c, draft, share=0.5)
-    assert (c.rows, c.params, c.estimate, c.share) == ([0, 1], {}, 1.5, 0.5)
-    assert set(PLANNED) < {f.name for f in dataclasses.fields(Candidate)}
+    assert (c.rows, c.params, c.estimate, c.share) == ([0, 1], {}, 1.5, 0.5) and c.asked == asked
+    assert c.plan is not before and before.estimate == 3.0  # replaced, never changed
+    assert set(PLANNED) == {f.name for f in dataclasses.fields(Plan)}
+    made = [f.name for f in dataclasses.fields(Candidate) if f.name not in ("plan", "outcome")]
+    for name in [*PLANNED, *made]:
+        with pytest.raises(AttributeError, match="not assigned|no setter"):
+            setattr(c, name, getattr(c, name))
+    assert c.but(seed=1).asked == c.but(seed=1).key != asked
     with pytest.raises(TypeError, match="score"):
         settle(c, score=0.9)  # an outcome is the engine's to record
 

@@ -279,7 +279,7 @@ def test_a_searched_models_settings_reach_every_label_model_and_a_variant_a_task
     model gets them (a `loss` variant of SGD once crashed the search: the setting went to the
     one-vs-rest wrapper, which has no `loss`); a number's regressor drops a classifier's setting
     it does not take, so such a variant is not tried (it would be its first under another name)."""
-    from embedkit.tuning._candidate import Candidate, build_pipeline
+    from embedkit.tuning._candidate import Candidate, Plan, build_pipeline
     from embedkit.tuning._schedule import holds_settings
 
     pipe = build_pipeline("tfidf", "sgd", {"head__loss": "modified_huber", "features__min_df": 1},
@@ -289,7 +289,7 @@ def test_a_searched_models_settings_reach_every_label_model_and_a_variant_a_task
     assert pipe.predict(small["docs"][:5]).shape == (5, len(GENRES))
 
     def sgd(task, **params):
-        return Candidate(representation="tfidf", head="sgd", params=params, task=task)
+        return Candidate(representation="tfidf", head="sgd", plan=Plan(params=params), task=task)
 
     assert holds_settings(sgd("multilabel", head__loss="modified_huber"))
     assert not holds_settings(sgd("regression", head__loss="modified_huber"))

@@ -23,7 +23,7 @@ from embedkit._budget import DECIDING, Clock
 from embedkit.heads.finetune.sizing import ROWS_PER_CLASS, SHORT_LENGTH, WORK_EXPONENT
 from embedkit.registry import HEADS, REPRESENTATIONS
 from embedkit.tuning import MINILM_BASELINE, TFIDF_BASELINE, _jobs, baseline_pipelines
-from embedkit.tuning._candidate import Candidate, Job, LeaveOut, describe
+from embedkit.tuning._candidate import Candidate, Job, LeaveOut, Plan, describe, settle
 from embedkit.tuning._costs import PairState, States, work_of
 from embedkit.tuning._engine import Search
 from embedkit.tuning._finish import Finish
@@ -244,13 +244,13 @@ def test_work_is_rows_to_the_1_1_times_epochs_or_what_the_head_counts():
     assert work_of(pipe("tfidf", "mlp"), 1000) == pytest.approx(1000 ** 1.1 * 10)  # ten epochs
     assert work_of(pipe("tfidf", "logreg-cv"), 1000) == pytest.approx(1000 ** 1.1)
     tuned = Candidate(representation="passthrough", head="finetune-short",
-                      recipe={"head__max_length": 32, "head__epochs": 2}).build()
+                      plan=Plan(recipe={"head__max_length": 32, "head__epochs": 2})).build()
     assert work_of(tuned, 320) == pytest.approx(2 * 10 * 32 / 64)  # 2 epochs x 10 batches of 32
 
 
 def test_a_candidate_is_its_fields_and_its_label_only_shows_them():
     plan = Candidate(representation="passthrough", head="finetune-short", tier="fine-tuning",
-                     recipe={"head__max_length": 32, "head__epochs": 2, "head__k": 6}, seed=0)
+                     plan=Plan(recipe={"head__max_length": 32, "head__epochs": 2, "head__k": 6}, seed=0))
     variant = plan.but(params={"head__lr": 5e-5}, variant_of=plan)
     assert plan.label == "finetune-short (max_length=32, epochs=2, k=6, seed 0)"
     assert variant.label == "finetune-short (max_length=32, epochs=2, k=6, lr=5e-05, seed 0)"
@@ -259,7 +259,8 @@ def test_a_candidate_is_its_fields_and_its_label_only_shows_them():
     params = variant.build().get_params()
     assert (params["head__lr"], params["head__max_length"], params["head__random_state"],
             params["head__early_stopping"]) == (5e-5, 32, 0, False)
-    sparse = Candidate(representation="tfidf", head="logreg", params={"features__ngram_range": (1, 2)})
+    sparse = Candidate(representation="tfidf", head="logreg",
+                       plan=Plan(params={"features__ngram_range": (1, 2)}))
     assert sparse.label == "tfidf + logreg (ngram_range=(1, 2))" and sparse.pair == ("tfidf", "logreg")
     # rows: a subsample is part of the model (by its size: the subsamples are nested)
     small = sparse.but(rows=np.arange(1000))
@@ -268,7 +269,7 @@ def test_a_candidate_is_its_fields_and_its_label_only_shows_them():
     grown = small.but(rows=np.arange(3000), grown_from=small)
     assert grown.line() is small and small.line() is small
     # a baseline is its name, and says its rows when it fits on a subsample
-    baseline = Candidate(name=TFIDF_BASELINE, kind="baseline", rows=np.arange(1500))
+    baseline = Candidate(name=TFIDF_BASELINE, kind="baseline", plan=Plan(rows=np.arange(1500)))
     assert baseline.label == "plain TF-IDF + LR (rows=1500)" and baseline.pair == (TFIDF_BASELINE,)
     assert baseline.but(rows=None).label == TFIDF_BASELINE
 
@@ -499,7 +500,7 @@ def test_the_baseline_is_fitted_on_every_row_wherever_they_fit_the_time_left(tre
     n, left = len(search.data.train), search.time.left()
     for seconds, rows in ((400.0, None), (0.9 * left, None), (1500.0, "fewer")):
         _cost(search, base.pair, rate=seconds / MARGIN / n ** 1.1, predict_rate=0.0)
-        base.rows = None
+        settle(base, rows=None)
         assert schedule.plans.estimate(base)
         if rows is None:  # more than `START_SHARE` of the time left, within it: every row
             assert base.rows is None and base.estimate == pytest.approx(seconds)
@@ -713,7 +714,7 @@ def test_measured_evidence_replaces_a_tiers_prior_gain(questions):
     assert schedule.gain(mpnet) == 0.0  # -10 + 2 floored
     # one fitted on a quarter of the training rows is read at every row, as the baselines are
     # fitted: its error shrunk as the work of a fit (rows ** 1.1) to the power CURVE_EXPONENT
-    minilm.rows = search.data.sample_rows(len(search.data.train) // 4)
+    settle(minilm, rows=search.data.sample_rows(len(search.data.train) // 4))
     _scored(search, minilm, 47)  # 0.783 on a quarter: 1.7 points below the better baseline
     at_every_row = 1 - (1 - 47 / 60) * (len(search.data.train) / len(minilm.rows)) ** (-1.1 * CURVE_EXPONENT)
     assert schedule.at_every_row(minilm) == pytest.approx(at_every_row) and at_every_row > 48 / 60
@@ -1202,7 +1203,7 @@ def test_a_model_whose_first_fold_shows_its_folds_would_not_end_in_time_is_left_
     search, schedule = _begin(_slice(questions, 100), 300, [("tfidf", "logreg-cv")],
                               validation="auto")
     c = schedule.candidate("tfidf", "logreg-cv")
-    c.estimate = 0.5
+    settle(c, estimate=0.5)
     monkeypatch.setattr(search.time, "left", lambda: 1e-4)  # less than any fold takes
     search.submit(c)
     search.collect(schedule, block=True)
@@ -1304,7 +1305,8 @@ def test_setfit_keeps_its_own_worth_whatever_classifier_fine_tuning_scored(quest
     _prologue(search, schedule, 120, 140)
     _scored(search, _default(schedule, FINETUNE), 40)
     setfit, mpnet = _default(schedule, SETFIT), _default(schedule, MPNET)
-    setfit.share = mpnet.share = 1.0
+    settle(setfit, share=1.0)
+    settle(mpnet, share=1.0)
     assert setfit.tier == "contrastive tuning" and schedule.gain(setfit) == 2.0
     assert schedule.gain(mpnet) == 0.0  # 50 points below the baseline, +2 in priors
 

@@ -20,7 +20,7 @@ from embedkit._budget import Clock
 from embedkit.registry import sampled_settings
 from embedkit.tuning import TFIDF_BASELINE, baseline_pipelines
 from embedkit.tuning._asked import Asked
-from embedkit.tuning._candidate import Again, Candidate, Job, LeaveOut, Outcome
+from embedkit.tuning._candidate import Again, Candidate, Job, LeaveOut, Outcome, Plan
 from embedkit.tuning._costs import PairState, States, work_of
 from embedkit.tuning._engine import Search
 from embedkit.tuning._schedule import Schedule
@@ -182,7 +182,7 @@ def test_the_engine_runs_what_a_scripted_schedule_asks_and_tells_it_every_outcom
     model = Candidate(representation="tfidf", head="logreg", tier="sparse + linear", cache="memory")
     ran = Job("counts the documents", lambda: "measured", kind="job")
     fails = Job("reads a file", broken, kind="job")
-    dear = Candidate(representation="tfidf", head="mlp", tier="sparse + linear", estimate=500.0)
+    dear = Candidate(representation="tfidf", head="mlp", tier="sparse + linear", plan=Plan(estimate=500.0))
     script = Script([model, LeaveOut(dear, need=500.0), ran, fails])
     search = Search(questions["text"].to_numpy(object), questions["label"].to_numpy(),
                     clock=Clock(120), pairs=[LOGREG], scoring="accuracy", validation=0.2,

@@ -564,13 +564,13 @@ def test_the_reserve_keeps_back_the_refit_of_the_leader_with_two_seeds_once_fill
     reserve also keeps the moment until the finish decides (`DECIDING`), so a fill that stops
     at its edge leaves the refit it kept the time for."""
     from embedkit._budget import DECIDING
-    from embedkit.tuning._candidate import Candidate
+    from embedkit.tuning._candidate import Candidate, Plan
     from embedkit.tuning._costs import PairState, work_of
     from embedkit.tuning._settings import REFIT_MARGIN
 
     train, _ = trec_slice
     leader = Candidate(representation="passthrough", head="finetune-short", tier="fine-tuning",
-                       recipe={"head__max_length": 32, "head__epochs": 2}, seed=0,
+                       plan=Plan(recipe={"head__max_length": 32, "head__epochs": 2}, seed=0),
                        outcome=Outcome(status="scored", score=0.9, fit_seconds=10.0, predict_seconds=1.0))
     pipe = leader.build()
 
@@ -1384,11 +1384,11 @@ def test_a_deadline_holds_in_a_process_started_in_the_background():
 def _slow(search):
     """An MLP on TF-IDF whose fit takes far longer than its pair's state says (a fit whose
     estimate was wrong: a machine that slowed down), fitted once in a second for its model."""
-    from embedkit.tuning._candidate import Candidate
+    from embedkit.tuning._candidate import Candidate, Plan
     from embedkit.tuning._costs import PairState
 
     c = Candidate(representation="tfidf", head="mlp", tier="sparse + linear",
-                  params={"head__epochs": 100_000, "head__early_stopping": False})
+                  plan=Plan(params={"head__epochs": 100_000, "head__early_stopping": False}))
     model = c.but(params={"head__epochs": 1}).build().fit(search.data.X_train, search.data.y_train)
     c.outcome = Outcome(status="scored", score=0.5, fit_seconds=1.0, predict_seconds=0.1, model=model)
     search.costs[c.pair] = PairState(rate=1e-9)

@@ -1,11 +1,13 @@
 """What the search runs: a `Candidate` (a model to fit and score on the validation rows) or a
 `Job` (work that scores nothing: an encoder's pass, a probe of a head's cost, a model's fetch).
 
-A candidate's identity is its fields (pair, settings, recipe, rows, seed); its label only shows
-them; what came of it is its `Outcome`, which the engine alone records (read through the
-candidate, never assigned there). Both are what a schedule hands the engine
-(`embedkit.tuning._engine.Search.run`), which runs them on a lane and tells the schedule what
-came of them.
+A candidate is three things: what was asked for (its pair, its place in the search, the key it
+was asked under: `Candidate.asked`), how it is to run (its `Plan`: rows, recipe, settings,
+estimate, which planning alone replaces: `embedkit.tuning._plans.settle`) and what came of it
+(its `Outcome`, which the engine alone records). Plan and outcome are frozen records, read
+through the candidate (``c.rows``, ``c.score``), never assigned there; a change is a new record.
+Candidates and jobs are what a schedule hands the engine (`embedkit.tuning._engine.Search.run`),
+which runs them on a lane and tells the schedule what came of them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import numpy as np
 
 from . import _selection
 
-__all__ = ["Again", "Candidate", "FoldsTooDear", "Job", "LeaveOut", "Outcome", "build_pipeline", "describe",
-           "fit_and_score"]
+__all__ = ["PLANNED", "Again", "Candidate", "FoldsTooDear", "Job", "LeaveOut", "Outcome", "Plan",
+           "build_pipeline", "describe", "fit_and_score", "settle"]
 
 
 def describe(params: dict) -> str:
@@ -56,41 +58,76 @@ class Outcome:
     where: str = ""
 
 
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """How a candidate is to run, as planned (`embedkit.tuning._plans.settle` is the one writer,
+    each plan a new record): the ``lane`` it runs on, the training ``rows`` (None: every row), a
+    sized head's ``recipe`` and the other ``params`` (pipeline keys), the head's ``seed`` (for
+    models whose seeds the finish averages), a table's column ``roles`` it reads through and the
+    one column it reads ``alone`` where it leaves the others out; what it costs: the registry's
+    ``prior`` (seconds on every row, before anything is measured), its ``estimate`` (seconds),
+    ``extra_refit`` (seconds a refit on every document needs besides its fit scaled up: the
+    encoder's pass over what its cache lacks), ``least`` (seconds of a sized head's cheapest
+    recipe; None: its estimate); and of a sized recipe, the ``share`` of its head's own recipe's
+    gain it keeps and why it reads fewer tokens than the documents need (``truncated``)."""
+
+    lane: str = "cores"
+    rows: Any = None
+    recipe: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    seed: int | None = None
+    roles: Any = None  # `embedkit.data.columns.ColumnRoles`
+    alone: str = ""
+    prior: float = 0.0
+    estimate: float = math.nan
+    extra_refit: float = 0.0
+    least: float | None = None
+    share: float = 1.0
+    truncated: str = ""
+
+
 @dataclass(eq=False)
 class Candidate:
-    """One model of the search. Its identity is its fields (pair, settings, recipe, rows, seed,
-    the one column it reads of a table where it leaves the others out);
-    ``label`` only displays them. ``grown_from`` is the smaller fit of the same model it grew
-    from (the same settings on fewer rows or epochs)."""
+    """One model of the search: what was asked for (its pair, or a baseline's or an ensemble's
+    ``name``, and its place in the search: these fields, which nothing changes once it is made),
+    its `Plan` and its `Outcome`. Its identity as a model is its `key` (pair, settings, recipe,
+    rows, seed, the one column it reads of a table where it leaves the others out), ``asked``
+    the key it had before it was planned; ``label`` only displays them. ``grown_from`` is the
+    smaller fit of the same model it grew from (the same settings on fewer rows or epochs). Plan
+    and outcome fields read through the candidate (``c.rows``, ``c.score``) and cannot be
+    assigned there."""
 
     representation: str = ""
     head: str = ""
     tier: str = ""
     kind: str = "candidate"  # candidate, baseline or ensemble
-    params: dict = field(default_factory=dict)  # settings changed from the registry's
-    recipe: dict = field(default_factory=dict)  # a sized fine-tuning recipe (pipeline keys)
-    rows: Any = None  # the training rows it fits on, when a subsample
-    seed: int | None = None  # the head's random_state, for models whose seeds the finish averages
     variant_of: Candidate | None = None
     grown_from: Candidate | None = None
     name: str = ""  # a baseline's or an ensemble's own name
     factory: Callable[[], Any] | None = None  # a baseline's pipeline
     cache: Any = None
-    lane: str = "cores"
-    prior: float = 0.0
-    extra_refit: float = 0.0  # seconds a refit on every document needs besides its fit scaled up
-    share: float = 1.0  # the share of its head's own recipe's gain a sized recipe keeps
-    least: float | None = None  # seconds of a sized head's cheapest recipe (None: its estimate)
-    truncated: str = ""  # why a fine-tuning recipe reads fewer tokens than the documents need
     encoder: str = ""  # the frozen encoder whose cached vectors it reads (a registry name)
-    estimate: float = math.nan
     weights: dict = field(default_factory=dict)  # an ensemble's members -> weights
     task: str = "classification"  # what the target holds: its head as that task needs it
-    roles: Any = None  # a table's column roles (`embedkit.data.columns.ColumnRoles`): read through them
-    alone: str = ""  # the one column it reads of a table whose other columns it leaves out
-    #: what came of it, the engine's record (`Outcome`); read through the same names on the
-    #: candidate (``c.score``), which cannot be assigned
+    #: how it is to run, planning's record (`Plan`)
+    plan: Plan = field(default_factory=Plan)
+    #: what came of it, the engine's record (`Outcome`)
     outcome: Outcome = field(default_factory=Outcome)
+    #: its `key` as asked, before any plan changed it (a variant's before its recipe was cut):
+    #: what the schedule counts as tried
+    asked: tuple | None = None
+
+    def __post_init__(self):
+        if self.asked is None:
+            self.asked = self.key
+
+    def __setattr__(self, name: str, value) -> None:
+        # once made, only its plan (`settle`) and its outcome (the engine) are replaced
+        if self.__dict__.get("asked") is not None and name not in ("plan", "outcome"):
+            raise AttributeError(f"a candidate's {name!r} is not assigned: its plan is replaced by "
+                                 "`settle`, its outcome by the engine; the rest is what was asked "
+                                 "for (`Candidate.but` makes another)")
+        object.__setattr__(self, name, value)
 
     @property
     def pair(self) -> tuple[str, ...]:  # whose cost record it shares
@@ -135,8 +172,17 @@ class Candidate:
         return self.builder()()
 
     def but(self, **changes) -> Candidate:
-        """A new, unrun candidate like this one with ``changes``."""
-        return dataclasses.replace(self, **{"estimate": math.nan, "outcome": Outcome(), **changes})
+        """A new, unplanned and unrun candidate like this one with ``changes`` (of its fields or
+        of its plan's: ``rows=None``), asked as it then is."""
+        planned = {name: changes.pop(name) for name in list(changes) if name in PLANNED}
+        return dataclasses.replace(self, **{
+            "plan": dataclasses.replace(self.plan, **{"estimate": math.nan, **planned}),
+            "outcome": Outcome(), "asked": None, **changes})
+
+    def planned(self, **changes) -> Candidate:
+        """A draft: this candidate with its plan so changed (``rows=...``, ``estimate=...``), to
+        cost; planning takes a draft's plan or drops it (`embedkit.tuning._plans.settle`)."""
+        return dataclasses.replace(self, plan=dataclasses.replace(self.plan, **changes))
 
     def line(self) -> Candidate:
         """The first fit of the model this one grew from (itself when it did not grow)."""
@@ -146,13 +192,30 @@ class Candidate:
         return first
 
 
-def _read_only(name: str) -> property:
-    return property(lambda c: getattr(c.outcome, name),
-                    doc=f"The outcome's ``{name}`` (`Outcome`): the engine's to record.")
+#: a plan's fields, which a candidate shows under the same names
+PLANNED = tuple(f.name for f in dataclasses.fields(Plan))
 
 
+def _read_only(record: str, name: str, whose: str) -> property:
+    return property(lambda c: getattr(getattr(c, record), name),
+                    doc=f"The {record}'s ``{name}``: {whose}.")
+
+
+for _name in PLANNED:
+    setattr(Candidate, _name, _read_only("plan", _name, "planning's to write (`Plan`)"))
 for _name in (f.name for f in dataclasses.fields(Outcome)):
-    setattr(Candidate, _name, _read_only(_name))
+    setattr(Candidate, _name, _read_only("outcome", _name, "the engine's to record (`Outcome`)"))
+
+
+def settle(c: Candidate, draft: Candidate | None = None, **planned) -> None:
+    """Give ``c`` a new plan: ``draft``'s (a copy of ``c`` planned otherwise: `Candidate.planned`),
+    else its own, with ``planned`` (of a plan's fields). The one place a candidate's plan is
+    written (by the schedule's side: `embedkit.tuning._plans`, `embedkit.tuning._schedule`), and
+    never in place: a plan not taken is a draft dropped."""
+    unknown = set(planned) - set(PLANNED)
+    if unknown:
+        raise TypeError(f"not a planned field of a candidate: {sorted(unknown)}")
+    c.plan = dataclasses.replace((c if draft is None else draft).plan, **planned)
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,15 +247,13 @@ class LeaveOut:
     """A schedule's decision that ``candidate`` is not run, which the engine records
     (`embedkit.tuning._engine.Search.leave_out`): ``why``, else what it needs (time, or memory
     where the time fits); ``need``, the seconds from now that would include ``including`` (it,
-    its full recipe, every document), which the engine words as a budget; ``estimate``, the
-    seconds the schedule costed it at, where its plan did not set them. Falsy, as the plans'
+    its full recipe, every document), which the engine words as a budget. Falsy, as the plans'
     answer that nothing of a candidate fits (`embedkit.tuning._plans.Plans.estimate`)."""
 
     candidate: Candidate
     why: str = ""
     need: float | None = None
     including: str = "it"
-    estimate: float | None = None
 
     def __bool__(self) -> bool:  # falsy: nothing of the candidate runs
         return False

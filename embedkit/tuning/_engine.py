@@ -279,7 +279,6 @@ class Search:
         if isinstance(err, FoldsTooDear):  # its cost is measured now (a fold's fit): the
             # schedule sizes it again or leaves it out
             self.costs[c.pair].observe(work_of(c.build(), self.data.n_rows(c)), err.seconds)
-            c.estimate = err.seconds * err.folds
             self.record(c, fit_seconds=err.seconds)
             return err
         if err is not None:
@@ -334,8 +333,6 @@ class Search:
         c, why, need = decision.candidate, decision.why, decision.need
         if c not in self.board.candidates:
             self.board.candidates.append(c)
-        if decision.estimate is not None:
-            c.estimate = decision.estimate
         if not why and c.estimate <= self.time.left() and not self.memory_fits(c):
             held, grows = resident(), self.memory_need(c)
             prior = (" (its weights and batches, estimated before any fit)"

@@ -16,7 +16,6 @@ schedule (`embedkit.tuning._schedule`), from what this machine measured.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -28,7 +27,7 @@ from ..data.columns import take
 from ..machine import resident
 from ..registry import HEADS, REPRESENTATIONS
 from ..storage.fetch import ResourceNotFound
-from ._candidate import Candidate, LeaveOut
+from ._candidate import Candidate, LeaveOut, settle
 from ._costs import PairState, SizesItself, encoder_ratio, work_of
 from ._selection import covering
 from ._settings import (
@@ -44,24 +43,7 @@ from ._settings import (
 )
 from ._value import TRAINING_TIERS
 
-__all__ = ["PLANNED", "Plans"]
-
-#: what planning decides of a candidate before it runs: a plan is a draft (a copy of the
-#: candidate) that `settle` writes onto the candidate the schedule holds, once, where it is taken
-PLANNED = ("rows", "recipe", "params", "seed", "estimate", "share", "least", "truncated")
-
-
-def settle(c: Candidate, draft: Candidate | None = None, **planned) -> None:
-    """Write a plan onto ``c``: ``draft``'s `PLANNED` fields, then ``planned`` (of them too).
-    The one place planning changes a candidate; a plan not taken is a draft dropped."""
-    unknown = set(planned) - set(PLANNED)
-    if unknown:
-        raise TypeError(f"not a planned field of a candidate: {sorted(unknown)}")
-    for name in PLANNED if draft is not None else ():
-        setattr(c, name, getattr(draft, name))
-    for name, value in planned.items():
-        setattr(c, name, value)
-
+__all__ = ["Plans"]
 
 class Plans:
     """Estimates and recipes over a search's measured costs (one per schedule)."""
@@ -220,7 +202,7 @@ class Plans:
     def on_rows(self, c: Candidate, m: int) -> Candidate:
         """A draft of ``c`` on ``m`` stratified training rows (every row where ``m`` reaches them)."""
         n = len(self.search.data.train)
-        return dataclasses.replace(c, rows=None if m >= n else self.search.data.sample_rows(m))
+        return c.planned(rows=None if m >= n else self.search.data.sample_rows(m))
 
     # -- growth ---------------------------------------------------------------------------------
     def grown(self, c: Candidate) -> Candidate | None:
@@ -235,7 +217,7 @@ class Plans:
             return None
         rows = min(n, GROWTH * len(c.rows))
         grown = self.on_rows(c.but(grown_from=c, variant_of=None), rows)
-        grown = dataclasses.replace(grown, estimate=self.cost(grown))
+        grown = grown.planned(estimate=self.cost(grown))
         if grown.estimate > s.time.left() and rows < n:  # what fits, when that is still a step
             def cost(m: int) -> float:
                 return self.cost(self.on_rows(grown, m))
@@ -244,7 +226,7 @@ class Plans:
             if low >= n or cost(low) > s.time.left():
                 return None
             m = largest(low, n, lambda m: cost(m) <= s.time.left(), max(n // 100, 1))
-            grown = dataclasses.replace(self.on_rows(grown, m), estimate=cost(m))
+            grown = self.on_rows(grown, m).planned(estimate=cost(m))
         return grown if grown.estimate <= s.time.left() else None
 
     def _grown_recipe(self, c: Candidate, head) -> Candidate | None:
@@ -279,7 +261,7 @@ class Plans:
         fits beside the ``room`` kept for others; ``c`` then holds its full recipe's estimate."""
         s, head = self.search, self.head(c)
         # from every training row (a recipe cuts them); ``n`` a fit's rows
-        base = dataclasses.replace(c, rows=None, seed=s.data.seed)
+        base = c.planned(rows=None, seed=s.data.seed)
         state, n = s.costs[c.pair], s.data.n_rows(base)
         probe = self.setup(c)  # a model not fetched yet: its fetch counts
         # what the leaderboard's note says the cost came from: this pair's own probe or fits, or
@@ -362,7 +344,7 @@ class Plans:
         left, less ``keep``) less ``probe`` and ``room`` on ``state``'s cost, and its estimate;
         None when none does."""
         s = self.search
-        whole = dataclasses.replace(c, rows=None, recipe=self.own(c))
+        whole = c.planned(rows=None, recipe=self.own(c))
         n, cost = s.data.n_rows(whole), self.fit_cost(head, state)  # every row; under CV a fold's fit's
         budget = min(s.time.left() if seconds is None else seconds, s.time.left() - keep)
         sized = head.sized_for(n, budget - probe - room - DECIDING, cost)
@@ -370,12 +352,11 @@ class Plans:
             return None
         params, rows = sized
         recipe = {**whole.recipe, **{f"head__{k}": v for k, v in params.items()}}
-        draft = dataclasses.replace(whole, recipe=recipe, rows=s.data.sample_rows(rows) if rows < n else None,
-                                    params={k: v for k, v in c.params.items() if k not in recipe})
+        draft = whole.planned(recipe=recipe, rows=s.data.sample_rows(rows) if rows < n else None,
+                              params={k: v for k, v in c.params.items() if k not in recipe})
         short = params.get("max_length", int(head.max_length)) < int(head.max_length)
-        return dataclasses.replace(
-            draft, estimate=cost(work_of(draft.build(), rows)) + probe,
-            least=cost(head.least_work(n)) + probe,
+        return draft.planned(
+            estimate=cost(work_of(draft.build(), rows)) + probe, least=cost(head.least_work(n)) + probe,
             share=head.gain_share(params, rows, n, 1 if s.data.classes is None else len(s.data.classes)),
             truncated=(f"read to {params['max_length']} word pieces where 95% of the documents need "
                        f"{int(head.max_length)}: the time left paid for no more" if short else ""))

@@ -38,8 +38,8 @@ from .._budget import format_seconds
 from .._stopping import MemoryLimitReached
 from ..registry import HEADS, REPRESENTATIONS, TRAINS_ENCODER, pair_kind, sampled_settings
 from . import _jobs
-from ._candidate import Again, Candidate, FoldsTooDear, Job, LeaveOut
-from ._plans import Plans, settle
+from ._candidate import Again, Candidate, FoldsTooDear, Job, LeaveOut, Plan, settle
+from ._plans import Plans
 from ._settings import (
     ENCODE_SHARE,
     ENCODER,
@@ -73,11 +73,11 @@ class Schedule(Worth):
         encoding = 0.0 if rep == ENCODER else REPRESENTATIONS[rep].cost  # the prologue pays it
         lane = ("device" if tier.lane == "device" and s.asked.device_lane
                 else "cluster" if s.asked.client is not None and tier.remote else "cores")
-        return Candidate(representation=rep, head=head, tier=tier.name, cache=s.asked.cache, lane=lane,
-                         task=s.data.task, roles=s.data.roles,
-                         prior=(encoding * len(s.data.train) + HEADS[head].cost
-                                * s.data.fit_rows(len(s.data.train))) / 1000,
-                         encoder=rep if tier.name == "frozen encoder" else "")
+        return Candidate(representation=rep, head=head, tier=tier.name, cache=s.asked.cache,
+                         task=s.data.task, encoder=rep if tier.name == "frozen encoder" else "",
+                         plan=Plan(lane=lane, roles=s.data.roles, prior=(
+                             encoding * len(s.data.train) + HEADS[head].cost
+                             * s.data.fit_rows(len(s.data.train))) / 1000))
 
     # -- the prologue ---------------------------------------------------------------------------
     def begin(self, search) -> None:
@@ -101,9 +101,9 @@ class Schedule(Worth):
         (tfidf, build), (self.minilm, _) = list(self.baselines.items())[:2]
         chars = float(np.mean([len(t) for t in d.texts[d.valid]])) if len(d.valid) else 0.0
         s.board.reached("baselines")
+        prior = d.fit_rows(len(d.train)) / 1000 * (BASELINE_COST[0] + BASELINE_COST[1] * chars / 500)
         baseline = Candidate(name=tfidf, representation="plain TF-IDF", head="LR", kind="baseline",
-                             tier="baselines", factory=build, prior=d.fit_rows(len(d.train)) / 1000 * (
-                                 BASELINE_COST[0] + BASELINE_COST[1] * chars / 500))
+                             tier="baselines", factory=build, plan=Plan(prior=prior))
         self.plans.estimate(baseline)
         self.queue = [baseline, *first, "encoder"]
 
@@ -117,7 +117,16 @@ class Schedule(Worth):
             return _jobs.load_encoder(s, ENCODER, ENCODER_LOAD)
         why = (f"loading the encoder and a pass over the validation rows and {least - len(s.data.valid):,} "
                f"training rows need about {format_seconds(rough)}")
-        return [LeaveOut(c, why, need=rough, estimate=rough) for c in [self._minilm(None), *self._frozen()]]
+        return self._encoderless(why, rough, need=rough)
+
+    def _encoderless(self, why: str, estimate: float, **said) -> list[LeaveOut]:
+        """The MiniLM baseline and the frozen tier's waiting defaults, each costed at ``estimate``
+        seconds, left out for ``why``: the prologue encoder's pass does not fit, or stopped."""
+        out = []
+        for c in [self._minilm(None), *self._frozen()]:
+            settle(c, estimate=estimate)
+            out.append(LeaveOut(c, why, **said))
+        return out
 
     def _frozen(self) -> list[Candidate]:
         return [c for c in self.defaults if c.tier == "frozen encoder" and c.status == "waiting"]
@@ -125,7 +134,7 @@ class Schedule(Worth):
     def _minilm(self, rows) -> Candidate:
         return Candidate(name=self.minilm, representation="plain MiniLM", head="LR",
                          tier="baselines", kind="baseline", factory=self.baselines[self.minilm],
-                         rows=rows, cache=self.search.asked.cache, encoder=ENCODER)
+                         plan=Plan(rows=rows), cache=self.search.asked.cache, encoder=ENCODER)
 
     def _first_pass(self, per_doc: float) -> Job | list[LeaveOut]:
         """The prologue encoder's first pass: every document where that takes at most
@@ -151,12 +160,11 @@ class Schedule(Worth):
                 enough = (need + s.time.reserve() + 30) / ENCODE_SHARE - s.time.reserve()
                 why = (f"the encoder's pass over even {MIN_ENCODED_ROWS} of the {len(s.data.docs):,} "
                        "documents does not fit the time left")
-                return [LeaveOut(c, why, need=enough, including="all of them", estimate=need)
-                        for c in [self._minilm(None), *self._frozen()]]
+                return self._encoderless(why, need, need=enough, including="all of them")
             rows = None if m >= len(s.data.train) else s.data.sample_rows(m)
         for c in self._frozen():  # those reading this pass's vectors; another encoder's start
             if c.encoder == ENCODER:  # on what its own pass costs (`Plans.start_small`)
-                c.rows = rows
+                settle(c, rows=rows)
         self.first = self._minilm(rows)
         index = plans.unencoded(self.first)
         return _jobs.encode(s, ENCODER, index, per_doc, cost * len(index))
@@ -179,7 +187,7 @@ class Schedule(Worth):
                 if (item := self._prologue()) is not None:
                     return item
                 continue
-            chosen, waiting, origin = self._choose(lane, later)
+            chosen, waiting = self._choose(lane, later)
             if chosen is None or isinstance(chosen, LeaveOut):
                 return chosen
             if s.costs[chosen.pair].probe_due:
@@ -192,17 +200,16 @@ class Schedule(Worth):
                 continue
             if (job := self._needs(chosen)) is not None:
                 return job
-            self.tried |= {chosen.key, origin[chosen]} if chosen.variant_of is not None else {chosen.key}
+            self.tried |= {chosen.key, chosen.asked} if chosen.variant_of is not None else {chosen.key}
             s.board.reached(chosen.tier)
             return chosen
 
     def _choose(self, lane: str, later: frozenset):
         """Of what ``lane`` may run but ``later``, the most expected gain per estimated second
         that fits (or the first first fit met that does not fit, left out: `LeaveOut`), beside the
-        defaults waiting and each option's key before it was planned (a variant's before `cut`:
-        tried once, however it was cut; a default's before it started small is its fit on every
-        row, its growth's last step). Once the last defaults are left out, the next call's
-        options are the fill's."""
+        defaults waiting (a variant chosen counts as tried under its key as asked too, before
+        `cut`: tried once, however it was cut). Once the last defaults are left out, the next
+        call's options are the fill's."""
         s = self.search
         self.twin.apply(self.defaults)
         waiting = [c for c in self.defaults if c.status == "waiting"]
@@ -212,26 +219,25 @@ class Schedule(Worth):
         options = [c for c in waiting if c.lane == lane and c.key not in later]
         options += [c for c in self.growth(lane) + ([] if options else self.variants(lane))
                     if c.key not in later]
-        chosen, value, origin = None, (False, 0.0), {}
+        chosen, value = None, (False, 0.0)
         for c in sorted(options, key=lambda c: c.prior):  # the cheaper measured first
-            origin[c] = c.key
             planned = c.grown_from is not None or self.plans.estimate(c)
             if isinstance(planned, LeaveOut):
                 self.tried |= {c.key}
-                return planned, waiting, origin
+                return planned, waiting
             if not planned or (c.variant_of is not None and c.key in self.tried) or self._measured_first(c):
                 continue
             if not s.fits(c):
                 if c.variant_of is None and c.grown_from is None:
                     s.board.reached(c.tier)
-                    return LeaveOut(c), waiting, origin
+                    return LeaveOut(c), waiting
                 continue
             reach = 1.0 if c.variant_of is None else self.reach(c.pair)
             # within reach first; beyond it only for time nothing within reach can use
             gain = (reach > 0, self.gain(c) * (reach or 1.0) / max(c.estimate, 0.1))
             if gain > value:
                 chosen, value = c, gain
-        return chosen, waiting, origin
+        return chosen, waiting
 
     def _prologue(self):
         """The prologue's next action or leave-out; None where its item left nothing to run:
@@ -412,6 +418,7 @@ class Schedule(Worth):
         sized on a probe the folds' fits outran); any other model is left out, saying what its
         folds need. A recipe sized anew that still does not fit is left out by its plan."""
         s = self.search
+        settle(c, estimate=err.seconds * err.folds)
         if c in self.defaults and self.plans.sizes_itself(c):
             s.say(f"{s.time.stamp()} {c.label}: {err}: sized again on what it measured")
             return [Again(c)]
@@ -451,8 +458,7 @@ class Schedule(Worth):
             self.queue.pop(0)
             why = (f"the encoder's pass stopped after {done:,} of {len(index):,} documents: the "
                    "rest would not fit the time left")
-            left = [LeaveOut(c, why, estimate=seconds * len(index) / max(done, 1))
-                    for c in [self._minilm(None), *self._frozen()]]
+            left = self._encoderless(why, seconds * len(index) / max(done, 1))
         if rep == ENCODER and done >= 64:  # later estimates scale from the pass's own rate
             plans.per_doc = seconds / done
         elif rep != ENCODER:
@@ -468,11 +474,11 @@ class Schedule(Worth):
         rest = len(s.data.docs) - int(plans.encoded[rep].sum())
         for c in [self.first, *self.defaults, *s.board.candidates]:
             if c is not None and c.encoder == rep:
-                c.extra_refit = plans.doc_seconds(rep) * rest
+                settle(c, extra_refit=plans.doc_seconds(rep) * rest)
         for o in self.defaults:  # their priors held the pass
             if o.representation == rep:
-                o.prior = HEADS[o.head].cost * s.data.fit_rows(len(s.data.train) if o.rows is None
-                                                          else len(o.rows)) / 1000
+                settle(o, prior=HEADS[o.head].cost * s.data.fit_rows(
+                    len(s.data.train) if o.rows is None else len(o.rows)) / 1000)
         return left
 
     def _prepared(self, job: Job, outcome) -> list[LeaveOut]:

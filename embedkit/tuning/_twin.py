@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..data.columns import ColumnRoles
 from ..registry import HEADS, REPRESENTATIONS
-from ._candidate import Candidate
+from ._candidate import Candidate, settle
 from ._value import TRAINING_TIERS
 
 __all__ = ["Twin"]
@@ -42,7 +42,8 @@ class Twin:
         reads no table)."""
         if self.twin is None:
             return []
-        self.table.lane = self.twin.lane = "cores"
+        for c in (self.table, self.twin):
+            settle(c, lane="cores")
         return [self.table, self.twin]
 
     def apply(self, candidates: list[Candidate]) -> None:
@@ -53,7 +54,7 @@ class Twin:
             return
         for c in candidates:
             if c.tier in READERS and c.status == "waiting" and not c.alone:
-                c.roles, c.alone = self.twin.roles, self.twin.alone
+                settle(c, roles=self.twin.roles, alone=self.twin.alone)
                 self.search.costs[c.pair].forget_head()
 
     def _decide(self) -> bool | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._budget import Clock
 from . import _selection
-from ._candidate import Candidate, Outcome
+from ._candidate import Candidate, Outcome, Plan
 from ._pick import choose, versus
 
 __all__ = ["Board", "Time"]
@@ -129,7 +129,7 @@ class Board:
         members = {scored[i]: w for i, w in weights.items()}
         self.candidates.append(Candidate(
             name=f"ensemble of {len(members)} models", tier="ensembles", kind="ensemble",
-            task=d.task, roles=d.roles, weights=members, outcome=Outcome(
+            task=d.task, plan=Plan(roles=d.roles), weights=members, outcome=Outcome(
                 status="scored", score=d.score_proba(proba), proba=proba,  # cross-fitted
                 note="; ".join(f"{c.label}: {w:.2f}" for c, w in members.items()),
                 fit_seconds=sum(c.fit_seconds for c in members),
