@@ -160,7 +160,8 @@ def test_a_candidate_is_what_was_asked_its_plan_and_its_outcome_each_with_one_wr
 
 
 #: the schedule's side: what decides and plans the search, and what it reads of the engine
-SCHEDULE_SIDE = ("_schedule", "_plans", "_value", "_twin", "_jobs", "_finish", "_leaderboard")
+SCHEDULE_SIDE = ("_schedule", "_prologue", "_plans", "_value", "_twin", "_jobs", "_finish",
+                 "_leaderboard")
 #: the engine's members the schedule's side may read (issue 59: at most 12); the data and its
 #: split count once, as ``data``, the clock and the reserve as ``time``, the candidates and what
 #: runs as ``board`` (`embedkit.tuning._view`); the engine's schedule is not among them (a pair's
